@@ -1,0 +1,1 @@
+//! External bench: `vllm bench serve --omni`, one fresh command per sweep step (BENCH.md, "External bench").

@@ -1,0 +1,1 @@
+//! Native streaming load generator for `openai-audio-speech` (BENCH.md).

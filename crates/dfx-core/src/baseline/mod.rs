@@ -1,0 +1,55 @@
+//! Baselines: the shapes a perf-config may use (null, scalar, list, dict,
+//! hardware-nested), resolution into per-trial [`Thresholds`] at load time, the metric
+//! direction table, and the `baselines/<hardware>.json` store.
+
+pub mod direction;
+
+pub use direction::{Direction, direction_of};
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// Where a resolved threshold came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum ThresholdSource {
+    /// The entry's inline `baseline` in the config file.
+    Inline,
+    /// `baselines/<hardware>.json`, keyed by trial name.
+    Store { file: PathBuf },
+}
+
+/// One metric's threshold for one trial.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Threshold {
+    /// Result key, e.g. `median_audio_ttfp_ms`.
+    pub metric: String,
+    pub value: f64,
+    pub direction: Direction,
+    pub source: ThresholdSource,
+}
+
+/// The thresholds of one trial, resolved for the run's hardware label.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// Metrics with a threshold, in the order the config lists them.
+    pub items: Vec<Threshold>,
+    /// Metrics whose baseline is `null` (no threshold; upstream used 100000).
+    pub skipped: Vec<String>,
+    /// Why there are no thresholds although the entry has a baseline (e.g. a
+    /// hardware-nested baseline without a bucket for this hardware label).
+    pub note: Option<String>,
+}
+
+impl Thresholds {
+    /// `{metric: value}` as upstream writes it into each result under `baseline`.
+    pub fn to_result_value(&self) -> serde_json::Value {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .items
+            .iter()
+            .map(|t| (t.metric.clone(), serde_json::Value::from(t.value)))
+            .collect();
+        serde_json::Value::Object(map)
+    }
+}

@@ -1,0 +1,75 @@
+//! The bench seam: something that offers one sweep step of load to a ready server and
+//! returns an upstream-compatible result document (the native load generator, the external
+//! `vllm bench serve --omni` driver, or a fake in tests).
+
+use std::path::PathBuf;
+
+use crate::plan::{BenchEntry, Trial};
+use crate::result::ResultDoc;
+
+/// Which bench produced a result (`result_source` in result.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchKind {
+    /// dfx-perf's own tokio + reqwest load generator.
+    Native,
+    /// `vllm bench serve --omni`.
+    Vllm,
+}
+
+impl BenchKind {
+    /// `native` / `vllm`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BenchKind::Native => "native",
+            BenchKind::Vllm => "vllm",
+        }
+    }
+}
+
+/// Why a bench cannot run an entry (backend not implemented, executable missing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported(pub String);
+
+/// Everything a bench needs for one trial beyond its own settings.
+#[derive(Debug, Clone)]
+pub struct BenchContext<'a> {
+    pub trial: &'a Trial,
+    /// `http://host:port` of the ready server.
+    pub base_url: String,
+    pub host: String,
+    pub port: u16,
+    /// The trial's folder: the bench writes `records.jsonl`, `bench.log` and any file of
+    /// its own here. `result.json` is written by the harness.
+    pub out_dir: PathBuf,
+    /// Hardware label of the run (`H100`, `SIM`, `na`).
+    pub hardware: String,
+}
+
+/// What a bench run produced.
+#[derive(Debug, Clone, Default)]
+pub struct BenchOutcome {
+    /// The result document; `None` when the bench left no result (the harness then writes
+    /// the template fallback and fails the trial).
+    pub result: Option<ResultDoc>,
+    /// How the bench ended when that matters for the user: "exit status 2" of the
+    /// external bench, or a native error. `None` when it ran to completion.
+    pub exit: Option<String>,
+    /// Tail of the bench's own log (`bench.log`), shown on failure.
+    pub log_tail: String,
+    /// The first distinct request errors, for the completion failure message.
+    pub errors: Vec<String>,
+    /// Set when the load generator could not offer the configured load (open-loop lag
+    /// beyond the threshold); the trial fails with this reason.
+    pub invalid_load: Option<String>,
+}
+
+/// A load generator.
+pub trait Bench {
+    fn kind(&self) -> BenchKind;
+    /// Whether this bench can run `entry` (backend/dataset implemented, executable found).
+    fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported>;
+    /// Runs one sweep step against a ready server. Never panics on server misbehaviour:
+    /// failures are counted in the result.
+    fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome;
+}

@@ -1,0 +1,20 @@
+//! Core of dfx-perf: everything between a perf-config file and a verdict that does not
+//! need a server or a network.
+//!
+//! Data flow: [`config`] reads the upstream perf-config JSON (raw serde structs) and
+//! validates it into a [`plan::Plan`]; every [`plan::Trial`] knows its
+//! [`server::ServerSpec`], its [`plan::BenchEntry`], its [`plan::SweepStep`] and its
+//! resolved [`baseline::Thresholds`]. The harness drives trials through the two seams
+//! defined here, [`server::ServerLauncher`] and [`bench::Bench`], and judges the outcome
+//! with [`verdict`].
+
+pub mod baseline;
+pub mod bench;
+pub mod config;
+pub mod deploy;
+pub mod fsutil;
+pub mod hardware;
+pub mod plan;
+pub mod result;
+pub mod server;
+pub mod verdict;

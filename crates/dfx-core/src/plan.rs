@@ -1,0 +1,162 @@
+//! The validated plan: what the suite will run, in order. Built only by
+//! [`crate::config::load_plan`]; nothing downstream re-validates it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::baseline::Thresholds;
+use crate::server::ServerSpec;
+
+/// Every trial of every selected config file, in plan order (file order, then case order
+/// with cases sharing a `test_name` concatenated at the position of the first one, then
+/// entry order, then QPS steps before concurrency steps).
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Trials in the order they run.
+    pub trials: Vec<Trial>,
+    /// Warnings found while loading that are not errors (e.g. a hardware-nested baseline
+    /// without a bucket for the current hardware label).
+    pub warnings: Vec<String>,
+}
+
+/// Where a trial came from, for error messages and listings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceRef {
+    /// The config file.
+    pub file: PathBuf,
+    /// Index of the case object in that file's top-level array.
+    pub case_index: usize,
+    /// Index of the entry in that case's `benchmark_params` as written (disabled entries
+    /// included), so the user can find it in the file.
+    pub raw_entry_index: usize,
+}
+
+/// Which dialect an entry was written in (CONFIG.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    /// vllm-omni omni/TTS dialect (snake_case entry keys).
+    Omni,
+    /// Diffusion dialect (kebab-case entry keys, image/video generation).
+    Diffusion,
+}
+
+/// One benchmark entry of a test, after `enabled: false` entries were dropped.
+/// Shared by all of its sweep steps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchEntry {
+    /// Index among the enabled entries of its test (concatenated across cases).
+    pub index: usize,
+    /// The entry's identity inside its test: `name`, else `task_eval_phase_dataset`,
+    /// else `case<idx>`, deduplicated with `_1`, `_2`, ….
+    pub suffix: String,
+    pub dialect: Dialect,
+    pub dataset_name: Option<String>,
+    pub backend: Option<String>,
+    pub endpoint: Option<String>,
+    pub dataset_path: Option<String>,
+    pub seed_tts_locale: Option<String>,
+    /// `percentile-metrics` as written (comma separated).
+    pub percentile_metrics: Option<String>,
+    /// `metric-percentiles` / `metric_percentiles` as written (comma separated).
+    pub metric_percentiles: Option<String>,
+    pub extra_body: Option<Map<String, Value>>,
+    /// `num_warmups` override (metadata, never a bench flag).
+    pub num_warmups: Option<u32>,
+    pub burstiness: Option<f64>,
+    pub seed: Option<u64>,
+    pub task: Option<String>,
+    pub eval_phase: Option<String>,
+    pub name: Option<String>,
+    /// From the case's `server_params.trust_remote_code`: adds `--trust-remote-code` to
+    /// the external bench command.
+    pub trust_remote_code: bool,
+    /// The entry exactly as written (key order preserved), for the external bench, which
+    /// turns every non-excluded key into a flag.
+    pub raw: Map<String, Value>,
+}
+
+/// Whether a sweep step is a closed-loop concurrency step or an open-loop rate step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepKind {
+    /// `max_concurrency` requests in flight, request rate infinite.
+    Concurrency { max_concurrency: u32 },
+    /// Open loop at `request_rate` requests per second (no concurrency cap).
+    RequestRate { request_rate: f64 },
+}
+
+/// One sweep step: one trial's load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepStep {
+    pub kind: StepKind,
+    /// Index within its own sweep (request-rate steps and concurrency steps count
+    /// separately, as upstream does); selects list baselines.
+    pub index: usize,
+    /// Requests measured in this step (warmups excluded).
+    pub num_prompts: u64,
+    /// The step part of the trial name: `c16`, `qps2.0` (with `_<index>` only when
+    /// needed for uniqueness).
+    pub label: String,
+}
+
+impl SweepStep {
+    /// `max_concurrency` of a concurrency step.
+    pub fn max_concurrency(&self) -> Option<u32> {
+        match self.kind {
+            StepKind::Concurrency { max_concurrency } => Some(max_concurrency),
+            StepKind::RequestRate { .. } => None,
+        }
+    }
+
+    /// `request_rate` of a rate step; `None` means infinite (concurrency steps).
+    pub fn request_rate(&self) -> Option<f64> {
+        match self.kind {
+            StepKind::Concurrency { .. } => None,
+            StepKind::RequestRate { request_rate } => Some(request_rate),
+        }
+    }
+
+    /// The key a dict baseline uses for this step: `str(max_concurrency)` or
+    /// Python's `str(request_rate)` (`"2.0"` for 2.0).
+    pub fn baseline_key(&self) -> String {
+        match self.kind {
+            StepKind::Concurrency { max_concurrency } => max_concurrency.to_string(),
+            StepKind::RequestRate { request_rate } => python_float_str(request_rate),
+        }
+    }
+}
+
+/// Python's `str(float)` for the values configs use (`2.0`, `0.5`, `10.0`, `0.1`).
+pub fn python_float_str(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
+        format!("{x:.1}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// One test of the suite binary: one sweep step of one entry of one test.
+#[derive(Debug, Clone)]
+pub struct Trial {
+    /// `<test_name>::<suffix>::<step>`, unique in the plan.
+    pub name: String,
+    pub test_name: String,
+    /// Selection tags from the case's `mark` (strings only).
+    pub marks: Vec<String>,
+    /// Hardware marks of the case (`res` values such as `H100`, `A3`), informational.
+    pub hardware_marks: Vec<String>,
+    pub source: SourceRef,
+    /// The server this trial needs; trials with equal specs share a live server.
+    pub server: Arc<ServerSpec>,
+    pub entry: Arc<BenchEntry>,
+    pub step: SweepStep,
+    /// Thresholds resolved for the run's hardware label.
+    pub thresholds: Thresholds,
+    /// When set, the trial cannot run at all (e.g. diffusion dialect) and is listed as
+    /// ignored with this reason.
+    pub unsupported: Option<String>,
+}

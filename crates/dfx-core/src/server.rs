@@ -1,0 +1,167 @@
+//! The server seam: what a trial needs from a server, and the traits a launcher (real
+//! process, simulator, attached URL, or an in-process fake in tests) implements.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Which server program a case starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerType {
+    /// `vllm-omni serve …` (default).
+    VllmOmni,
+    /// `sgl-omni serve …` (`server_type: "sglang-omni"`).
+    SglangOmni,
+}
+
+/// `serve_args` as written: an object (rendered `--key-with-dashes value`, order kept) or a
+/// list of raw strings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ServeArgs {
+    Map(serde_json::Map<String, Value>),
+    List(Vec<String>),
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs::List(Vec::new())
+    }
+}
+
+/// A deploy file resolved under `deploy/` with the case's `delete`/`update` edits applied.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedDeploy {
+    /// The name as written in `stage_config_name`.
+    pub name: String,
+    /// The stock file under `deploy/` (canonical path).
+    pub source: PathBuf,
+    /// The YAML text the server must receive: the file itself when there are no edits,
+    /// else the edited copy (the launcher writes it to a temporary file).
+    pub contents: String,
+    /// Whether `update`/`delete` edits were applied.
+    pub edited: bool,
+}
+
+/// Everything that defines a server configuration. Two trials whose specs are equal share
+/// one live server (ARCHITECTURE, "Server reuse").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerSpec {
+    pub server_type: ServerType,
+    /// Positional model id / path.
+    pub model: String,
+    pub deploy: Option<ResolvedDeploy>,
+    /// `--stage-overrides <compact JSON>` when present.
+    pub stage_overrides: Option<Value>,
+    pub serve_args: ServeArgs,
+    pub extra_cli_args: Vec<String>,
+    /// Adds `--omni` and the init timeouts (default true).
+    pub use_omni: bool,
+    /// Extra environment for the server process.
+    pub env: BTreeMap<String, String>,
+    /// Per-case readiness timeout (`server_params.ready_timeout_s`), overriding the global.
+    pub ready_timeout: Option<Duration>,
+}
+
+/// Why a launcher cannot run a spec at all (the trials are ignored with this reason on a
+/// plain run and failed under `--assert-baseline`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+/// Errors of starting, watching and stopping a server. Every message carries what the user
+/// needs: the exit status or signal and the tail of the server log.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("server executable not found: {0}")]
+    ExecutableMissing(String),
+    #[error(
+        "port {port} on {host} already answers before the server was started (a stale server?); refusing to benchmark it"
+    )]
+    PortInUse { host: String, port: u16 },
+    #[error("could not start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "server exited with {status} before becoming ready\n--- server log tail ({log}) ---\n{log_tail}"
+    )]
+    ExitedBeforeReady {
+        status: String,
+        log: PathBuf,
+        log_tail: String,
+    },
+    #[error(
+        "server not ready after {waited:?} (GET /health never returned 200)\n--- server log tail ({log}) ---\n{log_tail}"
+    )]
+    NotReady {
+        waited: Duration,
+        log: PathBuf,
+        log_tail: String,
+    },
+    #[error(
+        "server exited with {status} during the benchmark\n--- server log tail ({log}) ---\n{log_tail}"
+    )]
+    DiedDuringTrial {
+        status: String,
+        log: PathBuf,
+        log_tail: String,
+    },
+    #[error("invalid server configuration: {0}")]
+    InvalidSpec(String),
+    #[error("attached server at {url} is not ready: {reason}")]
+    AttachNotReady { url: String, reason: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Per-start context the harness hands to a launcher.
+#[derive(Debug, Clone)]
+pub struct StartContext {
+    /// Folder for this server start (`server.log`, `command.txt`, edited deploy copy).
+    pub dir: PathBuf,
+    /// Global readiness timeout; a spec's own `ready_timeout` wins.
+    pub ready_timeout: Duration,
+}
+
+/// Starts servers for specs.
+pub trait ServerLauncher {
+    /// Short name for listings (`vllm-omni`, `sim`, `attach`, `fake`).
+    fn name(&self) -> &str;
+    /// Whether this launcher can start `spec` at all (e.g. executable present).
+    fn availability(&self, spec: &ServerSpec) -> Result<(), Unavailable>;
+    /// Starts a server and waits until it is ready.
+    fn start(
+        &mut self,
+        spec: &ServerSpec,
+        ctx: &StartContext,
+    ) -> Result<Box<dyn RunningServer>, ServerError>;
+    /// Hardware label this launcher implies when no flag and no GPU say otherwise
+    /// (`SIM` for the simulator).
+    fn implied_hardware(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// A live (or attached) server.
+pub trait RunningServer: Send {
+    /// `http://host:port` without a trailing slash.
+    fn base_url(&self) -> String;
+    fn host(&self) -> String;
+    fn port(&self) -> u16;
+    /// `Some(status)` ("exit status 3", "signal 9 (SIGKILL)") once the process has exited.
+    fn exit_status(&mut self) -> Option<String>;
+    /// The last `lines` lines of the server log ("" when there is none).
+    fn log_tail(&self, lines: usize) -> String;
+    /// The log file of this start, if any.
+    fn log_path(&self) -> Option<PathBuf>;
+    /// Tears the server down (process group: SIGTERM, grace, SIGKILL, sweep).
+    fn stop(self: Box<Self>) -> Result<(), ServerError>;
+}

@@ -1,0 +1,1 @@
+//! Reports (markdown, HTML with SVG charts, JUnit), run comparison and baseline recalibration.

@@ -1,0 +1,3 @@
+//! The suite: one libtest-mimic trial per server × entry × sweep step.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! Tests of the suite binary's command line.
+
+fn main() {}

@@ -14,6 +14,7 @@ pub mod config;
 pub mod deploy;
 pub mod fsutil;
 pub mod hardware;
+pub mod models;
 pub mod plan;
 pub mod result;
 pub mod server;

@@ -59,7 +59,7 @@ mod tests {
     #[test]
     fn sanitize_never_escapes() {
         assert_eq!(sanitize_component("../../x"), "_._.._x");
-        assert_eq!(sanitize_component(".."), "__");
+        assert_eq!(sanitize_component(".."), "_.");
         assert_eq!(sanitize_component(""), "_");
         assert_eq!(
             sanitize_component("test_a::voice_clone::c16"),

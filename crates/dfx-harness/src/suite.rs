@@ -20,7 +20,7 @@ use crate::cli::Parsed;
 use crate::listing::{ListContext, render_verbose};
 use crate::pool::ServerPool;
 use crate::results::{RunDir, RunInfo, git_sha, hostname};
-use crate::runner::Session;
+use crate::runner::{Ran, Session};
 use crate::select::{Disposition, PlannedTrial, plan_trials};
 use crate::settings::{Project, ServerChoice, SuiteConfig};
 use crate::summary::{Summary, SummaryEntry};
@@ -199,8 +199,12 @@ pub fn build_trials(
                 let Some(session) = session else {
                     return Err(Failed::from("internal: trial run without a session"));
                 };
-                let result: Result<Completion, String> = lock(&session).run_trial(i);
-                result.map_err(Failed::from)
+                let result = lock(&session).run_trial(i);
+                match result {
+                    Ok(Ran::Passed) => Ok(Completion::Completed),
+                    Ok(Ran::Ignored(reason)) => Ok(Completion::ignored_with(reason)),
+                    Err(msg) => Err(Failed::from(msg)),
+                }
             })
             .with_ignored_flag(ignored)
         })

@@ -10,13 +10,20 @@ use dfx_core::bench::BenchContext;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::{ResultDoc, template_fallback};
 use dfx_core::verdict::{Verdict, judge};
-use libtest_mimic::Completion;
 use serde_json::{Value, json};
 
 use crate::pool::{ServerInfo, ServerPool};
 use crate::results::RunDir;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
+
+/// How a trial that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ran {
+    Passed,
+    /// Cannot run (plain run only), with the reason.
+    Ignored(String),
+}
 
 /// Everything the trials of one run share. Trials run one at a time, in plan order.
 pub struct Session {
@@ -42,10 +49,10 @@ struct Produced {
 }
 
 impl Session {
-    /// Runs trial `idx`: `Ok(Completed)` when it passed, `Ok(Ignored)` when it cannot run
-    /// on a plain run, `Err(message)` when it failed. Panics are caught and recorded as
+    /// Runs trial `idx`: `Ok(Passed)`, `Ok(Ignored(reason))` when it cannot run on a plain
+    /// run, `Err(message)` when it failed. Panics are caught and recorded as
     /// failures.
-    pub fn run_trial(&mut self, idx: usize) -> Result<Completion, String> {
+    pub fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
         let started = Instant::now();
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_inner(idx)));
         let result = caught.unwrap_or_else(|payload| {
@@ -66,16 +73,14 @@ impl Session {
         result
     }
 
-    fn run_inner(&mut self, idx: usize) -> Result<Completion, String> {
+    fn run_inner(&mut self, idx: usize) -> Result<Ran, String> {
         let dir = self.run.trial_dir(&self.planned[idx].dir_name);
         let slot = match &self.planned[idx].disposition {
             Disposition::Run { slot } => *slot,
             Disposition::Skip { reason } if !self.assert_baseline => {
                 let reason = reason.clone();
                 self.entries[idx] = Some(SummaryEntry::ignored(&self.planned[idx].trial, &reason));
-                return Ok(Completion::Ignored {
-                    reason: Some(reason),
-                });
+                return Ok(Ran::Ignored(reason));
             }
             Disposition::Skip { reason } => {
                 let why = format!("cannot run, and --assert-baseline forbids ignoring it: {reason}");
@@ -153,7 +158,7 @@ impl Session {
 
     /// Completes the document, judges it, writes result.json / verdict.json, records the
     /// summary entry.
-    fn conclude(&mut self, idx: usize, dir: PathBuf, p: Produced) -> Result<Completion, String> {
+    fn conclude(&mut self, idx: usize, dir: PathBuf, p: Produced) -> Result<Ran, String> {
         let trial = &self.planned[idx].trial;
         let mut doc = p.doc;
         add_runner_keys(&mut doc, trial, &self.hardware, p.bench);
@@ -197,7 +202,7 @@ impl Session {
             eprintln!("dfx-perf: warning: {}: {w}", trial.name);
         }
         if outcome == Outcome::Passed {
-            return Ok(Completion::Completed);
+            return Ok(Ran::Passed);
         }
         let mut msg: Vec<String> = failures;
         msg.extend(write_errors);

@@ -41,8 +41,13 @@ pub struct Session {
 /// What the bench side of a trial produced, before judging.
 struct Produced {
     doc: ResultDoc,
-    /// Failures the verdict cannot see (no result, bench exit status, server death).
+    /// Failures the verdict cannot see (bench exit status, server death, invalid load).
     failures: Vec<String>,
+    /// Why the document is the template fallback (also stored in it as
+    /// `fallback_reason`), when it is.
+    fallback: Option<String>,
+    /// Bench log tail shown with a fallback.
+    log_tail: String,
     errors: Vec<String>,
     bench: Option<&'static str>,
     server: Option<ServerInfo>,
@@ -131,6 +136,7 @@ impl Session {
             }
         };
         let exit = outcome.exit.as_deref().unwrap_or("no exit status");
+        let mut fallback = None;
         let doc = match outcome.result {
             Some(doc) => {
                 if let Some(exit) = &outcome.exit {
@@ -139,17 +145,19 @@ impl Session {
                 doc
             }
             None => {
-                let why = format!("bench `{label}` left no result ({exit}): wrote the template fallback");
-                failures.push(format!("{why}{}", tail(&outcome.log_tail)));
-                template_fallback(&why)
+                fallback = Some(format!("bench `{label}` left no result ({exit})"));
+                template_fallback(fallback.as_deref().unwrap_or_default())
             }
         };
         if let Some(invalid) = outcome.invalid_load {
             failures.push(format!("load generation invalid: {invalid}"));
         }
+        let log_tail = if fallback.is_some() { tail(&outcome.log_tail) } else { String::new() };
         Produced {
             doc,
             failures,
+            fallback,
+            log_tail,
             errors: outcome.errors,
             bench: Some(label),
             server: Some(server),
@@ -158,12 +166,12 @@ impl Session {
 
     /// Completes the document, judges it, writes result.json / verdict.json, records the
     /// summary entry.
-    fn conclude(&mut self, idx: usize, dir: PathBuf, p: Produced) -> Result<Ran, String> {
+    fn conclude(&mut self, idx: usize, dir: PathBuf, mut p: Produced) -> Result<Ran, String> {
         let trial = &self.planned[idx].trial;
-        let mut doc = p.doc;
+        let mut doc = std::mem::take(&mut p.doc);
         add_runner_keys(&mut doc, trial, &self.hardware, p.bench);
         let verdict = judge(&doc, trial.step.num_prompts, &trial.thresholds, &p.errors, self.assert_baseline);
-        let failures = combined_failures(&p.failures, &verdict, self.assert_baseline);
+        let failures = combined_failures(&p, &verdict, self.assert_baseline);
         let passed = failures.is_empty();
         doc.insert(
             "verdict".into(),
@@ -216,7 +224,9 @@ impl Produced {
     fn fallback(reason: String, bench: Option<&'static str>, server: Option<ServerInfo>) -> Produced {
         Produced {
             doc: template_fallback(&reason),
-            failures: vec![reason],
+            failures: Vec::new(),
+            fallback: Some(reason),
+            log_tail: String::new(),
             errors: Vec::new(),
             bench,
             server,
@@ -253,13 +263,20 @@ pub fn add_runner_keys(
     doc.insert("trial".into(), json!(trial.name));
 }
 
-/// Failures the harness found first, then the verdict's; under `--assert-baseline` every
+/// What only the harness saw (server death, bench exit status), then the verdict's
+/// failures, with the fallback reason and bench log tail; under `--assert-baseline` every
 /// breach line is guaranteed to be there.
-fn combined_failures(pre: &[String], verdict: &Verdict, assert_baseline: bool) -> Vec<String> {
-    let mut out: Vec<String> = pre.to_vec();
+fn combined_failures(p: &Produced, verdict: &Verdict, assert_baseline: bool) -> Vec<String> {
+    let mut out: Vec<String> = p.failures.clone();
     for f in &verdict.failures {
         if !out.contains(f) {
             out.push(f.clone());
+        }
+    }
+    if let Some(reason) = &p.fallback {
+        match out.iter_mut().find(|f| f.contains(reason.as_str())) {
+            Some(line) => line.push_str(&p.log_tail),
+            None => out.insert(0, format!("{reason}: wrote the template fallback{}", p.log_tail)),
         }
     }
     if assert_baseline {

@@ -71,7 +71,12 @@ pub struct SuiteFlags {
 
     /// Perf-config JSON file (repeatable; comma/colon separated lists accepted).
     /// Default: every perf-configs/*.json.
-    #[arg(long, value_name = "PATH", env = "DFX_TEST_CONFIG_FILE", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "DFX_TEST_CONFIG_FILE",
+        value_delimiter = ','
+    )]
     pub test_config_file: Vec<PathBuf>,
 
     /// Select cases by their `mark` tags (e.g. `tts`, `tts and not slow`).
@@ -88,7 +93,13 @@ pub struct SuiteFlags {
     pub results_dir: Option<PathBuf>,
 
     /// Server to benchmark: auto (real vllm-omni / sgl-omni executables) or sim.
-    #[arg(long, value_enum, value_name = "MODE", env = "DFX_SERVER", default_value = "auto")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        env = "DFX_SERVER",
+        default_value = "auto"
+    )]
     pub server: ServerMode,
 
     /// The vllm-omni executable (default: `vllm-omni` on PATH).
@@ -100,7 +111,12 @@ pub struct SuiteFlags {
     pub server_url: Option<String>,
 
     /// Seconds to wait for a started server to become ready.
-    #[arg(long, value_name = "SECS", env = "DFX_READY_TIMEOUT", default_value_t = 1200)]
+    #[arg(
+        long,
+        value_name = "SECS",
+        env = "DFX_READY_TIMEOUT",
+        default_value_t = 1200
+    )]
     pub ready_timeout: u64,
 
     /// Simulator speed factor K: all simulated delays are divided by K (`--server sim`).
@@ -112,7 +128,13 @@ pub struct SuiteFlags {
     pub sim_faults: Option<String>,
 
     /// Load generator: auto, native or vllm. (`--bench` is libtest's own flag.)
-    #[arg(long, value_enum, value_name = "TOOL", env = "DFX_BENCH", default_value = "auto")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "TOOL",
+        env = "DFX_BENCH",
+        default_value = "auto"
+    )]
     pub bench_tool: BenchTool,
 
     /// The `vllm` executable for the external bench (default: `vllm` on PATH).
@@ -125,7 +147,12 @@ pub struct SuiteFlags {
 
     /// Local folder holding datasets (`<root>/<dataset>/<locale>/meta.lst`); repeatable,
     /// comma/colon separated lists accepted.
-    #[arg(long, value_name = "DIR", env = "DFX_DATASET_ROOT", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "DFX_DATASET_ROOT",
+        value_delimiter = ','
+    )]
     pub dataset_root: Vec<PathBuf>,
 
     /// Seed for prompt shuffling and arrival schedules.
@@ -227,9 +254,18 @@ mod tests {
 
     #[test]
     fn libtest_and_suite_flags_mix() {
-        let p = parse(&["--assert-baseline", "test_qwen3_tts_base", "--exact", "--skip", "c64"]);
+        let p = parse(&[
+            "--assert-baseline",
+            "test_qwen3_tts_base",
+            "--exact",
+            "--skip",
+            "c64",
+        ]);
         assert!(p.args.suite.assert_baseline);
-        assert_eq!(p.args.libtest.filter.as_deref(), Some("test_qwen3_tts_base"));
+        assert_eq!(
+            p.args.libtest.filter.as_deref(),
+            Some("test_qwen3_tts_base")
+        );
         assert!(p.args.libtest.exact);
         assert_eq!(p.args.libtest.skip, vec!["c64".to_string()]);
         let rec = p
@@ -242,20 +278,38 @@ mod tests {
 
     #[test]
     fn repeatable_and_comma_separated_paths() {
-        let p = parse(&["--test-config-file", "a.json,b.json", "--test-config-file=c.json"]);
-        let files: Vec<_> = p.args.suite.test_config_file.iter().map(|p| p.display().to_string()).collect();
+        let p = parse(&[
+            "--test-config-file",
+            "a.json,b.json",
+            "--test-config-file=c.json",
+        ]);
+        let files: Vec<_> = p
+            .args
+            .suite
+            .test_config_file
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         assert_eq!(files, ["a.json", "b.json", "c.json"]);
     }
 
     #[test]
     fn bad_enum_names_flag_and_accepted_values_but_hides_fakes() {
-        let err = try_parse_from(["perf", "--server", "gpu"]).unwrap_err().to_string();
+        let err = try_parse_from(["perf", "--server", "gpu"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("--server"), "{err}");
         assert!(err.contains("auto") && err.contains("sim"), "{err}");
         assert!(!err.contains("fake"), "{err}");
         // The hidden seam still parses.
-        assert_eq!(parse(&["--server", "fake"]).args.suite.server, ServerMode::Fake);
-        assert_eq!(parse(&["--bench-tool", "fake"]).args.suite.bench_tool, BenchTool::Fake);
+        assert_eq!(
+            parse(&["--server", "fake"]).args.suite.server,
+            ServerMode::Fake
+        );
+        assert_eq!(
+            parse(&["--bench-tool", "fake"]).args.suite.bench_tool,
+            BenchTool::Fake
+        );
     }
 
     #[test]
@@ -269,7 +323,11 @@ mod tests {
     #[test]
     fn defaults_are_recorded_as_defaults() {
         let p = parse(&[]);
-        let rec = p.provenance.iter().find(|r| r.flag == "--ready-timeout").unwrap();
+        let rec = p
+            .provenance
+            .iter()
+            .find(|r| r.flag == "--ready-timeout")
+            .unwrap();
         assert_eq!(rec.source, Source::Default);
         assert_eq!(rec.value, serde_json::json!(1200));
         assert!(!p.provenance.iter().any(|r| r.flag == "--server-url"));

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use dfx_core::baseline::{Direction, ThresholdSource};
 use dfx_core::plan::{StepKind, python_float_str};
+use dfx_core::server::ServerType;
 
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 
@@ -20,7 +21,11 @@ pub struct ListContext<'a> {
 }
 
 /// Renders the verbose listing of `selected` (indices into `planned`).
-pub fn render_verbose(planned: &[PlannedTrial], selected: &[usize], ctx: &ListContext<'_>) -> String {
+pub fn render_verbose(
+    planned: &[PlannedTrial],
+    selected: &[usize],
+    ctx: &ListContext<'_>,
+) -> String {
     let mut out = String::new();
     let groups = planned.last().map_or(0, |p| p.server_group);
     let _ = writeln!(
@@ -52,10 +57,26 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
         "    step       {step}, {} prompts (sweep index {})",
         t.step.num_prompts, t.step.index
     );
+    let server_type = match t.server.server_type {
+        ServerType::VllmOmni => "vllm-omni",
+        ServerType::SglangOmni => "sglang-omni",
+    };
+    let deploy = t
+        .server
+        .deploy
+        .as_ref()
+        .map(|d| {
+            format!(
+                " deploy={}{}",
+                d.name,
+                if d.edited { " (edited)" } else { "" }
+            )
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "    server     #{} {} {}",
-        p.server_group, ctx.launcher, t.server.model
+        "    server     #{} {server_type} {}{deploy} (launcher {})",
+        p.server_group, t.server.model, ctx.launcher
     );
     match &p.disposition {
         Disposition::Run { slot } => {
@@ -77,10 +98,17 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
             ThresholdSource::Inline => "inline".to_string(),
             ThresholdSource::Store { file } => format!(
                 "store {}",
-                file.file_name().map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned())
+                file.file_name().map_or_else(
+                    || file.display().to_string(),
+                    |f| f.to_string_lossy().into_owned()
+                )
             ),
         };
-        let _ = writeln!(out, "    threshold  {} {op} {} ({source})", th.metric, th.value);
+        let _ = writeln!(
+            out,
+            "    threshold  {} {op} {} ({source})",
+            th.metric, th.value
+        );
     }
     for m in &t.thresholds.skipped {
         let _ = writeln!(out, "    threshold  {m}: none (null baseline)");
@@ -88,7 +116,10 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
     if let Some(note) = &t.thresholds.note {
         let _ = writeln!(out, "    threshold  none: {note}");
     }
-    if t.thresholds.items.is_empty() && t.thresholds.skipped.is_empty() && t.thresholds.note.is_none() {
+    if t.thresholds.items.is_empty()
+        && t.thresholds.skipped.is_empty()
+        && t.thresholds.note.is_none()
+    {
         let _ = writeln!(out, "    threshold  none");
     }
     if !t.marks.is_empty() {

@@ -57,7 +57,10 @@ impl RunDir {
         let run = RunDir { id, path };
         // The link is a convenience; a filesystem without symlinks must not stop a run.
         if let Err(e) = run.point_latest(results_dir) {
-            eprintln!("dfx-perf: could not update {}/latest: {e}", results_dir.display());
+            eprintln!(
+                "dfx-perf: could not update {}/latest: {e}",
+                results_dir.display()
+            );
         }
         Ok(run)
     }

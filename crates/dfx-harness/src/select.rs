@@ -33,7 +33,10 @@ impl BenchSet {
                 Err(why) => reasons.push(format!("{}: {why}", slot.label)),
             }
         }
-        Err(format!("no bench can run this entry ({})", reasons.join("; ")))
+        Err(format!(
+            "no bench can run this entry ({})",
+            reasons.join("; ")
+        ))
     }
 
     /// The bench of a slot chosen by [`BenchSet::choose`].
@@ -137,7 +140,9 @@ mod tests {
     use crate::unavailable::UnavailableLauncher;
     use std::sync::Arc;
 
-    fn set(slots: Vec<(&'static str, Result<Box<dyn Bench + Send>, String>)>) -> BenchSet {
+    type Slot = (&'static str, Result<Box<dyn Bench + Send>, String>);
+
+    fn set(slots: Vec<Slot>) -> BenchSet {
         BenchSet {
             slots: slots
                 .into_iter()
@@ -150,7 +155,12 @@ mod tests {
     fn auto_prefers_native_then_vllm_then_gives_both_reasons() {
         let t = concurrency_trial("t", "s", 1, 2);
         let both = set(vec![
-            ("native", Ok(Box::new(StubBench::refusing("backend openai-chat-omni not implemented")))),
+            (
+                "native",
+                Ok(Box::new(StubBench::refusing(
+                    "backend openai-chat-omni not implemented",
+                ))),
+            ),
             ("vllm", Ok(Box::new(StubBench::accepting()))),
         ]);
         assert_eq!(both.choose(&t), Ok(1));
@@ -160,7 +170,10 @@ mod tests {
         ]);
         assert_eq!(native_ok.choose(&t), Ok(0));
         let none = set(vec![
-            ("native", Ok(Box::new(StubBench::refusing("backend x not implemented")))),
+            (
+                "native",
+                Ok(Box::new(StubBench::refusing("backend x not implemented"))),
+            ),
             ("vllm", Err("`vllm` not found on PATH".into())),
         ]);
         let why = none.choose(&t).unwrap_err();

@@ -146,29 +146,32 @@ impl SuiteConfig {
                 ));
             }
         }
-        if let Some(h) = &s.hardware {
-            if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-                errors.push(err(
-                    "--hardware",
-                    "DFX_HARDWARE",
-                    h,
-                    "a label names result folders and baselines/<LABEL>.json",
-                    "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)",
-                ));
-            }
+        if let Some(h) = &s.hardware
+            && (h.is_empty()
+                || !h
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)))
+        {
+            errors.push(err(
+                "--hardware",
+                "DFX_HARDWARE",
+                h,
+                "a label names result folders and baselines/<LABEL>.json",
+                "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)",
+            ));
         }
         check_executable(&s.server_bin, "--server-bin", "DFX_SERVER_BIN", &mut errors);
         check_executable(&s.vllm_bin, "--vllm-bin", "DFX_VLLM_BIN", &mut errors);
-        if let Some(k) = s.sim_speed {
-            if !(k.is_finite() && k > 0.0) {
-                errors.push(err(
-                    "--sim-speed",
-                    "DFX_SIM_SPEED",
-                    k,
-                    "must be a positive number",
-                    "a number > 0, e.g. 20",
-                ));
-            }
+        if let Some(k) = s.sim_speed
+            && !(k.is_finite() && k > 0.0)
+        {
+            errors.push(err(
+                "--sim-speed",
+                "DFX_SIM_SPEED",
+                k,
+                "must be a positive number",
+                "a number > 0, e.g. 20",
+            ));
         }
         if s.ready_timeout == 0 {
             errors.push(err(
@@ -285,16 +288,16 @@ fn check_executable(
     env: &'static str,
     errors: &mut Vec<FlagError>,
 ) {
-    if let Some(p) = path {
-        if !p.is_file() {
-            errors.push(err(
-                flag,
-                env,
-                p.display(),
-                "no such file",
-                "the path of an executable file",
-            ));
-        }
+    if let Some(p) = path
+        && !p.is_file()
+    {
+        errors.push(err(
+            flag,
+            env,
+            p.display(),
+            "no such file",
+            "the path of an executable file",
+        ));
     }
 }
 
@@ -406,7 +409,10 @@ mod tests {
     fn missing_default_configs_is_a_flag_error() {
         let dir = tempfile::tempdir().unwrap();
         let e = config(dir.path(), &[]).unwrap_err().to_string();
-        assert!(e.contains("--test-config-file") && e.contains("perf-configs"), "{e}");
+        assert!(
+            e.contains("--test-config-file") && e.contains("perf-configs"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -439,19 +445,33 @@ mod tests {
         let flags: Vec<_> = e.0.iter().map(|e| e.flag).collect();
         assert_eq!(
             flags,
-            ["--hardware", "--server-bin", "--sim-speed", "--ready-timeout"]
+            [
+                "--hardware",
+                "--server-bin",
+                "--sim-speed",
+                "--ready-timeout"
+            ]
         );
         let text = e.to_string();
-        assert!(text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number > 0"), "{text}");
+        assert!(
+            text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number > 0"),
+            "{text}"
+        );
     }
 
     #[test]
     fn attach_mode_conflicts_with_sim() {
         let dir = with_configs();
-        let e = config(dir.path(), &["--server", "sim", "--server-url", "http://127.0.0.1:1"])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--server-url") && e.contains("--server sim"), "{e}");
+        let e = config(
+            dir.path(),
+            &["--server", "sim", "--server-url", "http://127.0.0.1:1"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--server-url") && e.contains("--server sim"),
+            "{e}"
+        );
         let cfg = config(dir.path(), &["--server-url", "http://127.0.0.1:8091/"]).unwrap();
         assert_eq!(
             cfg.server,
@@ -466,7 +486,18 @@ mod tests {
     #[test]
     fn sim_options_and_notes() {
         let dir = with_configs();
-        let cfg = config(dir.path(), &["--server", "sim", "--sim-speed", "20", "--sim-faults", "crash_at=4"]).unwrap();
+        let cfg = config(
+            dir.path(),
+            &[
+                "--server",
+                "sim",
+                "--sim-speed",
+                "20",
+                "--sim-faults",
+                "crash_at=4",
+            ],
+        )
+        .unwrap();
         assert_eq!(
             cfg.server,
             ServerChoice::Sim {

@@ -103,7 +103,15 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
             ));
         }
     };
-    let mut info = run_info(&cfg, &project, &run, &hw, launcher.name(), &plan.warnings, started);
+    let mut info = run_info(
+        &cfg,
+        &project,
+        &run,
+        &hw,
+        launcher.name(),
+        &plan.warnings,
+        started,
+    );
     info.trials_planned = planned.len();
     info.trials_selected = selected.len();
     if let Err(e) = run.write_run_info(&info) {
@@ -113,11 +121,11 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
     let mut entries: Vec<Option<SummaryEntry>> = vec![None; planned.len()];
     let mut ignored_by_reason: BTreeMap<String, usize> = BTreeMap::new();
     for &i in &selected {
-        if let Disposition::Skip { reason } = &planned[i].disposition {
-            if cfg.libtest.is_ignored(&probe[i]) {
-                entries[i] = Some(SummaryEntry::ignored(&planned[i].trial, reason));
-                *ignored_by_reason.entry(reason.clone()).or_default() += 1;
-            }
+        if let Disposition::Skip { reason } = &planned[i].disposition
+            && cfg.libtest.is_ignored(&probe[i])
+        {
+            entries[i] = Some(SummaryEntry::ignored(&planned[i].trial, reason));
+            *ignored_by_reason.entry(reason.clone()).or_default() += 1;
         }
     }
     for (reason, n) in &ignored_by_reason {
@@ -133,7 +141,11 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
         assert_baseline: cfg.assert_baseline,
         entries,
     }));
-    let trials = build_trials(&lock(&session).planned, cfg.assert_baseline, Some(session.clone()));
+    let trials = build_trials(
+        &lock(&session).planned,
+        cfg.assert_baseline,
+        Some(session.clone()),
+    );
     wiring::install_signal_handlers();
     let conclusion = libtest_mimic::run(&cfg.libtest, trials);
 

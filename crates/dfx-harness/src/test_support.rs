@@ -76,13 +76,25 @@ fn trial(test: &str, suffix: &str, kind: StepKind, label: String, n: u64) -> Tri
 
 /// `<test>::<suffix>::c<c>` with `n` prompts on spec `A`.
 pub fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
-    trial(test, suffix, StepKind::Concurrency { max_concurrency: c }, format!("c{c}"), n)
+    trial(
+        test,
+        suffix,
+        StepKind::Concurrency { max_concurrency: c },
+        format!("c{c}"),
+        n,
+    )
 }
 
 /// `<test>::<suffix>::qps<rate>` with `n` prompts on spec `A`.
 pub fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
     let label = format!("qps{}", dfx_core::plan::python_float_str(rate));
-    trial(test, suffix, StepKind::RequestRate { request_rate: rate }, label, n)
+    trial(
+        test,
+        suffix,
+        StepKind::RequestRate { request_rate: rate },
+        label,
+        n,
+    )
 }
 
 /// An inline threshold.

@@ -61,13 +61,15 @@ impl FakeKnobs {
                 ))?;
         }
         if let Some(v) = get("DFX_FAKE_FAIL_REQUESTS") {
-            k.fail_requests = v.trim().parse().map_err(|_| {
-                format!("DFX_FAKE_FAIL_REQUESTS=`{v}`: expected a whole number")
-            })?;
+            k.fail_requests = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("DFX_FAKE_FAIL_REQUESTS=`{v}`: expected a whole number"))?;
         }
         if let Some(v) = get("DFX_FAKE_NO_RESULT") {
-            k.no_result = crate::boolish(&v)
-                .ok_or(format!("DFX_FAKE_NO_RESULT=`{v}`: expected 1/true/yes/on or 0/false/no/off"))?;
+            k.no_result = crate::boolish(&v).ok_or(format!(
+                "DFX_FAKE_NO_RESULT=`{v}`: expected 1/true/yes/on or 0/false/no/off"
+            ))?;
         }
         Ok(k)
     }
@@ -197,18 +199,29 @@ fn add_stats(doc: &mut ResultDoc, name: &str, unit: &str, values: &[f64], percen
         sorted.iter().sum::<f64>() / sorted.len() as f64
     };
     doc.insert(format!("mean_{name}{unit}"), json!(mean));
-    doc.insert(format!("median_{name}{unit}"), json!(percentile(&sorted, 50.0)));
+    doc.insert(
+        format!("median_{name}{unit}"),
+        json!(percentile(&sorted, 50.0)),
+    );
     for p in percentiles {
         let label = if p.fract() == 0.0 {
             format!("{}", *p as i64)
         } else {
             format!("{p}")
         };
-        doc.insert(format!("p{label}_{name}{unit}"), json!(percentile(&sorted, *p)));
+        doc.insert(
+            format!("p{label}_{name}{unit}"),
+            json!(percentile(&sorted, *p)),
+        );
     }
 }
 
-fn result_doc(ctx: &BenchContext<'_>, requests: &[Request], c: f64, rate: Option<f64>) -> ResultDoc {
+fn result_doc(
+    ctx: &BenchContext<'_>,
+    requests: &[Request],
+    c: f64,
+    rate: Option<f64>,
+) -> ResultDoc {
     let entry = &ctx.trial.entry;
     let ok: Vec<&Request> = requests.iter().filter(|r| r.ok).collect();
     let completed = ok.len() as u64;
@@ -234,29 +247,50 @@ fn result_doc(ctx: &BenchContext<'_>, requests: &[Request], c: f64, rate: Option
         .as_deref()
         .unwrap_or("ttft,e2el,audio_rtf,audio_ttfp,audio_duration");
     let mut doc = ResultDoc::new();
-    let backend = entry.backend.clone().unwrap_or_else(|| "openai-audio-speech".into());
-    doc.insert("date".into(), json!(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()));
+    let backend = entry
+        .backend
+        .clone()
+        .unwrap_or_else(|| "openai-audio-speech".into());
+    doc.insert(
+        "date".into(),
+        json!(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()),
+    );
     doc.insert("endpoint_type".into(), json!(backend));
     doc.insert("backend".into(), json!(backend));
     doc.insert("label".into(), Value::Null);
     doc.insert("model_id".into(), json!(ctx.trial.server.model));
     doc.insert("tokenizer_id".into(), json!(ctx.trial.server.model));
     doc.insert("num_prompts".into(), json!(requests.len()));
-    doc.insert("request_rate".into(), rate.map_or(json!("inf"), |r| json!(r)));
+    doc.insert(
+        "request_rate".into(),
+        rate.map_or(json!("inf"), |r| json!(r)),
+    );
     doc.insert("burstiness".into(), json!(1.0));
-    doc.insert("max_concurrency".into(), ctx.trial.step.max_concurrency().map_or(Value::Null, |c| json!(c)));
+    doc.insert(
+        "max_concurrency".into(),
+        ctx.trial
+            .step
+            .max_concurrency()
+            .map_or(Value::Null, |c| json!(c)),
+    );
     doc.insert("duration".into(), json!(duration));
     doc.insert("completed".into(), json!(completed));
     doc.insert("failed".into(), json!(requests.len() as u64 - completed));
     for k in ["total_input_tokens", "total_output_tokens"] {
         doc.insert(k.into(), json!(0));
     }
-    doc.insert("request_throughput".into(), json!(completed as f64 / duration));
+    doc.insert(
+        "request_throughput".into(),
+        json!(completed as f64 / duration),
+    );
     doc.insert("request_goodput".into(), Value::Null);
     doc.insert("output_throughput".into(), json!(0.0));
     doc.insert("total_token_throughput".into(), json!(0.0));
     doc.insert("total_audio_duration_s".into(), json!(audio));
-    doc.insert("total_audio_frames".into(), json!((audio * 24_000.0).round() as u64));
+    doc.insert(
+        "total_audio_frames".into(),
+        json!((audio * 24_000.0).round() as u64),
+    );
     doc.insert("audio_throughput".into(), json!(audio / duration));
     doc.insert("max_output_tokens_per_s".into(), json!(0.0));
     doc.insert("max_concurrent_requests".into(), json!(c as u64));
@@ -272,9 +306,24 @@ fn result_doc(ctx: &BenchContext<'_>, requests: &[Request], c: f64, rate: Option
     }
     add_stats(&mut doc, "e2el", "_ms", &col(|r| r.e2el_ms), &percentiles);
     add_stats(&mut doc, "audio_rtf", "", &col(|r| r.rtf), &percentiles);
-    add_stats(&mut doc, "audio_ttfp", "_ms", &col(|r| r.ttfp_ms), &percentiles);
-    add_stats(&mut doc, "audio_duration", "_s", &col(|r| r.audio_s), &percentiles);
-    doc.insert("audio_continuity_ok_rate".into(), json!(if completed > 0 { 1.0 } else { 0.0 }));
+    add_stats(
+        &mut doc,
+        "audio_ttfp",
+        "_ms",
+        &col(|r| r.ttfp_ms),
+        &percentiles,
+    );
+    add_stats(
+        &mut doc,
+        "audio_duration",
+        "_s",
+        &col(|r| r.audio_s),
+        &percentiles,
+    );
+    doc.insert(
+        "audio_continuity_ok_rate".into(),
+        json!(if completed > 0 { 1.0 } else { 0.0 }),
+    );
     doc.insert("peak_inflight".into(), json!(c as u64));
     doc.insert("result_source".into(), json!("fake"));
     doc
@@ -299,7 +348,9 @@ mod tests {
     }
 
     fn num(doc: &ResultDoc, k: &str) -> f64 {
-        doc.get(k).and_then(Value::as_f64).unwrap_or_else(|| panic!("{k} missing"))
+        doc.get(k)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("{k} missing"))
     }
 
     #[test]
@@ -308,17 +359,36 @@ mod tests {
         let t4 = concurrency_trial("t", "s", 4, 10);
         let (o1, _d1) = run(FakeKnobs::default(), &t1);
         let (o4, _d4) = run(FakeKnobs::default(), &t4);
-        let (slow, _d) = run(FakeKnobs { slowdown: 2.0, ..FakeKnobs::default() }, &t1);
+        let (slow, _d) = run(
+            FakeKnobs {
+                slowdown: 2.0,
+                ..FakeKnobs::default()
+            },
+            &t1,
+        );
         let (r1, r4, rs) = (o1.result.unwrap(), o4.result.unwrap(), slow.result.unwrap());
         assert!((num(&r1, "median_audio_ttfp_ms") - 51.0).abs() < 1e-9);
-        assert!((num(&r4, "median_audio_ttfp_ms") / num(&r1, "median_audio_ttfp_ms") - 4.0).abs() < 1e-9);
-        assert!((num(&rs, "median_audio_ttfp_ms") / num(&r1, "median_audio_ttfp_ms") - 2.0).abs() < 1e-9);
+        assert!(
+            (num(&r4, "median_audio_ttfp_ms") / num(&r1, "median_audio_ttfp_ms") - 4.0).abs()
+                < 1e-9
+        );
+        assert!(
+            (num(&rs, "median_audio_ttfp_ms") / num(&r1, "median_audio_ttfp_ms") - 2.0).abs()
+                < 1e-9
+        );
         assert!((num(&r1, "audio_throughput") / num(&rs, "audio_throughput") - 2.0).abs() < 1e-9);
         assert_eq!(num(&r1, "completed"), 10.0);
         assert_eq!(r1.get("request_rate"), Some(&json!("inf")));
         // The vllm-bench keys the verdict and reports read are all there.
-        for k in ["mean_e2el_ms", "p99_e2el_ms", "median_audio_rtf", "p99_audio_duration_s",
-                  "total_audio_duration_s", "request_throughput", "failed"] {
+        for k in [
+            "mean_e2el_ms",
+            "p99_e2el_ms",
+            "median_audio_rtf",
+            "p99_audio_duration_s",
+            "total_audio_duration_s",
+            "request_throughput",
+            "failed",
+        ] {
             assert!(r1.contains_key(k), "{k}");
         }
     }
@@ -326,7 +396,13 @@ mod tests {
     #[test]
     fn failures_and_artifacts() {
         let t = rate_trial("t", "s", 2.0, 6);
-        let (o, dir) = run(FakeKnobs { fail_requests: 2, ..FakeKnobs::default() }, &t);
+        let (o, dir) = run(
+            FakeKnobs {
+                fail_requests: 2,
+                ..FakeKnobs::default()
+            },
+            &t,
+        );
         let doc = o.result.unwrap();
         assert_eq!(num(&doc, "completed"), 4.0);
         assert_eq!(num(&doc, "failed"), 2.0);
@@ -341,7 +417,13 @@ mod tests {
     #[test]
     fn no_result_knob() {
         let t = concurrency_trial("t", "s", 1, 3);
-        let (o, _dir) = run(FakeKnobs { no_result: true, ..FakeKnobs::default() }, &t);
+        let (o, _dir) = run(
+            FakeKnobs {
+                no_result: true,
+                ..FakeKnobs::default()
+            },
+            &t,
+        );
         assert!(o.result.is_none());
         assert_eq!(o.exit.as_deref(), Some("exit status 1"));
         assert!(o.log_tail.contains("DFX_FAKE_NO_RESULT"));
@@ -355,8 +437,16 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        assert_eq!(k, FakeKnobs { slowdown: 2.5, fail_requests: 0, no_result: true });
-        let e = FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLOWDOWN").then(|| "0".into())).unwrap_err();
+        assert_eq!(
+            k,
+            FakeKnobs {
+                slowdown: 2.5,
+                fail_requests: 0,
+                no_result: true
+            }
+        );
+        let e =
+            FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLOWDOWN").then(|| "0".into())).unwrap_err();
         assert!(e.contains("DFX_FAKE_SLOWDOWN"), "{e}");
     }
 }

@@ -67,10 +67,10 @@ impl FakeLauncher {
     /// makes starts of matching models fail (for end-to-end tests of the suite binary).
     pub fn from_env() -> Self {
         let launcher = Self::new();
-        if let Ok(part) = std::env::var("DFX_FAKE_SERVER_FAIL_START") {
-            if !part.is_empty() {
-                launcher.state.fail_starts_of(&part);
-            }
+        if let Ok(part) = std::env::var("DFX_FAKE_SERVER_FAIL_START")
+            && !part.is_empty()
+        {
+            launcher.state.fail_starts_of(&part);
         }
         launcher
     }
@@ -114,7 +114,10 @@ impl ServerLauncher for FakeLauncher {
                 log_tail: "fake server: refusing to start (test seam)".into(),
             });
         }
-        std::fs::write(&log, format!("fake server {id} for {}: ready\n", spec.model))?;
+        std::fs::write(
+            &log,
+            format!("fake server {id} for {}: ready\n", spec.model),
+        )?;
         lock(&self.state.events).push(FakeEvent::Start(spec.model.clone()));
         Ok(Box::new(FakeServer {
             id,

@@ -97,26 +97,26 @@ impl ServerPool {
         spec: &Arc<ServerSpec>,
         name: &str,
     ) -> Result<ServerInfo, AcquireError> {
-        if let Some(live) = &mut self.live {
-            if *live.spec == **spec {
-                match live.server.exit_status() {
-                    None => return Ok(info(live, false)),
-                    Some(status) => {
-                        let note = format!(
-                            "server {} exited with {status} between trials; starting a new one",
-                            live.rel_dir
-                        );
-                        eprintln!("dfx-perf: {note}");
-                        self.notes.push(note);
-                    }
+        if let Some(live) = &mut self.live
+            && *live.spec == **spec
+        {
+            match live.server.exit_status() {
+                None => return Ok(info(live, false)),
+                Some(status) => {
+                    let note = format!(
+                        "server {} exited with {status} between trials; starting a new one",
+                        live.rel_dir
+                    );
+                    eprintln!("dfx-perf: {note}");
+                    self.notes.push(note);
                 }
             }
         }
         self.stop_live();
-        if let Some((failed_spec, message)) = &self.failed {
-            if **failed_spec == **spec {
-                return Err(AcquireError::FailedBefore(message.clone()));
-            }
+        if let Some((failed_spec, message)) = &self.failed
+            && **failed_spec == **spec
+        {
+            return Err(AcquireError::FailedBefore(message.clone()));
         }
         self.start(spec, name)
     }
@@ -124,7 +124,9 @@ impl ServerPool {
     fn start(&mut self, spec: &Arc<ServerSpec>, name: &str) -> Result<ServerInfo, AcquireError> {
         self.starts += 1;
         let rel_dir = format!("servers/{:02}-{}", self.starts, sanitize_component(name));
-        let dir = self.servers_dir.join(rel_dir.trim_start_matches("servers/"));
+        let dir = self
+            .servers_dir
+            .join(rel_dir.trim_start_matches("servers/"));
         std::fs::create_dir_all(&dir).map_err(|source| AcquireError::Folder {
             dir: dir.clone(),
             source,

@@ -38,7 +38,14 @@ fn consecutive_identical_specs_share_a_server_and_changes_stop_first() {
     assert_eq!(started, [true, false, true, true]);
     assert_eq!(
         state.events(),
-        [start("A"), stop("A"), start("B"), stop("B"), start("A"), stop("A")]
+        [
+            start("A"),
+            stop("A"),
+            start("B"),
+            stop("B"),
+            start("A"),
+            stop("A")
+        ]
     );
     assert_eq!(pool.starts(), 3);
 }

@@ -48,6 +48,9 @@ struct Produced {
     fallback: Option<String>,
     /// Bench log tail shown with a fallback.
     log_tail: String,
+    /// False when no bench ran at all (server failed to start, trial cannot run): the
+    /// reason is the whole verdict.
+    judged: bool,
     errors: Vec<String>,
     bench: Option<&'static str>,
     server: Option<ServerInfo>,
@@ -88,7 +91,8 @@ impl Session {
                 return Ok(Ran::Ignored(reason));
             }
             Disposition::Skip { reason } => {
-                let why = format!("cannot run, and --assert-baseline forbids ignoring it: {reason}");
+                let why =
+                    format!("cannot run, and --assert-baseline forbids ignoring it: {reason}");
                 let produced = Produced::fallback(why, None, None);
                 return self.conclude(idx, dir, produced);
             }
@@ -101,7 +105,8 @@ impl Session {
             Ok(s) => s,
             Err(e) => {
                 let label = self.benches.label(slot);
-                let produced = Produced::fallback(format!("server failed to start: {e}"), Some(label), None);
+                let produced =
+                    Produced::fallback(format!("server failed to start: {e}"), Some(label), None);
                 return self.conclude(idx, dir, produced);
             }
         };
@@ -109,11 +114,21 @@ impl Session {
         self.conclude(idx, dir, produced)
     }
 
-    fn bench(&mut self, idx: usize, slot: usize, dir: &std::path::Path, server: ServerInfo) -> Produced {
+    fn bench(
+        &mut self,
+        idx: usize,
+        slot: usize,
+        dir: &std::path::Path,
+        server: ServerInfo,
+    ) -> Produced {
         let trial = &self.planned[idx].trial;
         let label = self.benches.label(slot);
         let Some(bench) = self.benches.get(slot) else {
-            return Produced::fallback(format!("bench `{label}` is not available"), Some(label), Some(server));
+            return Produced::fallback(
+                format!("bench `{label}` is not available"),
+                Some(label),
+                Some(server),
+            );
         };
         let ctx = BenchContext {
             trial,
@@ -140,7 +155,10 @@ impl Session {
         let doc = match outcome.result {
             Some(doc) => {
                 if let Some(exit) = &outcome.exit {
-                    failures.push(format!("bench ended with {exit}{}", tail(&outcome.log_tail)));
+                    failures.push(format!(
+                        "bench ended with {exit}{}",
+                        tail(&outcome.log_tail)
+                    ));
                 }
                 doc
             }
@@ -152,12 +170,17 @@ impl Session {
         if let Some(invalid) = outcome.invalid_load {
             failures.push(format!("load generation invalid: {invalid}"));
         }
-        let log_tail = if fallback.is_some() { tail(&outcome.log_tail) } else { String::new() };
+        let log_tail = if fallback.is_some() {
+            tail(&outcome.log_tail)
+        } else {
+            String::new()
+        };
         Produced {
             doc,
             failures,
             fallback,
             log_tail,
+            judged: true,
             errors: outcome.errors,
             bench: Some(label),
             server: Some(server),
@@ -170,7 +193,22 @@ impl Session {
         let trial = &self.planned[idx].trial;
         let mut doc = std::mem::take(&mut p.doc);
         add_runner_keys(&mut doc, trial, &self.hardware, p.bench);
-        let verdict = judge(&doc, trial.step.num_prompts, &trial.thresholds, &p.errors, self.assert_baseline);
+        let verdict = if p.judged {
+            judge(
+                &doc,
+                trial.step.num_prompts,
+                &trial.thresholds,
+                &p.errors,
+                self.assert_baseline,
+            )
+        } else {
+            Verdict {
+                passed: false,
+                failures: Vec::new(),
+                breaches: Vec::new(),
+                warnings: Vec::new(),
+            }
+        };
         let failures = combined_failures(&p, &verdict, self.assert_baseline);
         let passed = failures.is_empty();
         doc.insert(
@@ -193,14 +231,24 @@ impl Session {
             write_errors.push(format!("cannot write verdict.json: {e}"));
         }
 
-        let mut entry = SummaryEntry::new(trial, if passed && write_errors.is_empty() { Outcome::Passed } else { Outcome::Failed });
+        let mut entry = SummaryEntry::new(
+            trial,
+            if passed && write_errors.is_empty() {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            },
+        );
         entry.take_metrics(&doc);
         entry.failures = failures.iter().chain(&write_errors).cloned().collect();
         entry.breaches = verdict.breaches.clone();
         entry.warnings = verdict.warnings.clone();
         entry.result = Some(format!("trials/{}/result.json", self.planned[idx].dir_name));
         entry.bench = p.bench.map(String::from);
-        entry.result_source = doc.get("result_source").and_then(Value::as_str).map(String::from);
+        entry.result_source = doc
+            .get("result_source")
+            .and_then(Value::as_str)
+            .map(String::from);
         entry.server = p.server.as_ref().map(|s| s.rel_dir.clone());
         entry.server_started = p.server.as_ref().map(|s| s.started);
         let outcome = entry.outcome;
@@ -220,13 +268,18 @@ impl Session {
 }
 
 impl Produced {
-    /// No bench result: the template fallback with `reason` as the failure.
-    fn fallback(reason: String, bench: Option<&'static str>, server: Option<ServerInfo>) -> Produced {
+    /// No bench ran: the template fallback with `reason` as the failure.
+    fn fallback(
+        reason: String,
+        bench: Option<&'static str>,
+        server: Option<ServerInfo>,
+    ) -> Produced {
         Produced {
             doc: template_fallback(&reason),
             failures: Vec::new(),
             fallback: Some(reason),
             log_tail: String::new(),
+            judged: false,
             errors: Vec::new(),
             bench,
             server,
@@ -254,7 +307,11 @@ pub fn add_runner_keys(
             }
         }
     }
-    let hw = if hardware == dfx_core::hardware::UNKNOWN { "" } else { hardware };
+    let hw = if hardware == dfx_core::hardware::UNKNOWN {
+        ""
+    } else {
+        hardware
+    };
     doc.insert("Hardware".into(), json!(hw));
     if !doc.contains_key("result_source") {
         doc.insert("result_source".into(), json!(bench.unwrap_or("none")));
@@ -276,7 +333,11 @@ fn combined_failures(p: &Produced, verdict: &Verdict, assert_baseline: bool) -> 
     if let Some(reason) = &p.fallback {
         match out.iter_mut().find(|f| f.contains(reason.as_str())) {
             Some(line) => line.push_str(&p.log_tail),
-            None => out.insert(0, format!("{reason}: wrote the template fallback{}", p.log_tail)),
+            None if !p.judged => out.insert(0, reason.clone()),
+            None => out.insert(
+                0,
+                format!("{reason}: wrote the template fallback{}", p.log_tail),
+            ),
         }
     }
     if assert_baseline {

@@ -23,7 +23,12 @@ fn fixture(trials: Vec<Trial>, bench: Box<dyn Bench + Send>, assert_baseline: bo
     fixture_hw(trials, bench, assert_baseline, "H100")
 }
 
-fn fixture_hw(trials: Vec<Trial>, bench: Box<dyn Bench + Send>, assert_baseline: bool, hw: &str) -> Fixture {
+fn fixture_hw(
+    trials: Vec<Trial>,
+    bench: Box<dyn Bench + Send>,
+    assert_baseline: bool,
+    hw: &str,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let launcher = FakeLauncher::new();
     let state = launcher.state();
@@ -42,7 +47,11 @@ fn fixture_hw(trials: Vec<Trial>, bench: Box<dyn Bench + Send>, assert_baseline:
     let run = RunDir::create(dir.path(), hw, now).unwrap();
     let n = planned.len();
     let session = Session {
-        pool: ServerPool::new(Box::new(launcher), run.servers_dir(), Duration::from_secs(5)),
+        pool: ServerPool::new(
+            Box::new(launcher),
+            run.servers_dir(),
+            Duration::from_secs(5),
+        ),
         run,
         benches,
         planned,
@@ -62,12 +71,18 @@ fn fake(knobs: FakeKnobs) -> Box<dyn Bench + Send> {
 }
 
 fn result_json(f: &Fixture, idx: usize) -> serde_json::Map<String, Value> {
-    let path = f.session.run.trial_dir(&f.session.planned[idx].dir_name).join("result.json");
+    let path = f
+        .session
+        .run
+        .trial_dir(&f.session.planned[idx].dir_name)
+        .join("result.json");
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 fn entry(f: &Fixture, idx: usize) -> &SummaryEntry {
-    f.session.entries[idx].as_ref().expect("summary entry recorded")
+    f.session.entries[idx]
+        .as_ref()
+        .expect("summary entry recorded")
 }
 
 #[test]
@@ -77,7 +92,11 @@ fn result_json_carries_the_runner_keys_and_dfx_keys() {
     e.raw.insert("random_input_len".into(), json!(100));
     e.raw.insert("random_output_len".into(), Value::Null);
     t.entry = Arc::new(e);
-    t.thresholds.items.push(threshold("median_audio_ttfp_ms", 1000.0, Direction::LowerIsBetter));
+    t.thresholds.items.push(threshold(
+        "median_audio_ttfp_ms",
+        1000.0,
+        Direction::LowerIsBetter,
+    ));
     let mut f = fixture(vec![t], fake(FakeKnobs::default()), true);
     let out = f.session.run_trial(0);
     assert!(matches!(out, Ok(Ran::Passed)), "{out:?}");
@@ -97,7 +116,10 @@ fn result_json_carries_the_runner_keys_and_dfx_keys() {
     }
     let e = entry(&f, 0);
     assert_eq!(e.outcome, Outcome::Passed);
-    assert_eq!(e.result.as_deref(), Some("trials/test_a__clone__c1/result.json"));
+    assert_eq!(
+        e.result.as_deref(),
+        Some("trials/test_a__clone__c1/result.json")
+    );
     assert_eq!(e.server.as_deref(), Some("servers/01-test_a"));
     assert_eq!(e.metrics["completed"], json!(4));
     assert!(e.metrics.contains_key("median_audio_ttfp_ms"));
@@ -125,7 +147,10 @@ fn missing_result_writes_the_template_fallback_and_says_why() {
     let mut f = fixture(vec![concurrency_trial("t", "s", 1, 2)], fake(knobs), false);
     let msg = f.session.run_trial(0).unwrap_err();
     assert!(msg.contains("left no result (exit status 1)"), "{msg}");
-    assert!(msg.contains("DFX_FAKE_NO_RESULT"), "log tail missing: {msg}");
+    assert!(
+        msg.contains("DFX_FAKE_NO_RESULT"),
+        "log tail missing: {msg}"
+    );
     let doc = result_json(&f, 0);
     assert_eq!(doc["result_source"], json!("template"));
     assert_eq!(doc["completed"], json!(0));
@@ -144,11 +169,17 @@ fn unrunnable_trials_are_ignored_on_a_plain_run_and_fail_under_assert_baseline()
         other => panic!("{other:?}"),
     }
     assert_eq!(entry(&plain, 0).outcome, Outcome::Ignored);
-    assert!(plain.state.events().is_empty(), "no server for an ignored trial");
+    assert!(
+        plain.state.events().is_empty(),
+        "no server for an ignored trial"
+    );
 
     let mut strict = fixture(vec![t], fake(FakeKnobs::default()), true);
     let msg = strict.session.run_trial(0).unwrap_err();
-    assert!(msg.contains("--assert-baseline") && msg.contains("diffusion dialect"), "{msg}");
+    assert!(
+        msg.contains("--assert-baseline") && msg.contains("diffusion dialect"),
+        "{msg}"
+    );
     assert_eq!(result_json(&strict, 0)["result_source"], json!("template"));
     assert!(strict.state.events().is_empty());
 }
@@ -157,17 +188,27 @@ fn unrunnable_trials_are_ignored_on_a_plain_run_and_fail_under_assert_baseline()
 fn breaches_warn_without_assert_baseline_and_fail_with_it() {
     let mut t = concurrency_trial("t", "s", 1, 3);
     // The fake's median TTFP at c=1 is 51 ms.
-    t.thresholds.items.push(threshold("median_audio_ttfp_ms", 40.0, Direction::LowerIsBetter));
+    t.thresholds.items.push(threshold(
+        "median_audio_ttfp_ms",
+        40.0,
+        Direction::LowerIsBetter,
+    ));
     let mut lenient = fixture(vec![t.clone()], fake(FakeKnobs::default()), false);
     assert!(matches!(lenient.session.run_trial(0), Ok(Ran::Passed)));
     let e = entry(&lenient, 0);
     assert_eq!(e.breaches.len(), 1);
     assert!(!e.warnings.is_empty());
-    assert_eq!(result_json(&lenient, 0)["verdict"]["breaches"][0]["metric"], json!("median_audio_ttfp_ms"));
+    assert_eq!(
+        result_json(&lenient, 0)["verdict"]["breaches"][0]["metric"],
+        json!("median_audio_ttfp_ms")
+    );
 
     let mut strict = fixture(vec![t], fake(FakeKnobs::default()), true);
     let msg = strict.session.run_trial(0).unwrap_err();
-    assert!(msg.contains("median_audio_ttfp_ms 51 > 40 (+27.5 %)"), "{msg}");
+    assert!(
+        msg.contains("median_audio_ttfp_ms 51 > 40 (+27.5 %)"),
+        "{msg}"
+    );
     assert_eq!(entry(&strict, 0).outcome, Outcome::Failed);
 }
 
@@ -202,11 +243,17 @@ impl Bench for KillingBench {
 
 #[test]
 fn a_server_dying_during_the_benchmark_fails_the_trial_and_is_restarted_for_the_next() {
-    let trials = vec![concurrency_trial("t", "s", 1, 2), concurrency_trial("t", "s", 2, 2)];
+    let trials = vec![
+        concurrency_trial("t", "s", 1, 2),
+        concurrency_trial("t", "s", 2, 2),
+    ];
     let mut f = fixture(trials, fake(FakeKnobs::default()), false);
     f.session.benches.slots[0].bench = Ok(Box::new(KillingBench(f.state.clone())));
     let msg = f.session.run_trial(0).unwrap_err();
-    assert!(msg.contains("server exited with exit status 137 during the benchmark"), "{msg}");
+    assert!(
+        msg.contains("server exited with exit status 137 during the benchmark"),
+        "{msg}"
+    );
     assert!(msg.contains("server log tail"), "{msg}");
     let _ = f.session.run_trial(1);
     f.session.pool.shutdown();
@@ -226,7 +273,11 @@ fn a_server_dying_during_the_benchmark_fails_the_trial_and_is_restarted_for_the_
 fn a_panicking_bench_fails_only_its_trial() {
     let mut stub = StubBench::accepting();
     stub.panic_on_run = true;
-    let mut f = fixture(vec![concurrency_trial("t", "s", 1, 2)], Box::new(stub), false);
+    let mut f = fixture(
+        vec![concurrency_trial("t", "s", 1, 2)],
+        Box::new(stub),
+        false,
+    );
     let msg = f.session.run_trial(0).unwrap_err();
     assert!(msg.contains("trial panicked: stub bench exploded"), "{msg}");
     assert_eq!(entry(&f, 0).outcome, Outcome::Failed);
@@ -246,7 +297,10 @@ fn a_server_that_cannot_start_fails_its_trials_without_retrying() {
     let mut f = fixture(vec![a, b], fake(FakeKnobs::default()), false);
     f.state.fail_starts_of("BROKEN");
     let first = f.session.run_trial(0).unwrap_err();
-    assert!(first.contains("server failed to start") && first.contains("before becoming ready"), "{first}");
+    assert!(
+        first.contains("server failed to start") && first.contains("before becoming ready"),
+        "{first}"
+    );
     let second = f.session.run_trial(1).unwrap_err();
     assert!(second.contains("not retried"), "{second}");
     assert_eq!(f.session.pool.starts(), 1);
@@ -267,7 +321,12 @@ fn reuse_order_across_trials_is_recorded_in_the_summary() {
     }
     f.session.pool.shutdown();
     let servers: Vec<_> = (0..4)
-        .map(|i| (entry(&f, i).server.clone().unwrap(), entry(&f, i).server_started.unwrap()))
+        .map(|i| {
+            (
+                entry(&f, i).server.clone().unwrap(),
+                entry(&f, i).server_started.unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         servers,
@@ -278,6 +337,11 @@ fn reuse_order_across_trials_is_recorded_in_the_summary() {
             ("servers/03-test_A".to_string(), true),
         ]
     );
-    let starts = f.state.events().iter().filter(|e| matches!(e, FakeEvent::Start(_))).count();
+    let starts = f
+        .state
+        .events()
+        .iter()
+        .filter(|e| matches!(e, FakeEvent::Start(_)))
+        .count();
     assert_eq!(starts, 3);
 }

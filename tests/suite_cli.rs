@@ -675,7 +675,7 @@ fn bad_flags() -> Result<(), Failed> {
     )?;
     let run = perf(
         &fixture("tts_small.json"),
-        &["--sim-speed", "-3", "--server", "sim"],
+        &["--sim-speed=-3", "--server", "sim"],
         &[],
     )?;
     check(

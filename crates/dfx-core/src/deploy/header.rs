@@ -14,8 +14,9 @@
 //! #   some.new_key: absent -> true
 //! ```
 //!
-//! Paths are dotted, list elements by index; values are YAML flow scalars/collections, with
-//! `absent` for a key that one side lacks.
+//! Paths are dotted, list elements by index (lists of mappings only; a list of scalars is
+//! one value); values are YAML flow scalars/collections, with `absent` for a key that one
+//! side lacks.
 
 use std::fmt;
 
@@ -150,6 +151,12 @@ fn key_text(k: &Yaml) -> String {
     }
 }
 
+fn has_records(items: &[Yaml]) -> bool {
+    items
+        .iter()
+        .any(|v| matches!(v, Yaml::Mapping(_) | Yaml::Sequence(_)))
+}
+
 fn diff_into(out: &mut Vec<TreeChange>, path: &str, old: &Yaml, new: &Yaml) {
     let change = |p: String, o: Option<&Yaml>, n: Option<&Yaml>| TreeChange {
         path: p,
@@ -169,7 +176,9 @@ fn diff_into(out: &mut Vec<TreeChange>, path: &str, old: &Yaml, new: &Yaml) {
                 out.push(change(join(path, &key_text(k)), None, Some(vb)));
             }
         }
-        (Yaml::Sequence(a), Yaml::Sequence(b)) if a.len() == b.len() => {
+        // Lists of records (`stages`) are compared element by element; lists of scalars
+        // (`decode_cudagraph_capture_sizes`) change as one value.
+        (Yaml::Sequence(a), Yaml::Sequence(b)) if a.len() == b.len() && has_records(a) => {
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
                 diff_into(out, &join(path, &i.to_string()), va, vb);
             }

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use dfx_core::server::{RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext, Unavailable};
+use dfx_core::server::{
+    RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext, Unavailable,
+};
 
 use crate::probe::{Probe, http_get};
 
@@ -30,22 +32,39 @@ impl AttachLauncher {
             ))
         };
         let rest = url.trim().strip_prefix("http://").ok_or_else(|| {
-            if url.starts_with("https://") { bad("https is not supported") } else { bad("must start with http://") }
+            if url.starts_with("https://") {
+                bad("https is not supported")
+            } else {
+                bad("must start with http://")
+            }
         })?;
         let authority = rest.strip_suffix('/').unwrap_or(rest);
         if authority.contains(['/', '?', '#', '@']) {
             return Err(bad("a path, query or credentials are not accepted"));
         }
-        let (host, port) = split_host_port(authority).ok_or_else(|| bad("cannot read host and port"))?;
+        let (host, port) =
+            split_host_port(authority).ok_or_else(|| bad("cannot read host and port"))?;
         if host.is_empty() {
             return Err(bad("the host is empty"));
         }
         let port: u16 = match port {
             None => 80,
-            Some(p) => p.parse().ok().filter(|p| *p != 0).ok_or_else(|| bad("the port must be 1-65535"))?,
+            Some(p) => p
+                .parse()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| bad("the port must be 1-65535"))?,
         };
-        let shown = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
-        Ok(AttachLauncher { url: format!("http://{shown}:{port}"), host: host.into(), port })
+        let shown = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        Ok(AttachLauncher {
+            url: format!("http://{shown}:{port}"),
+            host: host.into(),
+            port,
+        })
     }
 
     /// The normalised base URL.
@@ -79,18 +98,29 @@ impl ServerLauncher for AttachLauncher {
         Ok(())
     }
 
-    fn start(&mut self, _spec: &ServerSpec, ctx: &StartContext) -> Result<Box<dyn RunningServer>, ServerError> {
+    fn start(
+        &mut self,
+        _spec: &ServerSpec,
+        ctx: &StartContext,
+    ) -> Result<Box<dyn RunningServer>, ServerError> {
         let deadline = Instant::now() + ATTACH_READY_TIMEOUT.min(ctx.ready_timeout);
         loop {
             let reason = match http_get(&self.host, self.port, "/health", PROBE_TIMEOUT) {
                 Probe::Status(200 | 404) => {
-                    return Ok(Box::new(AttachedServer { url: self.url.clone(), host: self.host.clone(), port: self.port }));
+                    return Ok(Box::new(AttachedServer {
+                        url: self.url.clone(),
+                        host: self.host.clone(),
+                        port: self.port,
+                    }));
                 }
                 Probe::Status(code) => format!("GET /health answered {code}"),
                 Probe::Down(e) => format!("GET /health failed: {e}"),
             };
             if Instant::now() >= deadline {
-                return Err(ServerError::AttachNotReady { url: self.url.clone(), reason });
+                return Err(ServerError::AttachNotReady {
+                    url: self.url.clone(),
+                    reason,
+                });
             }
             std::thread::sleep(POLL);
         }

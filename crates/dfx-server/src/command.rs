@@ -72,9 +72,7 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
         args.extend(["--deploy-config".into(), p.display().to_string()]);
     }
     if spec.use_omni {
-        args.extend(
-            ["--stage-init-timeout", "600", "--init-timeout", "900"].map(String::from),
-        );
+        args.extend(["--stage-init-timeout", "600", "--init-timeout", "900"].map(String::from));
     }
     let mut env = BTreeMap::from([("VLLM_WORKER_MULTIPROC_METHOD".into(), "spawn".into())]);
     env.extend(spec.env.clone());
@@ -128,7 +126,10 @@ fn text(v: &Value) -> String {
     }
 }
 
-fn build_sglang(spec: &ServerSpec, inputs: CommandInputs<'_>) -> Result<ServerCommand, ServerError> {
+fn build_sglang(
+    spec: &ServerSpec,
+    inputs: CommandInputs<'_>,
+) -> Result<ServerCommand, ServerError> {
     if spec.deploy.is_some() || spec.stage_overrides.as_ref().is_some_and(|o| !is_falsy(o)) {
         return Err(ServerError::InvalidSpec(format!(
             "model {}: sglang-omni takes neither `stage_config_name` nor `stage_overrides`; \
@@ -156,7 +157,10 @@ fn build_sglang(spec: &ServerSpec, inputs: CommandInputs<'_>) -> Result<ServerCo
 
 /// `serve_args` for sglang-omni (upstream rules: booleans as `true`/`false` values, null
 /// dropped, objects and lists as compact JSON, `config` resolved under the deploy folder).
-pub fn sglang_serve_args(serve_args: &ServeArgs, deploy_dir: &Path) -> Result<Vec<String>, ServerError> {
+pub fn sglang_serve_args(
+    serve_args: &ServeArgs,
+    deploy_dir: &Path,
+) -> Result<Vec<String>, ServerError> {
     let map = match serve_args {
         ServeArgs::List(items) => return Ok(items.clone()),
         ServeArgs::Map(map) => map,
@@ -180,10 +184,9 @@ fn sglang_config(value: &str, deploy_dir: &Path) -> Result<String, ServerError> 
     if path.is_absolute() {
         return Ok(value.into());
     }
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| ServerError::InvalidSpec(format!("serve_args.config `{value}` names no file")))?;
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        ServerError::InvalidSpec(format!("serve_args.config `{value}` names no file"))
+    })?;
     dfx_core::deploy::resolve(deploy_dir, name)
         .map(|p| p.display().to_string())
         .map_err(|e| ServerError::InvalidSpec(format!("serve_args.config `{value}`: {e}")))

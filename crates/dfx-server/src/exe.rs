@@ -38,9 +38,8 @@ pub fn find_with(
         }
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    which::which_in(lookup.program, env("PATH"), cwd).map_err(|_| {
-        Unavailable(format!("{} not found: {}", lookup.program, lookup.hint))
-    })
+    which::which_in(lookup.program, env("PATH"), cwd)
+        .map_err(|_| Unavailable(format!("{} not found: {}", lookup.program, lookup.hint)))
 }
 
 fn checked(path: &Path, source: &str) -> Result<PathBuf, Unavailable> {
@@ -64,7 +63,12 @@ mod tests {
     const HINT: &str = "pass --server-bin, set DFX_SERVER_BIN, or put vllm-omni on PATH";
 
     fn lookup<'a>(configured: Option<(&'a Path, &'static str)>) -> ExeLookup<'a> {
-        ExeLookup { program: "vllm-omni", configured, env_vars: &["DFX_SERVER_BIN"], hint: HINT }
+        ExeLookup {
+            program: "vllm-omni",
+            configured,
+            env_vars: &["DFX_SERVER_BIN"],
+            hint: HINT,
+        }
     }
 
     #[test]
@@ -85,8 +89,16 @@ mod tests {
         let on_path = find_with(&lookup(None), |k| (k == "PATH").then(|| path.clone())).unwrap();
         assert_eq!(on_path, exe);
         let bogus = OsString::from("/nonexistent/vllm-omni");
-        let err = find_with(&lookup(None), |k| (k == "DFX_SERVER_BIN").then(|| bogus.clone())).unwrap_err();
-        assert!(err.0.contains("/nonexistent/vllm-omni (from DFX_SERVER_BIN) does not exist"), "{}", err.0);
+        let err = find_with(&lookup(None), |k| {
+            (k == "DFX_SERVER_BIN").then(|| bogus.clone())
+        })
+        .unwrap_err();
+        assert!(
+            err.0
+                .contains("/nonexistent/vllm-omni (from DFX_SERVER_BIN) does not exist"),
+            "{}",
+            err.0
+        );
         let flag = find_with(&lookup(Some((&exe, "--server-bin"))), |_| None).unwrap();
         assert_eq!(flag, exe);
     }

@@ -165,7 +165,9 @@ pub fn describe_wait(status: &nix::sys::wait::WaitStatus) -> Option<String> {
     use nix::sys::wait::WaitStatus;
     match status {
         WaitStatus::Exited(_, code) => Some(format!("exit status {code}")),
-        WaitStatus::Signaled(_, sig, _) => Some(format!("signal {} ({})", *sig as i32, sig.as_str())),
+        WaitStatus::Signaled(_, sig, _) => {
+            Some(format!("signal {} ({})", *sig as i32, sig.as_str()))
+        }
         _ => None,
     }
 }

@@ -87,11 +87,19 @@ impl ProcessLauncher {
     pub fn executable(&self, spec: &ServerSpec) -> Result<PathBuf, Unavailable> {
         let c = &self.config;
         let lookup = if let Some(sim) = &c.simulator {
-            ExeLookup { program: "dfx-perf-sim", configured: Some((sim, "the simulator setting")), env_vars: &[], hint: "" }
+            ExeLookup {
+                program: "dfx-perf-sim",
+                configured: Some((sim, "the simulator setting")),
+                env_vars: &[],
+                hint: "",
+            }
         } else if self.sglang_form(spec) {
             ExeLookup {
                 program: "sgl-omni",
-                configured: c.sglang_bin.as_deref().map(|p| (p, "the sglang-omni executable setting")),
+                configured: c
+                    .sglang_bin
+                    .as_deref()
+                    .map(|p| (p, "the sglang-omni executable setting")),
                 env_vars: &["SGLANG_OMNI_EXECUTABLE"],
                 hint: "set SGLANG_OMNI_EXECUTABLE or put sgl-omni on PATH",
             }
@@ -114,7 +122,10 @@ impl ProcessLauncher {
         }
         if self.sglang_form(spec) {
             let env = std::env::var("SGLANG_OMNI_SERVER_TIMEOUT").ok();
-            if let Some(secs) = env.and_then(|s| s.trim().parse::<f64>().ok()).filter(|s| *s > 0.0) {
+            if let Some(secs) = env
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|s| *s > 0.0)
+            {
                 return Duration::from_secs_f64(secs);
             }
             return ctx.ready_timeout.max(SGLANG_READY_TIMEOUT);
@@ -124,13 +135,24 @@ impl ProcessLauncher {
 
     /// SIGTERM→SIGKILL grace for `spec`.
     pub fn grace(&self, spec: &ServerSpec) -> Duration {
-        self.config.grace.unwrap_or(if self.sglang_form(spec) { SGLANG_GRACE } else { DEFAULT_GRACE })
+        self.config.grace.unwrap_or(if self.sglang_form(spec) {
+            SGLANG_GRACE
+        } else {
+            DEFAULT_GRACE
+        })
     }
 
     /// The command `spec` would be started with on `port` (writes the edited deploy copy
     /// into `dir` when there are edits).
-    pub fn command(&self, spec: &ServerSpec, port: u16, dir: &Path) -> Result<ServerCommand, ServerError> {
-        let exe = self.executable(spec).map_err(|u| ServerError::ExecutableMissing(u.0))?;
+    pub fn command(
+        &self,
+        spec: &ServerSpec,
+        port: u16,
+        dir: &Path,
+    ) -> Result<ServerCommand, ServerError> {
+        let exe = self
+            .executable(spec)
+            .map_err(|u| ServerError::ExecutableMissing(u.0))?;
         let deploy_config = match &spec.deploy {
             Some(d) if d.edited => {
                 let stem = d.name.trim_end_matches(".yaml").trim_end_matches(".yml");
@@ -162,7 +184,10 @@ impl ProcessLauncher {
     fn pick_port(&self) -> Result<u16, ServerError> {
         match self.config.port {
             Some(port) if probe::answers(HOST, port, Duration::from_millis(500)) => {
-                Err(ServerError::PortInUse { host: HOST.into(), port })
+                Err(ServerError::PortInUse {
+                    host: HOST.into(),
+                    port,
+                })
             }
             Some(port) => Ok(port),
             None => Ok(probe::free_port()?),
@@ -170,7 +195,11 @@ impl ProcessLauncher {
     }
 
     /// Starts `spec` and waits until it is ready; the concrete server (with its group id).
-    pub fn start_managed(&mut self, spec: &ServerSpec, ctx: &StartContext) -> Result<ManagedServer, ServerError> {
+    pub fn start_managed(
+        &mut self,
+        spec: &ServerSpec,
+        ctx: &StartContext,
+    ) -> Result<ManagedServer, ServerError> {
         std::fs::create_dir_all(&ctx.dir)?;
         let port = self.pick_port()?;
         let cmd = self.command(spec, port, &ctx.dir)?;
@@ -187,7 +216,10 @@ impl ProcessLauncher {
             .stderr(log)
             .process_group(0)
             .spawn()
-            .map_err(|source| ServerError::Spawn { command: line, source })?;
+            .map_err(|source| ServerError::Spawn {
+                command: line,
+                source,
+            })?;
         let mut server = ManagedServer::adopt(child, port, log_path, self.grace(spec));
         server.wait_ready(self.ready_timeout(spec, ctx), self.config.poll_interval)?;
         tracing::info!(port, pgid = server.pgid(), "server ready");
@@ -197,22 +229,34 @@ impl ProcessLauncher {
 
 impl ServerLauncher for ProcessLauncher {
     fn name(&self) -> &str {
-        if self.config.simulator.is_some() { "sim" } else { "vllm-omni" }
+        if self.config.simulator.is_some() {
+            "sim"
+        } else {
+            "vllm-omni"
+        }
     }
 
     fn availability(&self, spec: &ServerSpec) -> Result<(), Unavailable> {
         self.executable(spec)?;
         if self.sglang_form(spec) {
-            command::sglang_serve_args(&spec.serve_args, &self.config.deploy_dir).map_err(|e| Unavailable(e.to_string()))?;
+            command::sglang_serve_args(&spec.serve_args, &self.config.deploy_dir)
+                .map_err(|e| Unavailable(e.to_string()))?;
         }
         Ok(())
     }
 
-    fn start(&mut self, spec: &ServerSpec, ctx: &StartContext) -> Result<Box<dyn RunningServer>, ServerError> {
+    fn start(
+        &mut self,
+        spec: &ServerSpec,
+        ctx: &StartContext,
+    ) -> Result<Box<dyn RunningServer>, ServerError> {
         Ok(Box::new(self.start_managed(spec, ctx)?))
     }
 
     fn implied_hardware(&self) -> Option<&str> {
-        self.config.simulator.as_ref().map(|_| dfx_core::hardware::SIM)
+        self.config
+            .simulator
+            .as_ref()
+            .map(|_| dfx_core::hardware::SIM)
     }
 }

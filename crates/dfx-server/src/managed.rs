@@ -76,11 +76,8 @@ impl ManagedServer {
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
         }
-        if let Ok(status) = self.child.wait() {
-            if self.exit.is_none() && !status.success() {
-                tracing::debug!(pgid = self.pgid, %status, "server leader reaped");
-            }
-        }
+        // Reap the leader; it was kept as a zombie until the group was empty.
+        let _ = self.child.wait();
         group::unregister(self.pgid);
         result
     }
@@ -88,7 +85,11 @@ impl ManagedServer {
     /// Polls `GET /health` until it answers 200 (404: no health route, the accepted
     /// connection counts) while watching the process. On failure the group is torn down and
     /// the error carries the status and the log tail.
-    pub(crate) fn wait_ready(&mut self, timeout: Duration, poll: Duration) -> Result<(), ServerError> {
+    pub(crate) fn wait_ready(
+        &mut self,
+        timeout: Duration,
+        poll: Duration,
+    ) -> Result<(), ServerError> {
         let start = Instant::now();
         let deadline = start + timeout;
         loop {
@@ -102,10 +103,18 @@ impl ManagedServer {
             }
             let now = Instant::now();
             let remaining = deadline.saturating_duration_since(now);
-            match http_get(HOST, self.port, "/health", PROBE_TIMEOUT.min(remaining.max(Duration::from_millis(50)))) {
+            match http_get(
+                HOST,
+                self.port,
+                "/health",
+                PROBE_TIMEOUT.min(remaining.max(Duration::from_millis(50))),
+            ) {
                 Probe::Status(200) => return Ok(()),
                 Probe::Status(404) => {
-                    tracing::info!(port = self.port, "server has no /health route; the accepted TCP connection counts as ready");
+                    tracing::info!(
+                        port = self.port,
+                        "server has no /health route; the accepted TCP connection counts as ready"
+                    );
                     return Ok(());
                 }
                 Probe::Status(_) | Probe::Down(_) => {}

@@ -38,7 +38,11 @@ fn try_get(host: &str, port: u16, path: &str, timeout: Duration) -> std::io::Res
     let mut stream = TcpStream::connect_timeout(&addr(host, port)?, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    let host_header = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let host_header = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: dfx-perf\r\nAccept: */*\r\nConnection: close\r\n\r\n"
@@ -113,6 +117,9 @@ mod tests {
         let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
         let taken = l.local_addr().unwrap().port();
         assert!(answers("127.0.0.1", taken, Duration::from_millis(500)));
-        assert!(matches!(http_get("127.0.0.1", port, "/health", Duration::from_millis(200)), Probe::Down(_)));
+        assert!(matches!(
+            http_get("127.0.0.1", port, "/health", Duration::from_millis(200)),
+            Probe::Down(_)
+        ));
     }
 }

@@ -14,9 +14,18 @@ fn deploy_dir() -> PathBuf {
 }
 
 fn spec(server_type: ServerType, p: Value) -> ServerSpec {
-    let deploy = p.get("stage_config_name").and_then(Value::as_str).map(|name| {
-        dfx_core::deploy::resolve_with_edits(&deploy_dir(), name, p.get("update"), p.get("delete")).unwrap()
-    });
+    let deploy = p
+        .get("stage_config_name")
+        .and_then(Value::as_str)
+        .map(|name| {
+            dfx_core::deploy::resolve_with_edits(
+                &deploy_dir(),
+                name,
+                p.get("update"),
+                p.get("delete"),
+            )
+            .unwrap()
+        });
     ServerSpec {
         server_type,
         model: p["model"].as_str().unwrap().into(),
@@ -24,7 +33,9 @@ fn spec(server_type: ServerType, p: Value) -> ServerSpec {
         stage_overrides: p.get("stage_overrides").cloned(),
         serve_args: match p.get("serve_args") {
             Some(Value::Object(m)) => ServeArgs::Map(m.clone()),
-            Some(Value::Array(a)) => ServeArgs::List(a.iter().map(|v| v.as_str().unwrap().into()).collect()),
+            Some(Value::Array(a)) => {
+                ServeArgs::List(a.iter().map(|v| v.as_str().unwrap().into()).collect())
+            }
             _ => ServeArgs::default(),
         },
         extra_cli_args: p
@@ -36,7 +47,11 @@ fn spec(server_type: ServerType, p: Value) -> ServerSpec {
         env: p
             .get("env")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().into())).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().into()))
+                    .collect()
+            })
             .unwrap_or_default(),
         ready_timeout: None,
     }
@@ -60,13 +75,18 @@ fn render(spec: &ServerSpec, deploy_config: Option<&Path>) -> String {
     )
     .unwrap();
     let canon = deploy_dir().canonicalize().unwrap();
-    cmd.describe().replace(&canon.display().to_string(), "<repo>/deploy")
+    cmd.describe()
+        .replace(&canon.display().to_string(), "<repo>/deploy")
 }
 
 fn vllm(p: Value) -> String {
     let s = spec(ServerType::VllmOmni, p);
     let deploy = s.deploy.as_ref().map(|d| {
-        if d.edited { PathBuf::from("<start-dir>/deploy-qwen3_tts_tuned.yaml") } else { d.source.clone() }
+        if d.edited {
+            PathBuf::from("<start-dir>/deploy-qwen3_tts_tuned.yaml")
+        } else {
+            d.source.clone()
+        }
     });
     render(&s, deploy.as_deref())
 }
@@ -150,7 +170,10 @@ fn serve_args_as_a_raw_list_and_unedited_deploy_file() {
 
 #[test]
 fn sglang_refuses_vllm_only_params_and_missing_config() {
-    let s = spec(ServerType::SglangOmni, json!({"model": "m", "stage_config_name": "qwen3_tts"}));
+    let s = spec(
+        ServerType::SglangOmni,
+        json!({"model": "m", "stage_config_name": "qwen3_tts"}),
+    );
     let inputs = CommandInputs {
         exe: Path::new("sgl-omni"),
         port: 1,
@@ -159,8 +182,17 @@ fn sglang_refuses_vllm_only_params_and_missing_config() {
         force_vllm_form: false,
     };
     let e = build(&s, inputs).unwrap_err().to_string();
-    assert!(e.contains("sglang-omni takes neither `stage_config_name` nor `stage_overrides`"), "{e}");
-    let s = spec(ServerType::SglangOmni, json!({"model": "m", "serve_args": {"config": "x/nope.yaml"}}));
+    assert!(
+        e.contains("sglang-omni takes neither `stage_config_name` nor `stage_overrides`"),
+        "{e}"
+    );
+    let s = spec(
+        ServerType::SglangOmni,
+        json!({"model": "m", "serve_args": {"config": "x/nope.yaml"}}),
+    );
     let e = build(&s, inputs).unwrap_err().to_string();
-    assert!(e.contains("serve_args.config `x/nope.yaml`: no deploy file `nope.yaml`"), "{e}");
+    assert!(
+        e.contains("serve_args.config `x/nope.yaml`: no deploy file `nope.yaml`"),
+        "{e}"
+    );
 }

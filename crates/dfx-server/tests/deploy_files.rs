@@ -29,7 +29,9 @@ fn problems(dir: &Path) -> Vec<String> {
             Err(e) => out.push(format!("{name}: {e}")),
             Ok(Some(DeployHeader::Stock { note })) => {
                 if !note.starts_with("stock file of ") || !note.ends_with("no changes") {
-                    out.push(format!("{name}: stock header must read `stock file of <release>, no changes`"));
+                    out.push(format!(
+                        "{name}: stock header must read `stock file of <release>, no changes`"
+                    ));
                 }
             }
             Ok(Some(DeployHeader::Changes { base, changes })) => {
@@ -38,18 +40,26 @@ fn problems(dir: &Path) -> Vec<String> {
                     continue;
                 };
                 let base_text = std::fs::read_to_string(&base_path).unwrap();
-                if !matches!(DeployHeader::parse(&base_text), Ok(Some(DeployHeader::Stock { .. }))) {
+                if !matches!(
+                    DeployHeader::parse(&base_text),
+                    Ok(Some(DeployHeader::Stock { .. }))
+                ) {
                     out.push(format!("{name}: {base} is not marked as a stock file"));
                 }
                 let mut said: Vec<String> = changes.iter().map(key).collect();
-                let mut actual: Vec<String> = tree_diff(&tree(&base_path), &tree(&path)).iter().map(key).collect();
+                let mut actual: Vec<String> = tree_diff(&tree(&base_path), &tree(&path))
+                    .iter()
+                    .map(key)
+                    .collect();
                 said.sort();
                 actual.sort();
                 for missing in actual.iter().filter(|a| !said.contains(a)) {
                     out.push(format!("{name}: header does not list `{missing}`"));
                 }
                 for extra in said.iter().filter(|s| !actual.contains(s)) {
-                    out.push(format!("{name}: header lists `{extra}`, which is not an actual difference"));
+                    out.push(format!(
+                        "{name}: header lists `{extra}`, which is not an actual difference"
+                    ));
                 }
             }
         }
@@ -60,7 +70,12 @@ fn problems(dir: &Path) -> Vec<String> {
 #[test]
 fn headers_agree_with_the_actual_differences() {
     let names = deploy::list(&deploy_dir());
-    for expected in ["qwen3_tts", "qwen3_tts_tuned", "sgl_qwen3_tts_1_7b", "voxcpm2"] {
+    for expected in [
+        "qwen3_tts",
+        "qwen3_tts_tuned",
+        "sgl_qwen3_tts_1_7b",
+        "voxcpm2",
+    ] {
         assert!(names.contains(&expected.to_string()), "{names:?}");
     }
     assert_eq!(problems(&deploy_dir()), Vec::<String>::new());
@@ -85,8 +100,14 @@ fn a_header_that_lies_is_caught() {
     let p = dir.path().join("qwen3_tts_tuned.yaml");
     let text = std::fs::read_to_string(&p).unwrap();
     // An undeclared change, and a declared change that is not made.
-    let text = text.replace("  - stage_id: 0\n    max_num_seqs: 64\n", "  - stage_id: 0\n    max_num_seqs: 32\n");
-    let text = text.replace("      codec_chunk_frames: 75\n", "      codec_chunk_frames: 25\n");
+    let text = text.replace(
+        "  - stage_id: 0\n    max_num_seqs: 64\n",
+        "  - stage_id: 0\n    max_num_seqs: 32\n",
+    );
+    let text = text.replace(
+        "      codec_chunk_frames: 75\n",
+        "      codec_chunk_frames: 25\n",
+    );
     std::fs::write(&p, text).unwrap();
     assert_eq!(
         problems(dir.path()),
@@ -103,18 +124,27 @@ fn reference_dir() -> Option<PathBuf> {
         std::env::var_os("DFX_REFERENCE_DIR").map(PathBuf::from),
         Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference")),
     ];
-    candidates.into_iter().flatten().find(|p| p.join("upstream/deploy").is_dir())
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("upstream/deploy").is_dir())
 }
 
 #[test]
 fn stock_files_equal_the_upstream_reference() {
     let Some(reference) = reference_dir() else {
-        eprintln!("note: no upstream reference folder (set DFX_REFERENCE_DIR); stock files not compared");
+        eprintln!(
+            "note: no upstream reference folder (set DFX_REFERENCE_DIR); stock files not compared"
+        );
         return;
     };
     for name in ["qwen3_tts.yaml", "voxcpm2.yaml", "sgl_qwen3_tts_1_7b.yaml"] {
         let ours = tree(&deploy_dir().join(name));
         let upstream = tree(&reference.join("upstream/deploy").join(name));
-        assert_eq!(tree_diff(&upstream, &ours), Vec::new(), "{name} differs from the stock file");
+        assert_eq!(
+            tree_diff(&upstream, &ours),
+            Vec::new(),
+            "{name} differs from the stock file"
+        );
     }
 }

@@ -17,15 +17,25 @@ const LONG: Duration = Duration::from_secs(30);
 fn ready_server_is_healthy_logged_and_fully_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
-    let spec = spec(&[("DFX_FAKE_GRANDCHILD", "1"), ("HF_TOKEN", "hf_secret_value"), ("MY_FLAG", "on")]);
+    let spec = spec(&[
+        ("DFX_FAKE_GRANDCHILD", "1"),
+        ("HF_TOKEN", "hf_secret_value"),
+        ("MY_FLAG", "on"),
+    ]);
     let server = launcher().start_managed(&spec, &ctx).unwrap();
     let pgid = server.pgid();
-    assert_eq!(http_get("127.0.0.1", server.port(), "/health", LONG), Probe::Status(200));
-    assert_eq!(server.base_url(), format!("http://127.0.0.1:{}", server.port()));
+    assert_eq!(
+        http_get("127.0.0.1", server.port(), "/health", LONG),
+        Probe::Status(200)
+    );
+    assert_eq!(
+        server.base_url(),
+        format!("http://127.0.0.1:{}", server.port())
+    );
     let procs = wait_announced(&log_of(&ctx), 2);
     assert!(procs.iter().all(|p| p.2 == pgid), "{procs:?}");
     assert_eq!(group_members(pgid).len(), 2);
-    assert_eq!(dfx_server::live_groups().contains(&pgid), true);
+    assert!(dfx_server::live_groups().contains(&pgid));
 
     let command = std::fs::read_to_string(ctx.dir.join("command.txt")).unwrap();
     let port = server.port();
@@ -35,8 +45,14 @@ fn ready_server_is_healthy_logged_and_fully_stopped() {
         )),
         "{command}"
     );
-    assert!(command.contains("#   VLLM_WORKER_MULTIPROC_METHOD=spawn\n"), "{command}");
-    assert!(command.contains("#   HF_TOKEN='<redacted>'\n") && !command.contains("hf_secret_value"), "{command}");
+    assert!(
+        command.contains("#   VLLM_WORKER_MULTIPROC_METHOD=spawn\n"),
+        "{command}"
+    );
+    assert!(
+        command.contains("#   HF_TOKEN='<redacted>'\n") && !command.contains("hf_secret_value"),
+        "{command}"
+    );
     assert!(command.contains("#   MY_FLAG=on\n"), "{command}");
 
     Box::new(server).stop().unwrap();
@@ -49,16 +65,40 @@ fn exit_at_start_reports_status_and_log_tail() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
     let err = launcher()
-        .start(&spec(&[("DFX_FAKE_EXIT_AT_START", "3"), ("DFX_FAKE_GRANDCHILD", "1")]), &ctx)
+        .start(
+            &spec(&[
+                ("DFX_FAKE_EXIT_AT_START", "3"),
+                ("DFX_FAKE_GRANDCHILD", "1"),
+            ]),
+            &ctx,
+        )
         .err()
         .expect("must fail");
     let msg = err.to_string();
-    assert!(matches!(err, ServerError::ExitedBeforeReady { .. }), "{msg}");
-    assert!(msg.starts_with("server exited with exit status 3 before becoming ready\n"), "{msg}");
-    assert!(msg.contains(&format!("--- server log tail ({}) ---", log_of(&ctx).display())), "{msg}");
-    assert!(msg.ends_with("startup log line 50\nfatal: fake startup failure"), "{msg}");
+    assert!(
+        matches!(err, ServerError::ExitedBeforeReady { .. }),
+        "{msg}"
+    );
+    assert!(
+        msg.starts_with("server exited with exit status 3 before becoming ready\n"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!(
+            "--- server log tail ({}) ---",
+            log_of(&ctx).display()
+        )),
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with("startup log line 50\nfatal: fake startup failure"),
+        "{msg}"
+    );
     // Exactly the last 40 lines: 39 numbered lines and the fatal line.
-    assert!(msg.contains("startup log line 12\n") && !msg.contains("startup log line 11\n"), "{msg}");
+    assert!(
+        msg.contains("startup log line 12\n") && !msg.contains("startup log line 11\n"),
+        "{msg}"
+    );
     assert_log_processes_gone(&log_of(&ctx));
 }
 
@@ -66,14 +106,23 @@ fn exit_at_start_reports_status_and_log_tail() {
 fn never_ready_times_out_with_log_tail() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
-    let mut spec = spec(&[("DFX_FAKE_NEVER_READY", "1"), ("DFX_FAKE_IGNORE_SIGTERM", "1")]);
+    let mut spec = spec(&[
+        ("DFX_FAKE_NEVER_READY", "1"),
+        ("DFX_FAKE_IGNORE_SIGTERM", "1"),
+    ]);
     spec.ready_timeout = Some(Duration::from_millis(800));
     let started = Instant::now();
     let err = launcher().start(&spec, &ctx).err().expect("must time out");
     let msg = err.to_string();
-    assert!(matches!(err, ServerError::NotReady { waited, .. } if waited >= Duration::from_millis(800)), "{msg}");
+    assert!(
+        matches!(err, ServerError::NotReady { waited, .. } if waited >= Duration::from_millis(800)),
+        "{msg}"
+    );
     assert!(msg.starts_with("server not ready after "), "{msg}");
-    assert!(msg.contains("(GET /health never returned 200)") && msg.contains("initialising forever"), "{msg}");
+    assert!(
+        msg.contains("(GET /health never returned 200)") && msg.contains("initialising forever"),
+        "{msg}"
+    );
     assert!(started.elapsed() < LONG);
     assert_log_processes_gone(&log_of(&ctx));
 }
@@ -84,12 +133,17 @@ fn health_other_than_200_is_not_ready_but_404_falls_back_to_tcp() {
     let ctx503 = ctx(&dir.path().join("a"), LONG);
     let mut spec503 = spec(&[("DFX_FAKE_HEALTH", "503")]);
     spec503.ready_timeout = Some(Duration::from_millis(600));
-    let err = launcher().start(&spec503, &ctx503).err().expect("503 is not ready");
+    let err = launcher()
+        .start(&spec503, &ctx503)
+        .err()
+        .expect("503 is not ready");
     assert!(matches!(err, ServerError::NotReady { .. }), "{err}");
     assert_log_processes_gone(&log_of(&ctx503));
 
     let ctx404 = ctx(&dir.path().join("b"), LONG);
-    let server = launcher().start_managed(&spec(&[("DFX_FAKE_HEALTH", "404")]), &ctx404).unwrap();
+    let server = launcher()
+        .start_managed(&spec(&[("DFX_FAKE_HEALTH", "404")]), &ctx404)
+        .unwrap();
     let pgid = server.pgid();
     drop(server);
     assert_gone(pgid, &[]);
@@ -99,8 +153,13 @@ fn health_other_than_200_is_not_ready_but_404_falls_back_to_tcp() {
 fn slow_start_within_the_timeout_is_ready() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), Duration::from_secs(20));
-    let server = launcher().start_managed(&spec(&[("DFX_FAKE_READY_DELAY_MS", "700")]), &ctx).unwrap();
-    assert_eq!(http_get("127.0.0.1", server.port(), "/health", LONG), Probe::Status(200));
+    let server = launcher()
+        .start_managed(&spec(&[("DFX_FAKE_READY_DELAY_MS", "700")]), &ctx)
+        .unwrap();
+    assert_eq!(
+        http_get("127.0.0.1", server.port(), "/health", LONG),
+        Probe::Status(200)
+    );
     let pgid = server.pgid();
     Box::new(server).stop().unwrap();
     assert_gone(pgid, &[]);
@@ -110,7 +169,10 @@ fn slow_start_within_the_timeout_is_ready() {
 fn crash_during_trial_is_detected_with_status_and_tail() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
-    let spec = spec(&[("DFX_FAKE_CRASH_AFTER_MS", "300"), ("DFX_FAKE_GRANDCHILD", "1")]);
+    let spec = spec(&[
+        ("DFX_FAKE_CRASH_AFTER_MS", "300"),
+        ("DFX_FAKE_GRANDCHILD", "1"),
+    ]);
     let mut server: Box<dyn RunningServer> = launcher().start(&spec, &ctx).unwrap();
     let procs = wait_announced(&log_of(&ctx), 2);
     let deadline = Instant::now() + LONG;
@@ -123,7 +185,10 @@ fn crash_during_trial_is_detected_with_status_and_tail() {
     };
     let msg = err.to_string();
     assert!(matches!(err, ServerError::DiedDuringTrial { .. }), "{msg}");
-    assert!(msg.starts_with("server exited with exit status 7 during the benchmark\n"), "{msg}");
+    assert!(
+        msg.starts_with("server exited with exit status 7 during the benchmark\n"),
+        "{msg}"
+    );
     assert!(msg.ends_with("fake crash after 300 ms"), "{msg}");
     // The grandchild outlived its parent; stopping the dead server still sweeps the group.
     let grandchild = procs.iter().find(|p| p.0 == "grandchild").unwrap().1;
@@ -136,7 +201,10 @@ fn crash_during_trial_is_detected_with_status_and_tail() {
 fn death_by_signal_names_the_signal() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
-    let spec = spec(&[("DFX_FAKE_CRASH_AFTER_MS", "100"), ("DFX_FAKE_CRASH_SIGNAL", "9")]);
+    let spec = spec(&[
+        ("DFX_FAKE_CRASH_AFTER_MS", "100"),
+        ("DFX_FAKE_CRASH_SIGNAL", "9"),
+    ]);
     let mut server = launcher().start_managed(&spec, &ctx).unwrap();
     let deadline = Instant::now() + LONG;
     while server.exit_status().is_none() {
@@ -153,7 +221,10 @@ fn death_by_signal_names_the_signal() {
 fn sigterm_ignoring_server_and_grandchild_are_killed_after_grace() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
-    let spec = spec(&[("DFX_FAKE_IGNORE_SIGTERM", "1"), ("DFX_FAKE_GRANDCHILD", "1")]);
+    let spec = spec(&[
+        ("DFX_FAKE_IGNORE_SIGTERM", "1"),
+        ("DFX_FAKE_GRANDCHILD", "1"),
+    ]);
     let server = launcher().start_managed(&spec, &ctx).unwrap();
     let procs = wait_announced(&log_of(&ctx), 2);
     let started = Instant::now();
@@ -167,7 +238,9 @@ fn sigterm_ignoring_server_and_grandchild_are_killed_after_grace() {
 fn dropping_the_server_tears_the_group_down() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
-    let server = launcher().start_managed(&spec(&[("DFX_FAKE_GRANDCHILD", "1")]), &ctx).unwrap();
+    let server = launcher()
+        .start_managed(&spec(&[("DFX_FAKE_GRANDCHILD", "1")]), &ctx)
+        .unwrap();
     wait_announced(&log_of(&ctx), 2);
     drop(server);
     assert_log_processes_gone(&log_of(&ctx));
@@ -179,7 +252,10 @@ fn port_already_answering_is_refused_before_anything_starts() {
     let ctx = ctx(dir.path(), LONG);
     let stale = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = stale.local_addr().unwrap().port();
-    let mut launcher = ProcessLauncher::new(LauncherConfig { port: Some(port), ..config() });
+    let mut launcher = ProcessLauncher::new(LauncherConfig {
+        port: Some(port),
+        ..config()
+    });
     let err = launcher.start(&spec(&[]), &ctx).err().expect("port in use");
     assert_eq!(
         err.to_string(),
@@ -195,7 +271,10 @@ fn fixed_free_port_is_used() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
     let port = dfx_server::probe::free_port().unwrap();
-    let mut launcher = ProcessLauncher::new(LauncherConfig { port: Some(port), ..config() });
+    let mut launcher = ProcessLauncher::new(LauncherConfig {
+        port: Some(port),
+        ..config()
+    });
     let server = launcher.start(&spec(&[]), &ctx).unwrap();
     assert_eq!(server.port(), port);
     server.stop().unwrap();
@@ -204,16 +283,24 @@ fn fixed_free_port_is_used() {
 #[test]
 fn missing_executable_is_unavailable_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let mut launcher =
-        ProcessLauncher::new(LauncherConfig { server_bin: Some("/nonexistent/vllm-omni".into()), ..config() });
+    let mut launcher = ProcessLauncher::new(LauncherConfig {
+        server_bin: Some("/nonexistent/vllm-omni".into()),
+        ..config()
+    });
     let why = launcher.availability(&spec(&[])).unwrap_err();
     assert_eq!(
         why.0,
         "server executable /nonexistent/vllm-omni (from --server-bin) does not exist or is not executable"
     );
-    let err = launcher.start(&spec(&[]), &ctx(dir.path(), LONG)).err().unwrap();
+    let err = launcher
+        .start(&spec(&[]), &ctx(dir.path(), LONG))
+        .err()
+        .unwrap();
     assert!(matches!(err, ServerError::ExecutableMissing(_)), "{err}");
-    assert!(err.to_string().starts_with("server executable not found: server executable /nonexistent/vllm-omni"));
+    assert!(
+        err.to_string()
+            .starts_with("server executable not found: server executable /nonexistent/vllm-omni")
+    );
 }
 
 #[test]
@@ -229,16 +316,28 @@ fn edited_deploy_copy_is_written_and_passed() {
     });
     let server = launcher().start(&s, &ctx).unwrap();
     let copy = ctx.dir.join("deploy-qwen3_tts.yaml");
-    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "# edited\nasync_chunk: false\n");
+    assert_eq!(
+        std::fs::read_to_string(&copy).unwrap(),
+        "# edited\nasync_chunk: false\n"
+    );
     let command = std::fs::read_to_string(ctx.dir.join("command.txt")).unwrap();
-    assert!(command.contains(&format!("--deploy-config {} --stage-init-timeout", copy.display())), "{command}");
+    assert!(
+        command.contains(&format!(
+            "--deploy-config {} --stage-init-timeout",
+            copy.display()
+        )),
+        "{command}"
+    );
     server.stop().unwrap();
 
     let ctx2 = common::ctx(&dir.path().join("second"), LONG);
     s.deploy.as_mut().unwrap().edited = false;
     let server = launcher().start(&s, &ctx2).unwrap();
     let command = std::fs::read_to_string(ctx2.dir.join("command.txt")).unwrap();
-    assert!(command.contains("--deploy-config /somewhere/deploy/qwen3_tts.yaml --stage-init-timeout"), "{command}");
+    assert!(
+        command.contains("--deploy-config /somewhere/deploy/qwen3_tts.yaml --stage-init-timeout"),
+        "{command}"
+    );
     assert!(!ctx2.dir.join("deploy-qwen3_tts.yaml").exists());
     server.stop().unwrap();
 }
@@ -259,7 +358,10 @@ fn simulator_mode_uses_the_vllm_form_for_every_server_type() {
     s.server_type = ServerType::SglangOmni;
     let server = launcher.start(&s, &ctx).unwrap();
     let command = std::fs::read_to_string(ctx.dir.join("command.txt")).unwrap();
-    assert!(command.starts_with(&format!("{FAKE} serve fake/model --host 127.0.0.1 --port ")), "{command}");
+    assert!(
+        command.starts_with(&format!("{FAKE} serve fake/model --host 127.0.0.1 --port ")),
+        "{command}"
+    );
     assert!(command.contains("#   DFX_SIM_SPEED=50\n"), "{command}");
     server.stop().unwrap();
 }

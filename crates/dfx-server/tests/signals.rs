@@ -22,7 +22,9 @@ fn start_helper(mode: &str, dir: &std::path::Path) -> (Child, i32) {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let pgid: i32 = line
         .trim()
         .strip_prefix("READY pgid=")
@@ -30,7 +32,11 @@ fn start_helper(mode: &str, dir: &std::path::Path) -> (Child, i32) {
         .parse()
         .unwrap();
     wait_announced(&dir.join("server.log"), 2);
-    assert_eq!(group_members_len(pgid), 2, "server and grandchild must be running");
+    assert_eq!(
+        group_members_len(pgid),
+        2,
+        "server and grandchild must be running"
+    );
     (child, pgid)
 }
 
@@ -82,7 +88,12 @@ fn panic_with_a_live_server_stops_its_group() {
     let (mut child, pgid) = start_helper("panic", dir.path());
     writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
     let status = wait_exit(&mut child);
-    assert_eq!(status.code(), Some(101), "{status:?} (signal {:?})", status.signal());
+    assert_eq!(
+        status.code(),
+        Some(101),
+        "{status:?} (signal {:?})",
+        status.signal()
+    );
     assert!(stderr_of(&mut child).contains("deliberate panic with a live server"));
     assert_log_processes_gone(&dir.path().join("server.log"));
     assert_gone(pgid, &[]);

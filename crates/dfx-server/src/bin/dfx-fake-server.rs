@@ -42,7 +42,9 @@ fn sleep_forever() -> ! {
 }
 
 fn flag_value(args: &[String], flag: &str) -> Option<String> {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn serve(stream: &mut TcpStream, health: u16) {
@@ -58,7 +60,10 @@ fn serve(stream: &mut TcpStream, health: u16) {
     let line = String::from_utf8_lossy(&req);
     let path = line.split_whitespace().nth(1).unwrap_or("/");
     let code = if path == "/health" { health } else { 200 };
-    let _ = write!(stream, "HTTP/1.1 {code} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {code} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    );
 }
 
 fn main() {
@@ -75,7 +80,12 @@ fn main() {
     }
     if std::env::var_os("DFX_FAKE_GRANDCHILD").is_some() {
         let exe = std::env::current_exe().expect("current exe");
-        std::process::Command::new(exe).arg("grandchild").spawn().expect("spawn grandchild");
+        // Deliberately never waited for: the point is a process the launcher must sweep.
+        #[allow(clippy::zombie_processes)]
+        let _grandchild = std::process::Command::new(exe)
+            .arg("grandchild")
+            .spawn()
+            .expect("spawn grandchild");
     }
     if let Some(code) = env_num("DFX_FAKE_EXIT_AT_START") {
         for i in 1..=50 {

@@ -32,12 +32,18 @@ fn main() {
         serve_args: ServeArgs::default(),
         extra_cli_args: Vec::new(),
         use_omni: true,
-        env: [("DFX_FAKE_IGNORE_SIGTERM", "1"), ("DFX_FAKE_GRANDCHILD", "1")]
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .into(),
+        env: [
+            ("DFX_FAKE_IGNORE_SIGTERM", "1"),
+            ("DFX_FAKE_GRANDCHILD", "1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into(),
         ready_timeout: None,
     };
-    let ctx = StartContext { dir: dir.into(), ready_timeout: Duration::from_secs(30) };
+    let ctx = StartContext {
+        dir: dir.into(),
+        ready_timeout: Duration::from_secs(30),
+    };
     let server = launcher.start_managed(&spec, &ctx).expect("server start");
     println!("READY pgid={}", server.pgid());
     std::io::stdout().flush().expect("flush");

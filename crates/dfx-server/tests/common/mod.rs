@@ -21,7 +21,10 @@ pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
         serve_args: ServeArgs::default(),
         extra_cli_args: Vec::new(),
         use_omni: true,
-        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
         ready_timeout: None,
     }
 }
@@ -40,7 +43,10 @@ pub fn launcher() -> ProcessLauncher {
 }
 
 pub fn ctx(dir: &Path, ready_timeout: Duration) -> StartContext {
-    StartContext { dir: dir.join("server-0"), ready_timeout }
+    StartContext {
+        dir: dir.join("server-0"),
+        ready_timeout,
+    }
 }
 
 pub fn log_of(ctx: &StartContext) -> PathBuf {
@@ -58,7 +64,11 @@ pub fn announced(log: &Path) -> Vec<(String, i32, i32)> {
                     .find_map(|f| f.strip_prefix(&format!("{k}=")).map(String::from))
                     .unwrap()
             };
-            (field("role"), field("pid").parse().unwrap(), field("pgid").parse().unwrap())
+            (
+                field("role"),
+                field("pid").parse().unwrap(),
+                field("pgid").parse().unwrap(),
+            )
         })
         .collect()
 }
@@ -72,21 +82,38 @@ pub fn wait_announced(log: &Path, n: usize) -> Vec<(String, i32, i32)> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("{} never announced {n} processes:\n{}", log.display(), std::fs::read_to_string(log).unwrap_or_default());
+    panic!(
+        "{} never announced {n} processes:\n{}",
+        log.display(),
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
 }
 
 /// Whether `pid` is a live (non-zombie) process.
 pub fn alive(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let state = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().next().unwrap().to_string();
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
     state != "Z" && state != "X"
 }
 
 /// The process table shows nothing of group `pgid` and none of `pids`.
 pub fn assert_gone(pgid: i32, pids: &[i32]) {
-    assert_eq!(group_members(pgid), Vec::<i32>::new(), "members of server group {pgid} survived");
+    assert_eq!(
+        group_members(pgid),
+        Vec::<i32>::new(),
+        "members of server group {pgid} survived"
+    );
     for pid in pids {
-        assert!(!alive(*pid), "process {pid} of server group {pgid} survived");
+        assert!(
+            !alive(*pid),
+            "process {pid} of server group {pgid} survived"
+        );
     }
 }
 

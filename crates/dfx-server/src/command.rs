@@ -245,3 +245,36 @@ pub fn shell_quote(word: &str) -> String {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_round_trips_through_sh() {
+        for word in [
+            "plain",
+            "a b",
+            "it's",
+            "",
+            "{\"a\":[1,2]}",
+            "$HOME",
+            "x;rm -rf /",
+        ] {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("printf %s {}", shell_quote(word))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), word);
+        }
+        assert_eq!(shell_quote("--port=8000"), "--port=8000");
+    }
+
+    #[test]
+    fn secrets_are_redacted_by_key() {
+        for key in ["HF_TOKEN", "OPENAI_API_KEY", "my_secret", "DB_PASSWORD"] {
+            assert_eq!(redact(key, "v"), "<redacted>", "{key}");
+        }
+        assert_eq!(redact("CUDA_VISIBLE_DEVICES", "0,1"), "0,1");
+    }
+}

@@ -18,6 +18,7 @@ pub mod group;
 pub mod launcher;
 pub mod logtail;
 pub mod managed;
+pub mod owner;
 pub mod probe;
 
 use dfx_core::server::{RunningServer, ServerError};

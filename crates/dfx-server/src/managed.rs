@@ -103,21 +103,18 @@ impl ManagedServer {
             }
             let now = Instant::now();
             let remaining = deadline.saturating_duration_since(now);
-            match http_get(
-                HOST,
-                self.port,
-                "/health",
-                PROBE_TIMEOUT.min(remaining.max(Duration::from_millis(50))),
-            ) {
-                Probe::Status(200) => return Ok(()),
-                Probe::Status(404) => {
+            let probe_timeout = PROBE_TIMEOUT.min(remaining.max(Duration::from_millis(50)));
+            if let Probe::Status(code @ (200 | 404)) =
+                http_get(HOST, self.port, "/health", probe_timeout)
+            {
+                self.check_listener_owner()?;
+                if code == 404 {
                     tracing::info!(
                         port = self.port,
                         "server has no /health route; the accepted TCP connection counts as ready"
                     );
-                    return Ok(());
                 }
-                Probe::Status(_) | Probe::Down(_) => {}
+                return Ok(());
             }
             if Instant::now() >= deadline {
                 self.teardown_quietly();
@@ -129,6 +126,19 @@ impl ManagedServer {
             }
             std::thread::sleep(poll.min(deadline.saturating_duration_since(Instant::now())));
         }
+    }
+
+    /// Refuses a port answered by a process outside our group (a stranger bound it between
+    /// our port check and the server's bind; our server would then fail to bind).
+    fn check_listener_owner(&mut self) -> Result<(), ServerError> {
+        if crate::owner::group_owns_listener(self.pgid, self.port) == Some(false) {
+            self.teardown_quietly();
+            return Err(ServerError::PortInUse {
+                host: HOST.into(),
+                port: self.port,
+            });
+        }
+        Ok(())
     }
 
     fn teardown_quietly(&mut self) {

@@ -90,15 +90,16 @@ fn exit_at_start_reports_status_and_log_tail() {
         )),
         "{msg}"
     );
-    assert!(
-        msg.ends_with("startup log line 50\nfatal: fake startup failure"),
-        "{msg}"
-    );
-    // Exactly the last 40 lines: 39 numbered lines and the fatal line.
-    assert!(
-        msg.contains("startup log line 12\n") && !msg.contains("startup log line 11\n"),
-        "{msg}"
-    );
+    // Exactly the last 40 lines (the grandchild's announcement may land among them).
+    let tail = msg.split_once(" ---\n").unwrap().1;
+    assert_eq!(tail.lines().count(), 40, "{tail}");
+    let own: Vec<&str> = tail
+        .lines()
+        .filter(|l| !l.starts_with("fake-server role=grandchild"))
+        .collect();
+    assert_eq!(own.last(), Some(&"fatal: fake startup failure"), "{tail}");
+    assert!(own.contains(&"startup log line 50"), "{tail}");
+    assert!(!tail.contains("startup log line 10\n"), "{tail}");
     assert_log_processes_gone(&log_of(&ctx));
 }
 
@@ -364,4 +365,30 @@ fn simulator_mode_uses_the_vllm_form_for_every_server_type() {
     );
     assert!(command.contains("#   DFX_SIM_SPEED=50\n"), "{command}");
     server.stop().unwrap();
+}
+
+#[test]
+fn health_answered_by_a_process_outside_the_group_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(dir.path(), LONG);
+    let err = launcher()
+        .start(&spec(&[("DFX_FAKE_STRANGER", "1")]), &ctx)
+        .err()
+        .expect("stranger");
+    let procs = wait_announced(&log_of(&ctx), 2);
+    let stranger = procs.iter().find(|p| p.0 == "stranger").unwrap();
+    // The stranger left our group on purpose; the test started it, so the test stops it.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(stranger.1),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(matches!(err, ServerError::PortInUse { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("already answers before the server was started"),
+        "{err}"
+    );
+    let server = procs.iter().find(|p| p.0 == "server").unwrap();
+    assert_gone(server.2, &[server.1]);
 }

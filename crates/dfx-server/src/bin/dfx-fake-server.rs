@@ -9,7 +9,9 @@
 //! - `DFX_FAKE_CRASH_AFTER_MS=N`: once ready, exit after N ms with `DFX_FAKE_CRASH_STATUS`
 //!   (default 7), or kill itself with signal `DFX_FAKE_CRASH_SIGNAL`;
 //! - `DFX_FAKE_IGNORE_SIGTERM=1`: ignore SIGTERM;
-//! - `DFX_FAKE_GRANDCHILD=1`: fork a grandchild (same group) that ignores SIGTERM.
+//! - `DFX_FAKE_GRANDCHILD=1`: fork a grandchild (same group) that ignores SIGTERM;
+//! - `DFX_FAKE_STRANGER=1`: never listen itself, but start a process in a new session (not
+//!   in the server's group) that serves `/health` 200 on the server's port.
 //!
 //! Every process prints `fake-server role=<role> pid=<pid> pgid=<pgid>` first.
 
@@ -73,6 +75,11 @@ fn main() {
         announce("grandchild");
         sleep_forever();
     }
+    if args.first().map(String::as_str) == Some("stranger") {
+        nix::unistd::setsid().expect("setsid");
+        announce("stranger");
+        listen_and_serve(&args[1], &args[2], 200);
+    }
     announce("server");
     println!("argv: {args:?}");
     if std::env::var_os("DFX_FAKE_IGNORE_SIGTERM").is_some() {
@@ -94,6 +101,17 @@ fn main() {
         eprintln!("fatal: fake startup failure");
         std::process::exit(code as i32);
     }
+    let host = flag_value(&args, "--host").unwrap_or_else(|| "127.0.0.1".into());
+    let port = flag_value(&args, "--port").expect("--port");
+    if std::env::var_os("DFX_FAKE_STRANGER").is_some() {
+        let exe = std::env::current_exe().expect("current exe");
+        #[allow(clippy::zombie_processes)]
+        let _stranger = std::process::Command::new(exe)
+            .args(["stranger", &host, &port])
+            .spawn()
+            .expect("spawn stranger");
+        sleep_forever();
+    }
     if std::env::var_os("DFX_FAKE_NEVER_READY").is_some() {
         println!("initialising forever");
         sleep_forever();
@@ -101,8 +119,6 @@ fn main() {
     if let Some(ms) = env_num("DFX_FAKE_READY_DELAY_MS") {
         std::thread::sleep(Duration::from_millis(ms));
     }
-    let host = flag_value(&args, "--host").unwrap_or_else(|| "127.0.0.1".into());
-    let port = flag_value(&args, "--port").expect("--port");
     let listener = TcpListener::bind(format!("{host}:{port}")).expect("bind");
     println!("listening on {host}:{port}");
     let _ = std::io::stdout().flush();
@@ -118,8 +134,18 @@ fn main() {
         });
     }
     let health = env_num("DFX_FAKE_HEALTH").map_or(200, |c| c as u16);
+    serve_forever(listener, health);
+}
+
+fn listen_and_serve(host: &str, port: &str, health: u16) -> ! {
+    let listener = TcpListener::bind(format!("{host}:{port}")).expect("bind");
+    serve_forever(listener, health)
+}
+
+fn serve_forever(listener: TcpListener, health: u16) -> ! {
     for stream in listener.incoming().flatten() {
         let mut stream = stream;
         std::thread::spawn(move || serve(&mut stream, health));
     }
+    unreachable!("incoming() never ends")
 }

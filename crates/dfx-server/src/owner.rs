@@ -26,10 +26,12 @@ fn listening_inodes(port: u16) -> Option<BTreeSet<u64>> {
                 .rsplit(':')
                 .next()
                 .and_then(|p| u16::from_str_radix(p, 16).ok());
-            if *state == "0A" && local_port == Some(port) {
-                if let Ok(i) = inode.parse() {
-                    inodes.insert(i);
-                }
+            if *state == "0A"
+                && local_port == Some(port)
+                && let Ok(i) = inode.parse()
+            {
+                inodes.insert(i);
+            }
             }
         }
     }

@@ -32,7 +32,6 @@ fn listening_inodes(port: u16) -> Option<BTreeSet<u64>> {
             {
                 inodes.insert(i);
             }
-            }
         }
     }
     readable.then_some(inodes)

@@ -23,7 +23,9 @@ pub const HOST: &str = "127.0.0.1";
 /// A fully built server command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerCommand {
+    /// The executable.
     pub program: PathBuf,
+    /// Arguments after the executable (`serve …`).
     pub args: Vec<String>,
     /// Variables added on top of the caller's environment.
     pub env: BTreeMap<String, String>,
@@ -32,7 +34,9 @@ pub struct ServerCommand {
 /// What a command needs besides the spec.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandInputs<'a> {
+    /// The executable to run.
     pub exe: &'a Path,
+    /// `--port` value.
     pub port: u16,
     /// `--deploy-config` value: the edited copy or the stock file (vllm-omni form only).
     pub deploy_config: Option<&'a Path>,

@@ -20,6 +20,7 @@ use crate::probe;
 
 /// Default SIGTERM→SIGKILL grace (upstream: 15 s for vllm-omni, 30 s for sglang-omni).
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(15);
+/// Default grace for sglang-omni.
 pub const SGLANG_GRACE: Duration = Duration::from_secs(30);
 /// sglang-omni's readiness floor (upstream default of `SGLANG_OMNI_SERVER_TIMEOUT`).
 pub const SGLANG_READY_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -70,10 +71,12 @@ pub struct ProcessLauncher {
 }
 
 impl ProcessLauncher {
+    /// A launcher with `config` (nothing is checked or started yet).
     pub fn new(config: LauncherConfig) -> Self {
         ProcessLauncher { config }
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &LauncherConfig {
         &self.config
     }

@@ -21,6 +21,7 @@
 
 mod command;
 mod flags;
+pub mod parity;
 mod process;
 mod pyfmt;
 mod result;

@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 use crate::baseline::Thresholds;
 use crate::server::ServerSpec;
 
+pub use crate::describe::describe_plan;
+
 /// Every trial of every selected config file, in plan order (file order, then case order
 /// with cases sharing a `test_name` concatenated at the position of the first one, then
 /// entry order, then QPS steps before concurrency steps).

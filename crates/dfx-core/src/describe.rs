@@ -11,7 +11,11 @@ use crate::verdict::fmt_num;
 
 /// The whole plan, one block per trial, then the load warnings.
 pub fn describe_plan(plan: &Plan) -> String {
-    let ignored = plan.trials.iter().filter(|t| t.unsupported.is_some()).count();
+    let ignored = plan
+        .trials
+        .iter()
+        .filter(|t| t.unsupported.is_some())
+        .count();
     let mut out = format!("{} trial(s), {ignored} ignored\n", plan.trials.len());
     for t in &plan.trials {
         out.push_str(&describe_trial(t));
@@ -35,7 +39,11 @@ pub fn describe_trial(t: &Trial) -> String {
         t.source.file.display(),
         t.source.case_index,
         t.source.raw_entry_index,
-        if t.marks.is_empty() { "-".to_string() } else { t.marks.join(", ") },
+        if t.marks.is_empty() {
+            "-".to_string()
+        } else {
+            t.marks.join(", ")
+        },
         if t.hardware_marks.is_empty() {
             String::new()
         } else {
@@ -44,7 +52,11 @@ pub fn describe_trial(t: &Trial) -> String {
     );
     let _ = writeln!(out, "    server: {}", describe_server(&t.server));
     let _ = writeln!(out, "    bench: {}", describe_bench(t));
-    let _ = writeln!(out, "    thresholds: {}", describe_thresholds(&t.thresholds));
+    let _ = writeln!(
+        out,
+        "    thresholds: {}",
+        describe_thresholds(&t.thresholds)
+    );
     if let Some(reason) = &t.unsupported {
         let _ = writeln!(out, "    ignored: {reason}");
     }
@@ -61,13 +73,20 @@ pub fn describe_server(s: &ServerSpec) -> String {
         s.model.clone(),
     ];
     if let Some(d) = &s.deploy {
-        parts.push(format!("deploy={}{}", d.name, if d.edited { " (edited)" } else { "" }));
+        parts.push(format!(
+            "deploy={}{}",
+            d.name,
+            if d.edited { " (edited)" } else { "" }
+        ));
     }
     if let Some(o) = &s.stage_overrides {
         parts.push(format!("stage_overrides={o}"));
     }
     match &s.serve_args {
-        ServeArgs::Map(m) if !m.is_empty() => parts.push(format!("serve_args={}", serde_json::Value::Object(m.clone()))),
+        ServeArgs::Map(m) if !m.is_empty() => parts.push(format!(
+            "serve_args={}",
+            serde_json::Value::Object(m.clone())
+        )),
         ServeArgs::List(l) if !l.is_empty() => parts.push(format!("serve_args=[{}]", l.join(" "))),
         _ => {}
     }
@@ -90,7 +109,10 @@ pub fn describe_server(s: &ServerSpec) -> String {
 fn describe_bench(t: &Trial) -> String {
     let e = &t.entry;
     let mut parts: Vec<String> = Vec::new();
-    for v in [&e.dataset_name, &e.backend, &e.endpoint].into_iter().flatten() {
+    for v in [&e.dataset_name, &e.backend, &e.endpoint]
+        .into_iter()
+        .flatten()
+    {
         parts.push(v.clone());
     }
     if let Some(p) = &e.dataset_path {
@@ -98,9 +120,14 @@ fn describe_bench(t: &Trial) -> String {
     }
     let step = match t.step.kind {
         StepKind::Concurrency { max_concurrency } => format!("concurrency {max_concurrency}"),
-        StepKind::RequestRate { request_rate } => format!("rate {} req/s", python_float_str(request_rate)),
+        StepKind::RequestRate { request_rate } => {
+            format!("rate {} req/s", python_float_str(request_rate))
+        }
     };
-    parts.push(format!("| {step}, {} prompts (step {})", t.step.num_prompts, t.step.index));
+    parts.push(format!(
+        "| {step}, {} prompts (step {})",
+        t.step.num_prompts, t.step.index
+    ));
     parts.join(" ")
 }
 
@@ -114,7 +141,12 @@ pub fn describe_thresholds(th: &Thresholds) -> String {
                 ThresholdSource::Inline => "inline".to_string(),
                 ThresholdSource::Store { file } => file.display().to_string(),
             };
-            format!("{} {} {} [{src}]", i.metric, i.direction.symbol(), fmt_num(i.value))
+            format!(
+                "{} {} {} [{src}]",
+                i.metric,
+                i.direction.symbol(),
+                fmt_num(i.value)
+            )
         })
         .collect();
     if !th.skipped.is_empty() {

@@ -44,7 +44,8 @@ pub fn normalise_gpu_name(name: &str) -> Option<&'static str> {
             let after_ok = !ends_in_digit || bytes.get(end).is_none_or(|b| !b.is_ascii_digit());
             let before_ok = at == 0 || {
                 let b = bytes[at - 1];
-                !b.is_ascii_alphanumeric() || (token.as_bytes()[0].is_ascii_digit() && b.is_ascii_alphabetic())
+                !b.is_ascii_alphanumeric()
+                    || (token.as_bytes()[0].is_ascii_digit() && b.is_ascii_alphabetic())
             };
             after_ok && before_ok
         })
@@ -72,7 +73,11 @@ pub fn detect(flag: Option<&str>, simulated: bool) -> String {
 }
 
 /// [`detect`] with the GPU query injected (for tests).
-pub fn detect_with(flag: Option<&str>, simulated: bool, query: impl FnOnce() -> Option<String>) -> String {
+pub fn detect_with(
+    flag: Option<&str>,
+    simulated: bool,
+    query: impl FnOnce() -> Option<String>,
+) -> String {
     if let Some(f) = flag.map(str::trim).filter(|f| !f.is_empty()) {
         return f.to_string();
     }
@@ -84,7 +89,11 @@ pub fn detect_with(flag: Option<&str>, simulated: bool, query: impl FnOnce() -> 
             return c;
         }
     }
-    if simulated { SIM.into() } else { UNKNOWN.into() }
+    if simulated {
+        SIM.into()
+    } else {
+        UNKNOWN.into()
+    }
 }
 
 /// GPU 0's name from `nvidia-smi --query-gpu=name --format=csv,noheader -i 0`, when the
@@ -165,9 +174,18 @@ mod tests {
         let never = || -> Option<String> { panic!("must not query when the flag is given") };
         assert_eq!(detect_with(Some("H20"), true, never), "H20");
         assert_eq!(detect_with(Some(" A3 "), false, || None), "A3");
-        assert_eq!(detect_with(Some(""), false, || Some("NVIDIA H100 80GB HBM3".into())), "H100");
-        assert_eq!(detect_with(None, true, || Some("NVIDIA H200".into())), "H200");
-        assert_eq!(detect_with(None, false, || Some("NVIDIA GeForce RTX 4090".into())), "GeForceRTX4090");
+        assert_eq!(
+            detect_with(Some(""), false, || Some("NVIDIA H100 80GB HBM3".into())),
+            "H100"
+        );
+        assert_eq!(
+            detect_with(None, true, || Some("NVIDIA H200".into())),
+            "H200"
+        );
+        assert_eq!(
+            detect_with(None, false, || Some("NVIDIA GeForce RTX 4090".into())),
+            "GeForceRTX4090"
+        );
         assert_eq!(detect_with(None, true, || None), SIM);
         assert_eq!(detect_with(None, false, || None), UNKNOWN);
         assert_eq!(detect_with(None, true, || Some("   ".into())), SIM);

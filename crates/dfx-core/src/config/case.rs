@@ -43,10 +43,10 @@ pub(crate) fn build_case(
         server: None,
         entries: Vec::new(),
     };
-    let base = Ctx::new(file);
+    let base = Ctx::new(file).case(case_index);
     let Value::Object(obj) = v else {
         errs.push(base.err(
-            &format!("[{case_index}]"),
+            "",
             format!("case must be an object, got {}", json_type(v)),
             r#"{"test_name": ..., "server_params": {...}, "benchmark_params": [...]}"#,
         ));
@@ -55,11 +55,11 @@ pub(crate) fn build_case(
     let raw: RawCase = match from_object(obj) {
         Ok(r) => r,
         Err(e) => {
-            errs.push(base.err(&format!("[{case_index}]"), e, ""));
+            errs.push(base.err("", e, ""));
             return draft;
         }
     };
-    draft.test_name = test_name(&base, case_index, raw.test_name.as_ref(), errs);
+    draft.test_name = test_name(&base, raw.test_name.as_ref(), errs);
     let ctx = base.test(draft.test_name.as_deref());
     for k in raw.other.keys() {
         warnings.push(ctx.err(k, "unknown case key (ignored)", "").to_string());
@@ -106,27 +106,22 @@ pub(crate) fn build_case(
     draft
 }
 
-fn test_name(
-    ctx: &Ctx<'_>,
-    case_index: usize,
-    v: Option<&Value>,
-    errs: &mut Errs,
-) -> Option<String> {
+fn test_name(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<String> {
     let accepted = "a non-empty string";
-    let key = format!("[{case_index}].test_name");
+    let key = "test_name";
     match v {
         None => {
-            errs.push(ctx.err(&key, "missing required key `test_name`", accepted));
+            errs.push(ctx.err(key, "missing required key `test_name`", accepted));
             None
         }
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
         Some(Value::String(_)) => {
-            errs.push(ctx.err(&key, "empty test_name", accepted));
+            errs.push(ctx.err(key, "empty test_name", accepted));
             None
         }
         Some(other) => {
             errs.push(ctx.err(
-                &key,
+                key,
                 format!("wrong type: got {}", json_type(other)),
                 accepted,
             ));

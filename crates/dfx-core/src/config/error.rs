@@ -10,6 +10,9 @@ pub struct ConfigError {
     pub file: PathBuf,
     /// `test_name` of the case, when known.
     pub test_name: Option<String>,
+    /// Index of the case in the file's top-level array; shown when the `test_name` is not
+    /// known (missing or invalid).
+    pub case_index: Option<usize>,
     /// Entry index as written in `benchmark_params`, when the problem is inside an entry.
     pub entry_index: Option<usize>,
     /// The offending key (dotted path), when there is one.
@@ -25,6 +28,8 @@ impl fmt::Display for ConfigError {
         write!(f, "{}", self.file.display())?;
         if let Some(t) = &self.test_name {
             write!(f, ": test `{t}`")?;
+        } else if let Some(c) = self.case_index {
+            write!(f, ": case [{c}]")?;
         }
         if let Some(i) = self.entry_index {
             write!(f, ", benchmark_params[{i}]")?;
@@ -60,6 +65,7 @@ impl ConfigError {
         ConfigError {
             file: file.into(),
             test_name: None,
+            case_index: None,
             entry_index: None,
             key: None,
             problem: problem.into(),
@@ -76,6 +82,12 @@ impl ConfigError {
     /// Sets the `test_name`.
     pub fn with_test(mut self, test_name: Option<&str>) -> Self {
         self.test_name = test_name.map(String::from);
+        self
+    }
+
+    /// Sets the case index.
+    pub fn with_case(mut self, index: Option<usize>) -> Self {
+        self.case_index = index;
         self
     }
 
@@ -104,6 +116,7 @@ impl ConfigError {
 pub(crate) struct Ctx<'a> {
     pub file: &'a std::path::Path,
     pub test_name: Option<&'a str>,
+    pub case_index: Option<usize>,
     pub entry_index: Option<usize>,
 }
 
@@ -112,7 +125,15 @@ impl<'a> Ctx<'a> {
         Ctx {
             file,
             test_name: None,
+            case_index: None,
             entry_index: None,
+        }
+    }
+
+    pub fn case(self, index: usize) -> Self {
+        Ctx {
+            case_index: Some(index),
+            ..self
         }
     }
 
@@ -131,6 +152,7 @@ impl<'a> Ctx<'a> {
     pub fn err(&self, key: &str, problem: impl Into<String>, accepted: &str) -> ConfigError {
         let mut e = ConfigError::in_file(self.file, problem)
             .with_test(self.test_name)
+            .with_case(self.case_index)
             .with_entry(self.entry_index);
         if !key.is_empty() {
             e = e.with_key(key);

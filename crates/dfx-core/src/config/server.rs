@@ -191,11 +191,15 @@ fn resolve_deploy(
     match deploy::resolve_with_edits(deploy_dir, &name, raw.update.as_ref(), raw.delete.as_ref()) {
         Ok(d) => Some(d),
         Err(e) => {
-            let accepted = format!(
-                "a deploy file name under {} (available: {})",
-                deploy_dir.display(),
-                deploy::list(deploy_dir).join(", ")
-            );
+            let accepted = match e {
+                // its message already lists the available names
+                deploy::DeployError::NotFound { .. } => String::new(),
+                _ => format!(
+                    "a deploy file name under {} (available: {})",
+                    deploy_dir.display(),
+                    deploy::list(deploy_dir).join(", ")
+                ),
+            };
             errs.push(ctx.err("server_params.stage_config_name", e.to_string(), &accepted));
             None
         }

@@ -120,25 +120,21 @@ pub(crate) fn expand_entry(
         ctx,
         keys.rate,
         &mut errs,
-        |v| v.as_f64().filter(|x| *x > 0.0 && x.is_finite()),
+        positive_rate,
         "positive numbers (requests per second)",
     );
     let concs = to_list(
         ctx,
         keys.conc,
         &mut errs,
-        |v| {
-            v.as_u64()
-                .filter(|n| *n >= 1)
-                .and_then(|n| u32::try_from(n).ok())
-        },
+        |x| positive_int(x, u32::MAX.into()).map(|n| n as u32),
         "positive integers",
     );
     let prompts = to_list(
         ctx,
         keys.prompts,
         &mut errs,
-        |v| v.as_u64().filter(|n| *n >= 1),
+        |x| positive_int(x, u64::MAX),
         "positive integers",
     );
     if !errs.is_empty() {
@@ -181,13 +177,35 @@ fn sweep_error(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, e: SweepError) -> ConfigErro
     }
 }
 
+fn positive_rate(x: &Value) -> Result<f64, String> {
+    match x.as_f64() {
+        Some(r) if r > 0.0 && r.is_finite() => Ok(r),
+        Some(_) => Err(format!("invalid value {x}: must be greater than zero")),
+        None => Err(format!("wrong type: got {}", json_type(x))),
+    }
+}
+
+fn positive_int(x: &Value, max: u64) -> Result<u64, String> {
+    match (x.as_u64(), x.as_f64()) {
+        (Some(n), _) if n >= 1 && n <= max => Ok(n),
+        (Some(_), _) if max < u64::MAX => {
+            Err(format!("invalid value {x}: must be from 1 to {max}"))
+        }
+        (_, Some(f)) if f.fract() != 0.0 => {
+            Err(format!("invalid value {x}: must be a whole number"))
+        }
+        (_, Some(_)) => Err(format!("invalid value {x}: must be greater than zero")),
+        _ => Err(format!("wrong type: got {}", json_type(x))),
+    }
+}
+
 /// Upstream `to_list`: null or absent → [], scalar → [x], list → its elements; each
 /// element must pass `parse`.
 fn to_list<T>(
     ctx: &Ctx<'_>,
     (key, v): (&str, Option<&Value>),
     errs: &mut Vec<ConfigError>,
-    parse: impl Fn(&Value) -> Option<T>,
+    parse: impl Fn(&Value) -> Result<T, String>,
     accepted: &str,
 ) -> Vec<T> {
     let items: Vec<(String, &Value)> = match v {
@@ -202,14 +220,9 @@ fn to_list<T>(
     let mut out = Vec::with_capacity(items.len());
     for (k, x) in items {
         match parse(x) {
-            Some(t) => out.push(t),
-            None => {
-                let problem = if x.is_number() {
-                    format!("invalid value {x}: must be greater than zero")
-                } else {
-                    format!("wrong type: got {}", json_type(x))
-                };
-                errs.push(ctx.err(&k, problem, &format!("{accepted}, or a list of them")));
+            Ok(t) => out.push(t),
+            Err(problem) => {
+                errs.push(ctx.err(&k, problem, &format!("{accepted}, or a list of them")))
             }
         }
     }

@@ -177,10 +177,17 @@ fn diffusion_entry(
         for err in e {
             warnings.push(format!("{err} (diffusion entry listed with one `c1` step)"));
         }
+        let first = |v: Option<&Value>| match v {
+            Some(Value::Array(a)) => a.first().and_then(Value::as_u64),
+            Some(x) => x.as_u64(),
+            None => None,
+        };
         vec![SweepStep {
             kind: StepKind::Concurrency { max_concurrency: 1 },
             index: 0,
-            num_prompts: 1,
+            num_prompts: first(raw.num_prompts.as_ref())
+                .filter(|n| *n > 0)
+                .unwrap_or(1),
             label: "c1".into(),
         }]
     });

@@ -365,3 +365,46 @@ fn diffusion_dialect_is_loaded_and_listed_as_ignored() {
     assert_eq!(tts.entry.dialect, Dialect::Omni);
     insta::assert_snapshot!("diffusion_listing", fx.scrub(&describe_plan(&plan)));
 }
+
+#[test]
+fn stage_config_name_goes_through_deploy_resolution() {
+    let fx = Fx::new();
+    fx.write(
+        "deploy/qwen3_tts.yaml",
+        "stage_args:\n  - stage_id: 0\n    engine_args:\n      max_num_seqs: 4\n",
+    );
+    let update = json!({"stage_args": {"0": {"engine_args.max_num_seqs": 8}}});
+    let cfg = json!([{
+        "test_name": "t",
+        "server_params": {"model": "m", "stage_config_name": "qwen3_tts", "update": update},
+        "benchmark_params": [{"num_prompts": 1, "max_concurrency": 1}]
+    }]);
+    let expected = dfx_core::deploy::resolve_with_edits(
+        &fx.path().join("deploy"),
+        "qwen3_tts",
+        Some(&update),
+        None,
+    );
+    match (fx.load(&cfg.to_string()), expected) {
+        (Ok(plan), Ok(d)) => assert_eq!(plan.trials[0].server.deploy.as_ref(), Some(&d)),
+        (Err(e), Err(d)) => {
+            assert_eq!(e.0.len(), 1);
+            assert_eq!(
+                e.0[0].key.as_deref(),
+                Some("server_params.stage_config_name")
+            );
+            assert_eq!(e.0[0].problem, d.to_string());
+        }
+        (got, want) => panic!("load {got:?} disagrees with deploy resolution {want:?}"),
+    }
+}
+
+#[test]
+fn load_options_for_a_repository() {
+    let root = common::repo_root();
+    let opts = dfx_core::config::LoadOptions::for_repo(&root, "H100");
+    assert_eq!(opts.files, dfx_core::config::default_config_files(&root));
+    assert_eq!(opts.deploy_dir, root.join("deploy"));
+    assert_eq!(opts.baselines_dir, root.join("baselines"));
+    assert!(load_plan(&opts).is_ok());
+}

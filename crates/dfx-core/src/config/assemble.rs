@@ -179,12 +179,12 @@ pub(crate) fn select_by_mark(
         .iter()
         .flat_map(|c| c.marks.tags.iter().map(String::as_str))
         .collect();
-    let mut unknown: Vec<&str> = parsed
-        .tags()
-        .into_iter()
-        .filter(|t| !known.contains(t))
-        .collect();
-    unknown.dedup();
+    let mut unknown: Vec<&str> = Vec::new();
+    for t in parsed.tags() {
+        if !known.contains(t) && !unknown.contains(&t) {
+            unknown.push(t);
+        }
+    }
     if !unknown.is_empty() {
         let list: Vec<String> = unknown.iter().map(|t| format!("`{t}`")).collect();
         let known: Vec<&str> = known.into_iter().collect();

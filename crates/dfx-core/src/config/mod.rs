@@ -50,6 +50,20 @@ pub struct LoadOptions {
     pub mark: Option<String>,
 }
 
+impl LoadOptions {
+    /// The defaults for a repository: every `perf-configs/*.json` (sorted), `deploy/`,
+    /// `baselines/`, no `--mark`.
+    pub fn for_repo(repo_root: &Path, hardware: &str) -> LoadOptions {
+        LoadOptions {
+            files: default_config_files(repo_root),
+            hardware: hardware.to_string(),
+            deploy_dir: repo_root.join("deploy"),
+            baselines_dir: repo_root.join("baselines"),
+            mark: None,
+        }
+    }
+}
+
 /// Loads and validates every file into one plan. Reports every problem found, not just
 /// the first; nothing has been started when this returns an error.
 pub fn load_plan(opts: &LoadOptions) -> Result<Plan, ConfigErrors> {

@@ -22,7 +22,6 @@ pub mod select;
 pub mod settings;
 pub mod suite;
 pub mod summary;
-pub mod unavailable;
 pub mod wiring;
 
 #[cfg(test)]

@@ -136,8 +136,7 @@ mod tests {
     use super::*;
     use crate::fake::bench::FakeBench;
     use crate::fake::server::FakeLauncher;
-    use crate::test_support::{StubBench, concurrency_trial, spec};
-    use crate::unavailable::UnavailableLauncher;
+    use crate::test_support::{StubBench, UnavailableLauncher, concurrency_trial, spec};
     use std::sync::Arc;
 
     type Slot = (&'static str, Result<Box<dyn Bench + Send>, String>);

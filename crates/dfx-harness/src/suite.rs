@@ -29,6 +29,9 @@ use crate::wiring;
 /// Exit status for problems found before anything ran.
 const USAGE: u8 = 2;
 
+/// Plan warnings printed on stderr before "… and N more".
+const SHOWN_WARNINGS: usize = 5;
+
 /// Runs the suite with an already parsed command line.
 pub fn run(parsed: Parsed, project: Project) -> ExitCode {
     let cfg = match SuiteConfig::from_parsed(parsed, &project) {
@@ -59,9 +62,7 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
-    for w in &plan.warnings {
-        eprintln!("dfx-perf: warning: {w}");
-    }
+    print_warnings(&plan.warnings);
     let benches = match wiring::benches(&cfg) {
         Ok(b) => b,
         Err(e) => return usage_error(&e),
@@ -172,6 +173,19 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
     }
     eprintln!("dfx-perf: results in {}", run.path.display());
     conclusion.exit_code()
+}
+
+/// Plan warnings on stderr, at most [`SHOWN_WARNINGS`] of them (all go into run.json).
+fn print_warnings(warnings: &[String]) {
+    for w in warnings.iter().take(SHOWN_WARNINGS) {
+        eprintln!("dfx-perf: warning: {w}");
+    }
+    if warnings.len() > SHOWN_WARNINGS {
+        eprintln!(
+            "dfx-perf: … and {} more warning(s) (all are listed in the run's run.json)",
+            warnings.len() - SHOWN_WARNINGS
+        );
+    }
 }
 
 fn usage_error(message: &str) -> ExitCode {

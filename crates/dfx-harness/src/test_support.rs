@@ -7,7 +7,10 @@ use std::sync::Arc;
 use dfx_core::baseline::{Direction, Threshold, ThresholdSource, Thresholds};
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Dialect, SourceRef, StepKind, SweepStep, Trial};
-use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
+use dfx_core::server::{
+    RunningServer, ServeArgs, ServerError, ServerLauncher, ServerSpec, ServerType, StartContext,
+    Unavailable,
+};
 use serde_json::Map;
 
 /// A vllm-omni spec for `model` with nothing else set.
@@ -147,5 +150,32 @@ impl Bench for StubBench {
             panic!("stub bench exploded");
         }
         BenchOutcome::default()
+    }
+}
+
+/// Launcher with a fixed unavailability reason.
+#[derive(Debug, Clone)]
+pub struct UnavailableLauncher {
+    /// Name shown in listings (`vllm-omni`, `sim`).
+    pub name: String,
+    /// Why nothing can be started.
+    pub reason: String,
+}
+
+impl ServerLauncher for UnavailableLauncher {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn availability(&self, _spec: &ServerSpec) -> Result<(), Unavailable> {
+        Err(Unavailable(self.reason.clone()))
+    }
+
+    fn start(
+        &mut self,
+        _spec: &ServerSpec,
+        _ctx: &StartContext,
+    ) -> Result<Box<dyn RunningServer>, ServerError> {
+        Err(ServerError::ExecutableMissing(self.reason.clone()))
     }
 }

@@ -3,61 +3,68 @@
 //! the report writer (dfx-report). Everything else in the harness only knows the
 //! dfx-core seams ([`ServerLauncher`], [`dfx_core::bench::Bench`]).
 //!
-//! Implementations that have not landed yet are represented by an "unavailable" launcher
-//! or bench slot whose reason says so: the trials are then listed as ignored with that
+//! Implementations that have not landed yet are represented by an unavailable bench slot
+//! whose reason says so: the trials are then listed as ignored with that
 //! reason (failed under `--assert-baseline`), never silently passed.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use dfx_bench::external::{ExternalSettings, VllmBench};
 use dfx_core::server::ServerLauncher;
+use dfx_server::{AttachLauncher, LauncherConfig, ProcessLauncher};
 
 use crate::cli::BenchTool;
 use crate::fake::bench::{FakeBench, FakeKnobs};
 use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot};
 use crate::settings::{Project, ServerChoice, SuiteConfig};
-use crate::unavailable::UnavailableLauncher;
 
-/// The launcher for `--server` / `--server-url`.
-///
-/// WIRING: replace the placeholders with
-/// - `Auto`: `dfx_server::ProcessLauncher::new(LauncherConfig { server_bin, sglang_bin,
-///   simulator: false, extra_env, grace, poll_interval, port })`;
-/// - `Sim`: the same with `server_bin = project.sim_bin`, `simulator: true`, and
-///   `extra_env` carrying `DFX_SIM_SPEED` / `DFX_SIM_FAULTS` from `speed` / `faults`;
-/// - `Attach`: `dfx_server::AttachLauncher::new(url)`.
+/// The launcher for `--server` / `--server-url`: the process launcher for the real
+/// executables (`vllm-omni` from `--server-bin` / `DFX_SERVER_BIN` /
+/// `VLLM_OMNI_EXECUTABLE` / PATH; `sgl-omni` from `SGLANG_OMNI_EXECUTABLE` / PATH), the
+/// same launcher pointed at the simulator binary, the attach launcher, or the fake. An
+/// error is a bad setting (reported before anything starts).
 pub fn launcher(
     cfg: &SuiteConfig,
     project: &Project,
 ) -> Result<Box<dyn ServerLauncher + Send>, String> {
-    let _ = project;
+    let base = LauncherConfig {
+        deploy_dir: cfg.deploy_dir.clone(),
+        ..LauncherConfig::default()
+    };
     Ok(match &cfg.server {
         ServerChoice::Fake => Box::new(FakeLauncher::from_env()),
-        ServerChoice::Auto { .. } => Box::new(UnavailableLauncher {
-            name: "vllm-omni".into(),
-            reason: "the process launcher (dfx-server) is not wired into the harness yet".into(),
-        }),
-        ServerChoice::Sim { .. } => Box::new(UnavailableLauncher {
-            name: "sim".into(),
-            reason: "the simulator launcher (dfx-server + dfx-perf-sim) is not wired into the harness yet"
-                .into(),
-        }),
-        ServerChoice::Attach { url } => Box::new(UnavailableLauncher {
-            name: "attach".into(),
-            reason: format!("attach mode ({url}) is not wired into the harness yet"),
-        }),
+        ServerChoice::Auto { server_bin } => Box::new(ProcessLauncher::new(LauncherConfig {
+            server_bin: server_bin.clone(),
+            ..base
+        })),
+        ServerChoice::Sim { speed, faults } => {
+            let mut extra_env = BTreeMap::new();
+            if let Some(k) = speed {
+                extra_env.insert("DFX_SIM_SPEED".to_string(), k.to_string());
+            }
+            if let Some(f) = faults {
+                extra_env.insert("DFX_SIM_FAULTS".to_string(), f.clone());
+            }
+            Box::new(ProcessLauncher::new(LauncherConfig {
+                simulator: Some(project.sim_bin.clone()),
+                extra_env,
+                ..base
+            }))
+        }
+        ServerChoice::Attach { url } => {
+            Box::new(AttachLauncher::new(url).map_err(|e| e.to_string())?)
+        }
     })
 }
 
 /// The bench slots `--bench-tool` allows, in order of preference. An error is a problem
 /// with the settings (reported like a flag error, before anything starts).
 ///
-/// WIRING: replace the placeholders with
-/// - native: `dfx_bench::native::NativeBench::new(NativeSettings { dataset_roots,
-///   tokenizer, seed, … })`;
-/// - vllm: `dfx_bench::external::VllmBench::new(ExternalSettings { vllm_bin, tokenizer,
-///   dataset_roots, seed, … })` (unavailable when the executable is missing: say so in
-///   `supports`).
+/// WIRING: the native slot is a placeholder until `dfx_bench::native` lands; then:
+/// `dfx_bench::native::NativeBench::new(NativeSettings { dataset_roots, tokenizer, seed,
+/// … })` (its `supports` says which backends/datasets it implements).
 pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
     let native = || BenchSlot {
         label: "native",
@@ -65,7 +72,12 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
     };
     let vllm = || BenchSlot {
         label: "vllm",
-        bench: Err("the external vllm bench (dfx-bench) is not wired into the harness yet".into()),
+        bench: Ok(Box::new(VllmBench::new(ExternalSettings {
+            vllm_bin: cfg.bench.vllm_bin.clone(),
+            tokenizer: cfg.bench.tokenizer.clone(),
+            seed: cfg.bench.seed.unwrap_or(0),
+            ..ExternalSettings::default()
+        })) as Box<dyn dfx_core::bench::Bench + Send>),
     };
     let slots = match cfg.bench.tool {
         BenchTool::Fake => vec![BenchSlot {
@@ -81,10 +93,13 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
     Ok(BenchSet { slots })
 }
 
-/// Makes SIGINT / SIGTERM tear down every live server group before the harness exits.
-///
-/// WIRING: call `dfx_server::install_signal_handlers()`.
-pub fn install_signal_handlers() {}
+/// Makes SIGINT / SIGTERM tear down every live server group before the harness exits
+/// (status 130).
+pub fn install_signal_handlers() {
+    if let Err(e) = dfx_server::install_signal_handlers() {
+        eprintln!("dfx-perf: warning: {e}");
+    }
+}
 
 /// Writes the run's reports (report.md / report.html / junit.xml) from the run folder,
 /// after summary.json.

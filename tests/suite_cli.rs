@@ -360,6 +360,17 @@ fn list_verbose_details() -> Result<(), Failed> {
         !out.contains("::c2: test"),
         "the filter applies to the listing",
         &run,
+    )?;
+    let again = perf(&config, &["--list", "--verbose", "c1"], &[])?;
+    check(
+        again.stdout() == out,
+        "`--list --verbose` is the same listing",
+        &again,
+    )?;
+    check(
+        run_dirs(run.results.path()).is_empty(),
+        "listing creates nothing",
+        &run,
     )
 }
 

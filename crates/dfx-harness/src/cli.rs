@@ -172,6 +172,10 @@ pub struct SuiteFlags {
     #[arg(long, env = "DFX_LIST_VERBOSE", action = ArgAction::SetTrue,
           value_parser = BoolishValueParser::new())]
     pub list_verbose: bool,
+
+    /// With `--list`: the verbose listing (same as `--list-verbose`).
+    #[arg(long, action = ArgAction::SetTrue)]
+    pub verbose: bool,
 }
 
 /// Where a flag's value came from (recorded in run.json).

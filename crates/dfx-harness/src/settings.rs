@@ -132,6 +132,7 @@ impl SuiteConfig {
             notes.push("trials run one at a time: --test-threads is ignored".into());
         }
         libtest.test_threads = Some(1);
+        let list_verbose = s.list_verbose || (s.verbose && libtest.list);
 
         let config_files = config_files(&s.test_config_file, &project.root, &mut errors);
         let dataset_roots = split_paths(&s.dataset_root);
@@ -218,7 +219,7 @@ impl SuiteConfig {
             baselines_dir: s
                 .baselines_dir
                 .unwrap_or_else(|| project.root.join("baselines")),
-            list_verbose: s.list_verbose,
+            list_verbose,
             flags: provenance,
             notes,
         })

@@ -145,8 +145,8 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "NAME|PATH", env = "DFX_TOKENIZER")]
     pub tokenizer: Option<String>,
 
-    /// Local folder holding datasets (`<root>/<dataset>/<locale>/meta.lst`); repeatable,
-    /// comma/colon separated lists accepted.
+    /// Local folder where the benches look up datasets named by an entry's
+    /// `dataset_path`; repeatable, comma/colon separated lists accepted.
     #[arg(
         long,
         value_name = "DIR",

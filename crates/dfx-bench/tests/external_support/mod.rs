@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use dfx_bench::external::{ExternalSettings, VllmBench};
 use dfx_core::bench::BenchContext;
 use dfx_core::plan::{BenchEntry, Dialect, StepKind, SweepStep, Trial, python_float_str};
-use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value};
 
 /// The reference data: `$DFX_REFERENCE_DIR` when set, else `shared/reference` in the

@@ -14,6 +14,7 @@ use chrono::Local;
 use dfx_core::config::{LoadOptions, load_plan};
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::hardware;
+use dfx_core::server::ServerLauncher;
 use libtest_mimic::{Arguments, Completion, Failed};
 
 use crate::cli::Parsed;
@@ -21,7 +22,7 @@ use crate::listing::{ListContext, render_verbose};
 use crate::pool::ServerPool;
 use crate::results::{RunDir, RunInfo, git_sha, hostname};
 use crate::runner::{Ran, Session};
-use crate::select::{Disposition, PlannedTrial, plan_trials};
+use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials};
 use crate::settings::{Project, ServerChoice, SuiteConfig};
 use crate::summary::{Summary, SummaryEntry};
 use crate::wiring;
@@ -34,105 +35,120 @@ const SHOWN_WARNINGS: usize = 5;
 
 /// Runs the suite with an already parsed command line.
 pub fn run(parsed: Parsed, project: Project) -> ExitCode {
-    let cfg = match SuiteConfig::from_parsed(parsed, &project) {
-        Ok(c) => c,
-        Err(e) => return usage_error(&e.to_string()),
+    let prepared = match prepare(parsed, &project) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
+    if prepared.cfg.list_verbose || prepared.cfg.libtest.list {
+        return list(&prepared);
+    }
+    if prepared.cfg.assert_baseline && prepared.selected.is_empty() {
+        return usage_error(&format!(
+            "--assert-baseline: no trial selected out of {} (filter {:?}, --skip {:?}); a run that checks baselines must run something",
+            prepared.planned.len(),
+            prepared.cfg.libtest.filter.as_deref().unwrap_or(""),
+            prepared.cfg.libtest.skip
+        ));
+    }
+    execute(prepared, &project)
+}
+
+/// Everything decided before anything starts.
+struct Prepared {
+    cfg: SuiteConfig,
+    launcher: Box<dyn ServerLauncher + Send>,
+    hardware: String,
+    plan_warnings: Vec<String>,
+    benches: BenchSet,
+    planned: Vec<PlannedTrial>,
+    /// Selected plan indices (name filter, `--skip`, `--ignored`).
+    selected: Vec<usize>,
+}
+
+/// Flags → launcher → hardware label → plan → decisions. Any error ends the run here,
+/// before a server starts (status 2).
+fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
+    let cfg = SuiteConfig::from_parsed(parsed, project).map_err(|e| usage_error(&e.to_string()))?;
     for note in &cfg.notes {
         eprintln!("dfx-perf: note: {note}");
     }
-    let launcher = match wiring::launcher(&cfg, &project) {
-        Ok(l) => l,
-        Err(e) => return usage_error(&e),
-    };
+    let launcher = wiring::launcher(&cfg, project).map_err(|e| usage_error(&e))?;
     let simulated = matches!(cfg.server, ServerChoice::Sim { .. })
         || launcher.implied_hardware() == Some(hardware::SIM);
     let hw = hardware::detect(cfg.hardware.as_deref(), simulated);
-    let plan = match load_plan(&LoadOptions {
+    let plan = load_plan(&LoadOptions {
         files: cfg.config_files.clone(),
         hardware: hw.clone(),
         deploy_dir: cfg.deploy_dir.clone(),
         baselines_dir: cfg.baselines_dir.clone(),
         mark: cfg.mark.clone(),
-    }) {
-        Ok(p) => p,
-        Err(errors) => {
-            eprint!("{errors}");
-            eprintln!("dfx-perf: nothing was started.");
-            return ExitCode::from(USAGE);
-        }
-    };
+    })
+    .map_err(|errors| {
+        eprint!("{errors}");
+        eprintln!("dfx-perf: nothing was started.");
+        ExitCode::from(USAGE)
+    })?;
     print_warnings(&plan.warnings);
-    let benches = match wiring::benches(&cfg) {
-        Ok(b) => b,
-        Err(e) => return usage_error(&e),
-    };
+    let benches = wiring::benches(&cfg).map_err(|e| usage_error(&e))?;
     let planned = plan_trials(&plan, &*launcher, &benches);
-    let probe = build_trials(&planned, cfg.assert_baseline, None);
-    let selected = selection(&cfg.libtest, &probe);
+    let selected = selection(
+        &cfg.libtest,
+        &build_trials(&planned, cfg.assert_baseline, None),
+    );
+    Ok(Prepared {
+        cfg,
+        launcher,
+        hardware: hw,
+        plan_warnings: plan.warnings,
+        benches,
+        planned,
+        selected,
+    })
+}
 
-    if cfg.list_verbose {
+/// `--list` (libtest's own output) or `--list-verbose`.
+fn list(p: &Prepared) -> ExitCode {
+    if p.cfg.list_verbose {
         let ctx = ListContext {
-            benches: &benches,
-            launcher: launcher.name(),
-            hardware: &hw,
-            assert_baseline: cfg.assert_baseline,
+            benches: &p.benches,
+            launcher: p.launcher.name(),
+            hardware: &p.hardware,
+            assert_baseline: p.cfg.assert_baseline,
         };
-        print!("{}", render_verbose(&planned, &selected, &ctx));
-        return ExitCode::SUCCESS;
+        print!("{}", render_verbose(&p.planned, &p.selected, &ctx));
+    } else {
+        let probe = build_trials(&p.planned, p.cfg.assert_baseline, None);
+        let _ = libtest_mimic::run(&p.cfg.libtest, probe);
     }
-    if cfg.libtest.list {
-        let _ = libtest_mimic::run(&cfg.libtest, probe);
-        return ExitCode::SUCCESS;
-    }
-    if cfg.assert_baseline && selected.is_empty() {
-        return usage_error(&format!(
-            "--assert-baseline: no trial selected out of {} (filter {:?}, --skip {:?}); a run that checks baselines must run something",
-            planned.len(),
-            cfg.libtest.filter.as_deref().unwrap_or(""),
-            cfg.libtest.skip
-        ));
-    }
+    ExitCode::SUCCESS
+}
 
+/// Creates the run folder, runs the selected trials, writes summary.json and the reports.
+fn execute(p: Prepared, project: &Project) -> ExitCode {
     let started = Local::now();
-    let run = match RunDir::create(&cfg.results_dir, &hw, started) {
+    let run = match RunDir::create(&p.cfg.results_dir, &p.hardware, started) {
         Ok(r) => r,
         Err(e) => {
             return usage_error(&format!(
                 "cannot create a run folder under {}: {e}",
-                cfg.results_dir.display()
+                p.cfg.results_dir.display()
             ));
         }
     };
-    let mut info = run_info(
-        &cfg,
-        &project,
-        &run,
-        &hw,
-        launcher.name(),
-        &plan.warnings,
-        started,
-    );
-    info.trials_planned = planned.len();
-    info.trials_selected = selected.len();
+    let mut info = run_info(&p, project, &run, started);
     if let Err(e) = run.write_run_info(&info) {
         return usage_error(&format!("cannot write run.json: {e}"));
     }
-
-    let mut entries: Vec<Option<SummaryEntry>> = vec![None; planned.len()];
-    let mut ignored_by_reason: BTreeMap<String, usize> = BTreeMap::new();
-    for &i in &selected {
-        if let Disposition::Skip { reason } = &planned[i].disposition
-            && cfg.libtest.is_ignored(&probe[i])
-        {
-            entries[i] = Some(SummaryEntry::ignored(&planned[i].trial, reason));
-            *ignored_by_reason.entry(reason.clone()).or_default() += 1;
-        }
-    }
-    for (reason, n) in &ignored_by_reason {
-        eprintln!("dfx-perf: {n} trial(s) ignored: {reason}");
-    }
-    let filtered_out = planned.len() - selected.len();
+    let Prepared {
+        cfg,
+        launcher,
+        hardware: hw,
+        benches,
+        planned,
+        selected,
+        ..
+    } = p;
+    let entries = statically_ignored(&cfg.libtest, cfg.assert_baseline, &planned, &selected);
     let session = Arc::new(Mutex::new(Session {
         run: run.clone(),
         pool: ServerPool::new(launcher, run.servers_dir(), cfg.ready_timeout),
@@ -156,7 +172,7 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
         &run.id,
         &hw,
         cfg.assert_baseline,
-        filtered_out,
+        s.planned.len() - selected.len(),
         s.pool.starts(),
         std::mem::take(&mut s.pool.notes),
         s.entries.iter().flatten().cloned().collect(),
@@ -173,6 +189,31 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
     }
     eprintln!("dfx-perf: results in {}", run.path.display());
     conclusion.exit_code()
+}
+
+/// Summary entries of the selected trials libtest will not run (ignored flag, no
+/// `--ignored` / `--include-ignored`); their reasons are printed, grouped.
+fn statically_ignored(
+    args: &Arguments,
+    assert_baseline: bool,
+    planned: &[PlannedTrial],
+    selected: &[usize],
+) -> Vec<Option<SummaryEntry>> {
+    let probe = build_trials(planned, assert_baseline, None);
+    let mut entries: Vec<Option<SummaryEntry>> = vec![None; planned.len()];
+    let mut by_reason: BTreeMap<&str, usize> = BTreeMap::new();
+    for &i in selected {
+        if let Disposition::Skip { reason } = &planned[i].disposition
+            && args.is_ignored(&probe[i])
+        {
+            entries[i] = Some(SummaryEntry::ignored(&planned[i].trial, reason));
+            *by_reason.entry(reason).or_default() += 1;
+        }
+    }
+    for (reason, n) in by_reason {
+        eprintln!("dfx-perf: {n} trial(s) ignored: {reason}");
+    }
+    entries
 }
 
 /// Plan warnings on stderr, at most [`SHOWN_WARNINGS`] of them (all go into run.json).
@@ -245,14 +286,12 @@ pub fn selection(args: &Arguments, trials: &[libtest_mimic::Trial]) -> Vec<usize
 }
 
 fn run_info(
-    cfg: &SuiteConfig,
+    p: &Prepared,
     project: &Project,
     run: &RunDir,
-    hw: &str,
-    launcher: &str,
-    warnings: &[String],
     started: chrono::DateTime<Local>,
 ) -> RunInfo {
+    let cfg = &p.cfg;
     let sim_speed = match &cfg.server {
         ServerChoice::Sim { speed, .. } => *speed,
         _ => None,
@@ -261,9 +300,9 @@ fn run_info(
         run_id: run.id.clone(),
         dfx_perf_version: env!("CARGO_PKG_VERSION").into(),
         git_sha: git_sha(&project.root),
-        hardware: hw.into(),
+        hardware: p.hardware.clone(),
         server: cfg.server.label().into(),
-        launcher: launcher.into(),
+        launcher: p.launcher.name().into(),
         sim_speed,
         bench_tool: format!("{:?}", cfg.bench.tool).to_lowercase(),
         assert_baseline: cfg.assert_baseline,
@@ -273,8 +312,8 @@ fn run_info(
         hostname: hostname(),
         started: started.to_rfc3339(),
         finished: None,
-        trials_planned: 0,
-        trials_selected: 0,
-        warnings: warnings.iter().chain(&cfg.notes).cloned().collect(),
+        trials_planned: p.planned.len(),
+        trials_selected: p.selected.len(),
+        warnings: p.plan_warnings.iter().chain(&cfg.notes).cloned().collect(),
     }
 }

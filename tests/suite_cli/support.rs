@@ -11,10 +11,12 @@ use serde_json::Value;
 /// Set in every nested run: the nested `suite_cli` then runs no checks (no recursion).
 pub const NESTED: &str = "DFX_SUITE_CLI_NESTED";
 
+/// The repository root (the root package's manifest folder).
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Path of a config under `tests/fixtures/suite_cli/`.
 pub fn fixture(name: &str) -> String {
     root()
         .join("tests/fixtures/suite_cli")
@@ -23,6 +25,7 @@ pub fn fixture(name: &str) -> String {
         .to_string()
 }
 
+/// The cargo that runs this test (`$CARGO`), in the repository root.
 pub fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(root());
@@ -85,6 +88,7 @@ pub fn perf_bin() -> Result<&'static PathBuf, Failed> {
     .map_err(|e| Failed::from(e.clone()))
 }
 
+/// A finished run of the suite and its results folder (removed on drop).
 pub struct Run {
     pub out: Output,
     pub results: tempfile::TempDir,
@@ -140,6 +144,7 @@ impl Run {
     }
 }
 
+/// The run folders (not the `latest` link) under a results folder, sorted.
 pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
         .into_iter()
@@ -174,6 +179,7 @@ pub fn cargo_test(args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
     Ok(Run { out, results })
 }
 
+/// `Ok` when `cond` holds, else a failure with `what` and the run's output.
 pub fn check(cond: bool, what: &str, run: &Run) -> Result<(), Failed> {
     if cond {
         Ok(())

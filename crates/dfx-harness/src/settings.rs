@@ -127,7 +127,7 @@ impl SuiteConfig {
         let mut errors = Vec::new();
         let mut notes = Vec::new();
 
-        let mut libtest = args.libtest;
+        let mut libtest = args.libtest.to_arguments();
         if libtest.test_threads.is_some_and(|n| n != 1) {
             notes.push("trials run one at a time: --test-threads is ignored".into());
         }
@@ -209,7 +209,7 @@ impl SuiteConfig {
             server,
             ready_timeout: Duration::from_secs(s.ready_timeout),
             bench: BenchOptions {
-                tool: s.bench_tool,
+                tool: s.bench,
                 vllm_bin: s.vllm_bin,
                 tokenizer: s.tokenizer,
                 dataset_roots,

@@ -1,7 +1,7 @@
 //! The one place where the harness meets the concrete implementations of the other
-//! crates: the server launchers (dfx-server), the benches (dfx-bench), signal handling and
-//! the report writer (dfx-report). Everything else in the harness only knows the
-//! dfx-core seams ([`ServerLauncher`], [`dfx_core::bench::Bench`]).
+//! crates: the server launchers (dfx-server), the benches (dfx-bench) and the report
+//! writer (dfx-report); signal handling is [`crate::interrupt`]. Everything else in the
+//! harness only knows the dfx-core seams ([`ServerLauncher`], [`dfx_core::bench::Bench`]).
 //!
 //! Implementations that have not landed yet are represented by an unavailable bench slot
 //! whose reason says so: the trials are then listed as ignored with that
@@ -59,7 +59,7 @@ pub fn launcher(
     })
 }
 
-/// The bench slots `--bench-tool` allows, in order of preference. An error is a problem
+/// The bench slots `--bench` allows, in order of preference. An error is a problem
 /// with the settings (reported like a flag error, before anything starts).
 ///
 /// WIRING: the native slot is a placeholder until `dfx_bench::native` lands; then:
@@ -91,14 +91,6 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
         BenchTool::Auto => vec![native(), vllm()],
     };
     Ok(BenchSet { slots })
-}
-
-/// Makes SIGINT / SIGTERM tear down every live server group before the harness exits
-/// (status 130).
-pub fn install_signal_handlers() {
-    if let Err(e) = dfx_server::install_signal_handlers() {
-        eprintln!("dfx-perf: warning: {e}");
-    }
 }
 
 /// Writes the run's reports (report.md / report.html / junit.xml) from the run folder,

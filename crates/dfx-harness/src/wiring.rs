@@ -76,6 +76,8 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
             vllm_bin: cfg.bench.vllm_bin.clone(),
             tokenizer: cfg.bench.tokenizer.clone(),
             seed: cfg.bench.seed.unwrap_or(0),
+            auth_token_env: cfg.bench.auth_token_env.clone(),
+            sample_rate: cfg.bench.sample_rate,
             ..ExternalSettings::default()
         })) as Box<dyn dfx_core::bench::Bench + Send>),
     };

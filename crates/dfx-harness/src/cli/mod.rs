@@ -164,6 +164,25 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "N", env = "DFX_SEED")]
     pub seed: Option<u64>,
 
+    /// Name of the environment variable holding the server's API token, sent as a
+    /// bearer token (never logged or written). Default: OPENAI_API_KEY when it is set.
+    #[arg(long, value_name = "VAR", env = "DFX_AUTH_TOKEN_ENV")]
+    pub auth_token_env: Option<String>,
+
+    /// Sample rate (Hz) of the model's audio output, for models dfx-perf does not know.
+    /// Default: from the model name, else 24000.
+    #[arg(long, value_name = "HZ", env = "DFX_SAMPLE_RATE")]
+    pub sample_rate: Option<u32>,
+
+    /// Native bench: longest time one request may take, in seconds. Default: 900.
+    #[arg(long, value_name = "SECS", env = "DFX_REQUEST_TIMEOUT")]
+    pub request_timeout: Option<f64>,
+
+    /// Native bench: longest wait for the next byte of a response (stall detection), in
+    /// seconds. Default: 60.
+    #[arg(long, value_name = "SECS", env = "DFX_READ_TIMEOUT")]
+    pub read_timeout: Option<f64>,
+
     /// Folder holding the deploy YAML files. Default: deploy.
     #[arg(long, value_name = "DIR", env = "DFX_DEPLOY_DIR")]
     pub deploy_dir: Option<PathBuf>,

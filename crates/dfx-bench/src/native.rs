@@ -246,11 +246,9 @@ impl NativeBench {
             aggregate::upstream_continuity_ok_rate(&measured),
         );
         let extras = summary::extras_block(&doc, &p.selection);
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{block}{extras}");
-            let _ = out.flush();
-        }
+        // print! (not a raw stdout handle) so test harnesses capture it.
+        print!("{block}{extras}");
+        let _ = std::io::stdout().flush();
         log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
         log.write(&block);
         log.write(&extras);

@@ -62,13 +62,25 @@ fn voice_clone_from_shipped_subset_via_dataset_root() {
     let seen = server.seen.lock().unwrap().clone();
     let token = std::env::var("PATH").unwrap();
     for s in &seen {
-        assert_eq!(s.headers["authorization"].to_str().unwrap(), format!("Bearer {token}"));
+        assert_eq!(
+            s.headers["authorization"].to_str().unwrap(),
+            format!("Bearer {token}")
+        );
         let keys: Vec<&str> = s.body.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
             [
-                "model", "input", "stream", "stream_format", "response_format", "seed", "ref_audio",
-                "ref_text", "task_type", "language", "max_new_tokens"
+                "model",
+                "input",
+                "stream",
+                "stream_format",
+                "response_format",
+                "seed",
+                "ref_audio",
+                "ref_text",
+                "task_type",
+                "language",
+                "max_new_tokens"
             ]
         );
         assert_eq!(s.body["task_type"], "Base");
@@ -81,8 +93,13 @@ fn voice_clone_from_shipped_subset_via_dataset_root() {
         assert_eq!(&wav[..4], b"RIFF", "the whole WAV file");
         assert!(wav.len() > 1000);
     }
-    let distinct: std::collections::HashSet<&Value> = seen.iter().map(|s| &s.body["input"]).collect();
-    assert_eq!(distinct.len(), 10, "all 10 rows used before oversampling repeats any");
+    let distinct: std::collections::HashSet<&Value> =
+        seen.iter().map(|s| &s.body["input"]).collect();
+    assert_eq!(
+        distinct.len(),
+        10,
+        "all 10 rows used before oversampling repeats any"
+    );
     for f in ["records.jsonl", "bench.log"] {
         let text = std::fs::read_to_string(out.join(f)).unwrap();
         assert!(!text.contains(&token), "the token leaked into {f}");
@@ -112,16 +129,30 @@ fn design_and_smoke_sets_resolve_next_to_the_config() {
     assert_eq!(
         keys,
         [
-            "model", "input", "stream", "stream_format", "response_format", "task_type", "language",
-            "instructions", "max_new_tokens"
+            "model",
+            "input",
+            "stream",
+            "stream_format",
+            "response_format",
+            "task_type",
+            "language",
+            "instructions",
+            "max_new_tokens"
         ]
     );
     assert!(b["instructions"].as_str().unwrap().len() > 10);
     // The smoke set: 30 rows of 40–200 characters.
     let meta = std::fs::read_to_string(repo_datasets().join("seed_tts_smoke/en/meta.lst")).unwrap();
-    let texts: Vec<&str> = meta.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('|').nth(3).unwrap()).collect();
+    let texts: Vec<&str> = meta
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('|').nth(3).unwrap())
+        .collect();
     assert_eq!(texts.len(), 30);
-    assert!(texts.iter().all(|t| (40..=200).contains(&t.len())), "{texts:?}");
+    assert!(
+        texts.iter().all(|t| (40..=200).contains(&t.len())),
+        "{texts:?}"
+    );
 }
 
 #[test]
@@ -140,16 +171,32 @@ fn missing_dataset_leaves_no_result_and_names_every_place() {
         out_dir: tmp.path().join("out"),
         hardware: "SIM".into(),
     };
-    let s = NativeSettings { dataset_roots: vec![tmp.path().join("root")], ..quiet() };
+    let s = NativeSettings {
+        dataset_roots: vec![tmp.path().join("root")],
+        ..quiet()
+    };
     let outcome = NativeBench::new(s).run(&c);
     assert!(outcome.result.is_none());
     let exit = outcome.exit.unwrap();
-    for place in ["cfg/someone/not-there", "root/someone/not-there", "root/not-there", "datasets--someone--not-there"] {
+    for place in [
+        "cfg/someone/not-there",
+        "root/someone/not-there",
+        "root/not-there",
+        "datasets--someone--not-there",
+    ] {
         assert!(exit.contains(place), "{place} not in {exit}");
     }
     assert!(exit.contains("en/meta.lst"));
-    assert!(outcome.log_tail.contains("dataset \"someone/not-there\" not found"));
-    assert!(std::fs::read_to_string(tmp.path().join("out/bench.log")).unwrap().contains("not found"));
+    assert!(
+        outcome
+            .log_tail
+            .contains("dataset \"someone/not-there\" not found")
+    );
+    assert!(
+        std::fs::read_to_string(tmp.path().join("out/bench.log"))
+            .unwrap()
+            .contains("not found")
+    );
 }
 
 #[test]

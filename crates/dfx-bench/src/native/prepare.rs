@@ -127,8 +127,8 @@ pub fn prepare(
     let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
     let mut bodies: HashMap<usize, Bytes> = HashMap::new();
     for &r in rows_measured.iter().chain(&rows_warm) {
-        if !bodies.contains_key(&r) {
-            bodies.insert(r, body_bytes(&template, &ds.rows[r])?);
+        if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(r) {
+            slot.insert(body_bytes(&template, &ds.rows[r])?);
         }
     }
     let prefix = request_id_prefix(entry);

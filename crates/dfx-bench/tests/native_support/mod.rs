@@ -36,6 +36,9 @@ pub struct Seen {
 pub struct Scripted {
     pub base_url: String,
     pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Server-side first-chunk delay (handler entry → first chunk handed to hyper) by
+    /// `x-request-id`, also served as JSON at `GET /timings`.
+    pub timings: Timings,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -53,8 +56,9 @@ pub fn pcm(n_samples: usize, loud: bool, phase0: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The stream plan for a text: (delay before the piece, bytes).
-fn plan(text: &str) -> Vec<(Duration, Vec<u8>)> {
+/// The stream plan for a text: (delay before the piece, bytes). `varied` streams have
+/// 2 + len/25 chunks (a realistic spread of lengths) instead of [`CHUNKS`].
+fn plan(text: &str, varied: bool) -> Vec<(Duration, Vec<u8>)> {
     let samples = CHUNK_BYTES / 2;
     let chunk = |i: usize, loud: bool| pcm(samples, loud, i * samples);
     let mut p: Vec<(Duration, Vec<u8>)> = Vec::new();
@@ -78,15 +82,11 @@ fn plan(text: &str) -> Vec<(Duration, Vec<u8>)> {
     }
     if text.contains("SLOW") {
         return (0..30)
-            .map(|i| {
-                (
-                    Duration::from_millis(if i == 0 { 100 } else { 100 }),
-                    chunk(i, true)[..480].to_vec(),
-                )
-            })
+            .map(|i| (Duration::from_millis(100), chunk(i, true)[..480].to_vec()))
             .collect();
     }
-    for i in 0..CHUNKS {
+    let chunks = if varied { 2 + text.len() / 25 } else { CHUNKS };
+    for i in 0..chunks {
         let mut delay = if i == 0 { FIRST_DELAY } else { CHUNK_GAP };
         if text.contains("GAP") && i == 2 {
             delay += GAP_PAUSE;
@@ -100,7 +100,21 @@ fn plan(text: &str) -> Vec<(Duration, Vec<u8>)> {
     p
 }
 
-async fn speech(seen: Arc<Mutex<Vec<Seen>>>, headers: HeaderMap, body: Bytes) -> Response {
+/// Server-side first-chunk delays by request id.
+pub type Timings = Arc<Mutex<std::collections::HashMap<String, f64>>>;
+
+async fn speech(
+    seen: Arc<Mutex<Vec<Seen>>>,
+    timings: Timings,
+    varied: bool,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let received = std::time::Instant::now();
+    let id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
     let body: Map<String, Value> = serde_json::from_slice(&body).unwrap_or_default();
     let text = body
         .get("input")
@@ -111,10 +125,20 @@ async fn speech(seen: Arc<Mutex<Vec<Seen>>>, headers: HeaderMap, body: Bytes) ->
     if text.contains("FAIL") {
         return (StatusCode::INTERNAL_SERVER_ERROR, "Internal Fake Error").into_response();
     }
-    let stream = futures_util::stream::unfold(plan(&text).into_iter(), |mut it| async move {
+    let state = (plan(&text, varied).into_iter(), id, timings);
+    let stream = futures_util::stream::unfold(state, move |(mut it, id, timings)| async move {
         let (delay, bytes) = it.next()?;
         tokio::time::sleep(delay).await;
-        Some((Ok::<_, std::io::Error>(Bytes::from(bytes)), it))
+        if let Some(id) = &id {
+            let mut t = timings.lock().unwrap();
+            if !t.contains_key(id) {
+                t.insert(id.clone(), received.elapsed().as_secs_f64());
+            }
+        }
+        Some((
+            Ok::<_, std::io::Error>(Bytes::from(bytes)),
+            (it, id, timings),
+        ))
     });
     Response::builder()
         .header("content-type", "audio/pcm")
@@ -125,8 +149,13 @@ async fn speech(seen: Arc<Mutex<Vec<Seen>>>, headers: HeaderMap, body: Bytes) ->
 impl Scripted {
     /// Starts the server on an ephemeral loopback port, on its own runtime.
     pub fn start() -> Scripted {
+        Scripted::start_with(false, 1)
+    }
+
+    /// Starts the server with `workers` runtime threads; `varied` stream lengths.
+    pub fn start_with(varied: bool, workers: usize) -> Scripted {
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
+            .worker_threads(workers)
             .enable_all()
             .build()
             .unwrap();
@@ -135,15 +164,27 @@ impl Scripted {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let addr = listener.local_addr().unwrap();
-        let s2 = seen.clone();
-        let app = axum::Router::new().route(
-            "/v1/audio/speech",
-            axum::routing::post(move |h: HeaderMap, b: Bytes| speech(s2.clone(), h, b)),
-        );
+        let timings: Timings = Arc::default();
+        let (s2, t2, t3) = (seen.clone(), timings.clone(), timings.clone());
+        let app = axum::Router::new()
+            .route(
+                "/v1/audio/speech",
+                axum::routing::post(move |h: HeaderMap, b: Bytes| {
+                    speech(s2.clone(), t2.clone(), varied, h, b)
+                }),
+            )
+            .route(
+                "/timings",
+                axum::routing::get(move || {
+                    let t = t3.lock().unwrap().clone();
+                    async move { axum::Json(t) }
+                }),
+            );
         rt.spawn(async move { axum::serve(listener, app).await });
         Scripted {
             base_url: format!("http://{addr}"),
             seen,
+            timings,
             _rt: rt,
         }
     }

@@ -10,6 +10,7 @@ mod native_support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -133,17 +134,82 @@ fn server_timings(base_url: &str) -> HashMap<String, f64> {
     })
 }
 
+/// `(label, load, measured requests, warmups, reuse connections)`.
+type Scenario = (String, StepKind, u64, u32, bool);
+
+fn scenarios(mode: &str) -> Vec<Scenario> {
+    let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
+    let open = |r: f64| StepKind::RequestRate { request_rate: r };
+    if mode == "smoke" {
+        // `cargo test --all-targets` runs this binary without `--bench`: prove the
+        // benchmark code works, in about a second.
+        return vec![
+            ("closed loop c=2, pooled".into(), closed(2), 4, 2, true),
+            ("open loop 50 req/s, pooled".into(), open(50.0), 5, 2, true),
+        ];
+    }
+    let scale = if mode == "quick" { 4 } else { 1 };
+    let mut out = Vec::new();
+    for reuse in [true, false] {
+        let conn = if reuse { "pooled" } else { "fresh" };
+        for c in [1u32, 64, 256] {
+            let n = (u64::from(c) * 4).max(200) / scale;
+            out.push((format!("closed loop c={c}, {conn}"), closed(c), n, c, reuse));
+        }
+    }
+    for rate in [50.0, 200.0] {
+        let n = (rate * 5.0) as u64 / scale;
+        out.push((
+            format!("open loop {rate} req/s, pooled"),
+            open(rate),
+            n,
+            2,
+            true,
+        ));
+    }
+    out
+}
+
+fn report(name: &str, n: u64, r: &Run) {
+    let steady = if r.steady_ms.is_empty() {
+        "n/a".to_string()
+    } else {
+        format!(
+            "{:.2} / {:.2}",
+            r.steady_ms.median(),
+            r.steady_ms.percentile(99.0)
+        )
+    };
+    eprintln!(
+        "| {name} | {n} | {:.2} / {:.2} | {steady} | {:.3} / {:.3} | {:.2} | {:.2} | {} |",
+        r.overhead_ms.median(),
+        r.overhead_ms.percentile(99.0),
+        r.lag_ms.percentile(99.0),
+        r.lag_ms.percentile(100.0),
+        r.connect_ms.percentile(99.0),
+        r.cpu_per_1000,
+        r.failed
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--serve") {
         return serve();
     }
     if args.iter().any(|a| a == "--list") {
-        return; // `cargo bench -- --list` / test discovery: nothing to list
+        return; // test discovery: nothing to list
     }
-    let quick = args.iter().any(|a| a == "quick");
+    let mode = if !args.iter().any(|a| a == "--bench") {
+        "smoke"
+    } else if args.iter().any(|a| a == "quick") {
+        "quick"
+    } else {
+        "full"
+    };
     let mut child = Command::new(std::env::current_exe().unwrap())
         .arg("--serve")
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -154,66 +220,20 @@ fn main() {
         .unwrap();
     let base_url = line.trim().to_string();
     let tmp = tempfile::tempdir().unwrap();
-    let scale = if quick { 4 } else { 1 };
-
     eprintln!(
         "\n| scenario | requests | TTFP overhead p50 / p99 (ms) | after the initial burst p50 / p99 (ms) | send lag p99 / max (ms) | connect p99 (ms) | client CPU s / 1000 req | failed |"
     );
     eprintln!("|---|---|---|---|---|---|---|---|");
-    let mut case = 0;
-    let report = |name: String, r: Run, n: u64| {
-        eprintln!(
-            "| {name} | {n} | {:.2} / {:.2} | {} | {:.3} / {:.3} | {:.2} | {:.2} | {} |",
-            r.overhead_ms.median(),
-            r.overhead_ms.percentile(99.0),
-            if r.steady_ms.is_empty() {
-                "n/a".to_string()
-            } else {
-                format!(
-                    "{:.2} / {:.2}",
-                    r.steady_ms.median(),
-                    r.steady_ms.percentile(99.0)
-                )
-            },
-            r.lag_ms.percentile(99.0),
-            r.lag_ms.percentile(100.0),
-            r.connect_ms.percentile(99.0),
-            r.cpu_per_1000,
-            r.failed
-        );
-    };
-    for reuse in [true, false] {
-        for c in [1u32, 64, 256] {
-            let n = (u64::from(c) * 4).max(200) / scale;
-            case += 1;
-            let dir = tmp.path().join(format!("case{case}"));
-            let r = run(
-                &base_url,
-                StepKind::Concurrency { max_concurrency: c },
-                n,
-                c,
-                reuse,
-                &dir,
-            );
-            let conn = if reuse { "pooled" } else { "fresh" };
-            report(format!("closed loop c={c}, {conn}"), r, n);
-        }
+    let mut failed = 0;
+    for (i, (name, kind, n, warmups, reuse)) in scenarios(mode).into_iter().enumerate() {
+        let dir = tmp.path().join(format!("case{i}"));
+        let r = run(&base_url, kind, n, warmups, reuse, &dir);
+        report(&name, n, &r);
+        failed += r.failed;
     }
-    for rate in [50.0, 200.0] {
-        let n = (rate * 5.0) as u64 / scale;
-        case += 1;
-        let dir = tmp.path().join(format!("case{case}"));
-        let r = run(
-            &base_url,
-            StepKind::RequestRate { request_rate: rate },
-            n,
-            2,
-            true,
-            &dir,
-        );
-        report(format!("open loop {rate} req/s, pooled"), r, n);
-    }
+    // Closing stdin ends the child; kill it too in case it hangs. Only our own child.
     drop(child.stdin.take());
     let _ = child.kill();
     let _ = child.wait();
+    assert_eq!(failed, 0, "requests failed against the local server");
 }

@@ -433,3 +433,79 @@ fn open_loop_follows_the_seeded_schedule() {
         "an invalid step still has its result"
     );
 }
+
+/// The reference run's shape end to end (seed-tts-text, c=2, one HTTP 500, empty bodies,
+/// `metric-percentiles 50,90,99`): the live result has upstream's keys in upstream's
+/// order with upstream's value types.
+#[test]
+fn live_result_has_the_reference_keys_and_types() {
+    let server = Scripted::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    text_dataset(
+        &ds,
+        &[
+            "FAIL this one on purpose.",
+            "The quick brown fox jumps.",
+            "EMPTY answer.",
+            "EMPTY again.",
+            "Third normal sentence here.",
+            "EMPTY once more.",
+        ],
+    );
+    let t = trial(TrialSpec {
+        dataset_path: ds.to_str().unwrap(),
+        num_prompts: 6,
+        metric_percentiles: Some("50,90,99"),
+        ..TrialSpec::default()
+    });
+    let out = tmp.path().join("out");
+    let doc = NativeBench::new(settings())
+        .run(&ctx(&t, &server, &out))
+        .result
+        .unwrap();
+    let path = format!(
+        "{}/tests/fixtures/vllm-bench/result-c2-with-failure-detailed.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let reference: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let detailed = [
+        "input_lens",
+        "start_times",
+        "output_lens",
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "errors",
+    ];
+    let want: Vec<(&String, &Value)> = reference
+        .iter()
+        .filter(|(k, _)| !detailed.contains(&k.as_str()))
+        .collect();
+    let got: Vec<(&String, &Value)> = doc.iter().take(want.len()).collect();
+    let type_of = |v: &Value| match v {
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Null => "null",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Bool(_) => "bool",
+    };
+    for ((gk, gv), (wk, wv)) in got.iter().zip(&want) {
+        assert_eq!(gk, wk, "key order");
+        assert_eq!(type_of(gv), type_of(wv), "type of {gk}: {gv} vs {wv}");
+    }
+    assert_eq!(got.len(), want.len());
+    for key in [
+        "completed",
+        "failed",
+        "total_audio_duration_s",
+        "total_audio_frames",
+        "max_concurrent_requests",
+    ] {
+        assert_eq!(doc[key], reference[key], "{key}: same scenario, same value");
+    }
+    assert_eq!(doc["num_empty_audio"], 3);
+}

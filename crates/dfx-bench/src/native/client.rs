@@ -237,7 +237,8 @@ impl Target {
         let mut analyzer = PcmAnalyzer::new(sample_rate);
         let mut prefix: Vec<u8> = Vec::with_capacity(SNIFF_LEN);
         let mut sniffed = false;
-        let mut last = x.send_at;
+        // The response head was the last byte seen: the stall clock restarts there.
+        let mut last = Instant::now();
         loop {
             let chunk = match self.wait(last, deadline, response.chunk()).await {
                 Err(class) => return x.fail(class, self.timeout_message(class, "next body byte")),

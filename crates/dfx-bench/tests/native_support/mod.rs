@@ -212,6 +212,7 @@ pub struct TrialSpec<'a> {
     pub extra_body: Option<Value>,
     pub burstiness: Option<f64>,
     pub percentile_metrics: Option<&'a str>,
+    pub metric_percentiles: Option<&'a str>,
     pub model: &'a str,
 }
 
@@ -227,6 +228,7 @@ impl Default for TrialSpec<'_> {
             extra_body: None,
             burstiness: None,
             percentile_metrics: Some("ttft,e2el,audio_rtf,audio_ttfp,audio_duration"),
+            metric_percentiles: None,
             model: "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
         }
     }
@@ -245,7 +247,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         dataset_path: Some(s.dataset_path.into()),
         seed_tts_locale: Some("en".into()),
         percentile_metrics: s.percentile_metrics.map(String::from),
-        metric_percentiles: None,
+        metric_percentiles: s.metric_percentiles.map(String::from),
         extra_body,
         num_warmups: s.num_warmups,
         burstiness: s.burstiness,

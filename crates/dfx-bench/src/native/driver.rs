@@ -87,12 +87,20 @@ pub fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> In
 fn closed_loop(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, concurrency: usize) -> Instant {
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
+    let n_workers = concurrency.clamp(1, jobs.len().max(1));
     let base = Instant::now();
-    rt.block_on(async {
-        let workers: Vec<_> = (0..concurrency.clamp(1, jobs.len().max(1)))
-            .map(|_| {
+    let ctx = ctx.clone();
+    // Workers are started one at a time from a task on the runtime, yielding between
+    // starts: each new worker's request is written by its connection task before the next
+    // worker starts. Spawning all of them at once let hundreds of requests be "sent" (clock
+    // read) while their connection tasks waited behind the other requests' set-up, which
+    // charged up to tens of ms of client queueing to the first TTFPs of a burst.
+    rt.block_on(async move {
+        let starter = tokio::spawn(async move {
+            let mut workers = Vec::with_capacity(n_workers);
+            for _ in 0..n_workers {
                 let (jobs, next, ctx) = (jobs.clone(), next.clone(), ctx.clone());
-                tokio::spawn(async move {
+                workers.push(tokio::spawn(async move {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(job) = jobs.get(i).cloned() else {
@@ -108,12 +116,14 @@ fn closed_loop(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, concurrency: usize)
                         };
                         run_one(&ctx, job, d, base).await;
                     }
-                })
-            })
-            .collect();
-        for w in workers {
-            let _ = w.await;
-        }
+                }));
+                tokio::task::yield_now().await;
+            }
+            for w in workers {
+                let _ = w.await;
+            }
+        });
+        let _ = starter.await;
     });
     base
 }

@@ -4,7 +4,8 @@
 //! in a child process (so the client's CPU time is its own).
 //!
 //! `cargo bench -p dfx-bench --bench native_client` (add `-- quick` for a quarter of the
-//! requests). Under `cargo test --all-targets` it runs a two-scenario smoke check.
+//! requests; `only=TEXT` to pick scenarios by name; `keep=DIR` to keep their records).
+//! Under `cargo test --all-targets` it runs a two-scenario smoke check.
 
 #[path = "../tests/native_support/mod.rs"]
 mod native_support;
@@ -285,16 +286,29 @@ fn main() {
     };
     let raw = ServerChild::start(Server::Raw);
     let axum = ServerChild::start(Server::Axum);
+    // `keep=DIR` keeps every scenario's records.jsonl / bench.log; `only=TEXT` runs the
+    // scenarios whose name contains TEXT.
+    let opt = |key: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(key).map(String::from))
+    };
     let tmp = tempfile::tempdir().unwrap();
+    let out_root = opt("keep=")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let only = opt("only=");
     eprintln!(
         "\n| scenario | requests | TTFP overhead p50 / p99 (ms) | after the initial burst p50 / p99 (ms) | send lag p99 / max (ms) | connect p99 (ms) | client CPU s / 1000 req | failed |"
     );
     eprintln!("|---|---|---|---|---|---|---|---|");
     let mut failed = 0;
-    for (i, s) in scenarios(mode).iter().enumerate() {
+    let chosen = scenarios(mode)
+        .into_iter()
+        .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())));
+    for (i, s) in chosen.enumerate() {
         let server = if s.server == Server::Raw { &raw } else { &axum };
-        let r = run(server, s, &tmp.path().join(format!("case{i}")));
-        report(s, &r);
+        let r = run(server, &s, &out_root.join(format!("case{i}")));
+        report(&s, &r);
         failed += r.failed;
     }
     drop((raw, axum));

@@ -130,6 +130,7 @@ fn rec(index: usize, ok: bool, audio_s: f64, send: f64, ttfp: f64, e2el: f64) ->
         actual_send_s: send,
         queue_s: 0.0,
         lag_s: 0.0001,
+        dispatch_lag_s: 0.00005,
         connect_s: None,
         end_s: send + e2el,
         status: Some(if ok { 200 } else { 500 }),

@@ -51,6 +51,9 @@ pub struct RequestRecord {
     pub queue_s: f64,
     /// Send lag not explained by queueing: actual − planned − queue.
     pub lag_s: f64,
+    /// Part of the lag before the request reached the runtime (open loop: the dispatcher
+    /// thread woke late); the rest is the runtime picking the request up.
+    pub dispatch_lag_s: f64,
     /// Connection set-up when this request opened a connection, else null.
     pub connect_s: Option<f64>,
     pub end_s: f64,
@@ -127,6 +130,10 @@ impl RequestRecord {
             actual_send_s: rel(x.send_at),
             queue_s,
             lag_s,
+            dispatch_lag_s: d
+                .dispatched
+                .saturating_duration_since(d.planned)
+                .as_secs_f64(),
             connect_s: x.connect.map(|c| c.as_secs_f64()),
             end_s: rel(x.end_at),
             status: x.status,

@@ -100,6 +100,40 @@ pub fn upstream_continuity_ok_rate(measured: &[RequestRecord]) -> f64 {
     good as f64 / ok.len() as f64
 }
 
+/// Upstream's image/video/memory/stage keys, always zero for TTS, and
+/// `max_output_tokens_per_s` (0: no tokens).
+fn fillers(d: &mut ResultDoc, ps: &[f64]) {
+    let zero_pcts = Value::Array(
+        ps.iter()
+            .map(|&p| Value::from(vec![num(p), num(0.0)]))
+            .collect(),
+    );
+    for (k, v) in [
+        ("total_images", Value::from(0)),
+        ("image_throughput", num(0.0)),
+        ("average_pixels_per_image", num(0.0)),
+        ("mean_denoise_step_latency_ms", num(0.0)),
+        ("total_video_duration_s", Value::from(0)),
+        ("total_video_frames", Value::from(0)),
+        ("video_throughput", num(0.0)),
+        ("mean_video_rtf", num(0.0)),
+        ("median_video_rtf", num(0.0)),
+        ("percentiles_video_rtf", zero_pcts.clone()),
+        ("mean_video_generation_ms", num(0.0)),
+        ("median_video_generation_ms", num(0.0)),
+        ("percentiles_video_generation_ms", zero_pcts.clone()),
+        ("mean_peak_memory_mb", num(0.0)),
+        ("median_peak_memory_mb", num(0.0)),
+        ("percentiles_peak_memory_mb", zero_pcts),
+        ("stage_durations_mean", Value::Object(Map::new())),
+        ("stage_durations_p50", Value::Object(Map::new())),
+        ("stage_durations_p99", Value::Object(Map::new())),
+        ("max_output_tokens_per_s", num(0.0)),
+    ] {
+        d.insert(k.into(), v);
+    }
+}
+
 /// The result document of the measured requests of one step.
 pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) -> ResultDoc {
     let ok: Vec<&RequestRecord> = measured.iter().filter(|r| r.ok).collect();
@@ -110,12 +144,6 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
     let total_audio = stats::sum(&audio);
     let total_frames: u64 = ok.iter().map(|r| r.audio_frames).sum();
     let ps = &sel.percentiles;
-    let zero_pcts = Value::Array(
-        ps.iter()
-            .map(|&p| Value::from(vec![num(p), num(0.0)]))
-            .collect(),
-    );
-
     let mut d = Map::new();
     d.insert("date".into(), Value::from(f.date.as_str()));
     d.insert("endpoint_type".into(), Value::from(f.backend.as_str()));
@@ -151,39 +179,20 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
     d.insert("total_audio_duration_s".into(), total_audio_v);
     d.insert("total_audio_frames".into(), Value::from(total_frames));
     d.insert("audio_throughput".into(), num(per_s(total_audio)));
+    fillers(&mut d, ps);
+    d.insert(
+        "max_concurrent_requests".into(),
+        Value::from(max_concurrent_requests(&ok)),
+    );
+    d.insert("rtfx".into(), num(0.0));
     for (k, v) in [
-        ("total_images", Value::from(0)),
-        ("image_throughput", num(0.0)),
-        ("average_pixels_per_image", num(0.0)),
-        ("mean_denoise_step_latency_ms", num(0.0)),
-        ("total_video_duration_s", Value::from(0)),
-        ("total_video_frames", Value::from(0)),
-        ("video_throughput", num(0.0)),
-        ("mean_video_rtf", num(0.0)),
-        ("median_video_rtf", num(0.0)),
-        ("percentiles_video_rtf", zero_pcts.clone()),
-        ("mean_video_generation_ms", num(0.0)),
-        ("median_video_generation_ms", num(0.0)),
-        ("percentiles_video_generation_ms", zero_pcts.clone()),
-        ("mean_peak_memory_mb", num(0.0)),
-        ("median_peak_memory_mb", num(0.0)),
-        ("percentiles_peak_memory_mb", zero_pcts),
-        ("stage_durations_mean", Value::Object(Map::new())),
-        ("stage_durations_p50", Value::Object(Map::new())),
-        ("stage_durations_p99", Value::Object(Map::new())),
-        ("max_output_tokens_per_s", num(0.0)),
-        (
-            "max_concurrent_requests",
-            Value::from(max_concurrent_requests(&ok)),
-        ),
-        ("rtfx", num(0.0)),
-        ("num_ttft_samples", Value::from(completed)),
-        ("num_tpot_samples", Value::from(0)),
-        ("num_itl_samples", Value::from(0)),
-        ("num_audio_ttfp_samples", Value::from(completed)),
-        ("num_audio_rtf_samples", Value::from(completed)),
+        ("num_ttft_samples", completed),
+        ("num_tpot_samples", 0),
+        ("num_itl_samples", 0),
+        ("num_audio_ttfp_samples", completed),
+        ("num_audio_rtf_samples", completed),
     ] {
-        d.insert(k.into(), v);
+        d.insert(k.into(), Value::from(v));
     }
     for &m in &sel.metrics {
         // With no success upstream keeps e2el and duration (zeros) and drops the rest.

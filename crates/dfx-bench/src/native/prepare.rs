@@ -64,15 +64,106 @@ fn token(settings: &NativeSettings, notes: &mut Vec<String>) -> Option<String> {
     }
 }
 
+/// Resolves and loads the entry's dataset.
+fn load_dataset(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    kind: DatasetKind,
+    locale: &str,
+    notes: &mut Vec<String>,
+) -> Result<dataset::Dataset, String> {
+    let path = ctx
+        .trial
+        .entry
+        .dataset_path
+        .as_deref()
+        .ok_or_else(|| dataset::DatasetError::NoPath.to_string())?;
+    let lookup = Lookup {
+        cwd: std::env::current_dir().unwrap_or_default(),
+        config_dir: ctx.trial.source.file.parent().map(|p| p.to_path_buf()),
+        roots: settings.dataset_roots.clone(),
+        hf_caches: Lookup::hf_caches_from_env(),
+    };
+    let folder = lookup.resolve(path, locale).map_err(|e| e.to_string())?;
+    let ds = dataset::load(kind, &folder, locale).map_err(|e| e.to_string())?;
+    notes.push(format!(
+        "dataset: {} ({} rows)",
+        ds.meta.display(),
+        ds.rows.len()
+    ));
+    if ds.dropped_missing_wav > 0 {
+        notes.push(format!(
+            "dataset: dropped {} row(s) whose reference clip is missing",
+            ds.dropped_missing_wav
+        ));
+    }
+    Ok(ds)
+}
+
+/// The measured jobs (with request ids) and the warmup jobs (without), each row's body
+/// encoded once.
+fn jobs(
+    template: &BodyTemplate,
+    rows: &[Row],
+    measured: &[usize],
+    warm: &[usize],
+    prefix: &str,
+) -> Result<(Vec<Job>, Vec<Job>), String> {
+    let mut bodies: HashMap<usize, Bytes> = HashMap::new();
+    for &r in measured.iter().chain(warm) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(r) {
+            slot.insert(body_bytes(template, &rows[r])?);
+        }
+    }
+    let job = |r: usize, id: Option<String>| Job {
+        body: bodies[&r].clone(),
+        sample: Sample {
+            request_id: id,
+            sample_id: rows[r].utt_id.clone(),
+            text_len: rows[r].text.chars().count(),
+        },
+    };
+    let m = measured
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| job(r, Some(format!("{prefix}{i}"))))
+        .collect();
+    let w = warm.iter().map(|&r| job(r, None)).collect();
+    Ok((m, w))
+}
+
+/// The step's load shape, and its description for bench.log.
+fn load_shape(ctx: &BenchContext<'_>, n: usize, seed: u64) -> Result<(Load, String), String> {
+    let (entry, step) = (&ctx.trial.entry, &ctx.trial.step);
+    let burstiness = entry.burstiness.unwrap_or(1.0);
+    Ok(match step.request_rate() {
+        None => {
+            let c = step.max_concurrency().unwrap_or(1) as usize;
+            (
+                Load::Closed { concurrency: c },
+                format!("closed loop at concurrency {c}"),
+            )
+        }
+        Some(rate) => {
+            let cap = step.max_concurrency().map(|c| c as usize);
+            let what = format!(
+                "open loop at {rate} req/s, burstiness {burstiness}{}",
+                cap.map(|c| format!(", at most {c} in flight"))
+                    .unwrap_or_default()
+            );
+            let offsets = schedule::arrival_offsets(n, rate, burstiness, seed)?;
+            (Load::Open { offsets, cap }, what)
+        }
+    })
+}
+
 /// Prepares one step of `ctx.trial`.
 pub fn prepare(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     reuse: bool,
 ) -> Result<Prepared, String> {
-    let trial = ctx.trial;
-    let entry = &trial.entry;
-    let step = &trial.step;
+    let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
     let kind = entry
         .dataset_name
@@ -95,66 +186,17 @@ pub fn prepare(
         ));
     }
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
-    let path = entry
-        .dataset_path
-        .as_deref()
-        .ok_or_else(|| dataset::DatasetError::NoPath.to_string())?;
-    let lookup = Lookup {
-        cwd: std::env::current_dir().unwrap_or_default(),
-        config_dir: trial.source.file.parent().map(|p| p.to_path_buf()),
-        roots: settings.dataset_roots.clone(),
-        hf_caches: Lookup::hf_caches_from_env(),
-    };
-    let folder = lookup.resolve(path, locale).map_err(|e| e.to_string())?;
-    let ds = dataset::load(kind, &folder, locale).map_err(|e| e.to_string())?;
-    notes.push(format!(
-        "dataset: {} ({} rows)",
-        ds.meta.display(),
-        ds.rows.len()
-    ));
-    if ds.dropped_missing_wav > 0 {
-        notes.push(format!(
-            "dataset: dropped {} row(s) whose reference clip is missing",
-            ds.dropped_missing_wav
-        ));
-    }
+    let ds = load_dataset(settings, ctx, kind, locale, &mut notes)?;
     let seed = entry.seed.unwrap_or(settings.seed);
-    let n = step.num_prompts as usize;
-    let w = schedule::warmup_count(entry.num_warmups, step.max_concurrency());
+    let n = trial.step.num_prompts as usize;
+    let w = schedule::warmup_count(entry.num_warmups, trial.step.max_concurrency());
     let rows_measured = dataset::select(ds.rows.len(), n, seed);
     let rows_warm = dataset::select(ds.rows.len(), w, seed ^ 0x7761_726d);
     let model = trial.server.model.as_str();
     let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
-    let mut bodies: HashMap<usize, Bytes> = HashMap::new();
-    for &r in rows_measured.iter().chain(&rows_warm) {
-        if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(r) {
-            slot.insert(body_bytes(&template, &ds.rows[r])?);
-        }
-    }
     let prefix = request_id_prefix(entry);
-    let job = |r: usize, id: Option<String>| Job {
-        body: bodies[&r].clone(),
-        sample: Sample {
-            request_id: id,
-            sample_id: ds.rows[r].utt_id.clone(),
-            text_len: ds.rows[r].text.chars().count(),
-        },
-    };
-    let measured = rows_measured
-        .iter()
-        .enumerate()
-        .map(|(i, &r)| job(r, Some(format!("{prefix}{i}"))))
-        .collect();
-    let warmups = rows_warm.iter().map(|&r| job(r, None)).collect();
-    let load = match step.request_rate() {
-        None => Load::Closed {
-            concurrency: step.max_concurrency().unwrap_or(1) as usize,
-        },
-        Some(rate) => Load::Open {
-            offsets: schedule::arrival_offsets(n, rate, entry.burstiness.unwrap_or(1.0), seed)?,
-            cap: step.max_concurrency().map(|c| c as usize),
-        },
-    };
+    let (measured, warmups) = jobs(&template, &ds.rows, &rows_measured, &rows_warm, &prefix)?;
+    let (load, shape) = load_shape(ctx, n, seed)?;
     let sample_rate = sample_rate(settings, model, &mut notes);
     let token = token(settings, &mut notes);
     let headers = base_headers(token.as_deref())?;
@@ -167,18 +209,7 @@ pub fn prepare(
     };
     let target = Arc::new(Target::new(&url, headers, limits, reuse)?);
     notes.push(format!(
-        "load: {} measured request(s) after {w} warmup(s), {}; seed {seed}; POST {url}",
-        n,
-        match &load {
-            Load::Closed { concurrency } => format!("closed loop at concurrency {concurrency}"),
-            Load::Open { cap, .. } => format!(
-                "open loop at {} req/s, burstiness {}{}",
-                step.request_rate().unwrap_or_default(),
-                entry.burstiness.unwrap_or(1.0),
-                cap.map(|c| format!(", at most {c} in flight"))
-                    .unwrap_or_default()
-            ),
-        }
+        "load: {n} measured request(s) after {w} warmup(s), {shape}; seed {seed}; POST {url}"
     ));
     Ok(Prepared {
         target,

@@ -105,7 +105,7 @@ pub fn line_chart_svg(c: &LineChart) -> Result<String, ReportError> {
                     String::new()
                 }
             })
-            .y_label_formatter(&|y| fmt::num(*y))
+            .y_label_formatter(&|y| fmt::tick(*y))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| err(&e))?;

@@ -22,6 +22,16 @@ pub fn num(x: f64) -> String {
     if s == "-0" { "0".into() } else { s }
 }
 
+/// An axis tick: like [`num`] without trailing zeros (`0.8`, not `0.8000`).
+pub fn tick(x: f64) -> String {
+    let s = num(x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// A signed relative change as a percentage: `+17.8 %`, `-3.0 %`.
 pub fn pct(rel: f64) -> String {
     if !rel.is_finite() {
@@ -32,9 +42,24 @@ pub fn pct(rel: f64) -> String {
     format!("{p:+.1} %")
 }
 
+/// Replaces control characters other than tab and newline with U+FFFD, so text from
+/// servers cannot garble a terminal or a markdown file.
+pub fn visible(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' && c != '\r' {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 /// Escapes text for a markdown table cell (pipes, newlines, HTML-significant `<`).
 pub fn md_cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
+    visible(s)
+        .replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace('<', "&lt;")
         .replace(['\n', '\r'], " ")
@@ -50,6 +75,7 @@ pub fn html(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }

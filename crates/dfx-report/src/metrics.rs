@@ -11,7 +11,7 @@ pub struct Family {
     pub id: &'static str,
     /// Column / chart title.
     pub title: &'static str,
-    /// Unit for the axis.
+    /// Unit for the axis (empty for ratios).
     pub unit: &'static str,
     /// Result keys of the family, preferred first.
     pub keys: &'static [&'static str],
@@ -34,7 +34,7 @@ pub const FAMILIES: [Family; 4] = [
     Family {
         id: "rtf",
         title: "RTF",
-        unit: "audio RTF",
+        unit: "",
         keys: &["median_audio_rtf", "mean_audio_rtf", "p99_audio_rtf"],
     },
     Family {
@@ -60,6 +60,31 @@ impl Family {
                     .find(|k| trials.clone().into_iter().any(|t| t.metric(k).is_some()))
             })
             .copied()
+    }
+}
+
+impl Family {
+    /// `TTFP p50 (ms)`: the column heading for `key`.
+    pub fn heading(&self, key: &str) -> String {
+        let stat = if key.starts_with("median_") {
+            " p50"
+        } else if key.starts_with("mean_") {
+            " mean"
+        } else if key.starts_with("p99_") {
+            " p99"
+        } else {
+            ""
+        };
+        if self.unit.is_empty() {
+            format!("{}{stat}", self.title)
+        } else {
+            format!("{}{stat} ({})", self.title, self.unit)
+        }
+    }
+
+    /// Axis label: the unit, or the title for unitless ratios.
+    pub fn axis_label(&self) -> &'static str {
+        if self.unit.is_empty() { self.title } else { self.unit }
     }
 }
 

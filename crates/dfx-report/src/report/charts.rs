@@ -72,7 +72,7 @@ fn kind_charts(test: &str, kind: StepKind, trials: &[&TrialSummary]) -> Vec<Line
                 id: format!("{test}::{}::{kind_id}", family.id),
                 title: format!("{test}: {key}"),
                 x_label: x_label.into(),
-                y_label: family.unit.into(),
+                y_label: family.axis_label().into(),
                 series,
             })
         })

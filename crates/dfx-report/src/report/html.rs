@@ -22,7 +22,7 @@ tr.failed td{background:#fdecec}tr.ignored td{color:#888}\
 .grid{display:flex;flex-wrap:wrap;gap:1em}\
 figure.chart{margin:0;border:1px solid #eee;padding:.3em}figure.chart svg{max-width:100%;height:auto;display:block}\
 figcaption{font-size:.8em;color:#555}code{font-size:.95em}ul.msgs{margin:.2em 0}\
-.chart-error{color:#b00}footer{margin-top:2em;font-size:.8em;color:#888}";
+.chart-error{color:#b00}td.thr{min-width:24em}footer{margin-top:2em;font-size:.8em;color:#888}";
 
 /// Renders `report.html`. A chart that cannot be drawn is replaced by a message; the
 /// page itself always renders.
@@ -61,7 +61,7 @@ fn trials_table(out: &mut String, run: &Run) {
     out.push_str("<h2 id=\"trials\">Trials</h2>\n<p>Thresholds: value (max/min threshold, gap; a positive gap is worse than the threshold).</p>\n");
     out.push_str("<table class=\"trials\">\n<tr><th>verdict</th><th>trial</th><th>completed</th>");
     for f in FAMILIES {
-        let _ = write!(out, "<th>{} ({})<br><small>{}</small></th>", f.title, f.unit, f.keys[0]);
+        let _ = write!(out, "<th>{}<br><small>{}</small></th>", html(&f.heading(f.keys[0])), f.keys[0]);
     }
     out.push_str("<th>thresholds</th></tr>\n");
     for t in &run.trials {
@@ -100,7 +100,7 @@ fn trial_row(out: &mut String, t: &TrialSummary) {
         );
     }
     let views = threshold_views(t);
-    out.push_str("<td>");
+    out.push_str("<td class=\"thr\">");
     if views.is_empty() {
         out.push('-');
     }

@@ -22,7 +22,7 @@ pub fn render_markdown(run: &Run) -> String {
     );
     out.push_str("| verdict | trial | completed |");
     for f in FAMILIES {
-        let _ = write!(out, " {} {} ({}) |", f.title, short_stat(f.keys[0]), f.unit);
+        let _ = write!(out, " {} |", f.heading(f.keys[0]));
     }
     out.push_str(" thresholds |\n|---|---|---|");
     out.push_str(&"---:|".repeat(FAMILIES.len()));
@@ -33,18 +33,6 @@ pub fn render_markdown(run: &Run) -> String {
     failures_section(&mut out, run);
     notes_section(&mut out, run);
     out
-}
-
-fn short_stat(key: &str) -> &'static str {
-    if key.starts_with("median_") {
-        "p50"
-    } else if key.starts_with("mean_") {
-        "mean"
-    } else if key.starts_with("p99_") {
-        "p99"
-    } else {
-        ""
-    }
 }
 
 fn trial_row(out: &mut String, t: &TrialSummary) {
@@ -86,6 +74,7 @@ fn failures_section(out: &mut String, run: &Run) {
     let failed: Vec<&TrialSummary> = run
         .trials
         .iter()
+        .filter(|t| t.outcome != Outcome::Ignored)
         .filter(|t| t.outcome == Outcome::Failed || !t.warnings.is_empty())
         .collect();
     if failed.is_empty() {
@@ -144,5 +133,5 @@ fn notes_section(out: &mut String, run: &Run) {
 
 /// Markdown list items must stay on one line; `<` would start HTML.
 fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ").replace('<', "&lt;")
+    fmt::visible(s).replace(['\n', '\r'], " ").replace('<', "&lt;")
 }

@@ -83,7 +83,8 @@ pub fn threshold_views(t: &TrialSummary) -> Vec<ThresholdView> {
     t.thresholds
         .iter()
         .map(|th| {
-            let value = t.metric(&th.metric);
+            // a fallback result's zeros are not measurements
+            let value = t.metric(&th.metric).filter(|_| !t.is_fallback());
             let g = value.map(|v| gap(v, th.value, th.direction));
             ThresholdView {
                 metric: th.metric.clone(),

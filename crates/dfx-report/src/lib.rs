@@ -3,6 +3,7 @@
 //! (`<results-dir>/<run-id>/`: `run.json`, `summary.json`, `trials/*/result.json`).
 
 pub mod chart;
+pub mod compare;
 mod error;
 pub mod fmt;
 pub mod metrics;

@@ -2,7 +2,7 @@
 //! CSS and SVG charts, nothing fetched) and `junit.xml`.
 
 mod charts;
-mod html;
+pub(crate) mod html;
 mod junit;
 mod markdown;
 

@@ -7,8 +7,10 @@ pub mod compare;
 mod error;
 pub mod fmt;
 pub mod metrics;
+pub mod recalibrate;
 pub mod report;
 pub mod run;
+pub mod writeback;
 
 pub use error::ReportError;
 pub use report::{ReportPaths, write_run_reports};

@@ -61,8 +61,8 @@ impl Default for RecalibrateOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OldThreshold {
     pub value: f64,
-    /// `store` (the current `baselines/<hw>.json`) or the source the run recorded
-    /// (`inline`).
+    /// `store` (the current `baselines/<hw>.json`), or the source the run recorded:
+    /// `inline`, or `run's store` (a store entry that the current store no longer has).
     pub source: String,
 }
 
@@ -295,7 +295,7 @@ fn change_for(
         .or_else(|| {
             trials.iter().find_map(|t| t.threshold(metric)).map(|th| OldThreshold {
                 value: th.value,
-                source: th.source_label(),
+                source: if th.from_store() { "run's store".into() } else { th.source_label() },
             })
         });
     let (decision, relative) = decide(old.as_ref().map(|o| o.value), proposed, direction, opts.tolerance, opts.allow_loosen);

@@ -17,10 +17,10 @@ pub fn render_table(r: &Recalibration) -> String {
                 c.metric.clone(),
                 c.values.len().to_string(),
                 fmt::num(c.median),
-                format!("{} ({})", fmt::num(c.proposed), margin_text(c.margin, c.direction)),
+                format!("{} ({})", c.proposed, margin_text(c.margin, c.direction)),
                 c.old
                     .as_ref()
-                    .map(|o| format!("{} ({})", fmt::num(o.value), o.source))
+                    .map(|o| format!("{} ({})", o.value, o.source))
                     .unwrap_or_else(|| "-".into()),
                 c.relative.map(fmt::pct).unwrap_or_else(|| "new".into()),
                 c.decision.label().to_string(),

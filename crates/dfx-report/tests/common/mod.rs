@@ -113,7 +113,7 @@ pub fn standard_steps() -> Vec<Step> {
             rate: Some(1.0),
             num_prompts: 20,
             truth: (151.7, 2104.0, 0.1608, 5.83),
-            thresholds: vec![("mean_e2el_ms", 2600.0, "store")],
+            thresholds: vec![("mean_e2el_ms", 2500.0, "store")],
         },
         Step {
             test: CV,
@@ -123,7 +123,7 @@ pub fn standard_steps() -> Vec<Step> {
             rate: Some(2.0),
             num_prompts: 40,
             truth: (182.2, 2488.0, 0.1911, 11.21),
-            thresholds: vec![("mean_e2el_ms", 3100.0, "store")],
+            thresholds: vec![("mean_e2el_ms", 2950.0, "store")],
         },
     ]
 }

@@ -237,3 +237,14 @@ fn extra_metrics_are_added() {
     assert_eq!(c.decision, Decision::Add);
     assert!(c.old.is_none());
 }
+
+#[test]
+fn an_invalid_store_is_an_error_naming_file_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = three_runs(tmp.path());
+    let baselines = tmp.path().join("baselines");
+    std::fs::create_dir_all(&baselines).unwrap();
+    std::fs::write(baselines.join("SIM.json"), format!("{{\"{C1}\": {{\"median_audio_ttfp_ms\": \"fast\"}}}}")).unwrap();
+    let err = plan_from_dirs(&dirs, &opts(&baselines)).unwrap_err().to_string();
+    assert!(err.contains("SIM.json") && err.contains("median_audio_ttfp_ms"), "{err}");
+}

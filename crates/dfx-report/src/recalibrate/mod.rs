@@ -176,8 +176,8 @@ fn validate_options(opts: &RecalibrateOptions) -> Result<(), ReportError> {
     let known = |m: &str, flag: &str| -> Result<(), ReportError> {
         if direction_of(m).is_none() {
             return Err(ReportError::Invalid(format!(
-                "{flag} {m}: unknown metric (accepted: a result key with a known direction, \
-                 e.g. median_audio_ttfp_ms, mean_e2el_ms, median_audio_rtf, audio_throughput)"
+                "{flag} {m}: unknown metric (accepted: {})",
+                dfx_core::baseline::direction::ACCEPTED_HINT
             )));
         }
         Ok(())

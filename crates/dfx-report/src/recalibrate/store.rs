@@ -1,8 +1,10 @@
-//! `baselines/<hardware>.json`: `{"<trial name>": {"<metric>": number}}`, written sorted
-//! with stable formatting (two-space indent, trailing newline) so diffs stay small.
+//! `baselines/<hardware>.json` through dfx-core's store (same validation as the suite
+//! applies when it loads the file; written sorted with stable formatting).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use dfx_core::baseline::{Store, parse_store, store_path};
 
 use crate::ReportError;
 
@@ -11,25 +13,28 @@ pub type StoreMap = BTreeMap<String, BTreeMap<String, f64>>;
 
 /// `<dir>/<hardware>.json` (the label made safe as a file name).
 pub fn store_file(dir: &Path, hardware: &str) -> PathBuf {
-    dir.join(format!("{}.json", dfx_core::fsutil::sanitize_component(hardware)))
+    store_path(dir, hardware)
 }
 
-/// Reads a store; a missing file is an empty store.
+/// Reads a store; a missing file is an empty store. Invalid content (bad JSON, unknown
+/// metrics, non-numbers) is an error naming the file and the key.
 pub fn read_store(path: &Path) -> Result<StoreMap, ReportError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StoreMap::new()),
         Err(e) => return Err(ReportError::io(path, e)),
     };
-    serde_json::from_str(&text).map_err(|e| {
-        ReportError::format(
-            path,
-            format!("not a baseline store ({e}); accepted: {{\"<trial name>\": {{\"<metric>\": <number>}}}}"),
-        )
+    parse_store(path, &text).map(|s| s.entries).map_err(|errs| {
+        let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        ReportError::Invalid(format!("invalid baseline store:\n  - {}", lines.join("\n  - ")))
     })
 }
 
-/// Writes a store atomically.
+/// Writes a store atomically (trial names and metrics sorted, pretty, trailing newline).
 pub fn write_store(path: &Path, store: &StoreMap) -> Result<(), ReportError> {
-    dfx_core::fsutil::write_json_atomic(path, store).map_err(|e| ReportError::io(path, e))
+    let s = Store {
+        file: path.to_path_buf(),
+        entries: store.clone(),
+    };
+    s.write().map_err(|e| ReportError::io(path, e))
 }

@@ -112,21 +112,10 @@ fn is_pretty(text: &str, node: &Node) -> bool {
     text[node.start..node.end].contains('\n')
 }
 
-/// Whether a baseline object is hardware-nested (`{"H100": {metric: …}}`): every key is
-/// not a metric and holds an object, and a key is a known hardware label or an inner key
-/// is a metric (the rule dfx-core uses when loading).
+/// Whether a baseline object is hardware-nested (`{"H100": {metric: …}}`), by the rule
+/// the config loader uses.
 fn is_nested(v: &Value) -> bool {
-    use dfx_core::baseline::direction_of;
-    use dfx_core::hardware::{KNOWN_TOKENS, SIM, UNKNOWN};
-    let Some(obj) = v.as_object() else { return false };
-    !obj.is_empty()
-        && obj.iter().all(|(k, v)| v.is_object() && direction_of(k).is_none())
-        && obj.iter().any(|(k, v)| {
-            KNOWN_TOKENS.contains(&k.as_str())
-                || k == SIM
-                || k == UNKNOWN
-                || v.as_object().is_some_and(|i| i.keys().any(|m| direction_of(m).is_some()))
-        })
+    v.as_object().is_some_and(dfx_core::baseline::looks_nested)
 }
 
 /// Computes the edits for one entry.

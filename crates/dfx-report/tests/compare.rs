@@ -216,3 +216,11 @@ fn recorded_comparisons_match_their_expectation() {
         assert_eq!(found, expect["regression"].as_bool().unwrap(), "{}\n{}", case.display(), render_text(&c));
     }
 }
+
+#[test]
+#[ignore]
+fn tmp_cli_runs() {
+    let p = Path::new("/tmp/cli-runs");
+    runs(p, "SIM", &[1, 2, 3], 0.0);
+    runs(p, "SIMB", &[4, 5, 6], 0.15);
+}

@@ -1,6 +1,8 @@
 //! Writing thresholds back into upstream-format configs: only the intended spans change,
 //! every other byte stays identical.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -212,4 +214,54 @@ fn a_file_that_does_not_match_the_plan_is_an_error() {
     let t = thresholds(&[("x::e::c1", "median_e2el_ms", 1.0)]);
     let err = write_back_text(&p, &old, "H100", &[entry], &t).unwrap_err().to_string();
     assert!(err.contains("test_qwen3_tts_sglang.json") && err.contains("does not match the plan"), "{err}");
+}
+
+/// End to end: recalibrate fixture runs, write the thresholds into a copy of the
+/// upstream config through the real loader's trial naming.
+#[test]
+fn recalibrated_thresholds_go_into_the_config_through_the_plan() {
+    use dfx_report::recalibrate::{RecalibrateOptions, plan_from_dirs};
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (1..=3)
+        .map(|s| common::RunBuilder::new(&format!("20260310-0{s}0000-H100")).hardware("H100").seed(s).write(tmp.path()))
+        .collect();
+    let baselines = tmp.path().join("baselines");
+    let o = RecalibrateOptions { baselines_dir: baselines.clone(), margin: 0.0, ..RecalibrateOptions::default() };
+    let r = plan_from_dirs(&dirs, &o).unwrap();
+    let (_, old) = fixture("test_tts.json");
+    let cfg = tmp.path().join("test_tts.json");
+    std::fs::write(&cfg, &old).unwrap();
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+    let wb = dfx_report::writeback::write_config(&cfg, &deploy, &baselines, "H100", &r.final_thresholds(), true).unwrap();
+    let new = std::fs::read_to_string(&cfg).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&new).unwrap();
+    let h100 = &doc[0]["benchmark_params"][1]["baseline"]["H100"];
+    let expect: Vec<f64> = [8, 16, 64]
+        .iter()
+        .map(|c| {
+            r.changes
+                .iter()
+                .find(|ch| ch.trial == format!("{BASE}::{THR}::c{c}") && ch.metric == "median_audio_ttfp_ms")
+                .unwrap()
+                .result
+        })
+        .collect();
+    assert_eq!(h100["median_audio_ttfp_ms"], serde_json::json!(expect));
+    // A3 buckets and the other cases are byte-identical
+    let (s, e) = span(&old, 0, 1, &["baseline", "A3"]);
+    assert!(new.contains(&old[s..e]));
+    // test_voxtral_tts (no trial in the runs) is byte-identical
+    let case2_old = {
+        let root = jsonspan::parse(&old).unwrap();
+        let n = root.at(2).unwrap();
+        old[n.start..n.end].to_string()
+    };
+    assert!(new.contains(&case2_old));
+    // the customvoice stress entry (qps2.0, in the runs) got the calibrated metric added
+    // next to the ones it had
+    let stress = &doc[1]["benchmark_params"][3]["baseline"]["H100"];
+    let qps2 = r.changes.iter().find(|c| c.trial.ends_with("::qps2.0") && c.metric == "mean_e2el_ms").unwrap();
+    assert_eq!(stress["mean_e2el_ms"], serde_json::json!([qps2.result]));
+    assert_eq!(stress["median_audio_ttfp_ms"], serde_json::json!([56.746]));
+    assert_eq!(wb.written.len(), 6, "{:#?}", wb.written);
 }

@@ -241,11 +241,12 @@ pub fn side_text(s: &Option<SideStats>) -> String {
     }
 }
 
-/// The default output folder: next to the first B run, `compare-<A>-vs-<B>`.
+/// The default output folder: `compare/<A>-vs-<B>` in the results folder of the first B
+/// run (a subfolder, so globs over run ids such as `results/*-H100` do not match it).
 pub fn default_out_dir(c: &Comparison) -> PathBuf {
     let parent = c.b[0].dir.parent().unwrap_or(Path::new("."));
-    parent.join(format!(
-        "compare-{}-vs-{}",
+    parent.join("compare").join(format!(
+        "{}-vs-{}",
         dfx_core::fsutil::sanitize_component(&c.a[0].run_id),
         dfx_core::fsutil::sanitize_component(&c.b[0].run_id)
     ))

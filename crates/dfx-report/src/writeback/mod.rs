@@ -80,6 +80,45 @@ pub fn write_back_text(
     })
 }
 
+/// Writes `thresholds` back into the perf-config `file` for `hardware`: loads the file
+/// with dfx-core's loader (so trial names map to entries and list positions exactly as
+/// the suite names them), then edits it and, when `write` is set, writes it atomically
+/// (otherwise the returned text shows what would be written).
+pub fn write_config(
+    file: &Path,
+    deploy_dir: &Path,
+    baselines_dir: &Path,
+    hardware: &str,
+    thresholds: &BTreeMap<String, BTreeMap<String, f64>>,
+    write: bool,
+) -> Result<WriteBack, ReportError> {
+    let opts = dfx_core::config::LoadOptions {
+        files: vec![file.to_path_buf()],
+        hardware: hardware.to_string(),
+        deploy_dir: deploy_dir.to_path_buf(),
+        baselines_dir: baselines_dir.to_path_buf(),
+        mark: None,
+    };
+    let plan = dfx_core::config::load_plan(&opts).map_err(|e| {
+        ReportError::Invalid(format!("--write-config {}: the file does not load: {e}", file.display()))
+    })?;
+    let entries = entries_from_plan(&plan, file);
+    let mut wb = if write {
+        write_back_file(file, hardware, &entries, thresholds)?
+    } else {
+        let text = std::fs::read_to_string(file).map_err(|e| ReportError::io(file, e))?;
+        write_back_text(file, &text, hardware, &entries, thresholds)?
+    };
+    let known: Vec<&str> = entries.iter().flat_map(|e| e.steps.iter().map(|s| s.trial.as_str())).collect();
+    if !thresholds.keys().any(|t| known.contains(&t.as_str())) {
+        wb.notes.push(format!(
+            "no recalibrated trial belongs to {}: nothing written (are the runs from this config?)",
+            file.display()
+        ));
+    }
+    Ok(wb)
+}
+
 /// Reads `file`, edits it and writes it back atomically. Returns what was done.
 pub fn write_back_file(
     file: &Path,

@@ -13,10 +13,12 @@ use super::Run;
 const EXIT_REGRESSION: u8 = 3;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "A change is called only with 2+ runs per side (use --a/--b with \
+#[command(
+    after_help = "A change is called only with 2+ runs per side (use --a/--b with \
     repeats; shell globs work: --a results/*-base-* --b results/*-new-*), when the \
     [min, max] ranges of both sides do not overlap and the medians differ by more than \
-    --tolerance. One run per side gives the ratio, labelled \"single pair: unconfirmed\".")]
+    --tolerance. One run per side gives the ratio, labelled \"single pair: unconfirmed\"."
+)]
 pub struct CompareArgs {
     /// Run A and run B (one run per side).
     #[arg(num_args = 2, value_names = ["RUN_A", "RUN_B"], conflicts_with_all = ["a", "b"], required_unless_present_all = ["a", "b"])]
@@ -66,7 +68,11 @@ impl Run for CompareArgs {
         print!("{}", compare::render_text(&c));
         let out = self.out.unwrap_or_else(|| compare::default_out_dir(&c));
         let paths = compare::write_comparison(&c, &out)?;
-        println!("wrote {} and {}", paths.markdown.display(), paths.html.display());
+        println!(
+            "wrote {} and {}",
+            paths.markdown.display(),
+            paths.html.display()
+        );
         if self.fail_on_regression && c.regressions().next().is_some() {
             return Ok(ExitCode::from(EXIT_REGRESSION));
         }

@@ -10,9 +10,11 @@ use dfx_report::recalibrate::{self, RecalibrateOptions};
 use super::Run;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Policy: an old threshold is kept unless the new one is tighter by \
+#[command(
+    after_help = "Policy: an old threshold is kept unless the new one is tighter by \
     more than --tolerance; a looser one is written only with --allow-loosen. Failed or \
-    fallback trials and runs of mixed hardware are refused.")]
+    fallback trials and runs of mixed hardware are refused."
+)]
 pub struct RecalibrateArgs {
     /// Run folders of one hardware (e.g. the repeats made by scripts/recalibrate.sh).
     #[arg(required = true, value_name = "RUN")]
@@ -75,7 +77,11 @@ impl Run for RecalibrateArgs {
         } else {
             let applied = recalibrate::apply(&r)?;
             if applied.written > 0 {
-                println!("wrote {} threshold(s) to {}", applied.written, applied.store.display());
+                println!(
+                    "wrote {} threshold(s) to {}",
+                    applied.written,
+                    applied.store.display()
+                );
             } else {
                 println!("nothing to write: {} unchanged", applied.store.display());
             }
@@ -95,8 +101,16 @@ impl Run for RecalibrateArgs {
             for n in &wb.notes {
                 println!("note: {n}");
             }
-            let verb = if self.dry_run { "would update" } else { "updated" };
-            println!("{verb} {} ({} metric list(s))", cfg.display(), wb.written.len());
+            let verb = if self.dry_run {
+                "would update"
+            } else {
+                "updated"
+            };
+            println!(
+                "{verb} {} ({} metric list(s))",
+                cfg.display(),
+                wb.written.len()
+            );
         }
         Ok(ExitCode::SUCCESS)
     }

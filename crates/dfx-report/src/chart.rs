@@ -61,13 +61,23 @@ pub fn line_chart_svg(c: &LineChart) -> Result<String, ReportError> {
     let xs: Vec<f64> = c
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.x).chain(s.thresholds.iter().map(|t| t.0)))
+        .flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.x)
+                .chain(s.thresholds.iter().map(|t| t.0))
+        })
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     let ys: Vec<f64> = c
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.y).chain(s.thresholds.iter().map(|t| t.1)))
+        .flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.y)
+                .chain(s.thresholds.iter().map(|t| t.1))
+        })
         .filter(|y| y.is_finite())
         .collect();
     if xs.is_empty() || ys.is_empty() {
@@ -134,7 +144,10 @@ fn draw_series(
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.x.log2(), p.y)).collect();
     chart
-        .draw_series(plotters::series::LineSeries::new(pts, color.stroke_width(2)))?
+        .draw_series(plotters::series::LineSeries::new(
+            pts,
+            color.stroke_width(2),
+        ))?
         .label(s.label.clone())
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
     chart.draw_series(s.points.iter().map(|p| {
@@ -150,9 +163,7 @@ fn draw_series(
                 color.stroke_width(1),
             ))?
             .label(format!("{} threshold", s.label))
-            .legend(move |(x, y)| {
-                Cross::new((x + 9, y), 4, color.stroke_width(1))
-            });
+            .legend(move |(x, y)| Cross::new((x + 9, y), 4, color.stroke_width(1)));
         chart.draw_series(
             s.thresholds
                 .iter()
@@ -210,12 +221,17 @@ pub fn change_chart_svg(
     let lim = vals.iter().fold(1.0f64, |m, v| m.max(v.abs())) * 1.1;
     let n = bars.len();
     let height = (60 + 26 * n as u32).max(160);
-    let label_width = bars.iter().map(|b| b.label.chars().count()).max().unwrap_or(10);
+    let label_width = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(10);
     let label_area = (label_width as u32 * 6 + 16).clamp(80, 360);
 
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (label_area + 460, height)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut buf, (label_area + 460, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 15))
@@ -245,10 +261,17 @@ pub fn change_chart_svg(
                     BarKind::Unchanged => NEUTRAL,
                     BarKind::Unconfirmed => PALETTE[1],
                 };
-                let v = if b.change.is_finite() { b.change * 100.0 } else { 0.0 };
+                let v = if b.change.is_finite() {
+                    b.change * 100.0
+                } else {
+                    0.0
+                };
                 let row = n - 1 - i;
                 Rectangle::new(
-                    [(0.0, SegmentValue::Exact(row)), (v, SegmentValue::Exact(row + 1))],
+                    [
+                        (0.0, SegmentValue::Exact(row)),
+                        (v, SegmentValue::Exact(row + 1)),
+                    ],
                     color.mix(0.75).filled(),
                 )
             }))
@@ -295,7 +318,9 @@ fn tag_svg(svg: String, id: &str, title: &str) -> String {
 
 fn bounds(v: &[f64]) -> (f64, f64) {
     v.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        })
 }
 
 #[cfg(test)]
@@ -312,8 +337,16 @@ mod tests {
             series: vec![LineSeries {
                 label: "throughput".into(),
                 points: vec![
-                    LinePoint { x: 8.0, y: 220.0, bad: false },
-                    LinePoint { x: 16.0, y: 700.0, bad: true },
+                    LinePoint {
+                        x: 8.0,
+                        y: 220.0,
+                        bad: false,
+                    },
+                    LinePoint {
+                        x: 16.0,
+                        y: 700.0,
+                        bad: true,
+                    },
                 ],
                 thresholds: vec![(8.0, 226.7), (16.0, 647.1)],
             }],
@@ -329,8 +362,18 @@ mod tests {
     #[test]
     fn change_chart_draws_one_bar_per_item() {
         let bars = vec![
-            ChangeBar { label: "a::c1".into(), change: 0.12, range: Some((0.08, 0.16)), kind: BarKind::Worse },
-            ChangeBar { label: "a::c8".into(), change: -0.01, range: None, kind: BarKind::Unconfirmed },
+            ChangeBar {
+                label: "a::c1".into(),
+                change: 0.12,
+                range: Some((0.08, 0.16)),
+                kind: BarKind::Worse,
+            },
+            ChangeBar {
+                label: "a::c8".into(),
+                change: -0.01,
+                range: None,
+                kind: BarKind::Unconfirmed,
+            },
         ];
         let svg = change_chart_svg("cmp", "ttfp", &bars, 0.05).unwrap();
         assert!(svg.contains("a::c1") && svg.contains("a::c8"));

@@ -4,7 +4,11 @@
 /// `0.1591`. Non-finite values print as `inf` / `nan`.
 pub fn num(x: f64) -> String {
     if !x.is_finite() {
-        return if x.is_nan() { "nan".into() } else { "inf".into() };
+        return if x.is_nan() {
+            "nan".into()
+        } else {
+            "inf".into()
+        };
     }
     if x.fract() == 0.0 && x.abs() < 1e15 {
         return format!("{x:.0}");
@@ -136,7 +140,10 @@ mod tests {
 
     #[test]
     fn xml_escapes_everything_unsafe() {
-        assert_eq!(xml("a<b>&\"c'\u{1}\n"), "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}&#10;");
+        assert_eq!(
+            xml("a<b>&\"c'\u{1}\n"),
+            "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}&#10;"
+        );
     }
 
     #[test]

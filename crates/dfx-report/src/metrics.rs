@@ -23,7 +23,11 @@ pub const FAMILIES: [Family; 4] = [
         id: "ttfp",
         title: "TTFP",
         unit: "ms",
-        keys: &["median_audio_ttfp_ms", "mean_audio_ttfp_ms", "p99_audio_ttfp_ms"],
+        keys: &[
+            "median_audio_ttfp_ms",
+            "mean_audio_ttfp_ms",
+            "p99_audio_ttfp_ms",
+        ],
     },
     Family {
         id: "e2el",
@@ -48,7 +52,10 @@ pub const FAMILIES: [Family; 4] = [
 impl Family {
     /// The key to show for these trials: the first key any of them has a threshold on
     /// (so the threshold can be drawn), else the first key any of them measured.
-    pub fn pick<'a>(&self, trials: impl IntoIterator<Item = &'a TrialSummary> + Clone) -> Option<&'static str> {
+    pub fn pick<'a>(
+        &self,
+        trials: impl IntoIterator<Item = &'a TrialSummary> + Clone,
+    ) -> Option<&'static str> {
         let by_threshold = self
             .keys
             .iter()
@@ -84,7 +91,11 @@ impl Family {
 
     /// Axis label: the unit, or the title for unitless ratios.
     pub fn axis_label(&self) -> &'static str {
-        if self.unit.is_empty() { self.title } else { self.unit }
+        if self.unit.is_empty() {
+            self.title
+        } else {
+            self.unit
+        }
     }
 }
 

@@ -88,7 +88,9 @@ pub fn same_configs(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, Re
     if allow {
         return Ok(problems
             .into_iter()
-            .map(|p| format!("{p} (compared the common trials as asked: --allow-different-configs)"))
+            .map(|p| {
+                format!("{p} (compared the common trials as asked: --allow-different-configs)")
+            })
             .collect());
     }
     Err(ReportError::Refused(format!(

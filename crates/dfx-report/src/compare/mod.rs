@@ -80,26 +80,43 @@ pub struct Comparison {
 impl Comparison {
     /// Rows with a confirmed regression.
     pub fn regressions(&self) -> impl Iterator<Item = &Row> {
-        self.rows.iter().filter(|r| r.verdict == Verdict::Regression)
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Regression)
     }
 
     /// Whether every row is a single-pair or otherwise unconfirmed comparison.
     pub fn all_unconfirmed(&self) -> bool {
-        self.rows
-            .iter()
-            .all(|r| matches!(r.verdict, Verdict::Unconfirmed { .. } | Verdict::NotMeasured { .. }))
+        self.rows.iter().all(|r| {
+            matches!(
+                r.verdict,
+                Verdict::Unconfirmed { .. } | Verdict::NotMeasured { .. }
+            )
+        })
     }
 }
 
 /// Loads the run folders of both sides and compares them.
-pub fn compare_dirs(a: &[PathBuf], b: &[PathBuf], opts: &CompareOptions) -> Result<Comparison, ReportError> {
-    let load = |dirs: &[PathBuf]| dirs.iter().map(|d| load_run(d)).collect::<Result<Vec<_>, _>>();
+pub fn compare_dirs(
+    a: &[PathBuf],
+    b: &[PathBuf],
+    opts: &CompareOptions,
+) -> Result<Comparison, ReportError> {
+    let load = |dirs: &[PathBuf]| {
+        dirs.iter()
+            .map(|d| load_run(d))
+            .collect::<Result<Vec<_>, _>>()
+    };
     compare_runs(&load(a)?, &load(b)?, opts)
 }
 
 /// Compares side A against side B. Refuses different hardware or configs unless the
 /// options allow it.
-pub fn compare_runs(a: &[Run], b: &[Run], opts: &CompareOptions) -> Result<Comparison, ReportError> {
+pub fn compare_runs(
+    a: &[Run],
+    b: &[Run],
+    opts: &CompareOptions,
+) -> Result<Comparison, ReportError> {
     if a.is_empty() || b.is_empty() {
         return Err(ReportError::Invalid(
             "compare needs at least one run on each side (A and B)".into(),
@@ -150,7 +167,8 @@ fn refs(runs: &[Run]) -> Vec<RunRef> {
 
 /// Trials measured on both sides, in the order of side A's first run.
 fn common_trials(a: &[Run], b: &[Run]) -> Vec<String> {
-    let in_side = |runs: &[Run], name: &str| runs.iter().any(|r| check::trial_set(r).contains(name));
+    let in_side =
+        |runs: &[Run], name: &str| runs.iter().any(|r| check::trial_set(r).contains(name));
     let mut out: Vec<String> = Vec::new();
     for r in a {
         for t in &r.trials {
@@ -162,19 +180,29 @@ fn common_trials(a: &[Run], b: &[Run]) -> Vec<String> {
     out
 }
 
-fn trials_of<'a>(runs: &'a [Run], name: &'a str) -> impl Iterator<Item = (&'a Run, &'a TrialSummary)> {
-    runs.iter().filter_map(move |r| r.trial(name).map(|t| (r, t)))
+fn trials_of<'a>(
+    runs: &'a [Run],
+    name: &'a str,
+) -> impl Iterator<Item = (&'a Run, &'a TrialSummary)> {
+    runs.iter()
+        .filter_map(move |r| r.trial(name).map(|t| (r, t)))
 }
 
 /// Default metrics (one per family, the thresholded ones, the extra ones) that either
 /// side measured for this trial.
 fn metrics_for(trial: &str, a: &[Run], b: &[Run], extra: &[String]) -> Vec<String> {
-    let all: Vec<&TrialSummary> = trials_of(a, trial).chain(trials_of(b, trial)).map(|(_, t)| t).collect();
+    let all: Vec<&TrialSummary> = trials_of(a, trial)
+        .chain(trials_of(b, trial))
+        .map(|(_, t)| t)
+        .collect();
     let mut wanted: Vec<&str> = FAMILIES
         .iter()
         .map(|f| f.pick(all.iter().copied()).unwrap_or(f.keys[0]))
         .collect();
-    wanted.extend(all.iter().flat_map(|t| t.thresholds.iter().map(|th| th.metric.as_str())));
+    wanted.extend(
+        all.iter()
+            .flat_map(|t| t.thresholds.iter().map(|th| th.metric.as_str())),
+    );
     wanted.extend(extra.iter().map(String::as_str));
     let mut out: Vec<String> = Vec::new();
     for m in wanted {
@@ -185,7 +213,12 @@ fn metrics_for(trial: &str, a: &[Run], b: &[Run], extra: &[String]) -> Vec<Strin
     out
 }
 
-fn side_values(runs: &[Run], trial: &str, metric: &str, notes: &mut Vec<String>) -> Option<SideStats> {
+fn side_values(
+    runs: &[Run],
+    trial: &str,
+    metric: &str,
+    notes: &mut Vec<String>,
+) -> Option<SideStats> {
     let mut values = Vec::new();
     for (run, t) in trials_of(runs, trial) {
         match t.unclean_reason() {
@@ -196,7 +229,14 @@ fn side_values(runs: &[Run], trial: &str, metric: &str, notes: &mut Vec<String>)
     SideStats::of(values)
 }
 
-fn row(trial: &str, metric: &str, a: &[Run], b: &[Run], tolerance: f64, notes: &mut Vec<String>) -> Row {
+fn row(
+    trial: &str,
+    metric: &str,
+    a: &[Run],
+    b: &[Run],
+    tolerance: f64,
+    notes: &mut Vec<String>,
+) -> Row {
     let direction = trials_of(a, trial)
         .chain(trials_of(b, trial))
         .find_map(|(_, t)| t.direction(metric));
@@ -209,9 +249,30 @@ fn row(trial: &str, metric: &str, a: &[Run], b: &[Run], tolerance: f64, notes: &
             stats::change_range(x, y, direction),
             stats::verdict(x, y, direction, tolerance),
         ),
-        (Some(_), Some(_)) => (None, None, None, Verdict::NotMeasured { why: "A is 0".into() }),
-        (None, _) => (None, None, None, Verdict::NotMeasured { why: "no clean value in A".into() }),
-        (_, None) => (None, None, None, Verdict::NotMeasured { why: "no clean value in B".into() }),
+        (Some(_), Some(_)) => (
+            None,
+            None,
+            None,
+            Verdict::NotMeasured {
+                why: "A is 0".into(),
+            },
+        ),
+        (None, _) => (
+            None,
+            None,
+            None,
+            Verdict::NotMeasured {
+                why: "no clean value in A".into(),
+            },
+        ),
+        (_, None) => (
+            None,
+            None,
+            None,
+            Verdict::NotMeasured {
+                why: "no clean value in B".into(),
+            },
+        ),
     };
     Row {
         trial: trial.to_string(),

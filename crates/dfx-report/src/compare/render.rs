@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use dfx_core::fsutil::write_atomic;
 
 use super::{Comparison, Row, Verdict, side_text};
+use crate::ReportError;
 use crate::chart::{BarKind, ChangeBar, change_chart_svg};
 use crate::fmt::{self, html, md_cell};
 use crate::report::html::{page_end, page_start};
-use crate::ReportError;
 
 /// The files [`write_comparison`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,14 +25,19 @@ pub fn write_comparison(c: &Comparison, out_dir: &Path) -> Result<ComparePaths, 
         markdown: out_dir.join("compare.md"),
         html: out_dir.join("compare.html"),
     };
-    for (path, text) in [(&paths.markdown, render_markdown(c)), (&paths.html, render_html(c))] {
+    for (path, text) in [
+        (&paths.markdown, render_markdown(c)),
+        (&paths.html, render_html(c)),
+    ] {
         write_atomic(path, text.as_bytes()).map_err(|e| ReportError::io(path, e))?;
     }
     Ok(paths)
 }
 
 fn ratio_text(r: &Row) -> String {
-    r.ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
+    r.ratio
+        .map(|x| format!("{x:.3}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn change_text(r: &Row) -> String {
@@ -50,7 +55,10 @@ fn change_text(r: &Row) -> String {
 }
 
 fn sides(ids: &[super::RunRef]) -> String {
-    ids.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(|r| r.run_id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Counts by verdict: `1 regression, 0 improvements, 6 no change, 0 unconfirmed`.
@@ -102,7 +110,13 @@ pub fn render_text(c: &Comparison) -> String {
         }
     }
     let mut out = String::new();
-    let _ = writeln!(out, "A: {}\nB: {}\nhardware: {}", sides(&c.a), sides(&c.b), c.hardware);
+    let _ = writeln!(
+        out,
+        "A: {}\nB: {}\nhardware: {}",
+        sides(&c.a),
+        sides(&c.b),
+        c.hardware
+    );
     let line = |out: &mut String, cells: &[String]| {
         let parts: Vec<String> = cells
             .iter()
@@ -137,7 +151,9 @@ pub fn render_markdown(c: &Comparison) -> String {
     let _ = writeln!(out, "| result | {} |", tally(c));
     let _ = writeln!(out, "\n{}\n", rule_text(c));
     out.push_str("A and B: median [min–max] n=runs. Change: positive is worse.\n\n");
-    out.push_str("| trial | metric | A | B | B/A | change | verdict |\n|---|---|---:|---:|---:|---:|---|\n");
+    out.push_str(
+        "| trial | metric | A | B | B/A | change | verdict |\n|---|---|---:|---:|---:|---:|---|\n",
+    );
     for r in &c.rows {
         let verdict = match r.verdict {
             Verdict::Regression => format!("**{}**", r.verdict.label()),
@@ -185,7 +201,10 @@ fn verdict_class(v: &Verdict) -> &'static str {
 /// `compare.html`: the table plus one change chart per metric.
 pub fn render_html(c: &Comparison) -> String {
     let mut out = String::new();
-    page_start(&mut out, &format!("dfx-perf comparison {} vs {}", sides(&c.a), sides(&c.b)));
+    page_start(
+        &mut out,
+        &format!("dfx-perf comparison {} vs {}", sides(&c.a), sides(&c.b)),
+    );
     out.push_str("<h1>dfx-perf comparison</h1>\n<table class=\"facts\">\n");
     for (k, v) in [
         ("A", sides(&c.a)),
@@ -198,7 +217,9 @@ pub fn render_html(c: &Comparison) -> String {
     }
     let _ = writeln!(out, "</table>\n<p>{}</p>", html(&rule_text(c)));
     charts(&mut out, c);
-    out.push_str("<h2>Table</h2>\n<p>A and B: median [min–max] n=runs. Change: positive is worse.</p>\n");
+    out.push_str(
+        "<h2>Table</h2>\n<p>A and B: median [min–max] n=runs. Change: positive is worse.</p>\n",
+    );
     out.push_str("<table><tr><th>trial</th><th>metric</th><th>A</th><th>B</th><th>B/A</th><th>change</th><th>verdict</th></tr>\n");
     for r in &c.rows {
         let _ = writeln!(
@@ -235,7 +256,11 @@ fn charts(out: &mut String, c: &Comparison) {
     }
     out.push_str("<h2>Changes</h2>\n<p>Bars: change of the median, B against A (positive = worse); whiskers: the range the repeats allow; dashed: ± tolerance. Red: regression, green: improvement, grey: no change, orange: unconfirmed.</p>\n<div class=\"grid\">\n");
     for m in metrics {
-        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.metric == m && r.change.is_some()).collect();
+        let rows: Vec<&Row> = c
+            .rows
+            .iter()
+            .filter(|r| r.metric == m && r.change.is_some())
+            .collect();
         let short: Vec<String> = rows.iter().map(|r| short_trial(&r.trial)).collect();
         let unique = short.iter().collect::<std::collections::HashSet<_>>().len() == short.len();
         let bars: Vec<ChangeBar> = rows
@@ -259,7 +284,11 @@ fn charts(out: &mut String, c: &Comparison) {
                 let _ = write!(out, "<p class=\"chart-error\">{}</p>", html(&e.to_string()));
             }
         }
-        let _ = writeln!(out, "<figcaption>{}: B against A</figcaption></figure>", html(m));
+        let _ = writeln!(
+            out,
+            "<figcaption>{}: B against A</figcaption></figure>",
+            html(m)
+        );
     }
     out.push_str("</div>\n");
 }
@@ -267,14 +296,25 @@ fn charts(out: &mut String, c: &Comparison) {
 /// `suffix::step` (the test name is long and repeated); the full name is in the table.
 fn short_trial(name: &str) -> String {
     let parts: Vec<&str> = name.splitn(3, "::").collect();
-    let s = if parts.len() == 3 { format!("{}::{}", parts[1], parts[2]) } else { name.to_string() };
+    let s = if parts.len() == 3 {
+        format!("{}::{}", parts[1], parts[2])
+    } else {
+        name.to_string()
+    };
     clip(&s)
 }
 
 /// Keeps the last 48 characters (the step is at the end).
 fn clip(s: &str) -> String {
     if s.chars().count() > 48 {
-        let tail: String = s.chars().rev().take(47).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = s
+            .chars()
+            .rev()
+            .take(47)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         format!("…{tail}")
     } else {
         s.to_string()

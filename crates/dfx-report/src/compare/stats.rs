@@ -80,7 +80,10 @@ impl Verdict {
             Verdict::Changed => "CHANGED (direction unknown)".into(),
             Verdict::WithinNoise => "no change (within noise)".into(),
             Verdict::BelowTolerance => "no change (below tolerance)".into(),
-            Verdict::Unconfirmed { runs_a: 1, runs_b: 1 } => "single pair: unconfirmed".into(),
+            Verdict::Unconfirmed {
+                runs_a: 1,
+                runs_b: 1,
+            } => "single pair: unconfirmed".into(),
             Verdict::Unconfirmed { runs_a, runs_b } => {
                 format!("unconfirmed ({runs_a} vs {runs_b} runs; need 2+ per side)")
             }
@@ -90,7 +93,10 @@ impl Verdict {
 
     /// Whether this is a confirmed change (regression, improvement or changed).
     pub fn is_change(&self) -> bool {
-        matches!(self, Verdict::Regression | Verdict::Improvement | Verdict::Changed)
+        matches!(
+            self,
+            Verdict::Regression | Verdict::Improvement | Verdict::Changed
+        )
     }
 }
 
@@ -111,7 +117,11 @@ pub fn change(a: f64, b: f64, direction: Option<Direction>) -> f64 {
 
 /// The range of the change allowed by the repeats (most optimistic to most pessimistic
 /// pairing of A and B values), or `None` with a single run on both sides.
-pub fn change_range(a: &SideStats, b: &SideStats, direction: Option<Direction>) -> Option<(f64, f64)> {
+pub fn change_range(
+    a: &SideStats,
+    b: &SideStats,
+    direction: Option<Direction>,
+) -> Option<(f64, f64)> {
     if a.n() < 2 && b.n() < 2 {
         return None;
     }
@@ -121,7 +131,12 @@ pub fn change_range(a: &SideStats, b: &SideStats, direction: Option<Direction>) 
 }
 
 /// The verdict for one metric. `tolerance` is a fraction (0.05 = 5 %).
-pub fn verdict(a: &SideStats, b: &SideStats, direction: Option<Direction>, tolerance: f64) -> Verdict {
+pub fn verdict(
+    a: &SideStats,
+    b: &SideStats,
+    direction: Option<Direction>,
+    tolerance: f64,
+) -> Verdict {
     if a.n() < 2 || b.n() < 2 {
         return Verdict::Unconfirmed {
             runs_a: a.n(),
@@ -155,7 +170,12 @@ mod tests {
 
     #[test]
     fn separated_repeats_beyond_tolerance_are_a_regression() {
-        let v = verdict(&s(&[100.0, 102.0, 99.0]), &s(&[112.0, 115.0, 113.0]), LOWER, 0.05);
+        let v = verdict(
+            &s(&[100.0, 102.0, 99.0]),
+            &s(&[112.0, 115.0, 113.0]),
+            LOWER,
+            0.05,
+        );
         assert_eq!(v, Verdict::Regression);
         let v = verdict(&s(&[40.0, 41.0]), &s(&[35.0, 36.0]), HIGHER, 0.05);
         assert_eq!(v, Verdict::Regression);

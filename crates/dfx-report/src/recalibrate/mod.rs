@@ -110,24 +110,37 @@ impl Recalibration {
     pub fn final_thresholds(&self) -> BTreeMap<String, BTreeMap<String, f64>> {
         let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
         for c in &self.changes {
-            out.entry(c.trial.clone()).or_default().insert(c.metric.clone(), c.result);
+            out.entry(c.trial.clone())
+                .or_default()
+                .insert(c.metric.clone(), c.result);
         }
         out
     }
 }
 
 /// Loads the run folders and computes the recalibration.
-pub fn plan_from_dirs(dirs: &[PathBuf], opts: &RecalibrateOptions) -> Result<Recalibration, ReportError> {
-    let runs = dirs.iter().map(|d| load_run(d)).collect::<Result<Vec<_>, _>>()?;
+pub fn plan_from_dirs(
+    dirs: &[PathBuf],
+    opts: &RecalibrateOptions,
+) -> Result<Recalibration, ReportError> {
+    let runs = dirs
+        .iter()
+        .map(|d| load_run(d))
+        .collect::<Result<Vec<_>, _>>()?;
     plan_recalibration(&runs, opts)
 }
 
 /// Computes new thresholds and decisions. Refuses mixed hardware, and (unless
 /// `skip_failed`) trials that failed or fell back in any run.
-pub fn plan_recalibration(runs: &[Run], opts: &RecalibrateOptions) -> Result<Recalibration, ReportError> {
+pub fn plan_recalibration(
+    runs: &[Run],
+    opts: &RecalibrateOptions,
+) -> Result<Recalibration, ReportError> {
     validate_options(opts)?;
     let Some(first) = runs.first() else {
-        return Err(ReportError::Invalid("recalibrate needs at least one run folder".into()));
+        return Err(ReportError::Invalid(
+            "recalibrate needs at least one run folder".into(),
+        ));
     };
     refuse_mixed_hardware(runs)?;
     let store_path = store_file(&opts.baselines_dir, &first.hardware);
@@ -135,7 +148,10 @@ pub fn plan_recalibration(runs: &[Run], opts: &RecalibrateOptions) -> Result<Rec
     let mut notes = Vec::new();
     let unclean = unclean_trials(runs);
     if !unclean.is_empty() && !opts.skip_failed {
-        let list: Vec<String> = unclean.iter().map(|(r, t, why)| format!("{t} in run {r}: {why}")).collect();
+        let list: Vec<String> = unclean
+            .iter()
+            .map(|(r, t, why)| format!("{t} in run {r}: {why}"))
+            .collect();
         return Err(ReportError::Refused(format!(
             "refusing to recalibrate from failed or fallback trials (their numbers are not \
              measurements of a healthy server):\n  - {}\nRerun them, or pass --skip-failed to \
@@ -145,7 +161,9 @@ pub fn plan_recalibration(runs: &[Run], opts: &RecalibrateOptions) -> Result<Rec
     }
     let skipped: Vec<&str> = unclean.iter().map(|(_, t, _)| t.as_str()).collect();
     for (r, t, why) in &unclean {
-        notes.push(format!("{t}: left unchanged (--skip-failed): run {r}: {why}"));
+        notes.push(format!(
+            "{t}: left unchanged (--skip-failed): run {r}: {why}"
+        ));
     }
     let mut changes = Vec::new();
     for trial in trial_names(runs) {
@@ -154,7 +172,10 @@ pub fn plan_recalibration(runs: &[Run], opts: &RecalibrateOptions) -> Result<Rec
         }
         let measured = runs.iter().filter(|r| r.trial(&trial).is_some()).count();
         if measured < runs.len() {
-            notes.push(format!("{trial}: measured in {measured} of {} runs", runs.len()));
+            notes.push(format!(
+                "{trial}: measured in {measured} of {} runs",
+                runs.len()
+            ));
         }
         for metric in metrics_for(runs, &trial, store.get(&trial), &opts.metrics) {
             match change_for(runs, &trial, &metric, &store, opts) {
@@ -188,9 +209,13 @@ fn validate_options(opts: &RecalibrateOptions) -> Result<(), ReportError> {
     for m in opts.metric_margins.keys() {
         known(m, "--margin-metric")?;
     }
-    for (m, v) in std::iter::once(("(default)", &opts.margin)).chain(opts.metric_margins.iter().map(|(k, v)| (k.as_str(), v))) {
+    for (m, v) in std::iter::once(("(default)", &opts.margin))
+        .chain(opts.metric_margins.iter().map(|(k, v)| (k.as_str(), v)))
+    {
         if !v.is_finite() || *v < 0.0 {
-            return Err(ReportError::Invalid(format!("margin for {m} must be 0 % or more")));
+            return Err(ReportError::Invalid(format!(
+                "margin for {m} must be 0 % or more"
+            )));
         }
     }
     Ok(())
@@ -239,7 +264,12 @@ fn trial_names(runs: &[Run]) -> Vec<String> {
 }
 
 /// The metrics that have a threshold (in a run or the store) plus the extra ones.
-fn metrics_for(runs: &[Run], trial: &str, stored: Option<&BTreeMap<String, f64>>, extra: &[String]) -> Vec<String> {
+fn metrics_for(
+    runs: &[Run],
+    trial: &str,
+    stored: Option<&BTreeMap<String, f64>>,
+    extra: &[String],
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut add = |m: &str| {
         if !out.iter().any(|x| x == m) {
@@ -251,7 +281,10 @@ fn metrics_for(runs: &[Run], trial: &str, stored: Option<&BTreeMap<String, f64>>
             t.thresholds.iter().for_each(|th| add(&th.metric));
         }
     }
-    stored.into_iter().flat_map(|m| m.keys()).for_each(|m| add(m));
+    stored
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .for_each(|m| add(m));
     extra.iter().for_each(|m| add(m));
     out
 }
@@ -274,10 +307,16 @@ fn change_for(
         .filter(|v| v.is_finite())
         .collect();
     if values.is_empty() {
-        return Err(format!("{trial} {metric}: not measured in any run, not calibrated"));
+        return Err(format!(
+            "{trial} {metric}: not measured in any run, not calibrated"
+        ));
     }
     let m = median(&values);
-    let margin = opts.metric_margins.get(metric).copied().unwrap_or(opts.margin);
+    let margin = opts
+        .metric_margins
+        .get(metric)
+        .copied()
+        .unwrap_or(opts.margin);
     if direction == Direction::HigherIsBetter && margin >= 1.0 {
         return Err(format!(
             "{trial} {metric}: a margin of {:.0} % would put a floor at or below zero, not calibrated",
@@ -291,15 +330,35 @@ fn change_for(
     let old = store
         .get(trial)
         .and_then(|s| s.get(metric))
-        .map(|v| OldThreshold { value: *v, source: "store".into() })
+        .map(|v| OldThreshold {
+            value: *v,
+            source: "store".into(),
+        })
         .or_else(|| {
-            trials.iter().find_map(|t| t.threshold(metric)).map(|th| OldThreshold {
-                value: th.value,
-                source: if th.from_store() { "run's store".into() } else { th.source_label() },
-            })
+            trials
+                .iter()
+                .find_map(|t| t.threshold(metric))
+                .map(|th| OldThreshold {
+                    value: th.value,
+                    source: if th.from_store() {
+                        "run's store".into()
+                    } else {
+                        th.source_label()
+                    },
+                })
         });
-    let (decision, relative) = decide(old.as_ref().map(|o| o.value), proposed, direction, opts.tolerance, opts.allow_loosen);
-    let result = if decision.writes() { proposed } else { old.as_ref().map(|o| o.value).unwrap_or(proposed) };
+    let (decision, relative) = decide(
+        old.as_ref().map(|o| o.value),
+        proposed,
+        direction,
+        opts.tolerance,
+        opts.allow_loosen,
+    );
+    let result = if decision.writes() {
+        proposed
+    } else {
+        old.as_ref().map(|o| o.value).unwrap_or(proposed)
+    };
     Ok(Change {
         trial: trial.to_string(),
         metric: metric.to_string(),
@@ -343,13 +402,19 @@ pub fn apply(r: &Recalibration) -> Result<Applied, ReportError> {
     let mut store = read_store(&r.store)?;
     let mut written = 0;
     for c in r.changes.iter().filter(|c| c.writes()) {
-        store.entry(c.trial.clone()).or_default().insert(c.metric.clone(), c.result);
+        store
+            .entry(c.trial.clone())
+            .or_default()
+            .insert(c.metric.clone(), c.result);
         written += 1;
     }
     if written > 0 {
         write_store(&r.store, &store)?;
     }
-    Ok(Applied { store: r.store.clone(), written })
+    Ok(Applied {
+        store: r.store.clone(),
+        written,
+    })
 }
 
 /// `+25 %` style text of a margin.

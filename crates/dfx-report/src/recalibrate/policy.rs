@@ -48,7 +48,11 @@ pub fn decide(
     let Some(old) = old else {
         return (Decision::Add, None);
     };
-    let rel = if old != 0.0 { (proposed - old) / old.abs() } else { f64::INFINITY.copysign(proposed - old) };
+    let rel = if old != 0.0 {
+        (proposed - old) / old.abs()
+    } else {
+        f64::INFINITY.copysign(proposed - old)
+    };
     // positive = looser: a higher ceiling or a lower floor
     let looser = match direction {
         Direction::LowerIsBetter => rel,
@@ -57,7 +61,11 @@ pub fn decide(
     let decision = if looser < -tolerance {
         Decision::Tighten
     } else if looser > tolerance {
-        if allow_loosen { Decision::Loosen } else { Decision::KeepWouldLoosen }
+        if allow_loosen {
+            Decision::Loosen
+        } else {
+            Decision::KeepWouldLoosen
+        }
     } else {
         Decision::KeepWithinTolerance
     };
@@ -71,15 +79,39 @@ mod tests {
 
     #[test]
     fn keeps_unless_tighter_beyond_tolerance() {
-        assert_eq!(decide(None, 10.0, LowerIsBetter, 0.05, false).0, Decision::Add);
-        assert_eq!(decide(Some(100.0), 90.0, LowerIsBetter, 0.05, false).0, Decision::Tighten);
-        assert_eq!(decide(Some(100.0), 96.0, LowerIsBetter, 0.05, false).0, Decision::KeepWithinTolerance);
-        assert_eq!(decide(Some(100.0), 104.0, LowerIsBetter, 0.05, false).0, Decision::KeepWithinTolerance);
-        assert_eq!(decide(Some(100.0), 120.0, LowerIsBetter, 0.05, false).0, Decision::KeepWouldLoosen);
-        assert_eq!(decide(Some(100.0), 120.0, LowerIsBetter, 0.05, true).0, Decision::Loosen);
+        assert_eq!(
+            decide(None, 10.0, LowerIsBetter, 0.05, false).0,
+            Decision::Add
+        );
+        assert_eq!(
+            decide(Some(100.0), 90.0, LowerIsBetter, 0.05, false).0,
+            Decision::Tighten
+        );
+        assert_eq!(
+            decide(Some(100.0), 96.0, LowerIsBetter, 0.05, false).0,
+            Decision::KeepWithinTolerance
+        );
+        assert_eq!(
+            decide(Some(100.0), 104.0, LowerIsBetter, 0.05, false).0,
+            Decision::KeepWithinTolerance
+        );
+        assert_eq!(
+            decide(Some(100.0), 120.0, LowerIsBetter, 0.05, false).0,
+            Decision::KeepWouldLoosen
+        );
+        assert_eq!(
+            decide(Some(100.0), 120.0, LowerIsBetter, 0.05, true).0,
+            Decision::Loosen
+        );
         // floors: higher is tighter
-        assert_eq!(decide(Some(40.0), 44.0, HigherIsBetter, 0.05, false).0, Decision::Tighten);
-        assert_eq!(decide(Some(40.0), 30.0, HigherIsBetter, 0.05, false).0, Decision::KeepWouldLoosen);
+        assert_eq!(
+            decide(Some(40.0), 44.0, HigherIsBetter, 0.05, false).0,
+            Decision::Tighten
+        );
+        assert_eq!(
+            decide(Some(40.0), 30.0, HigherIsBetter, 0.05, false).0,
+            Decision::KeepWouldLoosen
+        );
         let (_, rel) = decide(Some(40.0), 30.0, HigherIsBetter, 0.05, true);
         assert!((rel.unwrap() + 0.25).abs() < 1e-12);
     }

@@ -7,7 +7,16 @@ use crate::fmt;
 
 /// Renders the table printed by `dfx-perf recalibrate`.
 pub fn render_table(r: &Recalibration) -> String {
-    let header = ["trial", "metric", "runs", "median", "new (margin)", "old (source)", "change", "decision"];
+    let header = [
+        "trial",
+        "metric",
+        "runs",
+        "median",
+        "new (margin)",
+        "old (source)",
+        "change",
+        "decision",
+    ];
     let rows: Vec<[String; 8]> = r
         .changes
         .iter()

@@ -26,7 +26,10 @@ pub fn read_store(path: &Path) -> Result<StoreMap, ReportError> {
     };
     parse_store(path, &text).map(|s| s.entries).map_err(|errs| {
         let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        ReportError::Invalid(format!("invalid baseline store:\n  - {}", lines.join("\n  - ")))
+        ReportError::Invalid(format!(
+            "invalid baseline store:\n  - {}",
+            lines.join("\n  - ")
+        ))
     })
 }
 

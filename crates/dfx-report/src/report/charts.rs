@@ -85,7 +85,11 @@ fn entry_series(entry: &str, key: &str, trials: &[&TrialSummary]) -> LineSeries 
         .copied()
         .filter(|t| t.suffix == entry)
         .collect();
-    steps.sort_by(|a, b| a.x().partial_cmp(&b.x()).unwrap_or(std::cmp::Ordering::Equal));
+    steps.sort_by(|a, b| {
+        a.x()
+            .partial_cmp(&b.x())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     let points = steps
         .iter()
         .filter_map(|t| {

@@ -30,7 +30,11 @@ pub fn render_html(run: &Run) -> String {
     let mut out = String::new();
     let title = format!("dfx-perf run {}", run.run_id);
     page_start(&mut out, &title);
-    let _ = writeln!(out, "<h1>dfx-perf run <code>{}</code></h1>", html(&run.run_id));
+    let _ = writeln!(
+        out,
+        "<h1>dfx-perf run <code>{}</code></h1>",
+        html(&run.run_id)
+    );
     out.push_str("<table class=\"facts\">\n");
     for (k, v) in header_rows(run) {
         let _ = writeln!(out, "<tr><td>{k}</td><td>{}</td></tr>", html(&v));
@@ -61,7 +65,12 @@ fn trials_table(out: &mut String, run: &Run) {
     out.push_str("<h2 id=\"trials\">Trials</h2>\n<p>Thresholds: value (max/min threshold, gap; a positive gap is worse than the threshold).</p>\n");
     out.push_str("<table class=\"trials\">\n<tr><th>verdict</th><th>trial</th><th>completed</th>");
     for f in FAMILIES {
-        let _ = write!(out, "<th>{}<br><small>{}</small></th>", html(&f.heading(f.keys[0])), f.keys[0]);
+        let _ = write!(
+            out,
+            "<th>{}<br><small>{}</small></th>",
+            html(&f.heading(f.keys[0])),
+            f.keys[0]
+        );
     }
     out.push_str("<th>thresholds</th></tr>\n");
     for t in &run.trials {
@@ -109,7 +118,11 @@ fn trial_row(out: &mut String, t: &TrialSummary) {
             out.push_str("<br>");
         }
         if v.breached {
-            let _ = write!(out, "<span class=\"breach\">BREACH {}</span>", html(&v.text()));
+            let _ = write!(
+                out,
+                "<span class=\"breach\">BREACH {}</span>",
+                html(&v.text())
+            );
         } else {
             out.push_str(&html(&v.text()));
         }
@@ -127,7 +140,11 @@ fn charts_section(out: &mut String, run: &Run) {
     for t in tests.iter().filter(|t| !t.charts.is_empty()) {
         let _ = writeln!(out, "<h3>{}</h3>\n<div class=\"grid\">", html(&t.test_name));
         for c in &t.charts {
-            let _ = write!(out, "<figure class=\"chart\" data-chart=\"{}\">", html(&c.id));
+            let _ = write!(
+                out,
+                "<figure class=\"chart\" data-chart=\"{}\">",
+                html(&c.id)
+            );
             match line_chart_svg(c) {
                 Ok(svg) => out.push_str(&svg),
                 Err(e) => {
@@ -170,6 +187,9 @@ fn failures_section(out: &mut String, run: &Run) {
             outcome_class(t.outcome),
             t.outcome.label()
         );
+        if t.outcome == Outcome::Ignored {
+            let _ = write!(out, "<li>ignored: {}</li>", html(&t.ignored_text()));
+        }
         for f in &t.failures {
             let _ = write!(out, "<li>failure: {}</li>", html(f));
         }

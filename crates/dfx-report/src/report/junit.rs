@@ -35,8 +35,12 @@ pub fn render_junit(run: &Run) -> String {
     out
 }
 
+/// The trial's wall time, else the bench duration, else 0.
 fn trial_time(t: &TrialSummary) -> f64 {
-    t.metric("duration").filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0)
+    t.seconds
+        .or_else(|| t.metric("duration"))
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .unwrap_or(0.0)
 }
 
 fn suite(out: &mut String, run: &Run, test: &str, trials: &[&TrialSummary]) {
@@ -97,7 +101,12 @@ fn case(out: &mut String, t: &TrialSummary) {
         }
     }
     for th in &t.thresholds {
-        property(out, 8, &format!("threshold.{}", th.metric), &th.value.to_string());
+        property(
+            out,
+            8,
+            &format!("threshold.{}", th.metric),
+            &th.value.to_string(),
+        );
     }
     out.push_str("      </properties>\n");
     match t.outcome {
@@ -115,7 +124,7 @@ fn case(out: &mut String, t: &TrialSummary) {
             );
         }
         Outcome::Ignored => {
-            let why = t.failures.first().or(t.warnings.first()).cloned().unwrap_or_default();
+            let why = t.ignored_text();
             let _ = writeln!(out, "      <skipped message=\"{}\"/>", xml(&why));
         }
         Outcome::Passed => {}

@@ -50,7 +50,9 @@ fn trial_row(out: &mut String, t: &TrialSummary) {
         let cell = if t.outcome == Outcome::Ignored || t.is_fallback() {
             "-".to_string()
         } else {
-            t.metric(f.keys[0]).map(fmt::num).unwrap_or_else(|| "-".into())
+            t.metric(f.keys[0])
+                .map(fmt::num)
+                .unwrap_or_else(|| "-".into())
         };
         let _ = write!(out, " {cell} |");
     }
@@ -62,7 +64,11 @@ fn trial_row(out: &mut String, t: &TrialSummary) {
             .iter()
             .map(|v| {
                 let text = md_cell(&v.text());
-                if v.breached { format!("**BREACH** {text}") } else { text }
+                if v.breached {
+                    format!("**BREACH** {text}")
+                } else {
+                    text
+                }
             })
             .collect::<Vec<_>>()
             .join("<br>")
@@ -121,17 +127,14 @@ fn notes_section(out: &mut String, run: &Run) {
         let _ = writeln!(out, "- {}", one_line(n));
     }
     for t in ignored {
-        let why = t
-            .failures
-            .first()
-            .or(t.warnings.first())
-            .map(|s| one_line(s))
-            .unwrap_or_else(|| "no reason recorded".into());
+        let why = one_line(&t.ignored_text());
         let _ = writeln!(out, "- ignored `{}`: {why}", t.name);
     }
 }
 
 /// Markdown list items must stay on one line; `<` would start HTML.
 fn one_line(s: &str) -> String {
-    fmt::visible(s).replace(['\n', '\r'], " ").replace('<', "&lt;")
+    fmt::visible(s)
+        .replace(['\n', '\r'], " ")
+        .replace('<', "&lt;")
 }

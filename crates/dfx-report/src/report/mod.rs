@@ -64,8 +64,14 @@ pub struct ThresholdView {
 impl ThresholdView {
     /// `median_audio_ttfp_ms 600.2 (max 647.1, -7.3 %)`.
     pub fn text(&self) -> String {
-        let value = self.value.map(fmt::num).unwrap_or_else(|| "not measured".into());
-        let gap = self.gap.map(|g| format!(", {}", fmt::pct(g))).unwrap_or_default();
+        let value = self
+            .value
+            .map(fmt::num)
+            .unwrap_or_else(|| "not measured".into());
+        let gap = self
+            .gap
+            .map(|g| format!(", {}", fmt::pct(g)))
+            .unwrap_or_default();
         format!(
             "{} {} ({} {}{})",
             self.metric,
@@ -110,7 +116,10 @@ pub fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     let i = &run.info;
     let mut rows = vec![("hardware", run.hardware_identity())];
     if let Some(v) = &i.dfx_perf_version {
-        let sha = i.git_sha.as_deref().map(|s| format!(" (git {})", &s[..s.len().min(10)]));
+        let sha = i
+            .git_sha
+            .as_deref()
+            .map(|s| format!(" (git {})", &s[..s.len().min(10)]));
         rows.push(("dfx-perf", format!("{v}{}", sha.unwrap_or_default())));
     }
     if let Some(h) = &i.hostname {
@@ -158,8 +167,32 @@ fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
     })
 }
 
-/// Flags as `key=value` pairs (objects), or the JSON text otherwise.
+/// Flags as `key=value` pairs: an object of flags, or the harness's list of
+/// `{flag, value, source}` records (flags left at their default are counted, not listed).
 fn flags_text(flags: &serde_json::Value) -> String {
+    if let serde_json::Value::Array(a) = flags
+        && a.iter().all(|r| r.get("flag").is_some())
+    {
+        let is_default =
+            |r: &serde_json::Value| r.get("source").and_then(|s| s.as_str()) == Some("default");
+        let mut parts: Vec<String> = a
+            .iter()
+            .filter(|r| !is_default(r))
+            .map(|r| {
+                let flag = r["flag"].as_str().unwrap_or("?");
+                match r.get("value") {
+                    Some(serde_json::Value::Bool(true)) | None => flag.to_string(),
+                    Some(serde_json::Value::String(s)) => format!("{flag} {s}"),
+                    Some(v) => format!("{flag} {v}"),
+                }
+            })
+            .collect();
+        let defaults = a.iter().filter(|r| is_default(r)).count();
+        if defaults > 0 {
+            parts.push(format!("(+{defaults} at default)"));
+        }
+        return parts.join(" ");
+    }
     match flags {
         serde_json::Value::Object(o) => o
             .iter()
@@ -173,7 +206,11 @@ fn flags_text(flags: &serde_json::Value) -> String {
             .join(" "),
         serde_json::Value::Array(a) => a
             .iter()
-            .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
             .collect::<Vec<_>>()
             .join(" "),
         other => other.to_string(),

@@ -17,6 +17,8 @@ struct SummaryFile {
     run_id: Option<String>,
     #[serde(default)]
     hardware: Option<String>,
+    #[serde(default)]
+    notes: Vec<String>,
     trials: Vec<TrialSummary>,
 }
 
@@ -38,6 +40,7 @@ pub fn load_run(dir: &Path) -> Result<Run, ReportError> {
     let summary_path = dir.join("summary.json");
     let (run_id, hardware, trials) = if summary_path.is_file() {
         let s: SummaryFile = read_json(&summary_path)?;
+        notes.extend(s.notes);
         (s.run_id, s.hardware, s.trials)
     } else if dir.join("trials").is_dir() {
         notes.push(
@@ -164,6 +167,7 @@ fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
         request_rate: num("request_rate")?,
         num_prompts: num("num_prompts")?,
         outcome,
+        ignored_reason: None,
         failures,
         breaches: verdict.breaches,
         warnings: verdict.warnings,
@@ -175,6 +179,7 @@ fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
             .get("result_source")
             .and_then(Value::as_str)
             .map(str::to_string),
+        seconds: None,
     })
 }
 

@@ -193,6 +193,9 @@ pub struct TrialSummary {
     #[serde(default, deserialize_with = "serde_helpers::opt_number")]
     pub num_prompts: Option<f64>,
     pub outcome: Outcome,
+    /// Why an ignored trial did not run.
+    #[serde(default)]
+    pub ignored_reason: Option<String>,
     #[serde(default)]
     pub failures: Vec<String>,
     #[serde(default)]
@@ -203,12 +206,16 @@ pub struct TrialSummary {
     pub thresholds: Vec<ThresholdEntry>,
     #[serde(default)]
     pub metrics: Map<String, Value>,
-    #[serde(default)]
+    /// The result file, relative to the run folder (`result` in summary.json).
+    #[serde(default, alias = "result")]
     pub result_path: Option<String>,
     #[serde(default)]
     pub bench: Option<String>,
     #[serde(default)]
     pub result_source: Option<String>,
+    /// Wall time of the trial in seconds.
+    #[serde(default)]
+    pub seconds: Option<f64>,
 }
 
 impl TrialSummary {
@@ -232,6 +239,16 @@ impl TrialSummary {
         format!("{}::{}", self.test_name, self.suffix)
     }
 
+    /// Why an ignored trial did not run: `ignored_reason`, else its first failure or
+    /// warning.
+    pub fn ignored_text(&self) -> String {
+        self.ignored_reason
+            .clone()
+            .or_else(|| self.failures.first().cloned())
+            .or_else(|| self.warnings.first().cloned())
+            .unwrap_or_else(|| "no reason recorded".into())
+    }
+
     /// Whether the result is the template fallback (the bench left nothing).
     pub fn is_fallback(&self) -> bool {
         self.result_source.as_deref() == Some("template")
@@ -253,7 +270,9 @@ impl TrialSummary {
             return Some("ignored (not run)".into());
         }
         if self.is_fallback() {
-            return Some("fallback result (result_source template: the bench left no result)".into());
+            return Some(
+                "fallback result (result_source template: the bench left no result)".into(),
+            );
         }
         let failed = self.metric("failed").unwrap_or(0.0);
         if failed > 0.0 {

@@ -45,7 +45,13 @@ impl NewValue {
         let parts: Vec<String> = self
             .items
             .iter()
-            .map(|(k, v)| if self.dict { format!("{}: {v}", json_str(k)) } else { v.clone() })
+            .map(|(k, v)| {
+                if self.dict {
+                    format!("{}: {v}", json_str(k))
+                } else {
+                    v.clone()
+                }
+            })
             .collect();
         let (open, close) = if self.dict { ("{", "}") } else { ("[", "]") };
         block(open, close, &parts, base, unit, pretty)
@@ -54,14 +60,26 @@ impl NewValue {
     fn to_value(&self) -> Value {
         let parse = |t: &str| serde_json::from_str::<Value>(t).unwrap_or(Value::Null);
         if self.dict {
-            Value::Object(self.items.iter().map(|(k, v)| (k.clone(), parse(v))).collect())
+            Value::Object(
+                self.items
+                    .iter()
+                    .map(|(k, v)| (k.clone(), parse(v)))
+                    .collect(),
+            )
         } else {
             Value::Array(self.items.iter().map(|(_, v)| parse(v)).collect())
         }
     }
 }
 
-fn block(open: &str, close: &str, parts: &[String], base: &str, unit: &str, pretty: bool) -> String {
+fn block(
+    open: &str,
+    close: &str,
+    parts: &[String],
+    base: &str,
+    unit: &str,
+    pretty: bool,
+) -> String {
     if parts.is_empty() {
         return format!("{open}{close}");
     }
@@ -101,7 +119,10 @@ fn indent_unit(text: &str, node: &Node) -> String {
     if let Some(c) = first_child {
         let outer = line_indent(text, node.start);
         let inner = line_indent(text, c);
-        if inner.len() > outer.len() && inner.starts_with(outer) && text[node.start..c].contains('\n') {
+        if inner.len() > outer.len()
+            && inner.starts_with(outer)
+            && text[node.start..c].contains('\n')
+        {
             return inner[outer.len()..].to_string();
         }
     }
@@ -136,15 +157,24 @@ pub(super) fn entry_edits(
     if metrics.is_empty() {
         return Ok(());
     }
-    let label = format!("test `{}` benchmark_params[{}]", entry.test_name, entry.raw_entry_index);
+    let label = format!(
+        "test `{}` benchmark_params[{}]",
+        entry.test_name, entry.raw_entry_index
+    );
     let node = root
         .at(entry.case_index)
         .and_then(|c| c.get("benchmark_params"))
         .and_then(|b| b.value.at(entry.raw_entry_index))
         .filter(|n| matches!(n.kind, Kind::Object(_)))
-        .ok_or_else(|| format!("{label} (case {}) is not in the file: the file does not match the plan", entry.case_index))?;
+        .ok_or_else(|| {
+            format!(
+                "{label} (case {}) is not in the file: the file does not match the plan",
+                entry.case_index
+            )
+        })?;
     let baseline = node.get("baseline");
-    let baseline_value: Option<Value> = baseline.and_then(|b| serde_json::from_str(&text[b.value.start..b.value.end]).ok());
+    let baseline_value: Option<Value> =
+        baseline.and_then(|b| serde_json::from_str(&text[b.value.start..b.value.end]).ok());
     let flat_nonempty = baseline_value
         .as_ref()
         .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()) && !is_nested(v));
@@ -162,7 +192,9 @@ pub(super) fn entry_edits(
         let existing = bucket.and_then(|b| b.value.get(metric)).map(|m| &m.value);
         match new_value(text, entry, metric, thresholds, existing) {
             Ok(v) => values.push((metric.clone(), v)),
-            Err(why) => out.notes.push(format!("{label}: {metric} not written: {why}")),
+            Err(why) => out
+                .notes
+                .push(format!("{label}: {metric} not written: {why}")),
         }
     }
     if values.is_empty() {
@@ -175,14 +207,31 @@ pub(super) fn entry_edits(
             metric: metric.clone(),
             value: v.to_value(),
         });
-        out.written.push(format!("{label}: baseline.{hw}.{metric} = {}", v.format("", "", false)));
+        out.written.push(format!(
+            "{label}: baseline.{hw}.{metric} = {}",
+            v.format("", "", false)
+        ));
     }
     let unit = indent_unit(text, node);
     let pretty = is_pretty(text, node);
     match (baseline, bucket) {
         (None, _) => {
-            let member = nested_text(hw, &values, line_indent(text, node.members().last().map(|m| m.key_start).unwrap_or(node.start)), &unit, pretty);
-            out.edits.push(insert_member(text, node, "baseline", &member, &unit, pretty));
+            let member = nested_text(
+                hw,
+                &values,
+                line_indent(
+                    text,
+                    node.members()
+                        .last()
+                        .map(|m| m.key_start)
+                        .unwrap_or(node.start),
+                ),
+                &unit,
+                pretty,
+            );
+            out.edits.push(insert_member(
+                text, node, "baseline", &member, &unit, pretty,
+            ));
         }
         (Some(b), None) if matches!(b.value.kind, Kind::Null) || b.value.members().is_empty() => {
             let base = line_indent(text, b.key_start);
@@ -193,9 +242,23 @@ pub(super) fn entry_edits(
             });
         }
         (Some(b), None) => {
-            let base = line_indent(text, b.value.members().last().map(|m| m.key_start).unwrap_or(b.key_start));
+            let base = line_indent(
+                text,
+                b.value
+                    .members()
+                    .last()
+                    .map(|m| m.key_start)
+                    .unwrap_or(b.key_start),
+            );
             let bucket_text = bucket_text(&values, base, &unit, is_pretty(text, &b.value));
-            out.edits.push(insert_member(text, &b.value, hw, &bucket_text, &unit, is_pretty(text, &b.value)));
+            out.edits.push(insert_member(
+                text,
+                &b.value,
+                hw,
+                &bucket_text,
+                &unit,
+                is_pretty(text, &b.value),
+            ));
         }
         (Some(_), Some(bk)) => bucket_edits(text, &bk.value, &values, &unit, out),
     }
@@ -203,10 +266,23 @@ pub(super) fn entry_edits(
 }
 
 /// `{"<hw>": {metric: value, …}}` formatted at `base`.
-fn nested_text(hw: &str, values: &[(String, NewValue)], base: &str, unit: &str, pretty: bool) -> String {
+fn nested_text(
+    hw: &str,
+    values: &[(String, NewValue)],
+    base: &str,
+    unit: &str,
+    pretty: bool,
+) -> String {
     let inner_base = format!("{base}{unit}");
     let bucket = bucket_text(values, &inner_base, unit, pretty);
-    block("{", "}", &[format!("{}: {bucket}", json_str(hw))], base, unit, pretty)
+    block(
+        "{",
+        "}",
+        &[format!("{}: {bucket}", json_str(hw))],
+        base,
+        unit,
+        pretty,
+    )
 }
 
 /// `{metric: value, …}` formatted at `base`.
@@ -220,7 +296,14 @@ fn bucket_text(values: &[(String, NewValue)], base: &str, unit: &str, pretty: bo
 }
 
 /// Inserts `"key": value_text` as the last member of `obj` (or fills an empty object).
-fn insert_member(text: &str, obj: &Node, key: &str, value_text: &str, unit: &str, pretty: bool) -> Edit {
+fn insert_member(
+    text: &str,
+    obj: &Node,
+    key: &str,
+    value_text: &str,
+    unit: &str,
+    pretty: bool,
+) -> Edit {
     match obj.members().last() {
         Some(last) => {
             let sep = if pretty {
@@ -239,14 +322,27 @@ fn insert_member(text: &str, obj: &Node, key: &str, value_text: &str, unit: &str
             Edit {
                 start: obj.start,
                 end: obj.end,
-                text: block("{", "}", &[format!("{}: {value_text}", json_str(key))], base, unit, pretty),
+                text: block(
+                    "{",
+                    "}",
+                    &[format!("{}: {value_text}", json_str(key))],
+                    base,
+                    unit,
+                    pretty,
+                ),
             }
         }
     }
 }
 
 /// Replaces existing metrics of a bucket in place and appends the new ones.
-fn bucket_edits(text: &str, bucket: &Node, values: &[(String, NewValue)], unit: &str, out: &mut Outcome) {
+fn bucket_edits(
+    text: &str,
+    bucket: &Node,
+    values: &[(String, NewValue)],
+    unit: &str,
+    out: &mut Outcome,
+) {
     let mut appended: Vec<(String, &NewValue)> = Vec::new();
     for (metric, v) in values {
         match bucket.get(metric) {
@@ -276,18 +372,38 @@ fn bucket_edits(text: &str, bucket: &Node, values: &[(String, NewValue)], unit: 
             let mut s = String::new();
             for (m, v) in appended {
                 if pretty {
-                    s.push_str(&format!(",\n{base}{}: {}", json_str(&m), v.format(base, unit, true)));
+                    s.push_str(&format!(
+                        ",\n{base}{}: {}",
+                        json_str(&m),
+                        v.format(base, unit, true)
+                    ));
                 } else {
-                    s.push_str(&format!(", {}: {}", json_str(&m), v.format(base, unit, false)));
+                    s.push_str(&format!(
+                        ", {}: {}",
+                        json_str(&m),
+                        v.format(base, unit, false)
+                    ));
                 }
             }
-            out.edits.push(Edit { start: last.value.end, end: last.value.end, text: s });
+            out.edits.push(Edit {
+                start: last.value.end,
+                end: last.value.end,
+                text: s,
+            });
         }
         None => {
             let base = line_indent(text, bucket.start);
             let owned: Vec<(String, NewValue)> = appended
                 .into_iter()
-                .map(|(m, v)| (m, NewValue { dict: v.dict, items: v.items.clone() }))
+                .map(|(m, v)| {
+                    (
+                        m,
+                        NewValue {
+                            dict: v.dict,
+                            items: v.items.clone(),
+                        },
+                    )
+                })
                 .collect();
             out.edits.push(Edit {
                 start: bucket.start,
@@ -308,15 +424,24 @@ fn new_value(
     thresholds: &BTreeMap<String, BTreeMap<String, f64>>,
     existing: Option<&Node>,
 ) -> Result<NewValue, String> {
-    let value_of = |trial: &str| thresholds.get(trial).and_then(|m| m.get(metric)).map(|v| num_text(*v));
+    let value_of = |trial: &str| {
+        thresholds
+            .get(trial)
+            .and_then(|m| m.get(metric))
+            .map(|v| num_text(*v))
+    };
     let both = entry.steps.iter().any(|s| s.sweep == Sweep::Concurrency)
         && entry.steps.iter().any(|s| s.sweep == Sweep::RequestRate);
     let existing_dict = existing.is_some_and(|n| matches!(n.kind, Kind::Object(_)));
     if both || existing_dict {
         let mut items = Vec::new();
         for s in &entry.steps {
-            let old = existing.and_then(|n| n.get(&s.key)).map(|m| text[m.value.start..m.value.end].to_string());
-            let v = value_of(&s.trial).or(old).ok_or_else(|| format!("no threshold for step `{}` (not in the runs)", s.key))?;
+            let old = existing
+                .and_then(|n| n.get(&s.key))
+                .map(|m| text[m.value.start..m.value.end].to_string());
+            let v = value_of(&s.trial)
+                .or(old)
+                .ok_or_else(|| format!("no threshold for step `{}` (not in the runs)", s.key))?;
             items.push((s.key.clone(), v));
         }
         return Ok(NewValue { dict: true, items });
@@ -325,11 +450,18 @@ fn new_value(
     let mut items = Vec::new();
     for i in 0..n {
         let step = entry.steps.iter().find(|s| s.index == i);
-        let old = existing.and_then(|e| e.at(i)).map(|e| text[e.start..e.end].to_string());
+        let old = existing
+            .and_then(|e| e.at(i))
+            .map(|e| text[e.start..e.end].to_string());
         let v = step
             .and_then(|s| value_of(&s.trial))
             .or(old)
-            .ok_or_else(|| format!("no threshold for step {} (not in the runs)", step.map(|s| s.trial.as_str()).unwrap_or("?")))?;
+            .ok_or_else(|| {
+                format!(
+                    "no threshold for step {} (not in the runs)",
+                    step.map(|s| s.trial.as_str()).unwrap_or("?")
+                )
+            })?;
         items.push((String::new(), v));
     }
     // elements past the sweep are kept as written
@@ -347,7 +479,10 @@ pub(super) fn apply(text: &str, edits: &[Edit]) -> Result<String, String> {
     sorted.sort_by_key(|e| (e.start, e.end));
     for w in sorted.windows(2) {
         if w[1].start < w[0].end || (w[1].start == w[0].start && w[0].start == w[0].end) {
-            return Err(format!("internal error: overlapping edits at byte {}", w[1].start));
+            return Err(format!(
+                "internal error: overlapping edits at byte {}",
+                w[1].start
+            ));
         }
     }
     let mut out = text.to_string();
@@ -360,7 +495,8 @@ pub(super) fn apply(text: &str, edits: &[Edit]) -> Result<String, String> {
 /// The edited document must equal the original with exactly the intended values set.
 pub(super) fn verify(old: &str, new: &str, hw: &str, intended: &[Intended]) -> Result<(), String> {
     let mut expected: Value = serde_json::from_str(old).map_err(|e| e.to_string())?;
-    let actual: Value = serde_json::from_str(new).map_err(|e| format!("result is not valid JSON: {e}"))?;
+    let actual: Value =
+        serde_json::from_str(new).map_err(|e| format!("result is not valid JSON: {e}"))?;
     for i in intended {
         let entry = expected
             .get_mut(i.case_index)

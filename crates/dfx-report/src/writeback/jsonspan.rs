@@ -59,7 +59,11 @@ impl Node {
 
 /// Parses a whole document. Errors give the byte offset and what was expected.
 pub fn parse(text: &str) -> Result<Node, String> {
-    let mut p = Parser { s: text.as_bytes(), i: 0, text };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+        text,
+    };
     p.ws();
     let node = p.value(0)?;
     p.ws();
@@ -79,7 +83,10 @@ const MAX_DEPTH: usize = 256;
 
 impl Parser<'_> {
     fn err(&self, expected: &str) -> String {
-        let line = self.text[..self.i.min(self.text.len())].matches('\n').count() + 1;
+        let line = self.text[..self.i.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1;
         format!("expected {expected} at byte {} (line {line})", self.i)
     }
 
@@ -123,7 +130,11 @@ impl Parser<'_> {
             }
             _ => return Err(self.err("a JSON value")),
         };
-        Ok(Node { start, end: self.i, kind })
+        Ok(Node {
+            start,
+            end: self.i,
+            kind,
+        })
     }
 
     fn literal(&mut self, word: &str) -> Result<(), String> {
@@ -137,7 +148,12 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Result<(), String> {
         let start = self.i;
-        while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+        while self.i < self.s.len()
+            && matches!(
+                self.s[self.i],
+                b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+            )
+        {
             self.i += 1;
         }
         serde_json::from_str::<serde_json::Number>(&self.text[start..self.i])
@@ -189,7 +205,11 @@ impl Parser<'_> {
             self.i += 1;
             self.ws();
             let value = self.value(depth + 1)?;
-            members.push(Member { key, key_start, value });
+            members.push(Member {
+                key,
+                key_start,
+                value,
+            });
             self.ws();
             match self.peek() {
                 Some(b',') => self.i += 1,
@@ -239,12 +259,23 @@ mod tests {
         assert_eq!(&text[a.key_start..a.key_start + 6], "\"a\\\"b\"");
         let d = root.get("c").unwrap().value.get("d").unwrap();
         assert_eq!(&text[d.value.start..d.value.end], "true");
-        assert_eq!(root.get("a\"b").unwrap().value.at(2).unwrap().kind, Kind::Null);
+        assert_eq!(
+            root.get("a\"b").unwrap().value.at(2).unwrap().kind,
+            Kind::Null
+        );
     }
 
     #[test]
     fn rejects_what_json_rejects() {
-        for bad in ["{", "[1,]", "{\"a\" 1}", "01x", "\"abc", "[1] 2", "{\"a\":tru}"] {
+        for bad in [
+            "{",
+            "[1,]",
+            "{\"a\" 1}",
+            "01x",
+            "\"abc",
+            "[1] 2",
+            "{\"a\":tru}",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert!(parse("[1,]").unwrap_err().contains("byte 3"));

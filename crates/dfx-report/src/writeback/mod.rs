@@ -3,8 +3,8 @@
 //! numbers upstream. Only the JSON spans that change are edited; every other byte of the
 //! file stays as it was (formatting, key order, other hardware buckets, other metrics).
 
-pub mod jsonspan;
 mod edit;
+pub mod jsonspan;
 mod plan_map;
 
 pub use plan_map::entries_from_plan;
@@ -100,7 +100,10 @@ pub fn write_config(
         mark: None,
     };
     let plan = dfx_core::config::load_plan(&opts).map_err(|e| {
-        ReportError::Invalid(format!("--write-config {}: the file does not load: {e}", file.display()))
+        ReportError::Invalid(format!(
+            "--write-config {}: the file does not load: {e}",
+            file.display()
+        ))
     })?;
     let entries = entries_from_plan(&plan, file);
     let mut wb = if write {
@@ -109,7 +112,10 @@ pub fn write_config(
         let text = std::fs::read_to_string(file).map_err(|e| ReportError::io(file, e))?;
         write_back_text(file, &text, hardware, &entries, thresholds)?
     };
-    let known: Vec<&str> = entries.iter().flat_map(|e| e.steps.iter().map(|s| s.trial.as_str())).collect();
+    let known: Vec<&str> = entries
+        .iter()
+        .flat_map(|e| e.steps.iter().map(|s| s.trial.as_str()))
+        .collect();
     if !thresholds.keys().any(|t| known.contains(&t.as_str())) {
         wb.notes.push(format!(
             "no recalibrated trial belongs to {}: nothing written (are the runs from this config?)",
@@ -129,7 +135,8 @@ pub fn write_back_file(
     let text = std::fs::read_to_string(file).map_err(|e| ReportError::io(file, e))?;
     let wb = write_back_text(file, &text, hardware, entries, thresholds)?;
     if wb.text != text {
-        dfx_core::fsutil::write_atomic(file, wb.text.as_bytes()).map_err(|e| ReportError::io(file, e))?;
+        dfx_core::fsutil::write_atomic(file, wb.text.as_bytes())
+            .map_err(|e| ReportError::io(file, e))?;
     }
     Ok(wb)
 }

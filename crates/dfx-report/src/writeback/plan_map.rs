@@ -14,7 +14,11 @@ pub fn entries_from_plan(plan: &Plan, file: &Path) -> Vec<EntryRef> {
         _ => p == file,
     };
     let mut out: Vec<EntryRef> = Vec::new();
-    for t in plan.trials.iter().filter(|t| t.unsupported.is_none() && same(&t.source.file)) {
+    for t in plan
+        .trials
+        .iter()
+        .filter(|t| t.unsupported.is_none() && same(&t.source.file))
+    {
         let step = StepRef {
             trial: t.name.clone(),
             sweep: match t.step.kind {
@@ -25,7 +29,10 @@ pub fn entries_from_plan(plan: &Plan, file: &Path) -> Vec<EntryRef> {
             key: t.step.baseline_key(),
         };
         let pos = (t.source.case_index, t.source.raw_entry_index);
-        match out.iter_mut().find(|e| (e.case_index, e.raw_entry_index) == pos) {
+        match out
+            .iter_mut()
+            .find(|e| (e.case_index, e.raw_entry_index) == pos)
+        {
             Some(e) => e.steps.push(step),
             None => out.push(EntryRef {
                 test_name: t.test_name.clone(),

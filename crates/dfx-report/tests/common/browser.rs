@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CANDIDATES: &[&str] = &["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+const CANDIDATES: &[&str] = &[
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+];
 
 /// The browser, or `None` when `DFX_SKIP_BROWSER_TESTS=1` (the test then returns early).
 /// Panics with installation advice when no browser is installed and skipping was not
@@ -92,13 +96,23 @@ pub fn dump_dom(browser: &Path, file: &Path) -> Dump {
     };
     // Chromium leaves helper processes (zygote, utility) behind for a moment: end the
     // whole group we created, then reap.
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
     let _ = child.wait();
     let dom = out_t.join().unwrap();
     let stderr = err_t.join().unwrap();
-    assert!(status.is_some(), "chromium did not finish within 120 s; stderr:\n{stderr}");
+    assert!(
+        status.is_some(),
+        "chromium did not finish within 120 s; stderr:\n{stderr}"
+    );
     let leftovers = wait_group_gone(pgid);
-    Dump { dom, stderr, leftovers }
+    Dump {
+        dom,
+        stderr,
+        leftovers,
+    }
 }
 
 /// Process ids still in group `pgid` after up to 5 s (zombies of other parents that
@@ -115,11 +129,15 @@ fn wait_group_gone(pgid: i32) -> Vec<i32> {
 }
 
 fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     rd.filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
             // fields after the `(comm)`: state ppid pgrp …
             let rest = &stat[stat.rfind(')').map(|i| i + 2).unwrap_or(0)..];
             let f: Vec<&str> = rest.split_whitespace().collect();

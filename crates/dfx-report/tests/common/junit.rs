@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
 use quick_xml::XmlVersion;
+use quick_xml::events::{BytesStart, Event};
 
 #[derive(Debug, Default, Clone)]
 pub struct Case {
@@ -27,16 +27,25 @@ pub struct Junit {
 
 impl Junit {
     pub fn root(&self, k: &str) -> Option<&str> {
-        self.root_attrs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+        self.root_attrs
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
     }
     pub fn case(&self, name: &str) -> &Case {
-        self.cases.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no testcase {name}"))
+        self.cases
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no testcase {name}"))
     }
 }
 
 impl Case {
     pub fn prop(&self, k: &str) -> Option<&str> {
-        self.properties.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+        self.properties
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -45,20 +54,26 @@ fn attrs(e: &BytesStart) -> Vec<(String, String)> {
         .map(|a| {
             let a = a.expect("well-formed attribute");
             let k = a.key.as_ref().to_string();
-            let v = a.normalized_value(XmlVersion::Implicit1_0).expect("attribute value with valid entities");
+            let v = a
+                .normalized_value(XmlVersion::Implicit1_0)
+                .expect("attribute value with valid entities");
             (k, v.into_owned())
         })
         .collect()
 }
 
 fn get(a: &[(String, String)], k: &str) -> String {
-    a.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default()
+    a.iter()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
 }
 
 /// Parses `text` as JUnit XML, panicking with a clear message on anything invalid.
 pub fn parse(text: &str) -> Junit {
     for (i, c) in text.chars().enumerate() {
-        let ok = matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}');
+        let ok =
+            matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}');
         assert!(ok, "character {c:?} at {i} is not allowed in XML 1.0");
     }
     assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
@@ -68,7 +83,9 @@ pub fn parse(text: &str) -> Junit {
     let mut stack: Vec<String> = Vec::new();
     let mut text_buf = String::new();
     loop {
-        let ev = r.read_event().unwrap_or_else(|e| panic!("invalid XML at {}: {e}", r.buffer_position()));
+        let ev = r
+            .read_event()
+            .unwrap_or_else(|e| panic!("invalid XML at {}: {e}", r.buffer_position()));
         match ev {
             Event::Start(e) => {
                 let name = e.name().as_ref().to_string();
@@ -137,7 +154,11 @@ fn open(j: &mut Junit, stack: &[String], name: &str, a: &[(String, String)]) {
             ..Case::default()
         }),
         "property" if stack.len() >= 2 && stack[stack.len() - 2] == "testcase" => {
-            j.cases.last_mut().unwrap().properties.push((get(a, "name"), get(a, "value")));
+            j.cases
+                .last_mut()
+                .unwrap()
+                .properties
+                .push((get(a, "name"), get(a, "value")));
         }
         "failure" => j.cases.last_mut().unwrap().failure = Some((get(a, "message"), String::new())),
         "skipped" => j.cases.last_mut().unwrap().skipped = Some(get(a, "message")),

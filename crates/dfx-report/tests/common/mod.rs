@@ -221,7 +221,11 @@ impl RunBuilder {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let mut trials = Vec::new();
         for s in &self.steps {
-            let fault = self.faults.iter().find(|(n, _)| *n == s.name()).map(|f| f.1);
+            let fault = self
+                .faults
+                .iter()
+                .find(|(n, _)| *n == s.name())
+                .map(|f| f.1);
             trials.push(self.write_trial(&dir, s, fault, &mut rng));
         }
         for (name, why) in &self.ignored {
@@ -229,27 +233,40 @@ impl RunBuilder {
             trials.push(json!({
                 "name": name, "test_name": parts.next(), "suffix": parts.next(),
                 "step": parts.next(), "kind": "concurrency", "max_concurrency": 1,
-                "request_rate": "inf", "num_prompts": 4, "outcome": "ignored",
-                "failures": [], "breaches": [], "warnings": [why], "thresholds": [],
-                "metrics": {}, "result_path": null, "bench": null, "result_source": null
+                "request_rate": null, "num_prompts": 4, "marks": ["diffusion"],
+                "outcome": "ignored", "ignored_reason": why,
+                "failures": [], "breaches": [], "warnings": [], "thresholds": [],
+                "thresholds_skipped": [], "thresholds_note": null,
+                "metrics": {}, "result": null, "bench": null, "result_source": null,
+                "server": null, "server_started": null, "seconds": 0.0
             }));
         }
         write_json(&dir.join("run.json"), &self.run_json());
         if self.write_summary {
+            let count = |o: &str| trials.iter().filter(|t| t["outcome"] == o).count();
             write_json(
                 &dir.join("summary.json"),
-                &json!({"run_id": self.run_id, "hardware": self.hardware, "trials": trials}),
+                &json!({
+                    "run_id": self.run_id, "hardware": self.hardware,
+                    "assert_baseline": self.assert_baseline,
+                    "passed": count("passed"), "failed": count("failed"), "ignored": count("ignored"),
+                    "filtered_out": 0, "server_starts": 2, "notes": [], "trials": trials
+                }),
             );
         }
         dir
     }
 
     fn run_json(&self) -> Value {
-        let mut flags = Map::new();
-        flags.insert("server".into(), json!("sim"));
-        flags.insert("assert_baseline".into(), json!(self.assert_baseline));
-        flags.insert("results_dir".into(), json!("target/dfx-results"));
+        let mut flags = vec![
+            json!({"flag": "--server", "value": "sim", "source": "cli"}),
+            json!({"flag": "--results-dir", "value": "target/dfx-results", "source": "default"}),
+        ];
+        if self.assert_baseline {
+            flags.push(json!({"flag": "--assert-baseline", "value": true, "source": "cli"}));
+        }
         json!({
+            "run_id": self.run_id,
             "dfx_perf_version": "0.1.0",
             "git_sha": "3f2a9c1e0b7d4a5f6e8c9d0a1b2c3d4e5f6a7b8c",
             "hardware": self.hardware,
@@ -262,7 +279,13 @@ impl RunBuilder {
         })
     }
 
-    fn write_trial(&self, dir: &Path, s: &Step, fault: Option<Fault>, rng: &mut ChaCha8Rng) -> Value {
+    fn write_trial(
+        &self,
+        dir: &Path,
+        s: &Step,
+        fault: Option<Fault>,
+        rng: &mut ChaCha8Rng,
+    ) -> Value {
         let name = s.name();
         let folder = dir.join("trials").join(name.replace("::", "__"));
         std::fs::create_dir_all(&folder).unwrap();
@@ -286,9 +309,18 @@ impl RunBuilder {
             metrics.insert(k.into(), json!(round6(v)));
         };
         if fallback {
-            for k in ["duration", "completed", "failed", "audio_throughput", "mean_e2el_ms",
-                "median_e2el_ms", "median_audio_ttfp_ms", "mean_audio_ttfp_ms",
-                "median_audio_rtf", "mean_audio_rtf"] {
+            for k in [
+                "duration",
+                "completed",
+                "failed",
+                "audio_throughput",
+                "mean_e2el_ms",
+                "median_e2el_ms",
+                "median_audio_ttfp_ms",
+                "mean_audio_ttfp_ms",
+                "median_audio_rtf",
+                "mean_audio_rtf",
+            ] {
                 put(k, 0.0);
             }
         } else {
@@ -314,7 +346,11 @@ impl RunBuilder {
             .thresholds
             .iter()
             .map(|(m, v, src)| {
-                let dir = if m.contains("throughput") { "higher_is_better" } else { "lower_is_better" };
+                let dir = if m.contains("throughput") {
+                    "higher_is_better"
+                } else {
+                    "lower_is_better"
+                };
                 let source = if *src == "store" {
                     json!({"from": "store", "file": format!("baselines/{}.json", self.hardware)})
                 } else {
@@ -327,9 +363,15 @@ impl RunBuilder {
         if !fallback {
             for (m, thr_v, _) in &s.thresholds {
                 let v = metrics[*m].as_f64().unwrap();
-                let gap = if m.contains("throughput") { (thr_v - v) / thr_v } else { (v - thr_v) / thr_v };
+                let gap = if m.contains("throughput") {
+                    (thr_v - v) / thr_v
+                } else {
+                    (v - thr_v) / thr_v
+                };
                 if gap > 0.0 {
-                    breaches.push(json!({"metric": m, "value": v, "threshold": thr_v, "gap": round6(gap)}));
+                    breaches.push(
+                        json!({"metric": m, "value": v, "threshold": thr_v, "gap": round6(gap)}),
+                    );
                 }
             }
         }
@@ -346,7 +388,11 @@ impl RunBuilder {
         }
         for b in &breaches {
             let m = b["metric"].as_str().unwrap();
-            let word = if m.contains("throughput") { "below" } else { "above" };
+            let word = if m.contains("throughput") {
+                "below"
+            } else {
+                "above"
+            };
             let line = format!(
                 "{} {} {word} threshold {} ({:+.1} %)",
                 m,
@@ -354,19 +400,39 @@ impl RunBuilder {
                 b["threshold"],
                 b["gap"].as_f64().unwrap() * 100.0
             );
-            if self.assert_baseline { failures.push(line) } else { warnings.push(line) }
+            if self.assert_baseline {
+                failures.push(line)
+            } else {
+                warnings.push(line)
+            }
         }
-        let outcome = if failures.is_empty() { "passed" } else { "failed" };
-        let kind = if s.rate.is_some() { "request_rate" } else { "concurrency" };
-        let rate = s.rate.map(|r| json!(r)).unwrap_or(json!("inf"));
+        let outcome = if failures.is_empty() {
+            "passed"
+        } else {
+            "failed"
+        };
+        let kind = if s.rate.is_some() {
+            "request_rate"
+        } else {
+            "concurrency"
+        };
+        let rate = s.rate.map(|r| json!(r)).unwrap_or(Value::Null);
         let source = if fallback { "template" } else { "native" };
         let mut result = metrics.clone();
         result.insert("num_prompts".into(), json!(s.num_prompts));
         result.insert("max_concurrency".into(), json!(s.concurrency));
-        result.insert("request_rate".into(), rate.clone());
+        result.insert(
+            "request_rate".into(),
+            s.rate.map(|r| json!(r)).unwrap_or(json!("inf")),
+        );
         result.insert(
             "baseline".into(),
-            Value::Object(s.thresholds.iter().map(|(m, v, _)| (m.to_string(), json!(v))).collect()),
+            Value::Object(
+                s.thresholds
+                    .iter()
+                    .map(|(m, v, _)| (m.to_string(), json!(v)))
+                    .collect(),
+            ),
         );
         result.insert("Hardware".into(), json!(self.hardware));
         result.insert("result_source".into(), json!(source));
@@ -381,11 +447,15 @@ impl RunBuilder {
         json!({
             "name": name, "test_name": s.test, "suffix": s.suffix, "step": s.step,
             "kind": kind, "max_concurrency": s.concurrency, "request_rate": rate,
-            "num_prompts": s.num_prompts, "outcome": outcome, "failures": failures,
+            "num_prompts": s.num_prompts, "marks": ["tts"], "outcome": outcome,
+            "ignored_reason": null, "failures": failures,
             "breaches": breaches, "warnings": warnings, "thresholds": thresholds,
+            "thresholds_skipped": [], "thresholds_note": null,
             "metrics": metrics,
-            "result_path": format!("trials/{}/result.json", name.replace("::", "__")),
-            "bench": "native", "result_source": source
+            "result": format!("trials/{}/result.json", name.replace("::", "__")),
+            "bench": "native", "result_source": source,
+            "server": "servers/01-qwen3-tts", "server_started": false,
+            "seconds": round6(s.num_prompts as f64 * 0.05)
         })
     }
 }

@@ -161,24 +161,14 @@ pub(super) fn entry_edits(
         "test `{}` benchmark_params[{}]",
         entry.test_name, entry.raw_entry_index
     );
-    let node = root
-        .at(entry.case_index)
-        .and_then(|c| c.get("benchmark_params"))
-        .and_then(|b| b.value.at(entry.raw_entry_index))
-        .filter(|n| matches!(n.kind, Kind::Object(_)))
-        .ok_or_else(|| {
-            format!(
-                "{label} (case {}) is not in the file: the file does not match the plan",
-                entry.case_index
-            )
-        })?;
+    let node = locate_entry(root, entry).ok_or_else(|| {
+        format!(
+            "{label} (case {}) is not in the file: the file does not match the plan",
+            entry.case_index
+        )
+    })?;
     let baseline = node.get("baseline");
-    let baseline_value: Option<Value> =
-        baseline.and_then(|b| serde_json::from_str(&text[b.value.start..b.value.end]).ok());
-    let flat_nonempty = baseline_value
-        .as_ref()
-        .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()) && !is_nested(v));
-    if flat_nonempty {
+    if baseline.is_some_and(|b| is_flat_nonempty(text, &b.value)) {
         out.notes.push(format!(
             "{label}: not written: its baseline is flat (one set of thresholds for every \
              hardware); adding a `{hw}` bucket would drop those for other hardware. Convert it \
@@ -197,9 +187,6 @@ pub(super) fn entry_edits(
                 .push(format!("{label}: {metric} not written: {why}")),
         }
     }
-    if values.is_empty() {
-        return Ok(());
-    }
     for (metric, v) in &values {
         out.intended.push(Intended {
             case_index: entry.case_index,
@@ -212,57 +199,80 @@ pub(super) fn entry_edits(
             v.format("", "", false)
         ));
     }
+    if !values.is_empty() {
+        place_edits(text, node, hw, &values, out);
+    }
+    Ok(())
+}
+
+/// `benchmark_params[i]` of case `c`, when it is an object.
+fn locate_entry<'a>(root: &'a Node, entry: &EntryRef) -> Option<&'a Node> {
+    root.at(entry.case_index)
+        .and_then(|c| c.get("benchmark_params"))
+        .and_then(|b| b.value.at(entry.raw_entry_index))
+        .filter(|n| matches!(n.kind, Kind::Object(_)))
+}
+
+/// A non-empty baseline object that is not hardware-nested.
+fn is_flat_nonempty(text: &str, baseline: &Node) -> bool {
+    let v: Option<Value> = serde_json::from_str(&text[baseline.start..baseline.end]).ok();
+    v.as_ref()
+        .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()) && !is_nested(v))
+}
+
+/// The edits that put `values` into the entry's `<hw>` bucket: a new `baseline` key, a
+/// filled `null`/empty baseline, a new bucket, or edits inside the existing bucket.
+fn place_edits(
+    text: &str,
+    node: &Node,
+    hw: &str,
+    values: &[(String, NewValue)],
+    out: &mut Outcome,
+) {
     let unit = indent_unit(text, node);
     let pretty = is_pretty(text, node);
+    let baseline = node.get("baseline");
+    let bucket = baseline.and_then(|b| b.value.get(hw));
     match (baseline, bucket) {
         (None, _) => {
-            let member = nested_text(
-                hw,
-                &values,
-                line_indent(
-                    text,
-                    node.members()
-                        .last()
-                        .map(|m| m.key_start)
-                        .unwrap_or(node.start),
-                ),
-                &unit,
-                pretty,
-            );
+            let last_key = node
+                .members()
+                .last()
+                .map(|m| m.key_start)
+                .unwrap_or(node.start);
+            let member = nested_text(hw, values, line_indent(text, last_key), &unit, pretty);
             out.edits.push(insert_member(
                 text, node, "baseline", &member, &unit, pretty,
             ));
         }
-        (Some(b), None) if matches!(b.value.kind, Kind::Null) || b.value.members().is_empty() => {
+        (Some(b), None) if b.value.members().is_empty() => {
             let base = line_indent(text, b.key_start);
             out.edits.push(Edit {
                 start: b.value.start,
                 end: b.value.end,
-                text: nested_text(hw, &values, base, &unit, pretty),
+                text: nested_text(hw, values, base, &unit, pretty),
             });
         }
         (Some(b), None) => {
-            let base = line_indent(
-                text,
-                b.value
-                    .members()
-                    .last()
-                    .map(|m| m.key_start)
-                    .unwrap_or(b.key_start),
-            );
-            let bucket_text = bucket_text(&values, base, &unit, is_pretty(text, &b.value));
+            let last_key = b
+                .value
+                .members()
+                .last()
+                .map(|m| m.key_start)
+                .unwrap_or(b.key_start);
+            let inner_pretty = is_pretty(text, &b.value);
+            let bucket_text = bucket_text(values, line_indent(text, last_key), &unit, inner_pretty);
             out.edits.push(insert_member(
                 text,
                 &b.value,
                 hw,
                 &bucket_text,
                 &unit,
-                is_pretty(text, &b.value),
+                inner_pretty,
             ));
         }
-        (Some(_), Some(bk)) => bucket_edits(text, &bk.value, &values, &unit, out),
+        (Some(_), Some(bk)) => bucket_edits(text, &bk.value, values, &unit, out),
     }
-    Ok(())
 }
 
 /// `{"<hw>": {metric: value, …}}` formatted at `base`.

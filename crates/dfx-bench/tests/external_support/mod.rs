@@ -1,22 +1,17 @@
 //! Shared helpers of the external-bench tests: the reference data folder, trials built
 //! from upstream perf-config JSON, and a bench wired to the fake `vllm`.
 //!
-//! Until `dfx_core::config::load_plan` lands, trials are built here from the raw JSON with
-//! upstream's rules (enabled filter, sweep expansion, QPS steps before concurrency steps).
+//! Reference trials come from `dfx_core::config::load_plan`; `entry_from_raw` and `steps`
+//! build synthetic entries for the cases the reference configs do not cover.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use dfx_bench::external::{ExternalSettings, VllmBench};
-use dfx_core::baseline::Thresholds;
 use dfx_core::bench::BenchContext;
-use dfx_core::plan::{
-    BenchEntry, Dialect, SourceRef, StepKind, SweepStep, Trial, python_float_str,
-};
-use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
+use dfx_core::plan::{BenchEntry, Dialect, StepKind, SweepStep, Trial, python_float_str};
 use serde_json::{Map, Value};
 
 /// The reference data: `$DFX_REFERENCE_DIR` when set, else `shared/reference` in the
@@ -58,82 +53,21 @@ pub fn fake_vllm() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dfx-fake-vllm"))
 }
 
-/// Trials of every enabled entry of `file`, in upstream order.
+/// Trials of `file` as the suite's own loader plans them (hardware H100, the repo's
+/// deploy folder, no baseline store).
 pub fn trials_from_config(file: &Path) -> Vec<Trial> {
-    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let cases: Vec<Value> = serde_json::from_str(&text).unwrap();
-    let mut trials = Vec::new();
-    let mut entry_counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut suffix_counts: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (case_index, case) in cases.iter().enumerate() {
-        let test_name = case["test_name"].as_str().unwrap().to_string();
-        let server = Arc::new(server_spec(case));
-        let trust = case["server_params"]["trust_remote_code"]
-            .as_bool()
-            .unwrap_or(false);
-        for (raw_entry_index, raw) in case["benchmark_params"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-        {
-            let raw = raw.as_object().unwrap().clone();
-            if raw.get("enabled") == Some(&Value::Bool(false)) {
-                continue;
-            }
-            let index = entry_counts.entry(test_name.clone()).or_default();
-            let mut entry = entry_from_raw(*index, raw, trust);
-            *index += 1;
-            // Upstream's pytest-id rule: duplicates get `_1`, `_2`, ….
-            let seen = suffix_counts
-                .entry((test_name.clone(), entry.suffix.clone()))
-                .or_default();
-            if *seen > 0 {
-                entry.suffix = format!("{}_{seen}", entry.suffix);
-            }
-            *seen += 1;
-            let entry = Arc::new(entry);
-            let source = SourceRef {
-                file: file.to_path_buf(),
-                case_index,
-                raw_entry_index,
-            };
-            for step in steps(&entry.raw) {
-                trials.push(Trial {
-                    name: format!("{test_name}::{}::{}", entry.suffix, step.label),
-                    test_name: test_name.clone(),
-                    marks: Vec::new(),
-                    hardware_marks: Vec::new(),
-                    source: source.clone(),
-                    server: server.clone(),
-                    entry: entry.clone(),
-                    step,
-                    thresholds: Thresholds::default(),
-                    unsupported: None,
-                });
-            }
-        }
-    }
-    trials
-}
-
-fn server_spec(case: &Value) -> ServerSpec {
-    let sp = &case["server_params"];
-    ServerSpec {
-        server_type: if case["server_type"] == "sglang-omni" {
-            ServerType::SglangOmni
-        } else {
-            ServerType::VllmOmni
-        },
-        model: sp["model"].as_str().unwrap().to_string(),
-        deploy: None,
-        stage_overrides: sp.get("stage_overrides").cloned(),
-        serve_args: ServeArgs::default(),
-        extra_cli_args: Vec::new(),
-        use_omni: true,
-        env: BTreeMap::new(),
-        ready_timeout: None,
-    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let no_store = tempfile::tempdir().unwrap();
+    let opts = dfx_core::config::LoadOptions {
+        files: vec![file.to_path_buf()],
+        hardware: "H100".into(),
+        deploy_dir: repo.join("deploy"),
+        baselines_dir: no_store.path().to_path_buf(),
+        mark: None,
+    };
+    dfx_core::config::load_plan(&opts)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .trials
 }
 
 /// A `BenchEntry` from the entry as written.

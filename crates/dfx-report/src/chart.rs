@@ -267,13 +267,15 @@ pub fn change_chart_svg(
                     0.0
                 };
                 let row = n - 1 - i;
-                Rectangle::new(
+                let mut bar = Rectangle::new(
                     [
                         (0.0, SegmentValue::Exact(row)),
                         (v, SegmentValue::Exact(row + 1)),
                     ],
                     color.mix(0.75).filled(),
-                )
+                );
+                bar.set_margin(4, 4, 0, 0);
+                bar
             }))
             .map_err(|e| err(&e))?;
         chart

@@ -261,6 +261,24 @@ fn mixed_hardware_is_refused() {
 }
 
 #[test]
+fn mixed_bench_tools_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = RunBuilder::new("20260310-010000-SIM").write(tmp.path());
+    let mut b = RunBuilder::new("20260310-020000-SIM");
+    b.bench_tool = "vllm";
+    let b = b.write(tmp.path());
+    let err = plan_from_dirs(&[a, b], &opts(tmp.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "different bench tools: 20260310-010000-SIM (native), 20260310-020000-SIM (vllm)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn failed_and_fallback_trials_are_refused_or_skipped_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dirs = three_runs(tmp.path());

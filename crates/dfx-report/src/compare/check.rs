@@ -65,6 +65,18 @@ pub fn same_configs(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, Re
             ));
         }
     }
+    let bench = |r: &Run| r.info.bench_tool.clone().unwrap_or_else(|| "?".into());
+    for r in &all[1..] {
+        if r.info.bench_tool != first.info.bench_tool {
+            problems.push(format!(
+                "bench tools differ: {} used {}, {} used {}",
+                first.run_id,
+                bench(first),
+                r.run_id,
+                bench(r)
+            ));
+        }
+    }
     let trials = trial_set(first);
     for r in &all[1..] {
         let other = trial_set(r);

@@ -143,6 +143,7 @@ pub fn plan_recalibration(
         ));
     };
     refuse_mixed_hardware(runs)?;
+    refuse_mixed_bench(runs)?;
     let store_path = store_file(&opts.baselines_dir, &first.hardware);
     let store = read_store(&store_path)?;
     let mut notes = Vec::new();
@@ -233,6 +234,28 @@ fn refuse_mixed_hardware(runs: &[Run]) -> Result<(), ReportError> {
     Err(ReportError::Refused(format!(
         "refusing to recalibrate from runs of different hardware: {}. Baselines are per \
          hardware label (baselines/<hardware>.json); recalibrate each hardware separately",
+        list.join(", ")
+    )))
+}
+
+fn refuse_mixed_bench(runs: &[Run]) -> Result<(), ReportError> {
+    let first = &runs[0].info.bench_tool;
+    if runs.iter().all(|r| &r.info.bench_tool == first) {
+        return Ok(());
+    }
+    let list: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ({})",
+                r.run_id,
+                r.info.bench_tool.as_deref().unwrap_or("?")
+            )
+        })
+        .collect();
+    Err(ReportError::Refused(format!(
+        "refusing to recalibrate from runs of different bench tools: {}. The load \
+         generators measure slightly differently; calibrate from runs of one tool",
         list.join(", ")
     )))
 }

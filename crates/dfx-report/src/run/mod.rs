@@ -62,6 +62,8 @@ pub struct RunInfo {
     pub started: Option<String>,
     pub finished: Option<String>,
     pub hostname: Option<String>,
+    /// The load generator (`native`, `vllm`).
+    pub bench_tool: Option<String>,
 }
 
 impl RunInfo {

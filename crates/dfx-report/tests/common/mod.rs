@@ -154,6 +154,7 @@ pub struct RunBuilder {
     pub ignored: Vec<(String, String)>,
     pub sim_speed: Option<f64>,
     pub write_summary: bool,
+    pub bench_tool: &'static str,
 }
 
 impl RunBuilder {
@@ -174,6 +175,7 @@ impl RunBuilder {
             )],
             sim_speed: None,
             write_summary: true,
+            bench_tool: "native",
         }
     }
 
@@ -275,7 +277,8 @@ impl RunBuilder {
             "config_files": self.config_files,
             "started": "2026-03-02T01:00:00+00:00",
             "finished": "2026-03-02T01:12:34+00:00",
-            "hostname": "ci-runner-7"
+            "hostname": "ci-runner-7",
+            "bench_tool": self.bench_tool
         })
     }
 

@@ -412,3 +412,39 @@ fn an_invalid_store_is_an_error_naming_file_and_key() {
         "{err}"
     );
 }
+
+fn recorded(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/runs")
+        .join(name)
+}
+
+/// Runs recorded by the suite (fake bench): a clean run recalibrates, runs with failed
+/// requests or a fallback result are refused with the suite's own failure text.
+#[test]
+fn recorded_runs_recalibrate_or_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = RecalibrateOptions {
+        margin: 0.0,
+        ..opts(tmp.path())
+    };
+    let r = plan_from_dirs(&[recorded("fake-h100-passing")], &o).unwrap();
+    assert_eq!(r.hardware, "H100");
+    let c = change(
+        &r,
+        "test_qwen3_tts_base::voice_clone_throughput_seed-tts::c4",
+        "median_audio_ttfp_ms",
+    );
+    assert_eq!(c.values.len(), 1);
+    assert_eq!(c.old.as_ref().unwrap().value, 300.0);
+    assert_eq!(c.decision, Decision::Tighten);
+
+    let err = plan_from_dirs(&[recorded("fake-h100-breaches-and-failed-requests")], &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("1 request(s) failed"), "{err}");
+    let err = plan_from_dirs(&[recorded("fake-h100-fallback")], &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("fallback result"), "{err}");
+}

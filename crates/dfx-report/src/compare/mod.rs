@@ -123,6 +123,9 @@ pub fn compare_runs(
         ));
     }
     let mut notes = check::same_hardware(a, b, opts.allow_different_hardware)?;
+    for r in a.iter().filter(|r| b.iter().any(|x| x.run_id == r.run_id)) {
+        notes.push(format!("run {} is on both sides", r.run_id));
+    }
     notes.extend(check::same_configs(a, b, opts.allow_different_configs)?);
     let trials = common_trials(a, b);
     if trials.is_empty() {

@@ -92,16 +92,9 @@ fn failures_section(out: &mut String, run: &Run) {
         for f in &t.failures {
             let _ = writeln!(out, "- failure: {}", one_line(f));
         }
-        for b in &t.breaches {
-            if !t.failures.iter().any(|f| f.contains(&b.metric)) {
-                let _ = writeln!(
-                    out,
-                    "- breach: {} {} vs {} ({})",
-                    b.metric,
-                    fmt::num(b.value),
-                    fmt::num(b.threshold),
-                    fmt::pct(b.gap)
-                );
+        for v in threshold_views(t).iter().filter(|v| v.breached) {
+            if !t.failures.iter().any(|f| f.contains(&v.metric)) {
+                let _ = writeln!(out, "- breach: {}", v.text());
             }
         }
         for w in &t.warnings {

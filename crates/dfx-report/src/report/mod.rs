@@ -183,6 +183,17 @@ fn flags_text(flags: &serde_json::Value) -> String {
                 match r.get("value") {
                     Some(serde_json::Value::Bool(true)) | None => flag.to_string(),
                     Some(serde_json::Value::String(s)) => format!("{flag} {s}"),
+                    Some(serde_json::Value::Array(items)) => {
+                        let items: Vec<String> = items
+                            .iter()
+                            .map(|i| {
+                                i.as_str()
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| i.to_string())
+                            })
+                            .collect();
+                        format!("{flag} {}", items.join(","))
+                    }
                     Some(v) => format!("{flag} {v}"),
                 }
             })

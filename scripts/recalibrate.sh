@@ -7,7 +7,8 @@
 #   scripts/recalibrate.sh [-n N] [--out DIR] [RECALIBRATE_FLAGS...] [-- SUITE_FLAGS...]
 #
 #   -n N                repeats of the suite (default 3; at least 3 gives a robust median)
-#   --out DIR           results folder of the repeats (default target/recalibrate/<time>)
+#   --out DIR           results folder of the repeats, new or empty (default
+#                       target/recalibrate/<time>)
 #   RECALIBRATE_FLAGS   passed to `dfx-perf recalibrate`: --margin 25%, --margin-metric M=P,
 #                       --metrics m1,m2, --tolerance 5%, --allow-loosen, --skip-failed,
 #                       --write-config perf-configs/x.json, --baselines-dir DIR, --dry-run
@@ -40,25 +41,26 @@ done
 [[ -n "$out" ]] || out="$root/target/recalibrate/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+[[ -z "$(ls -A "$out")" ]] || die "$out is not empty: every run folder in it would be used"
 
 cd "$root"
 echo "== building"
 cargo build --release -q --bin dfx-perf
 
-runs=()
 for i in $(seq 1 "$repeats"); do
-  dir="$out/repeat-$i"
-  echo "== suite run $i of $repeats -> $dir"
+  echo "== suite run $i of $repeats -> $out"
   # A failing trial makes cargo exit non-zero; recalibrate then names it and refuses
   # (or leaves it unchanged with --skip-failed), so keep going.
-  if ! cargo test --release -q --test perf -- --results-dir "$dir" "${suite[@]}"; then
-    echo "   (run $i had failing trials; see $dir/*/report.md)"
+  if ! cargo test --release -q --test perf -- --results-dir "$out" "${suite[@]}"; then
+    echo "   (run $i had failing trials; see $out/latest/report.md)"
   fi
-  for run in "$dir"/*/; do
-    run="${run%/}"
-    [[ -L "$run" ]] && continue
-    [[ -f "$run/summary.json" || -d "$run/trials" ]] && runs+=("$run")
-  done
+done
+# one results folder for all repeats: the suite gives each run its own unique id
+runs=()
+for run in "$out"/*/; do
+  run="${run%/}"
+  [[ -L "$run" ]] && continue
+  [[ -f "$run/summary.json" || -d "$run/trials" ]] && runs+=("$run")
 done
 [[ ${#runs[@]} -gt 0 ]] || die "no run folder was written under $out"
 

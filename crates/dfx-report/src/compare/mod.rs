@@ -123,8 +123,16 @@ pub fn compare_runs(
         ));
     }
     let mut notes = check::same_hardware(a, b, opts.allow_different_hardware)?;
-    for r in a.iter().filter(|r| b.iter().any(|x| x.run_id == r.run_id)) {
-        notes.push(format!("run {} is on both sides", r.run_id));
+    let same = |x: &Run, y: &Run| match (x.dir.canonicalize(), y.dir.canonicalize()) {
+        (Ok(p), Ok(q)) => p == q,
+        _ => x.dir == y.dir,
+    };
+    for r in a.iter().filter(|r| b.iter().any(|x| same(r, x))) {
+        notes.push(format!(
+            "run {} ({}) is on both sides",
+            r.run_id,
+            r.dir.display()
+        ));
     }
     notes.extend(check::same_configs(a, b, opts.allow_different_configs)?);
     let trials = common_trials(a, b);

@@ -99,11 +99,6 @@ impl Family {
     }
 }
 
-/// The default key metrics of a trial, one per family (the first key it measured).
-pub fn key_metrics() -> Vec<&'static str> {
-    FAMILIES.iter().map(|f| f.keys[0]).collect()
-}
-
 /// Relative gap of `value` to `threshold`, signed toward worse: `+0.178` means 17.8 %
 /// worse than the threshold (a breach), `-0.05` means 5 % headroom. Equality passes.
 pub fn gap(value: f64, threshold: f64, direction: Direction) -> f64 {

@@ -328,3 +328,47 @@ fn stdout_block_of_an_all_failed_run_has_no_rtf_or_ttfp_section() {
         "{block}"
     );
 }
+
+/// Upstream's one-second buckets, hand-computed: successes spanning (0, 0.5), (0.2, 1.7),
+/// (1.1, 1.2) and (2.5, 2.6) s occupy buckets {0}, {0, 1}, {1}, {2}: the largest holds 2.
+/// A failure never counts; the exact peak in flight is a separate key.
+#[test]
+fn max_concurrent_requests_uses_one_second_buckets() {
+    let recs = [
+        rec(0, true, 0.5, 0.0, 0.1, 0.5),
+        rec(1, true, 0.5, 0.2, 0.1, 1.5),
+        rec(2, true, 0.5, 1.1, 0.1, 0.1),
+        rec(3, true, 0.5, 2.5, 0.1, 0.1),
+        rec(4, false, 0.0, 0.0, 0.0, 3.0),
+    ];
+    let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.ok).collect();
+    assert_eq!(aggregate::max_concurrent_requests(&ok), 2);
+    assert_eq!(aggregate::max_concurrent_requests(&[]), 0);
+    // Five back-to-back requests inside the first second: 5, although none overlapped.
+    let burst: Vec<RequestRecord> = (0..5)
+        .map(|i| rec(i, true, 0.1, 0.15 * i as f64, 0.01, 0.1))
+        .collect();
+    let ok: Vec<&RequestRecord> = burst.iter().collect();
+    assert_eq!(aggregate::max_concurrent_requests(&ok), 5);
+}
+
+#[test]
+fn continuity_rates_upstream_and_measured_only() {
+    let mut recs = vec![
+        rec(0, true, 0.5, 0.0, 0.1, 0.5),
+        rec(1, true, 0.0, 0.0, 0.0, 0.01), // empty: upstream continuous, dfx-perf not measured
+        rec(2, false, 0.0, 0.0, 0.0, 0.01),
+        rec(3, true, 0.5, 0.0, 0.1, 0.9),
+    ];
+    recs[3].continuous_100ms = Some(false);
+    recs[3].underrun_s = Some(0.4);
+    assert!((aggregate::upstream_continuity_ok_rate(&recs) - 2.0 / 3.0).abs() < 1e-12);
+    let sel = Selection::parse(None, None).unwrap();
+    let d = aggregate::result_doc(&recs, &facts(None, 1.0, Some(2), 4), &sel);
+    assert_eq!(d["audio_continuity_ok_rate"], 0.5);
+    assert_eq!(d["num_audio_continuity_samples"], 2);
+    // Underrun statistics (not selected: dfx-perf's extra keys) over the 3 successes,
+    // the empty one counting 0 like upstream.
+    assert!((d["mean_audio_underrun_s"].as_f64().unwrap() - 0.4 / 3.0).abs() < 1e-12);
+    assert_eq!(d["median_audio_underrun_s"], 0.0);
+}

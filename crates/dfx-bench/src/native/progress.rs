@@ -70,3 +70,23 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_counts_done_and_failed() {
+        let mut p = Progress::new("test_x::c4", 3, false);
+        p.request_done(true);
+        p.request_done(false);
+        let line = p.line();
+        assert!(
+            line.starts_with("test_x::c4: 2/3 done, 1 failed, "),
+            "{line}"
+        );
+        assert!(line.ends_with(" s"));
+        // Not a terminal (or not wanted): nothing is drawn.
+        assert!(!p.enabled);
+    }
+}

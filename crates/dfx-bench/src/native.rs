@@ -7,6 +7,9 @@
 //! ([`driver`]), each request's record is written to `records.jsonl` as it finishes
 //! ([`record`]), then [`aggregate`] builds the result document and [`summary`] prints
 //! vllm's summary block.
+//!
+//! The suite uses [`NativeBench`] and [`NativeSettings`] only; the submodules are public
+//! so the tests and the client benchmark can check each piece, not as a stable API.
 
 pub mod aggregate;
 pub mod client;

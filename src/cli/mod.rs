@@ -2,7 +2,10 @@
 //! `Args` struct implementing [`Run`], declare the module, and add one line to the
 //! `subcommands!` list below.
 
+mod compare;
 mod deploy;
+mod recalibrate;
+mod report;
 
 use std::process::ExitCode;
 
@@ -37,6 +40,17 @@ subcommands! {
     /// List the deploy files, or print the absolute path of one (for
     /// `--deploy-config "$(dfx-perf deploy qwen3_tts_tuned)"`).
     Deploy(deploy::DeployArgs),
+    /// Write report.md, report.html and junit.xml into run folders.
+    Report(report::ReportArgs),
+    /// Compare runs (A against B, with repeats per side) per trial and metric.
+    Compare(compare::CompareArgs),
+    /// Recalibrate baselines/<hardware>.json from runs of one hardware.
+    Recalibrate(recalibrate::RecalibrateArgs),
+}
+
+/// Parses a percentage flag (`25%` or `25`) into a fraction.
+pub(crate) fn percent(s: &str) -> Result<f64, String> {
+    dfx_report::fmt::parse_pct(s)
 }
 
 /// dfx-perf: performance regression suite for OpenAI-audio model servers.

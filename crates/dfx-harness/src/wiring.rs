@@ -97,9 +97,8 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
 
 /// Writes the run's reports (report.md / report.html / junit.xml) from the run folder,
 /// after summary.json.
-///
-/// WIRING (report helper): `dfx_report::write_run_reports(run_dir)`.
 pub fn write_reports(run_dir: &Path) -> Result<(), String> {
-    let _ = run_dir;
-    Ok(())
+    dfx_report::write_run_reports(run_dir)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }

@@ -225,5 +225,12 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
         info["interrupted"] == true && info["finished"].is_string(),
         "run.json records the interruption",
         &run,
+    )?;
+    check(
+        ["report.md", "report.html", "junit.xml"]
+            .iter()
+            .all(|f| run_dir.join(f).is_file()),
+        "the reports are written for the interrupted run too",
+        &run,
     )
 }

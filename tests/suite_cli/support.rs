@@ -172,11 +172,25 @@ pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
 
 /// Runs the perf binary with `args` and extra environment.
 pub fn perf(config: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
+    perf_unset(config, args, env, &[])
+}
+
+/// [`perf`], with the hermetic variables named in `unset` removed again (to test their
+/// defaults).
+pub fn perf_unset(
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    unset: &[&str],
+) -> Result<Run, Failed> {
     let results = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(perf_bin()?);
     cmd.current_dir(root()).args(args);
     hermetic(&mut cmd, config, results.path());
     cmd.envs(env.iter().copied());
+    for k in unset {
+        cmd.env_remove(k);
+    }
     let out = cmd.output().map_err(|e| format!("cannot run perf: {e}"))?;
     Ok(Run { out, results })
 }

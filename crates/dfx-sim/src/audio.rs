@@ -8,8 +8,9 @@
 //! at the beginning of a word, after a leading silence of 80–150 ms, so an audible-onset
 //! detector finds a real onset right after the silence.
 
+use std::collections::HashMap;
 use std::f64::consts::PI;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use rand::{Rng, SeedableRng};
@@ -30,6 +31,16 @@ pub struct VoiceBuffer {
 }
 
 impl VoiceBuffer {
+    /// The process-wide buffer for `sample_rate`, built on first use.
+    pub fn shared(sample_rate: u32) -> Arc<Self> {
+        static CACHE: OnceLock<Mutex<HashMap<u32, Arc<VoiceBuffer>>>> = OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        let mut map = cache.lock().expect("voice cache lock");
+        map.entry(sample_rate)
+            .or_insert_with(|| VoiceBuffer::new(sample_rate))
+            .clone()
+    }
+
     /// Builds the buffer (deterministic: same rate, same samples).
     pub fn new(sample_rate: u32) -> Arc<Self> {
         let sr = f64::from(sample_rate);
@@ -102,17 +113,24 @@ fn synth_syllable(out: &mut [f64], sr: f64, at: usize, phase: &mut f64, rng: &mu
     let fricative = rng.random_bool(0.3);
     let attack = 0.015 * sr;
     let release = 0.04 * sr;
+    // Harmonic weights: a 1/h tilt plus two formant bumps (vowel colour).
+    let weights: Vec<f64> = (1..=8)
+        .map(|h| {
+            let f = f0_base * f64::from(h);
+            let formant =
+                (-((f - f1) / 300.0).powi(2)).exp() + 0.6 * (-((f - f2) / 400.0).powi(2)).exp();
+            0.25 / f64::from(h) + formant
+        })
+        .collect();
     for (n, s) in out.iter_mut().enumerate() {
         let t = (at + n) as f64 / sr;
         let f0 = f0_base * (1.0 + 0.08 * (2.0 * PI * 0.7 * t).sin());
         *phase = (*phase + 2.0 * PI * f0 / sr) % (2.0 * PI * 64.0);
-        let mut v = 0.0;
-        for h in 1..=8 {
-            let f = f0 * f64::from(h);
-            let formant =
-                (-((f - f1) / 300.0).powi(2)).exp() + 0.6 * (-((f - f2) / 400.0).powi(2)).exp();
-            v += (0.25 / f64::from(h) + formant) * (*phase * f64::from(h)).sin();
-        }
+        let v: f64 = weights
+            .iter()
+            .enumerate()
+            .map(|(h, w)| w * (*phase * (h + 1) as f64).sin())
+            .sum();
         let x = n as f64;
         let env = if x < attack {
             0.5 - 0.5 * (PI * x / attack).cos()

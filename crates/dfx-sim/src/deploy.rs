@@ -204,6 +204,19 @@ impl DeploySettings {
         Ok(())
     }
 
+    /// Whether stages 0 and 1 run on the same device (`devices`, default `"0"`), so that
+    /// they compete for one GPU.
+    pub fn stages_share_device(&self) -> bool {
+        let dev = |id: u32| {
+            self.devices
+                .iter()
+                .rev()
+                .find(|(s, _)| *s == id)
+                .map_or("0", |(_, d)| d.as_str())
+        };
+        dev(0) == dev(1)
+    }
+
     /// Applies `--stage-overrides` (`{"<stage id>": {key: value, …}, …}`) on top.
     pub fn apply_overrides(&mut self, overrides: &Value) -> Result<(), DeployError> {
         let map = overrides

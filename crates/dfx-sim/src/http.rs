@@ -36,8 +36,8 @@ pub struct AppState {
     pub ready_at: Option<Instant>,
     pub arrivals: AtomicU64,
     pub crashed: AtomicBool,
-    /// Fired once when the crash fault triggers.
-    pub on_crash: tokio::sync::watch::Sender<bool>,
+    /// Set once, to the in-flight count, when the crash fault triggers.
+    pub on_crash: tokio::sync::watch::Sender<Option<usize>>,
     /// Static part of `/sim/info`.
     pub info: Value,
 }
@@ -65,7 +65,7 @@ impl AppState {
                 "simulated crash: {inflight} requests in flight (fault crash-at-inflight)"
             );
             self.engine.stop();
-            let _ = self.on_crash.send(true);
+            let _ = self.on_crash.send(Some(inflight));
         }
     }
 }
@@ -248,18 +248,11 @@ async fn speech_inner(
     let mut resp = match req.delivery {
         Delivery::Audio | Delivery::Sse => {
             let sse = req.delivery == Delivery::Sse;
-            let stream = ChunkStream {
-                rx,
-                render,
-                guard,
-                faults: StreamFaults {
-                    stall_after: faults.stall_after_chunks,
-                    truncate_after: faults.truncate_after_chunks,
-                },
-                sse,
-                sent: 0,
-                done: false,
+            let faults = StreamFaults {
+                stall_after: faults.stall_after_chunks,
+                truncate_after: faults.truncate_after_chunks,
             };
+            let stream = ChunkStream::new(rx, render, guard, faults, sse);
             let ctype = match (sse, req.format) {
                 (true, _) => "text/event-stream",
                 (false, Format::Pcm) => "audio/pcm",

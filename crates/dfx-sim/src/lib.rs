@@ -94,14 +94,16 @@ impl SimHandle {
     }
 }
 
-/// Binds 127.0.0.1:0 and serves `opts` on the current tokio runtime.
+/// Binds 127.0.0.1:0, sets the instance up (start-up faults surface here) and serves it
+/// on the current tokio runtime; requests can be sent as soon as this returns.
 pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let mut opts = opts;
     opts.port = addr.port();
-    let task = tokio::spawn(serve_until(opts, listener, async {
+    let prepared = server::prepare(opts, listener).await?;
+    let task = tokio::spawn(prepared.run(async {
         let _ = rx.await;
     }));
     Ok(SimHandle {

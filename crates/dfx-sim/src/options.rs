@@ -207,11 +207,17 @@ fn engine_config(p: &Profile, d: &DeploySettings, slowdown: f64) -> EngineConfig
     if let Some(a) = d.async_chunk {
         chunking.async_chunk = a;
     }
+    let contention = if d.stages_share_device() {
+        p.contention
+    } else {
+        0.0
+    };
     EngineConfig {
         talker,
         codec,
         chunking,
         slowdown,
+        contention,
     }
 }
 

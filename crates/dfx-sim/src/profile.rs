@@ -45,6 +45,9 @@ pub struct Profile {
     /// Code2wav defaults; `None` for single-stage models.
     pub codec: Option<CodecParams>,
     pub chunking: Chunking,
+    /// Talker slow-down while code2wav decodes on the same GPU (see
+    /// [`crate::engine::EngineConfig::contention`]).
+    pub contention: f64,
     /// Prefill of a request without reference audio, seconds.
     pub prefill_plain_s: f64,
     /// Prefill of a voice-clone request (encodes the reference), seconds.
@@ -55,7 +58,8 @@ pub struct Profile {
     pub secs_per_char: f64,
     /// Seconds of audio per CJK character.
     pub secs_per_cjk_char: f64,
-    /// Preset voices (lower case); empty = any voice name is accepted.
+    /// Preset voices (lower case); empty = not checked (Base checkpoints only take
+    /// uploaded voices, and a request naming another voice then needs `ref_audio`).
     pub voices: &'static [&'static str],
     /// Voice used when a request names none (CustomVoice-style tasks).
     pub default_voice: Option<&'static str>,
@@ -113,11 +117,12 @@ fn qwen_codec(step_base_s: f64, per_frame_s: f64) -> CodecParams {
     }
 }
 
-fn talker(step_base_s: f64, step_per_seq_s: f64, max_num_seqs: usize) -> TalkerParams {
+fn talker(step_base_s: f64, step_per_seq_s: f64, prefill_per_seq_s: f64) -> TalkerParams {
     TalkerParams {
         step_base_s,
         step_per_seq_s,
-        max_num_seqs,
+        prefill_per_seq_s,
+        max_num_seqs: 64,
         inline_decode_s: 0.0,
     }
 }
@@ -128,11 +133,12 @@ fn qwen(name: &'static str, family: Family, basis: &'static str) -> Profile {
         family,
         basis,
         sample_rate: 24_000,
-        talker: talker(0.00604, 0.00015, 64),
-        codec: Some(qwen_codec(0.0257, 0.000303)),
+        talker: talker(0.005676, 0.00002, 0.000561),
+        codec: Some(qwen_codec(0.027852, 0.000432)),
         chunking: Chunking::default(),
-        prefill_plain_s: 0.0253,
-        prefill_clone_s: 0.0777,
+        contention: 0.379,
+        prefill_plain_s: 0.0212,
+        prefill_clone_s: 0.08,
         clone_context_frames: 72,
         secs_per_char: 0.065,
         secs_per_cjk_char: 0.22,
@@ -145,10 +151,14 @@ fn qwen(name: &'static str, family: Family, basis: &'static str) -> Profile {
 /// Qwen3-TTS 1.7B Base, fitted to the voice-clone row of the H20 table.
 fn qwen_17_base() -> Profile {
     Profile {
-        talker: talker(0.0101, 0.00077, 64),
-        codec: Some(qwen_codec(0.0319, 0.000445)),
-        prefill_plain_s: 0.026,
-        prefill_clone_s: 0.0777,
+        talker: talker(0.005376, 0.000109, 0.001973),
+        codec: Some(qwen_codec(0.038159, 0.000442)),
+        contention: 1.037,
+        prefill_plain_s: 0.03,
+        prefill_clone_s: 0.104,
+        // A Base checkpoint has no preset speakers (voices are uploaded clones).
+        voices: &[],
+        default_voice: None,
         ..qwen(
             "qwen3-tts-1.7b-base",
             Family::QwenBase,
@@ -173,6 +183,7 @@ fn smaller(mut p: Profile, name: &'static str, basis: &'static str) -> Profile {
     p.basis = basis;
     p.talker.step_base_s *= 0.7;
     p.talker.step_per_seq_s *= 0.7;
+    p.talker.prefill_per_seq_s *= 0.8;
     p.prefill_plain_s *= 0.8;
     p.prefill_clone_s *= 0.8;
     p
@@ -188,10 +199,12 @@ fn voxcpm2() -> Profile {
         talker: TalkerParams {
             step_base_s: 0.012,
             step_per_seq_s: 0.001,
+            prefill_per_seq_s: 0.003,
             max_num_seqs: 8,
             inline_decode_s: 0.008,
         },
         codec: None,
+        contention: 0.0,
         chunking: Chunking {
             initial_frames: 3,
             chunk_frames: 3,
@@ -219,9 +232,10 @@ fn two_stage_generic(
         family,
         basis: "generic two-stage guess (no published table)",
         sample_rate: 24_000,
-        talker: talker(0.008, 0.0003, 64),
+        talker: talker(0.008, 0.0003, 0.002),
         codec: Some(qwen_codec(0.02, 0.0003)),
         chunking: Chunking::default(),
+        contention: 0.3,
         prefill_plain_s: 0.035,
         prefill_clone_s: 0.08,
         clone_context_frames: 0,

@@ -221,7 +221,7 @@ pub fn parse(raw: &[u8], ctx: &Context) -> Result<SpeechRequest, ApiError> {
         }
     };
     let voice = match task {
-        Task::CustomVoice => Some(check_voice(ctx.profile, voice, uploaded.is_some())?),
+        Task::CustomVoice => check_voice(ctx.profile, voice, uploaded.is_some())?,
         _ => voice,
     };
     if task == Task::VoiceDesign && instructions.is_empty() {
@@ -382,16 +382,23 @@ fn check_checkpoint(family: Family, task: Task) -> Result<(), ApiError> {
     ))
 }
 
-fn check_voice(p: &Profile, voice: Option<String>, uploaded: bool) -> Result<String, ApiError> {
+fn check_voice(
+    p: &Profile,
+    voice: Option<String>,
+    uploaded: bool,
+) -> Result<Option<String>, ApiError> {
     let Some(v) = voice.or(p.default_voice.map(String::from)) else {
-        return Err(ApiError::bad(
-            "`voice` is required for this model",
-            Some("voice"),
-        ));
+        if p.checks_voices() {
+            return Err(ApiError::bad(
+                "`voice` is required for this model",
+                Some("voice"),
+            ));
+        }
+        return Ok(None);
     };
     let known = p.voices.iter().any(|k| k.eq_ignore_ascii_case(&v));
     if uploaded || known || !p.checks_voices() {
-        return Ok(v);
+        return Ok(Some(v));
     }
     Err(ApiError::bad(
         format!("Unknown voice '{v}'; available: {}", p.voices.join(", ")),

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
@@ -36,6 +36,21 @@ pub async fn serve_until(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), SimError> {
+    prepare(opts, listener).await?.run(shutdown).await
+}
+
+/// An instance set up (options validated, start-up faults applied, engine running) but
+/// not yet answering.
+pub struct Prepared {
+    listener: TcpListener,
+    state: Arc<AppState>,
+    engine: Arc<EngineHandle>,
+    stats: Arc<Stats>,
+    crash_rx: watch::Receiver<Option<usize>>,
+}
+
+/// Validates `opts` and sets the instance up on `listener`.
+pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared, SimError> {
     let cfg = Arc::new(opts.resolve()?);
     let o = &cfg.options;
     if let Some(code) = o.faults.exit_at_startup {
@@ -52,7 +67,7 @@ pub async fn serve_until(
     };
     log_startup(&cfg, addr);
     let rate = cfg.profile.sample_rate;
-    let voice_buf = tokio::task::spawn_blocking(move || VoiceBuffer::new(rate))
+    let voice_buf = tokio::task::spawn_blocking(move || VoiceBuffer::shared(rate))
         .await
         .map_err(|e| SimError::Io(std::io::Error::other(e)))?;
     let stats = Arc::new(Stats::default());
@@ -68,7 +83,7 @@ pub async fn serve_until(
         let delay = Duration::from_secs_f64(o.faults.ready_after_s.unwrap_or(0.0));
         Some(Instant::now() + delay)
     };
-    let (crash_tx, mut crash_rx) = watch::channel(false);
+    let (crash_tx, crash_rx) = watch::channel(None);
     let state = Arc::new(AppState {
         info: static_info(&cfg, child_pid),
         cfg: cfg.clone(),
@@ -81,39 +96,66 @@ pub async fn serve_until(
         crashed: AtomicBool::new(false),
         on_crash: crash_tx,
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let logger = tokio::spawn(log_stats(stats.clone()));
-    let ready_log = tokio::spawn(log_ready(ready_at));
-    let external = tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let mut graceful_rx = stop_rx.clone();
-    let eng = engine.clone();
-    let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(async move {
-        let _ = graceful_rx.wait_for(|s| *s).await;
-        tracing::info!("shutting down");
-        eng.stop();
-    });
-    let mut grace_rx = stop_rx;
-    let result = tokio::select! {
-        r = server => r.map_err(SimError::Io),
-        _ = async { let _ = grace_rx.wait_for(|s| *s).await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
-            tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; exiting anyway");
-            Ok(())
+    Ok(Prepared {
+        listener,
+        state,
+        engine,
+        stats,
+        crash_rx,
+    })
+}
+
+impl Prepared {
+    /// Answers requests until `shutdown` completes or the crash fault fires.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), SimError> {
+        let Prepared {
+            listener,
+            state,
+            engine,
+            stats,
+            mut crash_rx,
+        } = self;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let logger = tokio::spawn(log_stats(stats.clone()));
+        let ready_log = tokio::spawn(log_ready(state.ready_at));
+        let external = tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+        let mut graceful_rx = stop_rx.clone();
+        let eng = engine.clone();
+        // No Nagle: a small first chunk must leave at once (TTFP), not wait for an ACK.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+            let _ = graceful_rx.wait_for(|s| *s).await;
+            tracing::info!("shutting down");
+            eng.stop();
+        });
+        let mut grace_rx = stop_rx;
+        let result = tokio::select! {
+            r = server => r.map_err(SimError::Io),
+            _ = async { let _ = grace_rx.wait_for(|s| *s).await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+                tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; exiting anyway");
+                Ok(())
+            }
+            c = crash_rx.wait_for(|c| c.is_some()) => Err(SimError::Crashed {
+                inflight: c.ok().and_then(|c| *c).unwrap_or_default(),
+            }),
+        };
+        engine.stop();
+        logger.abort();
+        ready_log.abort();
+        external.abort();
+        if result.is_ok() {
+            tracing::info!("stopped");
         }
-        _ = crash_rx.wait_for(|c| *c) => Err(SimError::Crashed {
-            inflight: stats.inflight.load(Ordering::SeqCst),
-        }),
-    };
-    engine.stop();
-    logger.abort();
-    ready_log.abort();
-    external.abort();
-    if result.is_ok() {
-        tracing::info!("stopped");
+        result
     }
-    result
 }
 
 fn log_startup(cfg: &SimConfig, addr: SocketAddr) {

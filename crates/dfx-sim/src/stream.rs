@@ -2,6 +2,7 @@
 //! the lazily rendered whole body of non-streaming requests. Stream faults (stall,
 //! truncate, odd byte) are applied here.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -80,20 +81,44 @@ pub struct StreamFaults {
 
 /// A streaming body: one write per decoded chunk (raw bytes or one SSE event).
 pub struct ChunkStream {
-    pub rx: UnboundedReceiver<Emission>,
-    pub render: Render,
-    pub guard: Guard,
-    pub faults: StreamFaults,
-    pub sse: bool,
-    pub sent: u32,
-    pub done: bool,
+    rx: UnboundedReceiver<Emission>,
+    render: Render,
+    guard: Guard,
+    faults: StreamFaults,
+    sse: bool,
+    sent: u32,
+    done: bool,
+    /// Truncation waits a moment so the chunks already sent leave the socket first.
+    cut: Option<Pin<Box<tokio::time::Sleep>>>,
 }
+
+/// How long a truncated stream lets its last chunk drain before the connection drops.
+const CUT_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn sse_event(name: &str, data: serde_json::Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
 }
 
 impl ChunkStream {
+    pub fn new(
+        rx: UnboundedReceiver<Emission>,
+        render: Render,
+        guard: Guard,
+        faults: StreamFaults,
+        sse: bool,
+    ) -> Self {
+        ChunkStream {
+            rx,
+            render,
+            guard,
+            faults,
+            sse,
+            sent: 0,
+            done: false,
+            cut: None,
+        }
+    }
+
     fn encode(&self, e: &Emission) -> Bytes {
         let audio = self.render.chunk(e);
         let stats = &self.guard.stats;
@@ -136,6 +161,12 @@ impl Stream for ChunkStream {
             return Poll::Ready(None);
         }
         if this.faults.truncate_after.is_some_and(|n| this.sent >= n) {
+            let cut = this
+                .cut
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(CUT_DELAY)));
+            if cut.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
             this.done = true;
             tracing::debug!(id = this.guard.id, "truncating stream (fault)");
             return Poll::Ready(Some(Err(std::io::Error::other(

@@ -77,3 +77,13 @@ fn overrides_win() {
             .contains("--stage-overrides")
     );
 }
+
+#[test]
+fn devices_decide_gpu_sharing() {
+    assert!(DeploySettings::default().stages_share_device());
+    let mut s = parse(STOCK).unwrap();
+    assert!(s.stages_share_device());
+    s.apply_overrides(&serde_json::json!({"1": {"devices": "1"}}))
+        .unwrap();
+    assert!(!s.stages_share_device());
+}

@@ -10,8 +10,10 @@
 //! Stages:
 //! - **talker** ([`talker`]): a waiting queue in front of a continuous batch of at most
 //!   `max_num_seqs` sequences. One step generates one codec frame per sequence and takes
-//!   `step_base + step_per_seq × batch` plus the prefill of every sequence admitted at
-//!   that step (larger for voice clone, which encodes the reference).
+//!   `step_base + step_per_seq × batch`, plus, when it admits new sequences, the largest
+//!   of their prefills (larger for voice clone, which encodes the reference) and
+//!   `prefill_per_seq` for each; × `1 + contention` when it starts while code2wav is
+//!   decoding on the same GPU.
 //! - **code2wav** ([`codec`]): a queue of codec chunks in front of a decoder that takes at
 //!   most `max_num_seqs` chunks per step, oldest request first, one chunk per request per
 //!   step (a request's chunks decode in order). A step costs `step_base +
@@ -43,6 +45,9 @@ pub struct TalkerParams {
     pub step_base_s: f64,
     /// Added per sequence in the batch.
     pub step_per_seq_s: f64,
+    /// Added per sequence admitted in the step, on top of the largest admitted request's
+    /// own prefill ([`Job::prefill_s`]): batched prefill is far cheaper than serial.
+    pub prefill_per_seq_s: f64,
     /// Continuous-batching limit (`stages[0].max_num_seqs`).
     pub max_num_seqs: usize,
     /// Decode cost per emitted chunk, paid inside the talker step (single-stage models
@@ -72,6 +77,9 @@ pub struct EngineConfig {
     pub chunking: Chunking,
     /// Multiplies every service time (the slow-down fault).
     pub slowdown: f64,
+    /// Both stages share one GPU: a talker step that starts while code2wav is decoding
+    /// takes `1 + contention` times longer (0 when the stages run on different devices).
+    pub contention: f64,
 }
 
 /// One synthesis request as the engine sees it.
@@ -80,7 +88,8 @@ pub struct Job {
     pub id: u64,
     /// Codec frames to generate (≥ 1).
     pub frames: u32,
-    /// Prefill cost of this request in seconds (task-dependent).
+    /// Prefill cost of this request alone, seconds (task-dependent; a step admitting
+    /// several pays the largest plus `prefill_per_seq_s` each).
     pub prefill_s: f64,
     /// Reference-context frames the decoder carries with every chunk (voice clone).
     pub ref_context_frames: u32,
@@ -137,7 +146,12 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Self {
-        let talker = Talker::new(cfg.talker.clone(), cfg.chunking.clone(), cfg.slowdown);
+        let talker = Talker::new(
+            cfg.talker.clone(),
+            cfg.chunking.clone(),
+            cfg.slowdown,
+            cfg.contention,
+        );
         let codec = cfg.codec.clone().map(|c| Codec::new(c, cfg.slowdown));
         Engine {
             cfg,
@@ -205,7 +219,11 @@ impl Engine {
     /// Starts idle stages that have work.
     fn kick(&mut self) {
         let now = self.now;
-        self.talker.start_if_idle(now);
+        let codec_busy = self
+            .codec
+            .as_ref()
+            .is_some_and(|c| c.busy_until().is_some());
+        self.talker.start_if_idle(now, codec_busy);
         if let Some(c) = self.codec.as_mut() {
             c.start_if_idle(now);
         }

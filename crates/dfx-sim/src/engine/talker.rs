@@ -26,6 +26,7 @@ pub(super) struct Talker {
     p: TalkerParams,
     chunking: Chunking,
     slowdown: f64,
+    contention: f64,
     waiting: VecDeque<Seq>,
     running: Vec<Seq>,
     busy_until: Option<VTime>,
@@ -34,11 +35,12 @@ pub(super) struct Talker {
 }
 
 impl Talker {
-    pub(super) fn new(p: TalkerParams, chunking: Chunking, slowdown: f64) -> Self {
+    pub(super) fn new(p: TalkerParams, chunking: Chunking, slowdown: f64, contention: f64) -> Self {
         Talker {
             p,
             chunking,
             slowdown,
+            contention,
             waiting: VecDeque::new(),
             running: Vec::new(),
             busy_until: None,
@@ -67,18 +69,20 @@ impl Talker {
 
     /// Starts a step at `now` if idle and there is work: admits waiting sequences up to
     /// the batch limit (their prefill joins this step) and prices the step.
-    pub(super) fn start_if_idle(&mut self, now: VTime) {
+    pub(super) fn start_if_idle(&mut self, now: VTime, codec_busy: bool) {
         if self.busy_until.is_some() || (self.running.is_empty() && self.waiting.is_empty()) {
             return;
         }
-        let mut prefill = 0.0;
+        let (mut largest, mut admitted) = (0.0f64, 0usize);
         while self.running.len() < self.p.max_num_seqs.max(1) {
             let Some(seq) = self.waiting.pop_front() else {
                 break;
             };
-            prefill += seq.job.prefill_s;
+            largest = largest.max(seq.job.prefill_s);
+            admitted += 1;
             self.running.push(seq);
         }
+        let prefill = largest + self.p.prefill_per_seq_s * admitted as f64;
         let chunks = if self.p.inline_decode_s > 0.0 {
             self.running
                 .iter()
@@ -92,7 +96,12 @@ impl Talker {
             + self.p.step_per_seq_s * batch
             + prefill
             + self.p.inline_decode_s * chunks as f64;
-        let dur = secs(cost * self.slowdown).max(1);
+        let contention = if codec_busy {
+            1.0 + self.contention
+        } else {
+            1.0
+        };
+        let dur = secs(cost * contention * self.slowdown).max(1);
         self.busy_until = Some(now + dur);
         self.steps += 1;
         self.busy += dur;

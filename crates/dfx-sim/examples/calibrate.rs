@@ -9,7 +9,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::calibration::{Task, measure, rel};
+use common::calibration::{Task, sweep, table};
 use dfx_sim::SimOptions;
 
 struct Args {
@@ -71,13 +71,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
     println!(
-        "speed x{}, seed {}, 20 prompts per point, medians; target in brackets",
+        "speed x{}, seed {}, 20 prompts per point, medians (TTFP scaled back to simulated time)\n",
         args.speed, args.seed
     );
     for task in &args.tasks {
@@ -90,41 +85,7 @@ fn main() {
         if let Some(o) = &args.overrides {
             opts = opts.stage_overrides(o.clone());
         }
-        let (url_tx, url_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let h = dfx_sim::spawn(opts).await.expect("start simulator");
-                url_tx.send(h.base_url()).expect("send url");
-                let _ = stop_rx.await;
-                h.shutdown().await.expect("shutdown");
-            });
-        });
-        let url = url_rx.recv().expect("simulator url");
-        println!("\n{}", task.name());
-        println!("| c | RTF | TTFP ms | audio-s/s | failures |");
-        println!("|---|---|---|---|---|");
-        for &c in &args.concurrency {
-            let p = client_rt.block_on(measure(&url, *task, c, args.speed));
-            let target = task.targets().into_iter().find(|t| t.0 == c);
-            let (rt_s, tt_s) = match target {
-                Some((_, r, t)) => (
-                    format!(" [{r}, {:+.0}%]", rel(p.median_rtf, r) * 100.0),
-                    format!(" [{t}, {:+.0}%]", rel(p.median_ttfp_ms, t) * 100.0),
-                ),
-                None => (String::new(), String::new()),
-            };
-            println!(
-                "| {c} | {:.3}{rt_s} | {:.0}{tt_s} | {:.1} | {} |",
-                p.median_rtf, p.median_ttfp_ms, p.audio_throughput, p.failures
-            );
-        }
-        let _ = stop_tx.send(());
-        server.join().expect("server thread");
+        let points = sweep(*task, opts, &args.concurrency);
+        println!("{}", table(*task, &points));
     }
 }

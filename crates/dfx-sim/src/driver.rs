@@ -48,6 +48,7 @@ impl Clock {
 enum Cmd {
     Submit {
         job: Job,
+        arrived: Instant,
         tx: UnboundedSender<Emission>,
     },
     Cancel(u64),
@@ -82,13 +83,15 @@ impl EngineHandle {
         }
     }
 
-    /// Queues a job (its `id` is assigned here, in arrival order); chunks arrive on the
-    /// returned channel, which closes after the last one or when the engine stops.
-    pub fn submit(&self, mut job: Job) -> (u64, UnboundedReceiver<Emission>) {
+    /// Queues a job that reached the server at `arrived` (its `id` is assigned here, in
+    /// arrival order); chunks arrive on the returned channel, which closes after the last
+    /// one or when the engine stops. The model starts the request at `arrived`: the
+    /// simulator's own parsing time is part of the modelled prefill, not added to it.
+    pub fn submit(&self, mut job: Job, arrived: Instant) -> (u64, UnboundedReceiver<Emission>) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         job.id = id;
         let (tx, rx) = unbounded_channel();
-        let _ = self.tx.send(Cmd::Submit { job, tx });
+        let _ = self.tx.send(Cmd::Submit { job, arrived, tx });
         (id, rx)
     }
 
@@ -120,9 +123,11 @@ fn run(mut engine: Engine, clock: Clock, rx: mpsc::Receiver<Cmd>, stats: &Stats)
         };
         let now = clock.virt(Instant::now());
         match msg {
-            Ok(Cmd::Submit { job, tx }) => {
+            Ok(Cmd::Submit { job, arrived, tx }) => {
                 senders.insert(job.id, tx);
-                engine.submit(now, job, &mut out);
+                engine.advance(now, &mut out);
+                let at = clock.virt(arrived).max(engine.now());
+                engine.submit(at, job, &mut out);
             }
             Ok(Cmd::Cancel(id)) => {
                 engine.advance(now, &mut out);

@@ -188,7 +188,8 @@ async fn delete_voice(State(st): St, Path(name): Path<String>) -> Response {
 }
 
 async fn speech(State(st): St, headers: HeaderMap, body: Bytes) -> Response {
-    match speech_inner(&st, &headers, &body).await {
+    let arrived = Instant::now();
+    match speech_inner(&st, &headers, &body, arrived).await {
         Ok(r) => r,
         Err(e) => {
             if e.status == StatusCode::BAD_REQUEST {
@@ -204,6 +205,7 @@ async fn speech_inner(
     st: &Arc<AppState>,
     headers: &HeaderMap,
     body: &[u8],
+    arrived: Instant,
 ) -> Result<Response, ApiError> {
     st.check_ready()?;
     let req = {
@@ -229,7 +231,7 @@ async fn speech_inner(
     }
     let (audio, job) = plan::plan(&st.cfg, &req, st.voice_buf.word_count());
     let inflight = st.stats.enter();
-    let (id, rx) = st.engine.submit(job);
+    let (id, rx) = st.engine.submit(job, arrived);
     let guard = Guard {
         id,
         engine: st.engine.clone(),

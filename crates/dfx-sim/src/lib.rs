@@ -21,6 +21,7 @@ pub mod request;
 mod server;
 pub mod stats;
 mod stream;
+pub mod vbench;
 pub mod voices;
 
 use std::ffi::OsString;

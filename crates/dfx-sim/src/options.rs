@@ -186,8 +186,11 @@ fn engine_config(p: &Profile, d: &DeploySettings, slowdown: f64) -> EngineConfig
         talker.max_num_seqs = n;
     }
     let codec = p.codec.clone().map(|mut c| {
+        // An explicit stage-1 max_num_seqs means today's code2wav: the running set is
+        // decoded as one batch.
         if let Some(n) = d.codec_max_num_seqs {
             c.max_num_seqs = n;
+            c.decode_batch = n;
         }
         if let Some(n) = d.left_context_frames {
             c.left_context_frames = n;
@@ -236,14 +239,22 @@ mod tests {
         assert_eq!(cfg.profile.name, "qwen3-tts-1.7b-base");
         assert_eq!(cfg.engine.talker.max_num_seqs, 64);
         assert_eq!(cfg.engine.codec.as_ref().unwrap().max_num_seqs, 2);
+        assert_eq!(cfg.engine.codec.as_ref().unwrap().decode_batch, 2);
         let plain = SimOptions::new("Qwen/Qwen3-TTS-12Hz-1.7B-Base")
             .resolve()
             .unwrap();
+        let codec = plain.engine.codec.as_ref().unwrap();
+        assert_eq!(codec.decode_batch, 1, "stock codec batch");
+        assert_eq!(codec.max_num_seqs, 4, "fitted resident requests");
         assert_eq!(
-            plain.engine.codec.as_ref().unwrap().max_num_seqs,
-            1,
-            "stock codec batch"
+            plain.engine.contention, 1.434,
+            "stages share GPU 0 by default"
         );
+        let split = SimOptions::new("Qwen/Qwen3-TTS-12Hz-1.7B-Base")
+            .stage_overrides(serde_json::json!({"1": {"devices": "1"}}))
+            .resolve()
+            .unwrap();
+        assert_eq!(split.engine.contention, 0.0);
     }
 
     #[test]

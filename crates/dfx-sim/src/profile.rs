@@ -1,10 +1,12 @@
 //! Per-model profiles: sample rate, voices, languages, supported tasks and the calibrated
 //! performance parameters (SIM.md, "Performance model").
 //!
-//! The Qwen3-TTS 1.7B parameters were fitted to the H20 table of SIM.md with the stock
-//! configuration of that sweep (talker `max_num_seqs` 64, code2wav batch 1, chunks 1 then
-//! 25 frames, 72 frames of left context); see `BENCHMARKS-section.md` for the fit and the
-//! measured result. The other profiles are derived or generic, and say so.
+//! The Qwen3-TTS 1.7B parameters were fitted to the H20 table of SIM.md for the
+//! configuration of that sweep: talker `max_num_seqs` 64; code2wav decoding one chunk per
+//! step (the "codec batch 1" of SIM.md) for a few resident requests (fitted: 4 for Base,
+//! 8 for CustomVoice); chunks of 1 then 25 frames with 72 frames of left context; both
+//! stages on one GPU. See `BENCHMARKS-section.md` for the fit and the measured result.
+//! The other profiles are derived or generic, and say so.
 
 use serde::Serialize;
 
@@ -106,16 +108,23 @@ const VOXTRAL_VOICES: &[&str] = &[
     "ar_male",
 ];
 
-/// Stock Qwen3-TTS code2wav of the H20 sweep: batch 1, 72 frames of left context.
-fn qwen_codec(step_base_s: f64, per_frame_s: f64) -> CodecParams {
+/// Qwen3-TTS code2wav as in the H20 sweep: `resident` requests, one chunk decoded per
+/// step (no batched decode), 72 frames of left context.
+fn qwen_codec(step_base_s: f64, per_frame_s: f64, resident: usize) -> CodecParams {
     CodecParams {
         step_base_s,
         step_per_extra_chunk_s: 0.001,
         per_frame_s,
-        max_num_seqs: 1,
+        batch_efficiency: BATCH_EFFICIENCY,
+        max_num_seqs: resident,
+        decode_batch: 1,
         left_context_frames: 72,
     }
 }
+
+/// Assumed GPU gain of batched decode (no published figure to fit it to): a batch of n
+/// chunks costs `(1 + 0.5 (n − 1)) / n` of their serial frame work.
+pub const BATCH_EFFICIENCY: f64 = 0.5;
 
 fn talker(step_base_s: f64, step_per_seq_s: f64, prefill_per_seq_s: f64) -> TalkerParams {
     TalkerParams {
@@ -133,11 +142,11 @@ fn qwen(name: &'static str, family: Family, basis: &'static str) -> Profile {
         family,
         basis,
         sample_rate: 24_000,
-        talker: talker(0.005676, 0.00002, 0.000561),
-        codec: Some(qwen_codec(0.027852, 0.000432)),
+        talker: talker(0.003785, 0.000248, 0.000573),
+        codec: Some(qwen_codec(0.029596, 0.00035, 8)),
         chunking: Chunking::default(),
-        contention: 0.379,
-        prefill_plain_s: 0.0212,
+        contention: 0.634,
+        prefill_plain_s: 0.02101,
         prefill_clone_s: 0.08,
         clone_context_frames: 72,
         secs_per_char: 0.065,
@@ -151,11 +160,11 @@ fn qwen(name: &'static str, family: Family, basis: &'static str) -> Profile {
 /// Qwen3-TTS 1.7B Base, fitted to the voice-clone row of the H20 table.
 fn qwen_17_base() -> Profile {
     Profile {
-        talker: talker(0.005376, 0.000109, 0.001973),
-        codec: Some(qwen_codec(0.038159, 0.000442)),
-        contention: 1.037,
+        talker: talker(0.005077, 0.000062, 0.009771),
+        codec: Some(qwen_codec(0.009047, 0.000698, 4)),
+        contention: 1.434,
         prefill_plain_s: 0.03,
-        prefill_clone_s: 0.104,
+        prefill_clone_s: 0.107906,
         // A Base checkpoint has no preset speakers (voices are uploaded clones).
         voices: &[],
         default_voice: None,
@@ -233,7 +242,7 @@ fn two_stage_generic(
         basis: "generic two-stage guess (no published table)",
         sample_rate: 24_000,
         talker: talker(0.008, 0.0003, 0.002),
-        codec: Some(qwen_codec(0.02, 0.0003)),
+        codec: Some(qwen_codec(0.02, 0.0003, 4)),
         chunking: Chunking::default(),
         contention: 0.3,
         prefill_plain_s: 0.035,

@@ -27,9 +27,6 @@ fn ok(model: &str, body: Value) -> SpeechRequest {
     parse_with(model, body, None).unwrap()
 }
 
-fn err(model: &str, body: Value) -> ApiError {
-    parse_with(model, body, None).unwrap_err()
-}
 
 #[test]
 fn bench_bodies_are_accepted() {

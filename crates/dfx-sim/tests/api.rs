@@ -409,7 +409,7 @@ async fn sim_info_reports_options() {
     assert_eq!(v["seed"], 42);
     assert_eq!(v["faults"]["error500"], 0.5);
     assert_eq!(v["profile"]["name"], "qwen3-tts-1.7b-customvoice");
-    assert_eq!(v["engine"]["codec"]["max_num_seqs"], 1);
+    assert_eq!(v["engine"]["codec"]["decode_batch"], 1);
     assert_eq!(v["ready"], true);
     h.shutdown().await.unwrap();
 }

@@ -14,10 +14,11 @@
 //!   of their prefills (larger for voice clone, which encodes the reference) and
 //!   `prefill_per_seq` for each; × `1 + contention` when it starts while code2wav is
 //!   decoding on the same GPU.
-//! - **code2wav** ([`codec`]): a queue of codec chunks in front of a decoder that takes at
-//!   most `max_num_seqs` chunks per step, oldest request first, one chunk per request per
-//!   step (a request's chunks decode in order). A step costs `step_base +
-//!   step_per_extra_chunk × (n − 1) + per_frame × Σ(chunk + context frames)`.
+//! - **code2wav** ([`codec`]): a queue of codec chunks in front of a decoder with at most
+//!   `max_num_seqs` resident requests (oldest first; resident until their last chunk)
+//!   and at most `decode_batch` chunks per step, one per request (a request's chunks
+//!   decode in order). A step of n chunks costs `step_base + step_per_extra_chunk ×
+//!   (n − 1) + per_frame × Σ(chunk + context frames) × (1 + batch_efficiency × (n − 1)) / n`.
 //! - single-stage models (VoxCPM2) have no codec stage: the talker emits PCM itself and
 //!   pays `inline_decode` per chunk inside its step.
 
@@ -61,8 +62,13 @@ pub struct CodecParams {
     pub step_base_s: f64,
     pub step_per_extra_chunk_s: f64,
     pub per_frame_s: f64,
-    /// Chunks decoded per step at most (`stages[1].max_num_seqs`).
+    /// Frame work of a batch of n chunks costs `(1 + batch_efficiency × (n − 1)) / n` of
+    /// decoding them one by one (1 = no gain from batching).
+    pub batch_efficiency: f64,
+    /// Requests resident in code2wav at most (`stages[1].max_num_seqs`).
     pub max_num_seqs: usize,
+    /// Chunks decoded per step at most (1 = one request at a time).
+    pub decode_batch: usize,
     /// Left context frames re-decoded with every chunk after the first
     /// (`codec_left_context_frames`).
     pub left_context_frames: u32,
@@ -131,6 +137,7 @@ pub struct EngineSnapshot {
     pub talker_steps: u64,
     pub talker_busy_s: f64,
     pub codec_queued_chunks: usize,
+    pub codec_resident: usize,
     pub codec_steps: u64,
     pub codec_busy_s: f64,
 }

@@ -3,6 +3,10 @@ use super::*;
 const MS: f64 = 0.001;
 
 fn cfg(codec_batch: usize) -> EngineConfig {
+    slots_cfg(codec_batch, codec_batch)
+}
+
+fn slots_cfg(slots: usize, codec_batch: usize) -> EngineConfig {
     EngineConfig {
         talker: TalkerParams {
             step_base_s: 6.0 * MS,
@@ -15,7 +19,9 @@ fn cfg(codec_batch: usize) -> EngineConfig {
             step_base_s: 20.0 * MS,
             step_per_extra_chunk_s: 1.0 * MS,
             per_frame_s: 0.3 * MS,
-            max_num_seqs: codec_batch,
+            batch_efficiency: 1.0,
+            max_num_seqs: slots,
+            decode_batch: codec_batch,
             left_context_frames: 72,
         }),
         chunking: Chunking::default(),
@@ -208,4 +214,28 @@ fn contention_slows_talker_steps_while_decoding() {
     // The first step runs before any decode: same first packet.
     assert_eq!(shared[0].at, alone[0].at);
     assert!(shared.last().unwrap().at > alone.last().unwrap().at);
+}
+
+#[test]
+fn resident_slots_serve_requests_in_age_order() {
+    // One slot: request 2 gets no audio before request 1 has finished.
+    let jobs = [(0, job(1, 60)), (1, job(2, 60))];
+    let one = run(slots_cfg(1, 1), &jobs);
+    let last1 = one.iter().find(|e| e.id == 1 && e.last).unwrap().at;
+    assert!(first_packet(&one, 2) > last1);
+    // Two slots, batch 1: both stream, interleaved.
+    let two = run(slots_cfg(2, 1), &jobs);
+    let last1 = two.iter().find(|e| e.id == 1 && e.last).unwrap().at;
+    assert!(first_packet(&two, 2) < last1);
+}
+
+#[test]
+fn batching_efficiency_makes_big_batches_cheaper() {
+    let jobs: Vec<(VTime, Job)> = (0..8).map(|i| (0, job(i + 1, 100))).collect();
+    let mut linear = cfg(8);
+    linear.codec.as_mut().unwrap().batch_efficiency = 1.0;
+    let mut efficient = cfg(8);
+    efficient.codec.as_mut().unwrap().batch_efficiency = 0.3;
+    let end = |o: &[Emission]| o.iter().map(|e| e.at).max().unwrap();
+    assert!(end(&run(efficient, &jobs)) < end(&run(linear, &jobs)));
 }

@@ -136,3 +136,86 @@ pub async fn measure(base_url: &str, task: Task, concurrency: usize, speed: f64)
 pub fn rel(got: f64, want: f64) -> f64 {
     got / want - 1.0
 }
+
+/// A simulator on its own thread and runtime (2 workers), like a separate process.
+pub struct ServerThread {
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerThread {
+    pub fn start(opts: dfx_sim::SimOptions) -> Self {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let h = dfx_sim::spawn(opts).await.expect("start simulator");
+                url_tx.send(h.base_url()).expect("send url");
+                let _ = stop_rx.await;
+                h.shutdown().await.expect("shutdown");
+            });
+        });
+        let url = url_rx.recv().expect("simulator url");
+        ServerThread {
+            url,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs the sweep for `task` on a fresh simulator at `speed`; returns one point per
+/// target concurrency.
+pub fn sweep(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Point> {
+    let speed = opts.speed;
+    let server = ServerThread::start(opts);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    concurrency
+        .iter()
+        .map(|&c| rt.block_on(measure(&server.url, task, c, speed)))
+        .collect()
+}
+
+/// A markdown table of `points` against the targets of `task`.
+pub fn table(task: Task, points: &[Point]) -> String {
+    let mut s = format!(
+        "{}\n| c | RTF (target, error) | TTFP ms (target, error) | audio-s/s | failures |\n|---|---|---|---|---|\n",
+        task.name()
+    );
+    for p in points {
+        let t = task.targets().into_iter().find(|t| t.0 == p.concurrency);
+        let (r, f) = match t {
+            Some((_, r, f)) => (
+                format!(" ({r}, {:+.0}%)", rel(p.median_rtf, r) * 100.0),
+                format!(" ({f}, {:+.0}%)", rel(p.median_ttfp_ms, f) * 100.0),
+            ),
+            None => (String::new(), String::new()),
+        };
+        s.push_str(&format!(
+            "| {} | {:.3}{r} | {:.0}{f} | {:.1} | {} |\n",
+            p.concurrency, p.median_rtf, p.median_ttfp_ms, p.audio_throughput, p.failures
+        ));
+    }
+    s
+}

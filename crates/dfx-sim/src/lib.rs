@@ -116,20 +116,26 @@ pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
 
 /// Entry point of the simulator executable: `dfx-perf-sim serve <model> --host H --port P …`.
 pub fn main_from_args(args: Vec<OsString>) -> ExitCode {
+    ExitCode::from(run_from_args(args))
+}
+
+/// [`main_from_args`] returning the exit status as a number (0 after a graceful stop, 2 for
+/// bad arguments, N for the exit-at-startup fault, 1 for a crash or I/O error).
+pub fn run_from_args(args: Vec<OsString>) -> u8 {
     let env = |k: &str| std::env::var(k).ok();
     let (opts, log) = match args::parse(args, &env) {
         Ok(args::Command::Serve(o, log)) => (*o, log),
         Ok(args::Command::Help) => {
             print!("{}", args::usage());
-            return ExitCode::SUCCESS;
+            return 0;
         }
         Ok(args::Command::Version) => {
             println!("dfx-perf-sim {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
+            return 0;
         }
         Err(e) => {
             eprintln!("dfx-perf-sim: error: {e}\n\n{}", args::usage());
-            return ExitCode::from(e.exit_status());
+            return e.exit_status();
         }
     };
     init_logging(&log.0);
@@ -141,18 +147,18 @@ pub fn main_from_args(args: Vec<OsString>) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("dfx-perf-sim: error: cannot start the runtime: {e}");
-            return ExitCode::from(1);
+            return 1;
         }
     };
     let result = rt.block_on(run(opts));
     rt.shutdown_timeout(Duration::from_secs(1));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             if !matches!(e, SimError::ExitAtStartup(_)) {
                 tracing::error!("{e}");
             }
-            ExitCode::from(e.exit_status())
+            e.exit_status()
         }
     }
 }

@@ -27,7 +27,6 @@ fn ok(model: &str, body: Value) -> SpeechRequest {
     parse_with(model, body, None).unwrap()
 }
 
-
 #[test]
 fn bench_bodies_are_accepted() {
     let r = ok(

@@ -1,6 +1,8 @@
 //! `dfx-perf`: the commands that are not tests (deploy lookup, reports, compare,
-//! recalibrate).
+//! recalibrate). Each subcommand lives in its own module under `src/cli/`.
 
-fn main() -> anyhow::Result<()> {
-    anyhow::bail!("dfx-perf: no commands yet")
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

@@ -1,3 +1,12 @@
-//! The suite: one libtest-mimic trial per server × entry × sweep step.
+//! The suite: one libtest-mimic trial per sweep step of every selected perf-config entry
+//! (see README.md). Everything lives in `dfx-harness`; this target only says where the
+//! project and the simulator are.
 
-fn main() {}
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    dfx_harness::main(dfx_harness::Project {
+        root: env!("CARGO_MANIFEST_DIR").into(),
+        sim_bin: env!("CARGO_BIN_EXE_dfx-perf-sim").into(),
+    })
+}

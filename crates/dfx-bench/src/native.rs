@@ -1,1 +1,317 @@
-//! Native streaming load generator for `openai-audio-speech` (BENCH.md).
+//! Native streaming load generator for `openai-audio-speech` (BENCH.md): tokio + reqwest,
+//! every body read timestamped, the same metric names and definitions as
+//! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
+//!
+//! A run: [`prepare`] resolves the dataset and builds every body, warmups run and are
+//! discarded from the statistics, the measured phase runs closed or open loop
+//! ([`driver`]), each request's record is written to `records.jsonl` as it finishes
+//! ([`record`]), then [`aggregate`] builds the result document and [`summary`] prints
+//! vllm's summary block.
+//!
+//! The suite uses [`NativeBench`] and [`NativeSettings`] only; the submodules are public
+//! so the tests and the client benchmark can check each piece, not as a stable API.
+
+pub mod aggregate;
+pub mod client;
+pub mod dataset;
+pub mod driver;
+pub mod log;
+pub mod prepare;
+pub mod progress;
+pub mod record;
+pub mod request;
+pub mod schedule;
+pub mod selection;
+pub mod stats;
+pub mod summary;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::plan::BenchEntry;
+
+use self::aggregate::StepFacts;
+use self::driver::{InFlight, Load, PhaseCtx};
+use self::log::BenchLog;
+use self::progress::Progress;
+use self::record::{RecordSink, RequestRecord};
+
+/// Settings of the native bench (suite flags).
+#[derive(Debug, Clone)]
+pub struct NativeSettings {
+    /// `--dataset-root` (repeatable): maps HF ids `owner/name` to `<root>/<owner>/<name>`
+    /// or `<root>/<name>` (and any relative `dataset_path` to `<root>/<path>` or
+    /// `<root>/<last component>`).
+    pub dataset_roots: Vec<PathBuf>,
+    /// Run seed (default 0): row shuffle and open-loop arrivals. An entry's `seed` wins.
+    pub seed: u64,
+    /// Name of the environment variable holding the bearer token (default:
+    /// `OPENAI_API_KEY` when it is set). The token is never logged or written.
+    pub auth_token_env: Option<String>,
+    /// Output sample rate override; else `dfx_core::models::sample_rate(model)`; else
+    /// 24000 with a warning.
+    pub sample_rate: Option<u32>,
+    /// Total per request (default 900 s).
+    pub request_timeout: Duration,
+    /// Longest wait for the next byte: stall detection (default 60 s).
+    pub read_timeout: Duration,
+    /// Open-loop send lag beyond this marks the step's load invalid (default 1 s).
+    pub lag_threshold: Duration,
+    /// Response body cap (default 512 MiB).
+    pub max_body_bytes: u64,
+    /// Progress line on stderr when it is a terminal.
+    pub progress: bool,
+}
+
+impl Default for NativeSettings {
+    fn default() -> Self {
+        NativeSettings {
+            dataset_roots: Vec::new(),
+            seed: 0,
+            auth_token_env: std::env::var_os("OPENAI_API_KEY")
+                .map(|_| "OPENAI_API_KEY".to_string()),
+            sample_rate: None,
+            request_timeout: Duration::from_secs(900),
+            read_timeout: Duration::from_secs(60),
+            lag_threshold: Duration::from_secs(1),
+            max_body_bytes: 512 * 1024 * 1024,
+            progress: true,
+        }
+    }
+}
+
+/// The native bench (implements [`Bench`]).
+#[derive(Debug, Clone)]
+pub struct NativeBench {
+    settings: NativeSettings,
+    reuse_connections: bool,
+}
+
+/// Datasets the native bench implements.
+pub const DATASETS: [&str; 3] = ["seed-tts", "seed-tts-text", "seed-tts-design"];
+/// The backend the native bench implements.
+pub const BACKEND: &str = "openai-audio-speech";
+
+impl NativeBench {
+    /// A native bench with `settings`, reusing connections (pooled; the warmups open them).
+    pub fn new(settings: NativeSettings) -> Self {
+        NativeBench {
+            settings,
+            reuse_connections: true,
+        }
+    }
+
+    /// Whether idle connections are kept for later requests (default true). With `false`
+    /// every request opens a fresh connection (its set-up time is recorded as
+    /// `connect_s`). For the client benchmark.
+    pub fn with_connection_reuse(mut self, reuse: bool) -> Self {
+        self.reuse_connections = reuse;
+        self
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &NativeSettings {
+        &self.settings
+    }
+}
+
+impl Bench for NativeBench {
+    fn kind(&self) -> BenchKind {
+        BenchKind::Native
+    }
+
+    fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
+        let backend = entry.backend.as_deref();
+        let dataset = entry.dataset_name.as_deref();
+        if backend == Some(BACKEND) && dataset.is_some_and(|d| DATASETS.contains(&d)) {
+            return Ok(());
+        }
+        Err(Unsupported(format!(
+            "native bench implements backend {BACKEND} with datasets {}; got backend {} dataset {}",
+            DATASETS.join(", "),
+            backend.unwrap_or("(none)"),
+            dataset.unwrap_or("(none)")
+        )))
+    }
+
+    fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
+        let mut log = BenchLog::create(&ctx.out_dir.join("bench.log"));
+        log.write(&format!("native bench: {}", ctx.trial.name));
+        match self.run_logged(ctx, &mut log) {
+            Ok(outcome) => outcome,
+            Err(msg) => {
+                log.write(&format!("error: {msg}"));
+                BenchOutcome {
+                    result: None,
+                    exit: Some(format!("native bench error: {msg}")),
+                    log_tail: log.tail(),
+                    errors: vec![msg],
+                    invalid_load: None,
+                }
+            }
+        }
+    }
+}
+
+impl NativeBench {
+    fn run_logged(
+        &self,
+        ctx: &BenchContext<'_>,
+        log: &mut BenchLog,
+    ) -> Result<BenchOutcome, String> {
+        if let Err(Unsupported(why)) = self.supports(&ctx.trial.entry) {
+            return Err(why);
+        }
+        let mut p = prepare::prepare(&self.settings, ctx, self.reuse_connections)?;
+        for n in &p.notes {
+            log.write(n);
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("dfx-native")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        let progress = Progress::new(&ctx.trial.name, p.measured.len(), self.settings.progress);
+        let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
+        let mut phase = PhaseCtx {
+            target: p.target.clone(),
+            warmup: true,
+            sample_rate: p.sample_rate,
+            records: sink.sender(),
+            inflight: Arc::new(InFlight::default()),
+        };
+        let warm_n = p.warmups.len();
+        if warm_n > 0 {
+            let warmups = std::mem::take(&mut p.warmups);
+            driver::run_phase(
+                &rt,
+                &phase,
+                warmups,
+                Load::Closed {
+                    concurrency: warm_n,
+                },
+            );
+        }
+        phase.warmup = false;
+        phase.inflight = Arc::new(InFlight::default());
+        let measured = std::mem::take(&mut p.measured);
+        driver::run_phase(&rt, &phase, measured, p.load.clone());
+        let peak_inflight = phase.inflight.peak();
+        drop(phase);
+        let (records, problem) = sink.finish();
+        rt.shutdown_timeout(Duration::from_secs(5));
+        if let Some(problem) = problem {
+            log.write(&format!("warning: {problem}"));
+        }
+        Ok(self.conclude(ctx, log, &p, records, peak_inflight))
+    }
+
+    fn conclude(
+        &self,
+        ctx: &BenchContext<'_>,
+        log: &mut BenchLog,
+        p: &prepare::Prepared,
+        records: Vec<RequestRecord>,
+        peak_inflight: usize,
+    ) -> BenchOutcome {
+        let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.warmup);
+        measured.sort_by_key(|r| r.index);
+        let warm_failed = warm.iter().filter(|r| !r.ok).count();
+        log.write(&format!(
+            "warmups: {} sent, {warm_failed} failed",
+            warm.len()
+        ));
+        let trial = ctx.trial;
+        let facts = StepFacts {
+            date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+            backend: trial
+                .entry
+                .backend
+                .clone()
+                .unwrap_or_else(|| BACKEND.into()),
+            model_id: trial.server.model.clone(),
+            tokenizer_id: tokenizer_id(&trial.entry, &trial.server.model),
+            num_prompts: trial.step.num_prompts,
+            request_rate: trial.step.request_rate(),
+            burstiness: trial.entry.burstiness.unwrap_or(1.0),
+            max_concurrency: trial.step.max_concurrency(),
+            sample_rate: p.sample_rate,
+            peak_inflight,
+        };
+        let doc = aggregate::result_doc(&measured, &facts, &p.selection);
+        let block = summary::serving_block(
+            &doc,
+            &p.selection,
+            aggregate::upstream_continuity_ok_rate(&measured),
+        );
+        let extras = summary::extras_block(&doc, &p.selection);
+        // print! (not a raw stdout handle) so test harnesses capture it.
+        print!("{block}{extras}");
+        let _ = std::io::stdout().flush();
+        log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
+        log.write(&block);
+        log.write(&extras);
+        let errors = distinct_errors(&measured);
+        for e in &errors {
+            log.write(&format!("request error: {e}"));
+        }
+        let invalid_load = self.invalid_load(&measured, trial.step.request_rate());
+        if let Some(why) = &invalid_load {
+            log.write(&format!("invalid load: {why}"));
+        }
+        BenchOutcome {
+            result: Some(doc),
+            exit: None,
+            log_tail: log.tail(),
+            errors,
+            invalid_load,
+        }
+    }
+
+    /// Open loop only: a request sent later than the lag threshold after its deadline
+    /// (queueing for a `max_concurrency` slot excluded) means the configured load was not
+    /// offered.
+    fn invalid_load(&self, measured: &[RequestRecord], rate: Option<f64>) -> Option<String> {
+        let rate = rate?;
+        let th = self.settings.lag_threshold.as_secs_f64();
+        let late: Vec<&RequestRecord> = measured.iter().filter(|r| r.lag_s > th).collect();
+        let worst = late.iter().map(|r| r.lag_s).fold(0.0, f64::max);
+        (!late.is_empty()).then(|| {
+            format!(
+                "open-loop send lag up to {:.0} ms on {} of {} request(s) (threshold {:.0} ms): the server was not offered {rate} req/s",
+                worst * 1000.0,
+                late.len(),
+                measured.len(),
+                th * 1000.0
+            )
+        })
+    }
+}
+
+/// `tokenizer` / `tokenizer_id` of the entry, else the model (upstream's default).
+fn tokenizer_id(entry: &BenchEntry, model: &str) -> String {
+    ["tokenizer", "tokenizer_id"]
+        .iter()
+        .find_map(|k| entry.raw.get(*k).and_then(|v| v.as_str()))
+        .unwrap_or(model)
+        .to_string()
+}
+
+/// The first distinct request errors with their counts.
+fn distinct_errors(measured: &[RequestRecord]) -> Vec<String> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for e in measured.iter().filter_map(|r| r.error.as_ref()) {
+        match seen.iter_mut().find(|(m, _)| m == e) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((e.clone(), 1)),
+        }
+    }
+    seen.into_iter()
+        .take(5)
+        .map(|(m, n)| if n > 1 { format!("{m} (×{n})") } else { m })
+        .collect()
+}

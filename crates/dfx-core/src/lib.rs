@@ -12,6 +12,7 @@ pub mod baseline;
 pub mod bench;
 pub mod config;
 pub mod deploy;
+pub mod describe;
 pub mod fsutil;
 pub mod hardware;
 pub mod models;

@@ -29,7 +29,10 @@ mod tests {
     #[test]
     fn known_rates() {
         assert_eq!(sample_rate("Qwen/Qwen3-TTS-12Hz-1.7B-Base"), Some(24_000));
-        assert_eq!(sample_rate("/models/qwen3-tts-12hz-0.6b-base/"), Some(24_000));
+        assert_eq!(
+            sample_rate("/models/qwen3-tts-12hz-0.6b-base/"),
+            Some(24_000)
+        );
         assert_eq!(sample_rate("openbmb/VoxCPM2"), Some(48_000));
         assert_eq!(sample_rate("mistralai/Voxtral-4B-TTS-2603"), Some(24_000));
         assert_eq!(sample_rate("Qwen/Qwen3-Omni-30B-A3B-Instruct"), None);

@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 use crate::baseline::Thresholds;
 use crate::server::ServerSpec;
 
+pub use crate::describe::describe_plan;
+
 /// Every trial of every selected config file, in plan order (file order, then case order
 /// with cases sharing a `test_name` concatenated at the position of the first one, then
 /// entry order, then QPS steps before concurrency steps).
@@ -130,12 +132,35 @@ impl SweepStep {
     }
 }
 
-/// Python's `str(float)` for the values configs use (`2.0`, `0.5`, `10.0`, `0.1`).
+/// Python's `str(float)`: the shortest round-trip digits, positional with a `.0` for
+/// whole numbers when the decimal exponent is in `-4..16` (`2.0`, `0.5`, `0.0001`),
+/// scientific with a signed two-digit exponent otherwise (`1e-05`, `1e+16`, `1.5e-07`).
 pub fn python_float_str(x: f64) -> String {
-    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
-        format!("{x:.1}")
+    if !x.is_finite() {
+        return if x.is_nan() {
+            "nan".into()
+        } else if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` has an exponent");
+    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
+    if (-4..16).contains(&exp) {
+        let s = format!("{x}");
+        if s.contains('.') { s } else { format!("{s}.0") }
     } else {
-        format!("{x}")
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
     }
 }
 
@@ -159,4 +184,60 @@ pub struct Trial {
     /// When set, the trial cannot run at all (e.g. diffusion dialect) and is listed as
     /// ignored with this reason.
     pub unsupported: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_str_of_floats() {
+        for (x, want) in [
+            (2.0, "2.0"),
+            (0.5, "0.5"),
+            (10.0, "10.0"),
+            (0.1, "0.1"),
+            (0.25, "0.25"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.25e20, "1.25e+20"),
+            (0.0, "0.0"),
+            (f64::INFINITY, "inf"),
+        ] {
+            assert_eq!(python_float_str(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn baseline_keys() {
+        let step = |kind| SweepStep {
+            kind,
+            index: 0,
+            num_prompts: 1,
+            label: String::new(),
+        };
+        assert_eq!(
+            step(StepKind::Concurrency {
+                max_concurrency: 16
+            })
+            .baseline_key(),
+            "16"
+        );
+        assert_eq!(
+            step(StepKind::RequestRate { request_rate: 2.0 }).baseline_key(),
+            "2.0"
+        );
+        assert_eq!(
+            step(StepKind::RequestRate { request_rate: 0.5 }).request_rate(),
+            Some(0.5)
+        );
+        assert_eq!(
+            step(StepKind::Concurrency { max_concurrency: 4 }).max_concurrency(),
+            Some(4)
+        );
+    }
 }

@@ -1,10 +1,21 @@
 //! The verdict of one trial: completion first, then baselines (fatal only with
 //! `--assert-baseline`).
+//!
+//! - A template fallback result (`result_source: "template"`) fails: the bench left no
+//!   result.
+//! - The trial fails unless `completed == num_prompts`; the message names completed,
+//!   failed, num_prompts and the first distinct request errors.
+//! - Each threshold is compared in its metric's direction, equality passing. A breach (or
+//!   a thresholded metric missing from the result) fails the trial under
+//!   `--assert-baseline` and is a warning otherwise.
 
 use serde::Serialize;
 
-use crate::baseline::Thresholds;
-use crate::result::ResultDoc;
+use crate::baseline::{Direction, Threshold, Thresholds};
+use crate::result::{ResultDoc, metric};
+
+/// How many distinct request errors a completion failure quotes.
+pub const MAX_QUOTED_ERRORS: usize = 5;
 
 /// One threshold breach.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -12,16 +23,52 @@ pub struct Breach {
     pub metric: String,
     pub value: f64,
     pub threshold: f64,
-    /// Relative gap, signed toward "worse" (e.g. +0.178 for 17.8 % over a ceiling).
+    /// Relative gap `(value - threshold) / threshold`: positive over a ceiling
+    /// (lower-is-better), negative under a floor (higher-is-better); e.g. +0.178 for
+    /// 17.8 % over a ceiling. Infinite when the threshold is 0.
     pub gap: f64,
+    pub direction: Direction,
 }
 
 impl Breach {
-    /// `median_audio_ttfp_ms 412.3 > 350 (+17.8 %)`.
+    /// `median_audio_ttfp_ms 412.3 > 350 (+17.8 %)` or
+    /// `audio_throughput 20.1 < 24.2 (-16.9 %)`.
     pub fn line(&self) -> String {
-        let _ = self;
-        String::new()
+        let op = match self.direction {
+            Direction::LowerIsBetter => ">",
+            Direction::HigherIsBetter => "<",
+        };
+        let gap = if self.gap.is_finite() {
+            format!("{:+.1} %", self.gap * 100.0)
+        } else if self.gap > 0.0 {
+            "+inf %".to_string()
+        } else {
+            "-inf %".to_string()
+        };
+        format!(
+            "{} {} {op} {} ({gap})",
+            self.metric,
+            fmt_num(self.value),
+            fmt_num(self.threshold)
+        )
     }
+}
+
+/// Short, exact-looking numbers: up to 4 decimals, trailing zeros dropped (`350`,
+/// `412.3`, `0.1591`); tiny values keep 4 significant digits.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    let s = if a != 0.0 && a < 0.001 {
+        format!("{x:.3e}")
+    } else {
+        let s = format!("{x:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    };
+    if s == "-0" { "0".into() } else { s }
 }
 
 /// The outcome of judging one result.
@@ -45,11 +92,100 @@ pub fn judge(
     errors: &[String],
     assert_baseline: bool,
 ) -> Verdict {
-    let _ = (doc, num_prompts, thresholds, errors, assert_baseline);
-    Verdict {
+    let mut v = Verdict {
         passed: false,
-        failures: vec!["not implemented".into()],
-        breaches: vec![],
-        warnings: vec![],
+        failures: Vec::new(),
+        breaches: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if doc.get("result_source").and_then(|s| s.as_str()) == Some("template") {
+        let reason = doc
+            .get("fallback_reason")
+            .and_then(|r| r.as_str())
+            .unwrap_or("no reason recorded");
+        v.failures.push(format!(
+            "the bench left no result: this is the template fallback (completed 0 of {num_prompts}); {reason}"
+        ));
+        return v;
     }
+    if let Some(f) = completion_failure(doc, num_prompts, errors) {
+        v.failures.push(f);
+    }
+    if let Some(note) = &thresholds.note {
+        v.warnings.push(format!("no thresholds: {note}"));
+    }
+    for t in &thresholds.items {
+        check_threshold(doc, t, assert_baseline, &mut v);
+    }
+    v.passed = v.failures.is_empty();
+    v
 }
+
+fn completion_failure(doc: &ResultDoc, num_prompts: u64, errors: &[String]) -> Option<String> {
+    let completed = metric(doc, "completed");
+    if completed == Some(num_prompts as f64) {
+        return None;
+    }
+    let completed = completed.map_or("missing".to_string(), fmt_num);
+    let failed = metric(doc, "failed").map_or("missing".to_string(), fmt_num);
+    let mut distinct: Vec<&str> = Vec::new();
+    for e in errors {
+        if !distinct.contains(&e.as_str()) && distinct.len() < MAX_QUOTED_ERRORS {
+            distinct.push(e);
+        }
+    }
+    let errs = if distinct.is_empty() {
+        "no request errors recorded".to_string()
+    } else {
+        let quoted: Vec<String> = distinct.iter().map(|e| format!("`{e}`")).collect();
+        format!("first errors: {}", quoted.join("; "))
+    };
+    Some(format!(
+        "incomplete: completed {completed} of num_prompts {num_prompts} (failed {failed}); {errs}"
+    ))
+}
+
+fn check_threshold(doc: &ResultDoc, t: &Threshold, assert_baseline: bool, v: &mut Verdict) {
+    let Some(value) = metric(doc, &t.metric) else {
+        let msg = format!(
+            "{} metric missing from result (threshold {} {})",
+            t.metric,
+            t.direction.symbol(),
+            fmt_num(t.value)
+        );
+        if assert_baseline {
+            v.failures.push(msg);
+        } else {
+            v.warnings.push(msg);
+        }
+        return;
+    };
+    if !t.direction.breached(value, t.value) {
+        return;
+    }
+    let gap = if t.value != 0.0 {
+        (value - t.value) / t.value.abs()
+    } else if value > t.value {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    };
+    let breach = Breach {
+        metric: t.metric.clone(),
+        value,
+        threshold: t.value,
+        gap,
+        direction: t.direction,
+    };
+    if assert_baseline {
+        v.failures.push(breach.line());
+    } else {
+        v.warnings
+            .push(format!("baseline breach (not asserted): {}", breach.line()));
+    }
+    v.breaches.push(breach);
+}
+
+#[cfg(test)]
+#[path = "verdict_tests.rs"]
+mod tests;

@@ -1,2 +1,49 @@
 //! The suite harness: the shared CLI (libtest flags + suite flags), trial construction for
 //! libtest-mimic, the server pool and the runner that writes the results folder.
+//!
+//! Entry points:
+//! - [`main`]: what `tests/perf.rs` calls; parses argv and runs the suite;
+//! - [`cli::parse_env`] / [`cli::SuiteArgs`]: the one CLI struct every root test target
+//!   parses argv with, so `cargo test -- --assert-baseline <filter>` works for all of them.
+//!
+//! Module map: [`cli`] raw flags → [`settings`] validated [`settings::SuiteConfig`];
+//! [`select`] decides per trial (bench, or why it cannot run); [`pool`] keeps one live
+//! server; [`runner`] runs one trial; [`results`] and [`summary`] write the run folder;
+//! [`listing`] renders `--list-verbose`; [`fake`] holds the hidden test seams; [`wiring`]
+//! is the one place where the real launchers, benches and report writer plug in.
+
+pub mod cli;
+pub mod fake;
+pub mod listing;
+pub mod pool;
+pub mod results;
+pub mod runner;
+pub mod select;
+pub mod settings;
+pub mod suite;
+pub mod summary;
+pub mod wiring;
+
+#[cfg(test)]
+mod test_support;
+
+use std::process::ExitCode;
+
+pub use settings::Project;
+
+/// Runs the suite: parses `std::env::args_os()` with [`cli::SuiteArgs`], loads the plan
+/// and runs the selected trials. `tests/perf.rs` is just
+/// `fn main() -> ExitCode { dfx_harness::main(Project { … }) }`.
+pub fn main(project: Project) -> ExitCode {
+    suite::run(cli::parse_env(), project)
+}
+
+/// Lenient boolean used for environment knobs: `1/true/yes/on` and `0/false/no/off`
+/// (case-insensitive); anything else is `None`.
+pub fn boolish(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" | "t" => Some(true),
+        "0" | "false" | "no" | "off" | "n" | "f" | "" => Some(false),
+        _ => None,
+    }
+}

@@ -1,1 +1,17 @@
-//! Reports (markdown, HTML with SVG charts, JUnit), run comparison and baseline recalibration.
+//! Reports (markdown, HTML with SVG charts, JUnit), run comparison and baseline
+//! recalibration, all working on the run folders the harness writes
+//! (`<results-dir>/<run-id>/`: `run.json`, `summary.json`, `trials/*/result.json`).
+
+pub mod chart;
+pub mod compare;
+mod error;
+pub mod fmt;
+pub mod metrics;
+pub mod recalibrate;
+pub mod report;
+pub mod run;
+pub mod writeback;
+
+pub use error::ReportError;
+pub use report::{ReportPaths, write_run_reports};
+pub use run::{Run, load_run};

@@ -1,3 +1,41 @@
 //! The server under test as a supervised child process (SERVER.md): command building,
 //! process-group supervision, readiness, logs, teardown and attach mode. Implements
 //! [`dfx_core::server::ServerLauncher`].
+//!
+//! Lifecycle of a [`ProcessLauncher`] start: pick a port (free one, or the configured one,
+//! refused with [`ServerError::PortInUse`] if it already answers), write `command.txt`
+//! (exact command line, added environment with secrets redacted) and the edited deploy copy
+//! into the start folder, spawn the server as leader of its own process group with stdout
+//! and stderr appended to `server.log`, then poll `GET /health` until 200 while watching the
+//! process. Teardown (on [`RunningServer::stop`], on drop, on panic, and on SIGINT/SIGTERM
+//! once [`install_signal_handlers`] ran) is SIGTERM to the group, a grace period, SIGKILL to
+//! the group, and a sweep of `/proc` until no member is left.
+
+pub mod attach;
+pub mod command;
+pub mod exe;
+pub mod group;
+pub mod launcher;
+pub mod logtail;
+pub mod managed;
+pub mod owner;
+pub mod probe;
+
+use dfx_core::server::{RunningServer, ServerError};
+
+pub use attach::AttachLauncher;
+pub use command::{ServerCommand, build as build_command};
+pub use group::{group_members, install_signal_handlers, live_groups, teardown_all};
+pub use launcher::{LauncherConfig, ProcessLauncher};
+pub use managed::{LOG_TAIL_LINES, ManagedServer};
+
+/// `Some(ServerError::DiedDuringTrial)` (status and log tail) when `server` has exited; the
+/// harness calls it after a trial and then starts a fresh server for the next one.
+pub fn died_during_trial(server: &mut dyn RunningServer) -> Option<ServerError> {
+    let status = server.exit_status()?;
+    Some(ServerError::DiedDuringTrial {
+        status,
+        log: server.log_path().unwrap_or_default(),
+        log_tail: server.log_tail(LOG_TAIL_LINES),
+    })
+}

@@ -1,5 +1,13 @@
 //! Which way is better for each metric. Upstream guessed by substring (`throughput` →
 //! higher); dfx-perf uses an explicit table and refuses names it does not know.
+//!
+//! The table covers the result keys of `vllm bench serve --omni` (and dfx-perf's own extra
+//! keys) that make sense as thresholds:
+//! - higher is better: the throughputs, `rtfx`, `request_goodput`, `completed`,
+//!   `audio_continuity_ok_rate`;
+//! - lower is better: `<stat>_<family>` for every stat in `mean`, `median`, `std`, `pNN`
+//!   (`p99`, `p99.9`) and every family in [`LOWER_FAMILIES`] (latencies, RTF, underrun,
+//!   peak memory, video generation), plus `duration`, `failed`, `generator_lag_p99_ms`.
 
 use serde::Serialize;
 
@@ -13,9 +21,186 @@ pub enum Direction {
     LowerIsBetter,
 }
 
+impl Direction {
+    /// `<=` for lower-is-better (the value may not exceed the threshold), `>=` otherwise.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => ">=",
+            Direction::LowerIsBetter => "<=",
+        }
+    }
+
+    /// Whether `value` is worse than `threshold` (equality passes).
+    pub fn breached(self, value: f64, threshold: f64) -> bool {
+        match self {
+            Direction::HigherIsBetter => value < threshold,
+            Direction::LowerIsBetter => value > threshold,
+        }
+    }
+}
+
+/// Exact names that are better when higher.
+pub const HIGHER_EXACT: &[&str] = &[
+    "audio_throughput",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "request_goodput",
+    "max_output_tokens_per_s",
+    "image_throughput",
+    "video_throughput",
+    "rtfx",
+    "completed",
+    "audio_continuity_ok_rate",
+];
+
+/// Exact names that are better when lower.
+pub const LOWER_EXACT: &[&str] = &["duration", "failed", "generator_lag_p99_ms"];
+
+/// Metric families that are better when lower; a threshold names them with a statistic
+/// prefix (`mean_`, `median_`, `std_`, `p<N>_`), e.g. `median_audio_ttfp_ms`.
+pub const LOWER_FAMILIES: &[&str] = &[
+    "e2el_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "audio_ttfp_ms",
+    "ttfa_audible_ms",
+    "audio_rtf",
+    "audio_underrun_s",
+    "peak_memory_mb",
+    "video_rtf",
+    "video_generation_ms",
+    "denoise_step_latency_ms",
+];
+
+/// A short list of accepted names for error messages.
+pub const ACCEPTED_HINT: &str = "a result key with a known direction: audio_throughput, \
+request_throughput, output_throughput, total_token_throughput, request_goodput, \
+max_output_tokens_per_s, image_throughput, video_throughput, rtfx, completed, \
+audio_continuity_ok_rate (higher is better); duration, failed, generator_lag_p99_ms, \
+{mean,median,std,pNN}_{e2el_ms,ttft_ms,tpot_ms,itl_ms,audio_ttfp_ms,ttfa_audible_ms,\
+audio_rtf,audio_underrun_s,peak_memory_mb,video_rtf,video_generation_ms,\
+denoise_step_latency_ms} (lower is better)";
+
 /// The direction of a result key, or `None` for names the table does not know (a config
 /// error).
 pub fn direction_of(metric: &str) -> Option<Direction> {
-    let _ = metric;
+    if HIGHER_EXACT.contains(&metric) {
+        return Some(Direction::HigherIsBetter);
+    }
+    if LOWER_EXACT.contains(&metric) {
+        return Some(Direction::LowerIsBetter);
+    }
+    let (stat, family) = metric.split_once('_')?;
+    if is_statistic(stat) && LOWER_FAMILIES.contains(&family) {
+        return Some(Direction::LowerIsBetter);
+    }
     None
+}
+
+/// `mean`, `median`, `std`, or a percentile `pNN` / `pNN.N` (0 to 100).
+fn is_statistic(stat: &str) -> bool {
+    if matches!(stat, "mean" | "median" | "std") {
+        return true;
+    }
+    let Some(num) = stat.strip_prefix('p') else {
+        return false;
+    };
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (num, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || int.len() > 3 || frac.is_some_and(|f| !digits(f)) {
+        return false;
+    }
+    num.parse::<f64>().is_ok_and(|p| p <= 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Direction::*;
+
+    #[test]
+    fn higher_is_better_names() {
+        for m in [
+            "audio_throughput",
+            "request_throughput",
+            "output_throughput",
+            "total_token_throughput",
+            "request_goodput",
+            "max_output_tokens_per_s",
+            "image_throughput",
+            "video_throughput",
+            "rtfx",
+            "completed",
+            "audio_continuity_ok_rate",
+        ] {
+            assert_eq!(direction_of(m), Some(HigherIsBetter), "{m}");
+        }
+    }
+
+    #[test]
+    fn lower_is_better_names() {
+        for m in [
+            "mean_e2el_ms",
+            "median_e2el_ms",
+            "std_e2el_ms",
+            "p99_e2el_ms",
+            "p50_ttft_ms",
+            "p99.9_tpot_ms",
+            "mean_itl_ms",
+            "median_audio_ttfp_ms",
+            "p90_ttfa_audible_ms",
+            "mean_audio_rtf",
+            "median_audio_rtf",
+            "p99_audio_rtf",
+            "mean_audio_underrun_s",
+            "p99_audio_underrun_s",
+            "duration",
+            "failed",
+            "generator_lag_p99_ms",
+            "mean_peak_memory_mb",
+            "median_peak_memory_mb",
+            "mean_video_rtf",
+            "median_video_generation_ms",
+            "mean_denoise_step_latency_ms",
+        ] {
+            assert_eq!(direction_of(m), Some(LowerIsBetter), "{m}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_refused() {
+        for m in [
+            "",
+            "throughput",
+            "audio_throughput_x",
+            "median_audio_ttfp",
+            "p_e2el_ms",
+            "p101_e2el_ms",
+            "p99x_e2el_ms",
+            "p99._e2el_ms",
+            "max_e2el_ms",
+            "mean_audio_duration_s",
+            "total_audio_duration_s",
+            "latency_mean",
+            "throughput_qps",
+            "MEAN_E2EL_MS",
+        ] {
+            assert_eq!(direction_of(m), None, "{m}");
+        }
+    }
+
+    #[test]
+    fn equality_is_not_a_breach() {
+        assert!(!LowerIsBetter.breached(350.0, 350.0));
+        assert!(!HigherIsBetter.breached(24.2, 24.2));
+        assert!(LowerIsBetter.breached(350.1, 350.0));
+        assert!(HigherIsBetter.breached(24.1, 24.2));
+        assert!(!LowerIsBetter.breached(349.0, 350.0));
+        assert!(!HigherIsBetter.breached(25.0, 24.2));
+    }
 }

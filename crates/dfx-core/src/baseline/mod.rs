@@ -3,8 +3,12 @@
 //! direction table, and the `baselines/<hardware>.json` store.
 
 pub mod direction;
+pub mod shape;
+pub mod store;
 
 pub use direction::{Direction, direction_of};
+pub use shape::{BaselineSpec, FlatBaseline, MetricShape, looks_nested};
+pub use store::{Store, load_store, parse_store, store_path};
 
 use std::path::PathBuf;
 
@@ -53,3 +57,7 @@ impl Thresholds {
         serde_json::Value::Object(map)
     }
 }
+
+#[cfg(test)]
+#[path = "shape_tests.rs"]
+mod shape_tests;

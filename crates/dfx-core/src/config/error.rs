@@ -10,6 +10,9 @@ pub struct ConfigError {
     pub file: PathBuf,
     /// `test_name` of the case, when known.
     pub test_name: Option<String>,
+    /// Index of the case in the file's top-level array; shown when the `test_name` is not
+    /// known (missing or invalid).
+    pub case_index: Option<usize>,
     /// Entry index as written in `benchmark_params`, when the problem is inside an entry.
     pub entry_index: Option<usize>,
     /// The offending key (dotted path), when there is one.
@@ -25,6 +28,8 @@ impl fmt::Display for ConfigError {
         write!(f, "{}", self.file.display())?;
         if let Some(t) = &self.test_name {
             write!(f, ": test `{t}`")?;
+        } else if let Some(c) = self.case_index {
+            write!(f, ": case [{c}]")?;
         }
         if let Some(i) = self.entry_index {
             write!(f, ", benchmark_params[{i}]")?;
@@ -51,5 +56,123 @@ impl fmt::Display for ConfigErrors {
             writeln!(f, "  - {e}")?;
         }
         Ok(())
+    }
+}
+
+impl ConfigError {
+    /// A problem with a whole file (unreadable, invalid JSON, wrong top level).
+    pub fn in_file(file: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
+        ConfigError {
+            file: file.into(),
+            test_name: None,
+            case_index: None,
+            entry_index: None,
+            key: None,
+            problem: problem.into(),
+            accepted: None,
+        }
+    }
+
+    /// A problem with a command-line flag (e.g. `--mark`); the flag takes the place of the
+    /// file in the message.
+    pub fn flag(flag: &str, problem: impl Into<String>) -> Self {
+        ConfigError::in_file(flag, problem)
+    }
+
+    /// Sets the `test_name`.
+    pub fn with_test(mut self, test_name: Option<&str>) -> Self {
+        self.test_name = test_name.map(String::from);
+        self
+    }
+
+    /// Sets the case index.
+    pub fn with_case(mut self, index: Option<usize>) -> Self {
+        self.case_index = index;
+        self
+    }
+
+    /// Sets the raw entry index.
+    pub fn with_entry(mut self, index: Option<usize>) -> Self {
+        self.entry_index = index;
+        self
+    }
+
+    /// Sets the offending key.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets what would be accepted.
+    pub fn with_accepted(mut self, accepted: impl Into<String>) -> Self {
+        self.accepted = Some(accepted.into());
+        self
+    }
+}
+
+/// Where in a config a check runs: the file, the case's `test_name` and the raw entry
+/// index, so every error built from it names them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub file: &'a std::path::Path,
+    pub test_name: Option<&'a str>,
+    pub case_index: Option<usize>,
+    pub entry_index: Option<usize>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(file: &'a std::path::Path) -> Self {
+        Ctx {
+            file,
+            test_name: None,
+            case_index: None,
+            entry_index: None,
+        }
+    }
+
+    pub fn case(self, index: usize) -> Self {
+        Ctx {
+            case_index: Some(index),
+            ..self
+        }
+    }
+
+    pub fn test(self, test_name: Option<&'a str>) -> Self {
+        Ctx { test_name, ..self }
+    }
+
+    pub fn entry(self, index: usize) -> Self {
+        Ctx {
+            entry_index: Some(index),
+            ..self
+        }
+    }
+
+    /// An error at `key` (dotted path) with what is accepted.
+    pub fn err(&self, key: &str, problem: impl Into<String>, accepted: &str) -> ConfigError {
+        let mut e = ConfigError::in_file(self.file, problem)
+            .with_test(self.test_name)
+            .with_case(self.case_index)
+            .with_entry(self.entry_index);
+        if !key.is_empty() {
+            e = e.with_key(key);
+        }
+        if !accepted.is_empty() {
+            e = e.with_accepted(accepted);
+        }
+        e
+    }
+}
+
+/// The JSON type of a value, for messages ("got a string").
+pub(crate) fn json_type(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }

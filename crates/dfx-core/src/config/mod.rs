@@ -1,12 +1,38 @@
 //! Perf-config loading: raw serde structs mirroring the upstream JSON (both dialects),
 //! validated into a [`Plan`](crate::plan::Plan) with every problem reported at once.
+//!
+//! Pipeline: [`read`] (file → JSON array) → [`case`] (case object → validated draft, with
+//! [`server`], [`entry`], [`sweep`], [`marks`] and the baseline shapes) → [`assemble`]
+//! (tests, trial names, baseline store, `--mark`). Nothing downstream re-validates.
+//!
+//! Decisions beyond upstream (documented in CONFIG.md terms):
+//! - diffusion-dialect entries (kebab-case keys such as `num-prompts`, or a case tagged
+//!   `diffusion`) are loaded and listed as ignored trials (`Trial::unsupported`), never run;
+//!   their baselines are not evaluated;
+//! - an omni entry without a sweep is a config error;
+//! - `server_params.ready_timeout_s` (seconds, positive) sets `ServerSpec::ready_timeout`;
+//! - unknown case and `server_params` keys are warnings; unknown entry keys are bench flags.
 
+mod assemble;
+mod case;
+pub(crate) mod entry;
 pub mod error;
+pub mod marks;
+pub mod naming;
+pub mod raw;
+mod read;
+mod server;
+pub(crate) mod sweep;
+pub(crate) mod value;
 
+pub use entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED};
 pub use error::{ConfigError, ConfigErrors};
+pub use marks::MarkExpr;
+pub use sweep::{SweepError, expand as expand_sweep};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::baseline::load_store;
 use crate::plan::Plan;
 
 /// What loading needs besides the files.
@@ -24,9 +50,71 @@ pub struct LoadOptions {
     pub mark: Option<String>,
 }
 
+impl LoadOptions {
+    /// The defaults for a repository: every `perf-configs/*.json` (sorted), `deploy/`,
+    /// `baselines/`, no `--mark`.
+    pub fn for_repo(repo_root: &Path, hardware: &str) -> LoadOptions {
+        LoadOptions {
+            files: default_config_files(repo_root),
+            hardware: hardware.to_string(),
+            deploy_dir: repo_root.join("deploy"),
+            baselines_dir: repo_root.join("baselines"),
+            mark: None,
+        }
+    }
+}
+
 /// Loads and validates every file into one plan. Reports every problem found, not just
 /// the first; nothing has been started when this returns an error.
 pub fn load_plan(opts: &LoadOptions) -> Result<Plan, ConfigErrors> {
-    let _ = opts;
-    Ok(Plan::default())
+    let mut errs = Vec::new();
+    let mut warnings = Vec::new();
+    let mut cases = Vec::new();
+    for file in &opts.files {
+        match read::read_cases(file) {
+            Ok(values) => {
+                for (i, v) in values.iter().enumerate() {
+                    cases.push(case::build_case(
+                        file,
+                        i,
+                        v,
+                        &opts.deploy_dir,
+                        &mut errs,
+                        &mut warnings,
+                    ));
+                }
+            }
+            Err(e) => errs.push(*e),
+        }
+    }
+    let mut trials = assemble::build_trials(&cases, &opts.hardware);
+    errs.extend(assemble::duplicate_names(&trials));
+    match load_store(&opts.baselines_dir, &opts.hardware) {
+        Ok(Some(store)) => assemble::apply_store(&store, &mut trials, &mut warnings),
+        Ok(None) => {}
+        Err(e) => errs.extend(e),
+    }
+    if let Some(expr) = &opts.mark {
+        assemble::select_by_mark(expr, &cases, &mut trials, &mut errs);
+    }
+    assemble::note_warnings(&trials, &mut warnings);
+    if errs.is_empty() {
+        Ok(Plan { trials, warnings })
+    } else {
+        Err(ConfigErrors(errs))
+    }
+}
+
+/// `<repo_root>/perf-configs/*.json`, sorted by file name (empty when the folder is
+/// missing).
+pub fn default_config_files(repo_root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root.join("perf-configs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
 }

@@ -1,0 +1,316 @@
+//! Benchmark of the native bench's client (not a test): TTFP measurement overhead at 1, 64
+//! and 256 concurrent streams, open-loop send lag at 50 and 200 req/s, and client CPU per
+//! 1000 streamed requests, against a local server with a fixed first-chunk delay running
+//! in a child process (so the client's CPU time is its own).
+//!
+//! `cargo bench -p dfx-bench --bench native_client` (add `-- quick` for a quarter of the
+//! requests; `only=TEXT` to pick scenarios by name; `keep=DIR` to keep their records).
+//! Under `cargo test --all-targets` it runs a two-scenario smoke check.
+
+#[path = "../tests/native_support/mod.rs"]
+mod native_support;
+#[path = "support/raw_server.rs"]
+mod raw_server;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use dfx_bench::native::stats::Sorted;
+use dfx_bench::native::{NativeBench, NativeSettings};
+use dfx_core::bench::{Bench, BenchContext};
+use dfx_core::plan::StepKind;
+use native_support::{Scripted, TrialSpec, read_records, trial};
+
+/// Which local server a scenario runs against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Server {
+    /// `raw_server`: minimal HTTP/1.1, so the figures are mostly the client's.
+    Raw,
+    /// The axum server of the tests (hyper), for comparison.
+    Axum,
+}
+
+/// A server child: its own process group, ended by closing its stdin (and by pid).
+struct ServerChild {
+    child: Child,
+    base_url: String,
+}
+
+impl ServerChild {
+    fn start(kind: Server) -> ServerChild {
+        let arg = match kind {
+            Server::Raw => "--serve-raw",
+            Server::Axum => "--serve-axum",
+        };
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .arg(arg)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the server child");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        ServerChild {
+            child,
+            base_url: line.trim().to_string(),
+        }
+    }
+
+    /// Server-side first-chunk delays by request id (`GET /timings`).
+    fn timings(&self) -> HashMap<String, f64> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            let url = format!("{}/timings", self.base_url);
+            let r = client.get(url).send().await.unwrap();
+            r.json::<HashMap<String, f64>>().await.unwrap()
+        })
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_axum() {
+    let server = Scripted::start_with(true, 2);
+    println!("{}", server.base_url);
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+fn cpu_seconds() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+struct Run {
+    overhead_ms: Sorted,
+    steady_ms: Sorted,
+    lag_ms: Sorted,
+    connect_ms: Sorted,
+    cpu_per_1000: f64,
+    failed: u64,
+}
+
+struct Scenario {
+    name: String,
+    server: Server,
+    kind: StepKind,
+    n: u64,
+    warmups: u32,
+    reuse: bool,
+}
+
+fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
+    let ds =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke");
+    let t = trial(TrialSpec {
+        dataset_path: ds.to_str().unwrap(),
+        kind: s.kind,
+        num_prompts: s.n,
+        num_warmups: Some(s.warmups),
+        ..TrialSpec::default()
+    });
+    let port = server.base_url.rsplit(':').next().unwrap().parse().unwrap();
+    let ctx = BenchContext {
+        trial: &t,
+        base_url: server.base_url.clone(),
+        host: "127.0.0.1".into(),
+        port,
+        out_dir: dir.to_path_buf(),
+        hardware: "na".into(),
+    };
+    let settings = NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..NativeSettings::default()
+    };
+    let bench = NativeBench::new(settings).with_connection_reuse(s.reuse);
+    let cpu0 = cpu_seconds();
+    let outcome = bench.run(&ctx);
+    let cpu = cpu_seconds() - cpu0;
+    let doc = outcome.result.expect("a result");
+    let recs: Vec<_> = read_records(dir)
+        .into_iter()
+        .filter(|r| r["warmup"] == false)
+        .collect();
+    let col = |key: &str| {
+        Sorted::new(
+            recs.iter()
+                .filter_map(|r| r[key].as_f64())
+                .map(|v| v * 1000.0)
+                .collect(),
+        )
+    };
+    // Overhead = client TTFP − the server's own first-chunk delay for that request, so
+    // the server's timer lateness is not charged to the client.
+    let server_delay = server.timings();
+    let overhead_of = |r: &serde_json::Value| -> Option<f64> {
+        let id = r["request_id"].as_str()?;
+        Some((r["ttfp_s"].as_f64()? - server_delay.get(id)?) * 1000.0)
+    };
+    let overhead: Vec<f64> = recs.iter().filter_map(overhead_of).collect();
+    assert_eq!(
+        overhead.len(),
+        recs.len(),
+        "every request has a server timing"
+    );
+    // Steady state: a closed loop starts with a burst of `c` simultaneous sends.
+    let burst = match s.kind {
+        StepKind::Concurrency { max_concurrency } => u64::from(max_concurrency),
+        StepKind::RequestRate { .. } => 0,
+    };
+    let steady: Vec<f64> = recs
+        .iter()
+        .filter(|r| r["index"].as_u64().unwrap_or(0) >= burst)
+        .filter_map(overhead_of)
+        .collect();
+    Run {
+        overhead_ms: Sorted::new(overhead),
+        steady_ms: Sorted::new(steady),
+        lag_ms: col("lag_s"),
+        connect_ms: col("connect_s"),
+        cpu_per_1000: cpu / (s.n + u64::from(s.warmups)) as f64 * 1000.0,
+        failed: doc["failed"].as_u64().unwrap_or(0),
+    }
+}
+
+fn scenarios(mode: &str) -> Vec<Scenario> {
+    let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
+    let open = |r: f64| StepKind::RequestRate { request_rate: r };
+    let sc = |name: String, server, kind, n, warmups, reuse| Scenario {
+        name,
+        server,
+        kind,
+        n,
+        warmups,
+        reuse,
+    };
+    if mode == "smoke" {
+        return vec![
+            sc(
+                "closed loop c=2, pooled".into(),
+                Server::Raw,
+                closed(2),
+                4,
+                2,
+                true,
+            ),
+            sc(
+                "open loop 50 req/s, pooled".into(),
+                Server::Axum,
+                open(50.0),
+                5,
+                2,
+                true,
+            ),
+        ];
+    }
+    let scale = if mode == "quick" { 4 } else { 1 };
+    let mut out = Vec::new();
+    for reuse in [true, false] {
+        let conn = if reuse { "pooled" } else { "fresh" };
+        for c in [1u32, 64, 256] {
+            let n = (u64::from(c) * 4).max(200) / scale;
+            let name = format!("closed loop c={c}, {conn}");
+            out.push(sc(name, Server::Raw, closed(c), n, c, reuse));
+        }
+    }
+    for rate in [50.0, 200.0] {
+        let n = (rate * 5.0) as u64 / scale;
+        let name = format!("open loop {rate} req/s, pooled");
+        out.push(sc(name, Server::Raw, open(rate), n, 2, true));
+    }
+    let n = 1024 / scale;
+    let name = "closed loop c=256, pooled, axum server".to_string();
+    out.push(sc(name, Server::Axum, closed(256), n, 256, true));
+    out
+}
+
+fn report(s: &Scenario, r: &Run) {
+    let steady = if r.steady_ms.is_empty() {
+        "n/a".to_string()
+    } else {
+        format!(
+            "{:.2} / {:.2}",
+            r.steady_ms.median(),
+            r.steady_ms.percentile(99.0)
+        )
+    };
+    eprintln!(
+        "| {} | {} | {:.2} / {:.2} | {steady} | {:.3} / {:.3} | {:.2} | {:.2} | {} |",
+        s.name,
+        s.n,
+        r.overhead_ms.median(),
+        r.overhead_ms.percentile(99.0),
+        r.lag_ms.percentile(99.0),
+        r.lag_ms.percentile(100.0),
+        r.connect_ms.percentile(99.0),
+        r.cpu_per_1000,
+        r.failed
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let has = |a: &str| args.iter().any(|x| x == a);
+    if has("--serve-raw") {
+        return raw_server::serve();
+    }
+    if has("--serve-axum") {
+        return serve_axum();
+    }
+    if has("--list") {
+        return; // test discovery: nothing to list
+    }
+    let mode = match (has("--bench"), has("quick")) {
+        (false, _) => "smoke",
+        (true, true) => "quick",
+        (true, false) => "full",
+    };
+    let raw = ServerChild::start(Server::Raw);
+    let axum = ServerChild::start(Server::Axum);
+    // `keep=DIR` keeps every scenario's records.jsonl / bench.log; `only=TEXT` runs the
+    // scenarios whose name contains TEXT.
+    let opt = |key: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(key).map(String::from))
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out_root = opt("keep=")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let only = opt("only=");
+    eprintln!(
+        "\n| scenario | requests | TTFP overhead p50 / p99 (ms) | after the initial burst p50 / p99 (ms) | send lag p99 / max (ms) | connect p99 (ms) | client CPU s / 1000 req | failed |"
+    );
+    eprintln!("|---|---|---|---|---|---|---|---|");
+    let mut failed = 0;
+    let chosen = scenarios(mode)
+        .into_iter()
+        .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())));
+    for (i, s) in chosen.enumerate() {
+        let server = if s.server == Server::Raw { &raw } else { &axum };
+        let r = run(server, &s, &out_root.join(format!("case{i}")));
+        report(&s, &r);
+        failed += r.failed;
+    }
+    drop((raw, axum));
+    assert_eq!(failed, 0, "requests failed against the local servers");
+}

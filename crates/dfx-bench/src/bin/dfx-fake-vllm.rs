@@ -1,0 +1,146 @@
+//! A stand-in for `vllm` in the external bench's tests (no vllm install needed).
+//!
+//! Accepts `vllm bench serve --omni …`, records its arguments and the relevant environment,
+//! and behaves according to `DFX_FAKE_VLLM_MODE`:
+//! - `ok` (default): copies the file named by `DFX_FAKE_VLLM_RESULT` to
+//!   `<--result-dir>/<--result-filename>` and exits 0;
+//! - `fail`: prints 60 numbered lines and an error, writes nothing, exits 2;
+//! - `nothing`: writes nothing, exits 0;
+//! - `malformed`: writes a truncated JSON result file, exits 0;
+//! - `sleep`: starts a child of its own (same process group), writes both pids to
+//!   `DFX_FAKE_VLLM_PIDS`, and sleeps `DFX_FAKE_VLLM_SLEEP_S` seconds (default 600).
+//!
+//! `DFX_FAKE_VLLM_RECORD`: file to which one JSON line per invocation is appended:
+//! `{"argv": [...], "env": {...}}` with the `VLLM_*` and `OPENAI_API_KEY` variables.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = std::env::var("DFX_FAKE_VLLM_MODE").unwrap_or_else(|_| "ok".into());
+    if mode == "sleep-child" {
+        sleep_for_configured_time();
+        return ExitCode::SUCCESS;
+    }
+    if args.get(..3) != Some(&["bench".to_string(), "serve".into(), "--omni".into()][..]) {
+        eprintln!("dfx-fake-vllm: expected `bench serve --omni …`, got {args:?}");
+        return ExitCode::from(64);
+    }
+    if let Err(e) = record(&args) {
+        eprintln!("dfx-fake-vllm: cannot record argv: {e}");
+        return ExitCode::from(70);
+    }
+    println!("fake vllm bench: {} arguments, mode {mode}", args.len());
+    eprintln!("fake vllm bench: this line goes to stderr");
+    let result_path = match (
+        value_of(&args, "--result-dir"),
+        value_of(&args, "--result-filename"),
+    ) {
+        (Some(d), Some(f)) => PathBuf::from(d).join(f),
+        _ => {
+            eprintln!("dfx-fake-vllm: --result-dir and --result-filename are required");
+            return ExitCode::from(64);
+        }
+    };
+    match mode.as_str() {
+        "ok" => write_copy(&result_path),
+        "fail" => {
+            for i in 1..=60 {
+                eprintln!("fake failure line {i}");
+            }
+            eprintln!("RuntimeError: fake vllm bench failed");
+            ExitCode::from(2)
+        }
+        "nothing" => ExitCode::SUCCESS,
+        "malformed" => match std::fs::write(&result_path, "{\"date\": \"20261130-1012") {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("dfx-fake-vllm: cannot write {}: {e}", result_path.display());
+                ExitCode::from(73)
+            }
+        },
+        "sleep" => sleep_with_child(),
+        other => {
+            eprintln!("dfx-fake-vllm: unknown DFX_FAKE_VLLM_MODE {other:?}");
+            ExitCode::from(64)
+        }
+    }
+}
+
+fn value_of<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1).map(String::as_str)
+}
+
+fn record(args: &[String]) -> std::io::Result<()> {
+    let Ok(path) = std::env::var("DFX_FAKE_VLLM_RECORD") else {
+        return Ok(());
+    };
+    let env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("VLLM_") || k == "OPENAI_API_KEY")
+        .collect();
+    let line = serde_json::json!({ "argv": args, "env": env });
+    let mut f = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")
+}
+
+fn write_copy(to: &std::path::Path) -> ExitCode {
+    let Ok(from) = std::env::var("DFX_FAKE_VLLM_RESULT") else {
+        eprintln!("dfx-fake-vllm: DFX_FAKE_VLLM_RESULT is not set");
+        return ExitCode::from(64);
+    };
+    match std::fs::copy(&from, to) {
+        Ok(_) => {
+            println!("Results saved to {}", to.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dfx-fake-vllm: cannot copy {from} to {}: {e}", to.display());
+            ExitCode::from(73)
+        }
+    }
+}
+
+fn sleep_with_child() -> ExitCode {
+    let me = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("dfx-fake-vllm: {e}");
+            return ExitCode::from(70);
+        }
+    };
+    let child = std::process::Command::new(me)
+        .env("DFX_FAKE_VLLM_MODE", "sleep-child")
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("dfx-fake-vllm: cannot start child: {e}");
+            return ExitCode::from(70);
+        }
+    };
+    if let Ok(path) = std::env::var("DFX_FAKE_VLLM_PIDS") {
+        let pids = format!("{} {}\n", std::process::id(), child.id());
+        if let Err(e) = std::fs::write(path, pids) {
+            eprintln!("dfx-fake-vllm: cannot write pids: {e}");
+            return ExitCode::from(73);
+        }
+    }
+    sleep_for_configured_time();
+    ExitCode::SUCCESS
+}
+
+fn sleep_for_configured_time() {
+    let secs = std::env::var("DFX_FAKE_VLLM_SLEEP_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    std::thread::sleep(Duration::from_secs(secs));
+}

@@ -1,0 +1,210 @@
+//! Flags of one `vllm bench serve --omni` run: the entry's own keys, rendered as upstream's
+//! DFX runner renders them, and the flags of one sweep step.
+
+use dfx_core::plan::{BenchEntry, StepKind, SweepStep};
+use serde_json::{Map, Value};
+
+use super::pyfmt;
+
+/// Entry keys that are never bench flags (CONFIG.md, "Exclude set"). Upstream's runner
+/// lacks `name`; dfx-perf adds it because `name` is the entry's identity, not a flag.
+pub const EXCLUDED_KEYS: &[&str] = &[
+    "request_rate",
+    "baseline",
+    "num_prompts",
+    "max_concurrency",
+    "task",
+    "enabled",
+    "eval_phase",
+    "trust_remote_code",
+    "num_warmups",
+    "name",
+    "expected_duplex_audio_turns_per_session",
+];
+
+/// `--key-with-dashes` for an entry key: every `_` becomes `-` (a key written with dashes,
+/// like `percentile-metrics`, stays as written).
+pub fn flag_name(key: &str) -> String {
+    format!("--{}", key.replace('_', "-"))
+}
+
+/// Every non-excluded key of the entry as written, in file order: `true` → bare flag,
+/// `false`/`null` → nothing, object or list → compact JSON, number → Python's `str`,
+/// string → itself.
+///
+/// Upstream renders lists with Python's `str(list)` (`['a', 'b']`), which no `vllm bench`
+/// flag can parse; dfx-perf renders them as compact JSON like objects (CONFIG.md). None of
+/// the upstream configs has a list-valued bench flag.
+pub fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
+    let mut args = Vec::new();
+    for (key, value) in raw {
+        if EXCLUDED_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let flag = flag_name(key);
+        match value {
+            Value::Null | Value::Bool(false) => {}
+            Value::Bool(true) => args.push(flag),
+            Value::Object(_) | Value::Array(_) => {
+                args.push(flag);
+                args.push(pyfmt::compact_json(value));
+            }
+            Value::Number(n) => {
+                args.push(flag);
+                args.push(pyfmt::number_str(n));
+            }
+            Value::String(s) => {
+                args.push(flag);
+                args.push(s.clone());
+            }
+        }
+    }
+    args
+}
+
+/// Python truthiness of a JSON value (upstream tests `params.get("trust_remote_code")`).
+pub fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+    }
+}
+
+/// The step's flags: `--request-rate R --num-prompts N` for a rate step,
+/// `--max-concurrency C --num-prompts N --request-rate inf` for a concurrency step.
+pub fn step_flags(raw: &Map<String, Value>, step: &SweepStep) -> Vec<String> {
+    let n = step.num_prompts.to_string();
+    match step.kind {
+        StepKind::RequestRate { request_rate } => vec![
+            "--request-rate".into(),
+            rate_text(raw, step.index, request_rate),
+            "--num-prompts".into(),
+            n,
+        ],
+        StepKind::Concurrency { max_concurrency } => vec![
+            "--max-concurrency".into(),
+            max_concurrency.to_string(),
+            "--num-prompts".into(),
+            n,
+            "--request-rate".into(),
+            "inf".into(),
+        ],
+    }
+}
+
+/// The step's value part of the upstream result file name (`flow`): the rate or the
+/// concurrency as Python's `str` prints it.
+pub fn flow_text(raw: &Map<String, Value>, step: &SweepStep) -> String {
+    match step.kind {
+        StepKind::RequestRate { request_rate } => rate_text(raw, step.index, request_rate),
+        StepKind::Concurrency { max_concurrency } => max_concurrency.to_string(),
+    }
+}
+
+/// Upstream passes `str(qps)` of the value as written, so `2` stays `2` and `2.0` stays
+/// `2.0`. The written value is looked up in the entry (after upstream's repetition of a
+/// one-element list); when it does not match the step (never, for a plan built from the
+/// same entry) the validated rate is printed as a Python float.
+fn rate_text(raw: &Map<String, Value>, index: usize, rate: f64) -> String {
+    let written = match raw.get("request_rate") {
+        Some(Value::Array(items)) if items.len() == 1 => items.first(),
+        Some(Value::Array(items)) => items.get(index),
+        Some(other) => Some(other),
+        None => None,
+    };
+    match written {
+        Some(Value::Number(n)) if n.as_f64() == Some(rate) => pyfmt::number_str(n),
+        Some(Value::String(s)) if s.trim().parse::<f64>().ok() == Some(rate) => s.clone(),
+        _ => pyfmt::float_repr(rate),
+    }
+}
+
+/// `--num-warmups`: the entry's `num_warmups`, else 2 for rate steps and
+/// `max(2, concurrency)` for concurrency steps (cold batches must not enter the
+/// measurement).
+pub fn num_warmups(entry: &BenchEntry, step: &SweepStep) -> u32 {
+    entry.num_warmups.unwrap_or(match step.kind {
+        StepKind::RequestRate { .. } => 2,
+        StepKind::Concurrency { max_concurrency } => max_concurrency.max(2),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn entry_flags_follow_upstream_rendering() {
+        let raw = map(json!({
+            "task": "voice_clone", "eval_phase": "latency", "enabled": true, "name": "x",
+            "dataset_name": "random-mm", "num_prompts": [10], "request_rate": [0.1],
+            "max_concurrency": [1], "num_warmups": 3, "trust_remote_code": true,
+            "baseline": {"H100": {}}, "expected_duplex_audio_turns_per_session": 2,
+            "random_range_ratio": 0.0, "random_input_len": 100, "ignore_eos": true,
+            "disable_tqdm": false, "label": null,
+            "random_mm_bucket_config": {"(0, 60, 3)": 1.0},
+            "percentile-metrics": "ttft,e2el", "goodput": ["e2el:500", "ttft:100"]
+        }));
+        assert_eq!(
+            entry_flags(&raw),
+            [
+                "--dataset-name",
+                "random-mm",
+                "--random-range-ratio",
+                "0.0",
+                "--random-input-len",
+                "100",
+                "--ignore-eos",
+                "--random-mm-bucket-config",
+                r#"{"(0, 60, 3)":1.0}"#,
+                "--percentile-metrics",
+                "ttft,e2el",
+                "--goodput",
+                r#"["e2el:500","ttft:100"]"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn rate_text_keeps_the_written_form() {
+        let step = |index, rate| SweepStep {
+            kind: StepKind::RequestRate { request_rate: rate },
+            index,
+            num_prompts: 10,
+            label: String::new(),
+        };
+        let raw = map(json!({"request_rate": [2.0, 4, 0.5]}));
+        assert_eq!(flow_text(&raw, &step(0, 2.0)), "2.0");
+        assert_eq!(flow_text(&raw, &step(1, 4.0)), "4");
+        assert_eq!(flow_text(&raw, &step(2, 0.5)), "0.5");
+        let raw = map(json!({"request_rate": [1.0], "num_prompts": [5, 6]}));
+        assert_eq!(flow_text(&raw, &step(1, 1.0)), "1.0");
+        let raw = map(json!({"request_rate": 3}));
+        assert_eq!(
+            step_flags(&raw, &step(0, 3.0)),
+            ["--request-rate", "3", "--num-prompts", "10"]
+        );
+        // Not found as written: printed as a Python float.
+        assert_eq!(flow_text(&Map::new(), &step(0, 3.0)), "3.0");
+    }
+
+    #[test]
+    fn truthiness_is_pythons() {
+        assert!(truthy(Some(&json!(true))));
+        assert!(truthy(Some(&json!(1))));
+        assert!(truthy(Some(&json!("yes"))));
+        assert!(!truthy(Some(&json!(0))));
+        assert!(!truthy(Some(&json!(""))));
+        assert!(!truthy(Some(&json!(null))));
+        assert!(!truthy(None));
+    }
+}

@@ -1,0 +1,181 @@
+//! Reading what `vllm bench` left: its result file (as an ordered document) and the tail
+//! of `bench.log`.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use dfx_core::result::ResultDoc;
+use serde_json::Value;
+
+/// At most this many distinct request errors are reported.
+pub const MAX_ERRORS: usize = 10;
+/// Longer error messages are cut to this many characters.
+const MAX_ERROR_CHARS: usize = 300;
+/// Lines of `bench.log` kept in the outcome.
+pub const TAIL_LINES: usize = 40;
+/// Bytes read from the end of `bench.log` to find them.
+const TAIL_BYTES: u64 = 64 * 1024;
+
+/// Why a result file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultFileError {
+    #[error("wrote no result file {0}")]
+    Missing(String),
+    #[error("result file {path} cannot be read: {source}")]
+    Unreadable {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("result file {path} is not valid JSON: {source}")]
+    Malformed {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("result file {path} holds JSON {kind}, not an object")]
+    NotAnObject { path: String, kind: &'static str },
+}
+
+/// Reads a `vllm bench` result file: the keys in the order vllm wrote them, values as
+/// written (integers stay integers, `"inf"` stays a string), plus `result_source: "vllm"`.
+pub fn read_result(path: &Path) -> Result<ResultDoc, ResultFileError> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ResultFileError::Missing(shown));
+        }
+        Err(source) => {
+            return Err(ResultFileError::Unreadable {
+                path: shown,
+                source,
+            });
+        }
+    };
+    let value: Value =
+        serde_json::from_str(&text).map_err(|source| ResultFileError::Malformed {
+            path: shown.clone(),
+            source,
+        })?;
+    let Value::Object(mut doc) = value else {
+        return Err(ResultFileError::NotAnObject {
+            path: shown,
+            kind: kind_of(&value),
+        });
+    };
+    doc.insert("result_source".into(), Value::from("vllm"));
+    Ok(doc)
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The first distinct non-empty entries of the per-request `errors` list (present in
+/// `--save-detailed` files), at most [`MAX_ERRORS`], each cut to a readable length.
+pub fn request_errors(doc: &ResultDoc) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Some(Value::Array(items)) = doc.get("errors") else {
+        return out;
+    };
+    for item in items {
+        let text = match item {
+            Value::String(s) => s.trim().to_string(),
+            Value::Null => continue,
+            other => other.to_string(),
+        };
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        out.push(cut(&text));
+        if out.len() == MAX_ERRORS {
+            break;
+        }
+    }
+    out
+}
+
+fn cut(s: &str) -> String {
+    if s.chars().count() <= MAX_ERROR_CHARS {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(MAX_ERROR_CHARS).collect();
+        format!("{head}…")
+    }
+}
+
+/// The last `lines` lines of a log, with progress-bar redraws (`\r`) collapsed to their
+/// final state. Empty when the log cannot be read.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(TAIL_BYTES);
+    if f.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut bytes = Vec::new();
+    if f.read_to_end(&mut bytes).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut all: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .collect();
+    if start > 0 && !all.is_empty() {
+        all.remove(0); // a partial first line
+    }
+    while all.last().is_some_and(|l| l.is_empty()) {
+        all.pop();
+    }
+    let from = all.len().saturating_sub(lines);
+    all[from..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn errors_are_distinct_non_empty_and_bounded() {
+        let mut doc = ResultDoc::new();
+        let mut errors = vec![
+            json!(""),
+            json!("boom"),
+            json!(null),
+            json!("boom"),
+            json!(" x "),
+        ];
+        errors.extend((0..20).map(|i| json!(format!("e{i}"))));
+        doc.insert("errors".into(), Value::Array(errors));
+        let got = request_errors(&doc);
+        assert_eq!(got.len(), MAX_ERRORS);
+        assert_eq!(&got[..3], ["boom", "x", "e0"]);
+        assert!(request_errors(&ResultDoc::new()).is_empty());
+    }
+
+    #[test]
+    fn tail_keeps_last_lines_and_final_progress_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bench.log");
+        let mut text = String::new();
+        for i in 0..50 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        text.push_str(" 10%|#\r 50%|#####\r100%|##########\n\n");
+        std::fs::write(&p, text).unwrap();
+        let tail = log_tail(&p, 3);
+        assert_eq!(tail, "line 48\nline 49\n100%|##########");
+        assert_eq!(log_tail(&dir.path().join("none.log"), 3), "");
+    }
+}

@@ -1,0 +1,397 @@
+//! The seed-tts family of datasets: where a `dataset_path` is found, how `meta.lst` is
+//! read, and which rows a step sends (shuffled with the run seed, oversampled with
+//! replacement).
+
+use std::path::{Component, Path, PathBuf};
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The datasets the native bench implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetKind {
+    /// `seed-tts`: voice clone, a reference clip and its transcript per row.
+    SeedTts,
+    /// `seed-tts-text`: default voice, the text only.
+    SeedTtsText,
+    /// `seed-tts-design`: voice design, a voice description (5th field) per row.
+    SeedTtsDesign,
+}
+
+impl DatasetKind {
+    /// The kind named by a config's `dataset_name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "seed-tts" => Some(DatasetKind::SeedTts),
+            "seed-tts-text" => Some(DatasetKind::SeedTtsText),
+            "seed-tts-design" => Some(DatasetKind::SeedTtsDesign),
+            _ => None,
+        }
+    }
+}
+
+/// One row of `meta.lst`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub utt_id: String,
+    pub ref_text: String,
+    /// The reference clip, resolved against the locale folder.
+    pub ref_wav: PathBuf,
+    /// The text to synthesise.
+    pub text: String,
+    /// 5th field (voice description), if present.
+    pub voice_description: Option<String>,
+}
+
+/// A loaded dataset.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// The `meta.lst` read.
+    pub meta: PathBuf,
+    pub rows: Vec<Row>,
+    /// Rows dropped because their reference clip is missing (seed-tts only).
+    pub dropped_missing_wav: usize,
+}
+
+/// Why a dataset could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error(
+        "the entry has no dataset_path; the native bench needs a folder holding <locale>/meta.lst or an HF dataset id"
+    )]
+    NoPath,
+    #[error("dataset {path:?} not found: no {locale}/meta.lst in any of:\n  {}\n(give a local folder, map HF ids with --dataset-root / DFX_DATASET_ROOT, or fill the Hugging Face cache)", .looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n  "))]
+    NotFound {
+        path: String,
+        locale: String,
+        looked: Vec<PathBuf>,
+    },
+    #[error("could not read {}: {source}", .file.display())]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {msg}", .file.display())]
+    Parse {
+        file: PathBuf,
+        line: usize,
+        msg: String,
+    },
+    #[error("{}: no usable rows{}", .file.display(), if *.dropped > 0 { format!(" ({} dropped: reference clip missing)", .dropped) } else { String::new() })]
+    Empty { file: PathBuf, dropped: usize },
+}
+
+/// Where to look for a dataset.
+#[derive(Debug, Clone, Default)]
+pub struct Lookup {
+    /// The current directory (relative paths are tried here first).
+    pub cwd: PathBuf,
+    /// The folder of the config file that names the dataset.
+    pub config_dir: Option<PathBuf>,
+    /// `--dataset-root` folders.
+    pub roots: Vec<PathBuf>,
+    /// Hugging Face hub caches (`$HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`).
+    pub hf_caches: Vec<PathBuf>,
+}
+
+impl Lookup {
+    /// The hub caches named by the environment, in Hugging Face's precedence order.
+    pub fn hf_caches_from_env() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if let Some(p) = std::env::var_os("HF_HUB_CACHE") {
+            out.push(PathBuf::from(p));
+        }
+        if let Some(p) = std::env::var_os("HF_HOME") {
+            out.push(PathBuf::from(p).join("hub"));
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            out.push(PathBuf::from(home).join(".cache/huggingface/hub"));
+        }
+        out
+    }
+
+    /// Every folder tried for `dataset_path`, in order (duplicates removed).
+    pub fn candidates(&self, dataset_path: &str) -> Vec<PathBuf> {
+        let p = Path::new(dataset_path);
+        let mut out: Vec<PathBuf> = Vec::new();
+        if p.is_absolute() {
+            out.push(p.to_path_buf());
+            return out;
+        }
+        out.push(self.cwd.join(p));
+        if let Some(dir) = &self.config_dir {
+            out.push(dir.join(p));
+        }
+        let last = p.file_name().map(PathBuf::from);
+        for root in &self.roots {
+            out.push(root.join(p));
+            if let Some(last) = &last {
+                out.push(root.join(last));
+            }
+        }
+        if let (Some(dir), Some(last)) = (&self.config_dir, &last) {
+            out.push(dir.join("datasets").join(last));
+        }
+        if let Some((owner, name)) = hf_id(dataset_path) {
+            for hub in &self.hf_caches {
+                out.extend(hf_snapshots(
+                    &hub.join(format!("datasets--{owner}--{name}")),
+                ));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|p| seen.insert(p.clone()));
+        out
+    }
+
+    /// The first candidate holding `<locale>/meta.lst`.
+    pub fn resolve(&self, dataset_path: &str, locale: &str) -> Result<PathBuf, DatasetError> {
+        let looked = self.candidates(dataset_path);
+        looked
+            .iter()
+            .find(|dir| dir.join(locale).join("meta.lst").is_file())
+            .cloned()
+            .ok_or_else(|| DatasetError::NotFound {
+                path: dataset_path.to_string(),
+                locale: locale.to_string(),
+                looked,
+            })
+    }
+}
+
+/// `owner/name` when the path looks like a Hugging Face dataset id.
+fn hf_id(path: &str) -> Option<(&str, &str)> {
+    let (owner, name) = path.split_once('/')?;
+    let ok = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (ok(owner) && ok(name)).then_some((owner, name))
+}
+
+/// Snapshot folders of one cached repo: the one `refs/main` names first, then the others
+/// by name; the `snapshots/*` pattern itself when none exist, so the error shows it.
+fn hf_snapshots(repo: &Path) -> Vec<PathBuf> {
+    let snapshots = repo.join("snapshots");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&snapshots)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    found.sort();
+    if let Ok(main) = std::fs::read_to_string(repo.join("refs/main")) {
+        let main = snapshots.join(main.trim());
+        if let Some(i) = found.iter().position(|p| *p == main) {
+            let m = found.remove(i);
+            found.insert(0, m);
+        }
+    }
+    if found.is_empty() {
+        found.push(snapshots.join("*"));
+    }
+    found
+}
+
+/// Parses `meta.lst`: `utt_id|ref_text|ref_wav|text[|voice_description]`, blank and `#`
+/// lines skipped, fields trimmed. `dir` is the locale folder clips are relative to.
+pub fn parse_meta(
+    text: &str,
+    file: &Path,
+    dir: &Path,
+    kind: DatasetKind,
+) -> Result<Vec<Row>, DatasetError> {
+    let mut rows = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |msg: String| DatasetError::Parse {
+            file: file.to_path_buf(),
+            line: i + 1,
+            msg,
+        };
+        let f: Vec<&str> = line.split('|').map(str::trim).collect();
+        if f.len() < 4 {
+            return Err(err(format!(
+                "expected utt_id|ref_text|ref_wav|text[|voice_description], got {} field(s)",
+                f.len()
+            )));
+        }
+        if f[3].is_empty() {
+            return Err(err("the text to synthesise (4th field) is empty".into()));
+        }
+        let voice_description = f.get(4).filter(|s| !s.is_empty()).map(|s| s.to_string());
+        if kind == DatasetKind::SeedTtsDesign && voice_description.is_none() {
+            return Err(err(
+                "seed-tts-design needs a voice description in the 5th field".into(),
+            ));
+        }
+        rows.push(Row {
+            utt_id: f[0].to_string(),
+            ref_text: f[1].to_string(),
+            ref_wav: safe_join(dir, f[2]),
+            text: f[3].to_string(),
+            voice_description,
+        });
+    }
+    Ok(rows)
+}
+
+/// Joins a clip path that must stay inside the dataset (`..` components are dropped).
+fn safe_join(dir: &Path, rel: &str) -> PathBuf {
+    let mut out = dir.to_path_buf();
+    for c in Path::new(rel).components() {
+        if let Component::Normal(part) = c {
+            out.push(part);
+        }
+    }
+    out
+}
+
+/// Reads `<folder>/<locale>/meta.lst`; for seed-tts drops rows whose clip is missing.
+pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, DatasetError> {
+    let dir = folder.join(locale);
+    let meta = dir.join("meta.lst");
+    let text = std::fs::read_to_string(&meta).map_err(|source| DatasetError::Io {
+        file: meta.clone(),
+        source,
+    })?;
+    let mut rows = parse_meta(&text, &meta, &dir, kind)?;
+    let before = rows.len();
+    if kind == DatasetKind::SeedTts {
+        rows.retain(|r| r.ref_wav.is_file());
+    }
+    let dropped = before - rows.len();
+    if rows.is_empty() {
+        return Err(DatasetError::Empty {
+            file: meta,
+            dropped,
+        });
+    }
+    Ok(Dataset {
+        meta,
+        rows,
+        dropped_missing_wav: dropped,
+    })
+}
+
+/// Row indices for `n` requests: the rows shuffled with `seed`, then (when `n` exceeds the
+/// rows) further rows drawn uniformly with replacement.
+pub fn select(rows: usize, n: usize, seed: u64) -> Vec<usize> {
+    if rows == 0 {
+        return Vec::new();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut order: Vec<usize> = (0..rows).collect();
+    order.shuffle(&mut rng);
+    order.truncate(n);
+    while order.len() < n {
+        order.push(rng.random_range(0..rows));
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_lst_fields_comments_and_design_column() {
+        let text = "# comment\n\n a1 | ref one | wavs/a1.wav | Hello there. \nb2|r|../../etc/x.wav|Second.|Warm low voice\n";
+        let rows = parse_meta(
+            text,
+            Path::new("m"),
+            Path::new("/d/en"),
+            DatasetKind::SeedTts,
+        )
+        .unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].utt_id, "a1");
+        assert_eq!(rows[0].ref_text, "ref one");
+        assert_eq!(rows[0].ref_wav, PathBuf::from("/d/en/wavs/a1.wav"));
+        assert_eq!(rows[0].text, "Hello there.");
+        assert_eq!(rows[0].voice_description, None);
+        assert_eq!(rows[1].ref_wav, PathBuf::from("/d/en/etc/x.wav"));
+        assert_eq!(rows[1].voice_description.as_deref(), Some("Warm low voice"));
+        let e = parse_meta(
+            "a|b|c|d\nx|y|z|w\n",
+            Path::new("m.lst"),
+            Path::new("."),
+            DatasetKind::SeedTtsDesign,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("m.lst:1: seed-tts-design needs"), "{e}");
+        let e = parse_meta(
+            "ok|b|c|d\nbad|line\n",
+            Path::new("m.lst"),
+            Path::new("."),
+            DatasetKind::SeedTtsText,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("m.lst:2") && e.contains("2 field(s)"), "{e}");
+    }
+
+    #[test]
+    fn selection_is_seeded_and_oversamples() {
+        let a = select(10, 10, 7);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..10).collect::<Vec<_>>());
+        assert_eq!(a, select(10, 10, 7));
+        assert_ne!(a, select(10, 10, 8));
+        let b = select(3, 8, 1);
+        assert_eq!(b.len(), 8);
+        assert!(b.iter().all(|&i| i < 3));
+        let mut first3 = b[..3].to_vec();
+        first3.sort();
+        assert_eq!(first3, vec![0, 1, 2]);
+        assert_eq!(select(5, 2, 1).len(), 2);
+    }
+
+    #[test]
+    fn resolution_order_and_error_lists_every_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let hub = tmp.path().join("hub");
+        let snap = hub.join("datasets--linyueqian--seed-tts-eval-subset/snapshots/abc");
+        std::fs::create_dir_all(snap.join("en")).unwrap();
+        std::fs::write(snap.join("en/meta.lst"), "a|b|c|d\n").unwrap();
+        let lookup = Lookup {
+            cwd: tmp.path().join("cwd"),
+            config_dir: Some(tmp.path().join("cfg")),
+            roots: vec![root.clone()],
+            hf_caches: vec![hub.clone()],
+        };
+        let id = "linyueqian/seed-tts-eval-subset";
+        assert_eq!(lookup.resolve(id, "en").unwrap(), snap);
+        // A --dataset-root mapping wins over the cache: <root>/<name>.
+        std::fs::create_dir_all(root.join("seed-tts-eval-subset/en")).unwrap();
+        std::fs::write(root.join("seed-tts-eval-subset/en/meta.lst"), "a|b|c|d\n").unwrap();
+        assert_eq!(
+            lookup.resolve(id, "en").unwrap(),
+            root.join("seed-tts-eval-subset")
+        );
+        let err = lookup.resolve(id, "zh").unwrap_err().to_string();
+        for place in [
+            "cwd/linyueqian/seed-tts-eval-subset",
+            "cfg/linyueqian/seed-tts-eval-subset",
+            "root/linyueqian/seed-tts-eval-subset",
+            "root/seed-tts-eval-subset",
+            "cfg/datasets/seed-tts-eval-subset",
+            "snapshots/abc",
+        ] {
+            assert!(err.contains(place), "{place} missing from: {err}");
+        }
+        assert!(err.contains("zh/meta.lst"), "{err}");
+        // Not an HF id: no cache lookup; an absolute path is the only candidate.
+        assert_eq!(lookup.candidates("/abs/x"), vec![PathBuf::from("/abs/x")]);
+        let c = lookup.candidates("benchmarks/build_dataset/seed_tts_smoke");
+        assert!(c.contains(&root.join("seed_tts_smoke")));
+        assert!(!c.iter().any(|p| p.starts_with(&hub)));
+    }
+}

@@ -1,0 +1,176 @@
+//! Offers a phase of requests to the server: closed loop (a fixed number of workers, a new
+//! request as each finishes) or open loop (a dispatcher thread firing each request at its
+//! absolute deadline, optionally capped in flight).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+
+use super::client::Target;
+use super::record::{Dispatch, RequestRecord, Sample};
+
+/// One request to send.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub body: Bytes,
+    pub sample: Sample,
+}
+
+/// How a phase offers its requests.
+#[derive(Debug, Clone)]
+pub enum Load {
+    /// `concurrency` requests in flight, each worker sending the next as one finishes.
+    Closed { concurrency: usize },
+    /// Each request at `base + offsets[i]` seconds; at most `cap` in flight when set.
+    Open {
+        offsets: Vec<f64>,
+        cap: Option<usize>,
+    },
+}
+
+/// Exact in-flight accounting (sent, not yet finished).
+#[derive(Debug, Default)]
+pub struct InFlight {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl InFlight {
+    fn enter(&self) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(n, Ordering::SeqCst);
+    }
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+    /// Largest number in flight at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::SeqCst)
+    }
+}
+
+/// What every request of a phase shares.
+#[derive(Clone)]
+pub struct PhaseCtx {
+    pub target: Arc<Target>,
+    pub warmup: bool,
+    pub sample_rate: u32,
+    pub records: Sender<RequestRecord>,
+    pub inflight: Arc<InFlight>,
+}
+
+async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
+    ctx.inflight.enter();
+    let request_id = job.sample.request_id.clone();
+    let x = ctx
+        .target
+        .execute(job.body, request_id.as_deref(), ctx.sample_rate)
+        .await;
+    ctx.inflight.leave();
+    let rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
+    let _ = ctx.records.send(rec);
+}
+
+/// Runs all `jobs` under `load`; returns the phase's start (the first scheduled send).
+pub fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> Instant {
+    match load {
+        Load::Closed { concurrency } => closed_loop(rt, ctx, jobs, concurrency),
+        Load::Open { offsets, cap } => open_loop(rt, ctx, jobs, &offsets, cap),
+    }
+}
+
+fn closed_loop(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, concurrency: usize) -> Instant {
+    let jobs = Arc::new(jobs);
+    let next = Arc::new(AtomicUsize::new(0));
+    let n_workers = concurrency.clamp(1, jobs.len().max(1));
+    let base = Instant::now();
+    let ctx = ctx.clone();
+    // Workers are started one at a time from a task on the runtime, yielding between
+    // starts: each new worker's request is written by its connection task before the next
+    // worker starts. Spawning all of them at once let hundreds of requests be "sent" (clock
+    // read) while their connection tasks waited behind the other requests' set-up, which
+    // charged up to tens of ms of client queueing to the first TTFPs of a burst.
+    rt.block_on(async move {
+        let starter = tokio::spawn(async move {
+            let mut workers = Vec::with_capacity(n_workers);
+            for _ in 0..n_workers {
+                let (jobs, next, ctx) = (jobs.clone(), next.clone(), ctx.clone());
+                workers.push(tokio::spawn(async move {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(job) = jobs.get(i).cloned() else {
+                            break;
+                        };
+                        let now = Instant::now();
+                        let d = Dispatch {
+                            index: i,
+                            warmup: ctx.warmup,
+                            planned: now,
+                            dispatched: now,
+                            slot: now,
+                        };
+                        run_one(&ctx, job, d, base).await;
+                    }
+                }));
+                tokio::task::yield_now().await;
+            }
+            for w in workers {
+                let _ = w.await;
+            }
+        });
+        let _ = starter.await;
+    });
+    base
+}
+
+/// Sleeps the dispatcher thread until `t` (nanosleep precision, no runtime timer wheel).
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+fn open_loop(
+    rt: &Runtime,
+    ctx: &PhaseCtx,
+    jobs: Vec<Job>,
+    offsets: &[f64],
+    cap: Option<usize>,
+) -> Instant {
+    let sem = cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
+    // A short lead so the first deadline is not already late when the loop starts.
+    let base = Instant::now() + Duration::from_millis(20);
+    let mut handles = Vec::with_capacity(jobs.len());
+    for (i, (job, off)) in jobs.into_iter().zip(offsets).enumerate() {
+        let planned = base + Duration::from_secs_f64(*off);
+        sleep_until(planned);
+        let dispatched = Instant::now();
+        let (ctx, sem) = (ctx.clone(), sem.clone());
+        handles.push(rt.spawn(async move {
+            let _permit = match sem {
+                Some(s) => s.acquire_owned().await.ok(),
+                None => None,
+            };
+            let d = Dispatch {
+                index: i,
+                warmup: ctx.warmup,
+                planned,
+                dispatched,
+                slot: Instant::now(),
+            };
+            run_one(&ctx, job, d, base).await;
+        }));
+    }
+    rt.block_on(async {
+        for h in handles {
+            let _ = h.await;
+        }
+    });
+    base
+}

@@ -1,0 +1,256 @@
+//! Everything decided before the first request: dataset, rows, bodies, sample rate,
+//! token, load shape. Errors here leave no result (the harness writes the fallback).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use dfx_core::bench::BenchContext;
+use dfx_core::models;
+
+use super::NativeSettings;
+use super::client::{Limits, Target};
+use super::dataset::{self, DatasetKind, Lookup, Row};
+use super::driver::{Job, Load};
+use super::record::Sample;
+use super::request::{BodyTemplate, base_headers, wav_data_url};
+use super::schedule;
+use super::selection::Selection;
+
+/// A step ready to run.
+pub struct Prepared {
+    pub target: Arc<Target>,
+    pub warmups: Vec<Job>,
+    pub measured: Vec<Job>,
+    pub load: Load,
+    pub sample_rate: u32,
+    pub selection: Selection,
+    pub seed: u64,
+    /// Lines for bench.log describing the choices made.
+    pub notes: Vec<String>,
+}
+
+/// The sample rate and where it came from.
+fn sample_rate(settings: &NativeSettings, model: &str, notes: &mut Vec<String>) -> u32 {
+    if let Some(r) = settings.sample_rate {
+        notes.push(format!("sample rate: {r} Hz (--sample-rate)"));
+        r
+    } else if let Some(r) = models::sample_rate(model) {
+        notes.push(format!("sample rate: {r} Hz (known rate of {model})"));
+        r
+    } else {
+        let r = models::DEFAULT_SAMPLE_RATE;
+        notes.push(format!(
+            "warning: sample rate of model {model:?} unknown; assuming {r} Hz (set --sample-rate; a wrong rate scales every audio duration)"
+        ));
+        r
+    }
+}
+
+/// The bearer token, read from the configured variable (never logged).
+fn token(settings: &NativeSettings, notes: &mut Vec<String>) -> Option<String> {
+    let var = settings.auth_token_env.as_deref()?;
+    match std::env::var(var) {
+        Ok(t) if !t.is_empty() => {
+            notes.push(format!("auth: bearer token from ${var}"));
+            Some(t)
+        }
+        _ => {
+            notes.push(format!(
+                "warning: ${var} is not set; sending no Authorization header"
+            ));
+            None
+        }
+    }
+}
+
+/// Resolves and loads the entry's dataset.
+fn load_dataset(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    kind: DatasetKind,
+    locale: &str,
+    notes: &mut Vec<String>,
+) -> Result<dataset::Dataset, String> {
+    let path = ctx
+        .trial
+        .entry
+        .dataset_path
+        .as_deref()
+        .ok_or_else(|| dataset::DatasetError::NoPath.to_string())?;
+    let lookup = Lookup {
+        cwd: std::env::current_dir().unwrap_or_default(),
+        config_dir: ctx.trial.source.file.parent().map(|p| p.to_path_buf()),
+        roots: settings.dataset_roots.clone(),
+        hf_caches: Lookup::hf_caches_from_env(),
+    };
+    let folder = lookup.resolve(path, locale).map_err(|e| e.to_string())?;
+    let ds = dataset::load(kind, &folder, locale).map_err(|e| e.to_string())?;
+    notes.push(format!(
+        "dataset: {} ({} rows)",
+        ds.meta.display(),
+        ds.rows.len()
+    ));
+    if ds.dropped_missing_wav > 0 {
+        notes.push(format!(
+            "dataset: dropped {} row(s) whose reference clip is missing",
+            ds.dropped_missing_wav
+        ));
+    }
+    Ok(ds)
+}
+
+/// The measured jobs (with request ids) and the warmup jobs (without), each row's body
+/// encoded once.
+fn jobs(
+    template: &BodyTemplate,
+    rows: &[Row],
+    measured: &[usize],
+    warm: &[usize],
+    prefix: &str,
+) -> Result<(Vec<Job>, Vec<Job>), String> {
+    let mut bodies: HashMap<usize, Bytes> = HashMap::new();
+    for &r in measured.iter().chain(warm) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(r) {
+            slot.insert(body_bytes(template, &rows[r])?);
+        }
+    }
+    let job = |r: usize, id: Option<String>| Job {
+        body: bodies[&r].clone(),
+        sample: Sample {
+            request_id: id,
+            sample_id: rows[r].utt_id.clone(),
+            text_len: rows[r].text.chars().count(),
+        },
+    };
+    let m = measured
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| job(r, Some(format!("{prefix}{i}"))))
+        .collect();
+    let w = warm.iter().map(|&r| job(r, None)).collect();
+    Ok((m, w))
+}
+
+/// The step's load shape, and its description for bench.log.
+fn load_shape(ctx: &BenchContext<'_>, n: usize, seed: u64) -> Result<(Load, String), String> {
+    let (entry, step) = (&ctx.trial.entry, &ctx.trial.step);
+    let burstiness = entry.burstiness.unwrap_or(1.0);
+    Ok(match step.request_rate() {
+        None => {
+            let c = step.max_concurrency().unwrap_or(1) as usize;
+            (
+                Load::Closed { concurrency: c },
+                format!("closed loop at concurrency {c}"),
+            )
+        }
+        Some(rate) => {
+            let cap = step.max_concurrency().map(|c| c as usize);
+            let what = format!(
+                "open loop at {rate} req/s, burstiness {burstiness}{}",
+                cap.map(|c| format!(", at most {c} in flight"))
+                    .unwrap_or_default()
+            );
+            let offsets = schedule::arrival_offsets(n, rate, burstiness, seed)?;
+            (Load::Open { offsets, cap }, what)
+        }
+    })
+}
+
+/// Prepares one step of `ctx.trial`.
+pub fn prepare(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    reuse: bool,
+) -> Result<Prepared, String> {
+    let (trial, entry) = (ctx.trial, &ctx.trial.entry);
+    let mut notes = Vec::new();
+    let kind = entry
+        .dataset_name
+        .as_deref()
+        .and_then(DatasetKind::from_name)
+        .ok_or_else(|| {
+            format!(
+                "dataset {:?} is not implemented by the native bench",
+                entry.dataset_name
+            )
+        })?;
+    let selection = Selection::parse(
+        entry.percentile_metrics.as_deref(),
+        entry.metric_percentiles.as_deref(),
+    )?;
+    if !selection.ignored.is_empty() {
+        notes.push(format!(
+            "percentile-metrics: {} not reported for TTS (vllm-omni writes no ttft keys)",
+            selection.ignored.join(",")
+        ));
+    }
+    let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
+    let ds = load_dataset(settings, ctx, kind, locale, &mut notes)?;
+    let seed = entry.seed.unwrap_or(settings.seed);
+    let n = trial.step.num_prompts as usize;
+    let w = schedule::warmup_count(entry.num_warmups, trial.step.max_concurrency());
+    let rows_measured = dataset::select(ds.rows.len(), n, seed);
+    let rows_warm = dataset::select(ds.rows.len(), w, seed ^ 0x7761_726d);
+    let model = trial.server.model.as_str();
+    let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
+    let prefix = request_id_prefix(entry);
+    let (measured, warmups) = jobs(&template, &ds.rows, &rows_measured, &rows_warm, &prefix)?;
+    let (load, shape) = load_shape(ctx, n, seed)?;
+    let sample_rate = sample_rate(settings, model, &mut notes);
+    let token = token(settings, &mut notes);
+    let headers = base_headers(token.as_deref())?;
+    let endpoint = entry.endpoint.as_deref().unwrap_or("/v1/audio/speech");
+    let url = format!("{}{}", ctx.base_url.trim_end_matches('/'), endpoint);
+    let limits = Limits {
+        request_timeout: settings.request_timeout,
+        read_timeout: settings.read_timeout,
+        max_body_bytes: settings.max_body_bytes,
+    };
+    let target = Arc::new(Target::new(&url, headers, limits, reuse)?);
+    notes.push(format!(
+        "load: {n} measured request(s) after {w} warmup(s), {shape}; seed {seed}; POST {url}"
+    ));
+    Ok(Prepared {
+        target,
+        warmups,
+        measured,
+        load,
+        sample_rate,
+        selection,
+        seed,
+        notes,
+    })
+}
+
+fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, String> {
+    let ref_audio = if t.kind == DatasetKind::SeedTts {
+        let wav = std::fs::read(&row.ref_wav)
+            .map_err(|e| format!("cannot read reference clip {}: {e}", row.ref_wav.display()))?;
+        Some(wav_data_url(&wav))
+    } else {
+        None
+    };
+    let body = t.body(row, ref_audio.as_deref());
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|e| format!("cannot encode a request body: {e}"))
+}
+
+/// `request_id_prefix` from the entry, else `bench-<8 hex>-` (upstream's shape).
+fn request_id_prefix(entry: &dfx_core::plan::BenchEntry) -> String {
+    for key in ["request_id_prefix", "request-id-prefix"] {
+        if let Some(p) = entry.raw.get(key).and_then(|v| v.as_str()) {
+            return p.to_string();
+        }
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let mix = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+    format!(
+        "bench-{:08x}-",
+        (mix.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+    )
+}

@@ -1,0 +1,229 @@
+//! Per-request records (`records.jsonl`, one line per request, written and flushed as
+//! each request finishes) and the thread that writes them.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::client::Exchange;
+use super::progress::Progress;
+use crate::audio::continuity::{self, DEFAULT_THRESHOLD_S, VERDICT_THRESHOLDS_S};
+use crate::audio::pcm::{self, CHANNELS, SAMPLE_WIDTH};
+
+/// When and how a request was scheduled, in the driver's clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatch {
+    /// Index within its phase (measured requests: the `x-request-id` suffix).
+    pub index: usize,
+    pub warmup: bool,
+    /// When the schedule wanted it sent (open loop: its deadline; closed loop: when its
+    /// worker became free).
+    pub planned: Instant,
+    /// When the driver handed it to the runtime.
+    pub dispatched: Instant,
+    /// When it got its concurrency slot.
+    pub slot: Instant,
+}
+
+/// Identity of the row a request sent.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub request_id: Option<String>,
+    pub sample_id: String,
+    pub text_len: usize,
+}
+
+/// One request, as written to `records.jsonl`. Times are seconds relative to the start of
+/// the request's phase (warmup or measured).
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestRecord {
+    pub index: usize,
+    pub warmup: bool,
+    pub request_id: Option<String>,
+    pub sample_id: String,
+    pub text_len: usize,
+    pub planned_send_s: f64,
+    pub actual_send_s: f64,
+    /// Waiting for a concurrency slot (client queueing, not latency).
+    pub queue_s: f64,
+    /// Send lag not explained by queueing: actual − planned − queue.
+    pub lag_s: f64,
+    /// Part of the lag before the request reached the runtime (open loop: the dispatcher
+    /// thread woke late); the rest is the runtime picking the request up.
+    pub dispatch_lag_s: f64,
+    /// Connection set-up when this request opened a connection, else null.
+    pub connect_s: Option<f64>,
+    pub end_s: f64,
+    pub status: Option<u16>,
+    pub ok: bool,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    /// A 200 with an empty body (a success with zero audio, upstream compatible).
+    pub empty: bool,
+    pub bytes: u64,
+    pub sample_rate: u32,
+    pub sample_width: u32,
+    pub channels: u32,
+    pub audio_frames: u64,
+    pub audio_s: f64,
+    /// First non-empty read − send; null when nothing arrived.
+    pub ttfp_s: Option<f64>,
+    /// End of body − send (successes only).
+    pub e2el_s: Option<f64>,
+    pub rtf: Option<f64>,
+    /// Largest playback deficit; null when not measured (failure or empty body).
+    pub underrun_s: Option<f64>,
+    pub underrun_events: Option<u32>,
+    pub continuous_50ms: Option<bool>,
+    pub continuous_100ms: Option<bool>,
+    pub continuous_200ms: Option<bool>,
+    pub leading_silence_s: f64,
+    /// `ttfp + leading_silence`; null without audio.
+    pub ttfa_audible_s: Option<f64>,
+    pub gap_max_s: Option<f64>,
+    pub pcm_peak: f64,
+    pub pcm_rms: f64,
+    pub clipping_ratio: f64,
+    pub silence_ratio: f64,
+    pub chunk_t_s: Vec<f64>,
+    pub chunk_bytes: Vec<u64>,
+}
+
+impl RequestRecord {
+    /// Builds the record of a finished request; `base` is its phase's start.
+    pub fn new(d: &Dispatch, s: Sample, x: &Exchange, base: Instant, sample_rate: u32) -> Self {
+        let rel = |t: Instant| t.saturating_duration_since(base).as_secs_f64();
+        let queue_s = d.slot.saturating_duration_since(d.dispatched).as_secs_f64();
+        let lag_s =
+            (x.send_at.saturating_duration_since(d.planned).as_secs_f64() - queue_s).max(0.0);
+        let ok = x.ok();
+        let audio_frames = if ok {
+            pcm::frames(x.bytes, CHANNELS)
+        } else {
+            0
+        };
+        let audio_s = pcm::duration_s(audio_frames, sample_rate);
+        let ttfp_s = x.chunks.first().map(|c| c.0);
+        let e2el_s = ok.then(|| (x.end_at - x.send_at).as_secs_f64());
+        let cont = if ok {
+            continuity::analyse(&x.chunks, pcm::bytes_per_s(sample_rate, CHANNELS))
+        } else {
+            None
+        };
+        let verdict = |th: f64| cont.map(|c| c.continuous(th));
+        let measured_audio = ok && audio_frames > 0;
+        let gap_max_s = x
+            .chunks
+            .windows(2)
+            .map(|w| w[1].0 - w[0].0)
+            .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))));
+        RequestRecord {
+            index: d.index,
+            warmup: d.warmup,
+            request_id: s.request_id,
+            sample_id: s.sample_id,
+            text_len: s.text_len,
+            planned_send_s: rel(d.planned),
+            actual_send_s: rel(x.send_at),
+            queue_s,
+            lag_s,
+            dispatch_lag_s: d
+                .dispatched
+                .saturating_duration_since(d.planned)
+                .as_secs_f64(),
+            connect_s: x.connect.map(|c| c.as_secs_f64()),
+            end_s: rel(x.end_at),
+            status: x.status,
+            ok,
+            error_class: x.failure.as_ref().map(|f| f.class.key()),
+            error: x.failure.as_ref().map(|f| f.message.clone()),
+            empty: ok && x.bytes == 0,
+            bytes: x.bytes,
+            sample_rate,
+            sample_width: SAMPLE_WIDTH,
+            channels: CHANNELS,
+            audio_frames,
+            audio_s,
+            ttfp_s,
+            e2el_s,
+            rtf: e2el_s.map(|e| pcm::rtf(e, audio_s)),
+            underrun_s: cont.map(|c| c.max_underrun_s),
+            underrun_events: cont.map(|c| c.underrun_events),
+            continuous_50ms: verdict(VERDICT_THRESHOLDS_S[0]),
+            continuous_100ms: verdict(DEFAULT_THRESHOLD_S),
+            continuous_200ms: verdict(VERDICT_THRESHOLDS_S[2]),
+            leading_silence_s: x.pcm.leading_silence_s,
+            ttfa_audible_s: if measured_audio {
+                ttfp_s.map(|t| t + x.pcm.leading_silence_s)
+            } else {
+                None
+            },
+            gap_max_s,
+            pcm_peak: x.pcm.peak,
+            pcm_rms: x.pcm.rms,
+            clipping_ratio: x.pcm.clipping_ratio,
+            silence_ratio: x.pcm.silence_ratio,
+            chunk_t_s: x.chunks.iter().map(|c| c.0).collect(),
+            chunk_bytes: x.chunks.iter().map(|c| c.1).collect(),
+        }
+    }
+}
+
+/// Writes records as they arrive (one flushed line each) and collects them.
+pub struct RecordSink {
+    tx: mpsc::Sender<RequestRecord>,
+    handle: std::thread::JoinHandle<(Vec<RequestRecord>, Option<String>)>,
+}
+
+impl RecordSink {
+    /// Starts the writer thread. A file that cannot be written is reported at
+    /// [`RecordSink::finish`]; the records are still collected.
+    pub fn start(path: &Path, mut progress: Progress) -> RecordSink {
+        let (tx, rx) = mpsc::channel::<RequestRecord>();
+        let path = path.to_path_buf();
+        let handle = std::thread::spawn(move || {
+            let mut problem = None;
+            let mut file = match std::fs::File::create(&path) {
+                Ok(f) => Some(std::io::BufWriter::new(f)),
+                Err(e) => {
+                    problem = Some(format!("cannot write {}: {e}", path.display()));
+                    None
+                }
+            };
+            let mut all = Vec::new();
+            for rec in rx {
+                if let Some(f) = file.as_mut() {
+                    let line = serde_json::to_string(&rec).unwrap_or_default();
+                    if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+                        problem = Some(format!("cannot write {}: {e}", path.display()));
+                        file = None;
+                    }
+                }
+                if !rec.warmup {
+                    progress.request_done(rec.ok);
+                }
+                all.push(rec);
+            }
+            progress.finish();
+            (all, problem)
+        });
+        RecordSink { tx, handle }
+    }
+
+    /// A sender for request tasks.
+    pub fn sender(&self) -> mpsc::Sender<RequestRecord> {
+        self.tx.clone()
+    }
+
+    /// Waits for every record sent so far (all senders must be dropped) and returns them
+    /// with any write problem.
+    pub fn finish(self) -> (Vec<RequestRecord>, Option<String>) {
+        drop(self.tx);
+        self.handle
+            .join()
+            .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into())))
+    }
+}

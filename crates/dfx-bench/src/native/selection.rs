@@ -1,0 +1,161 @@
+//! `percentile-metrics` and `metric-percentiles` of an entry, parsed once per step.
+
+/// An audio metric that can be selected in `percentile-metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudioMetric {
+    Rtf,
+    Ttfp,
+    Duration,
+    Underrun,
+}
+
+/// A metric with a statistics block in the result and the stdout summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    E2el,
+    Audio(AudioMetric),
+}
+
+impl Metric {
+    /// Result-key stem (`mean_<stem>`, `median_<stem>`, `p99_<stem>`).
+    pub fn stem(self) -> &'static str {
+        match self {
+            Metric::E2el => "e2el_ms",
+            Metric::Audio(AudioMetric::Rtf) => "audio_rtf",
+            Metric::Audio(AudioMetric::Ttfp) => "audio_ttfp_ms",
+            Metric::Audio(AudioMetric::Duration) => "audio_duration_s",
+            Metric::Audio(AudioMetric::Underrun) => "audio_underrun_s",
+        }
+    }
+
+    /// Section title, label and unit of the stdout block.
+    pub fn display(self) -> (&'static str, &'static str, Option<&'static str>) {
+        match self {
+            Metric::E2el => ("End-to-end Latency", "E2EL", Some("ms")),
+            Metric::Audio(AudioMetric::Rtf) => ("Real Time Factor", "AUDIO_RTF", None),
+            Metric::Audio(AudioMetric::Ttfp) => ("Time to First Packet", "AUDIO_TTFP", Some("ms")),
+            Metric::Audio(AudioMetric::Duration) => ("Audio Duration", "AUDIO_DURATION", Some("s")),
+            Metric::Audio(AudioMetric::Underrun) => {
+                ("Streaming Audio Underrun", "AUDIO_UNDERRUN", Some("s"))
+            }
+        }
+    }
+}
+
+/// `percentile-metrics` used when an entry has none.
+pub const DEFAULT_PERCENTILE_METRICS: &str = "e2el,audio_rtf,audio_ttfp,audio_duration";
+
+/// Which statistics blocks a step reports, in upstream order: the text metrics first
+/// (only `e2el` applies to TTS: vllm-omni writes no ttft keys, and tpot/itl have no
+/// meaning for audio), then the audio metrics in the order the entry lists them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selection {
+    pub metrics: Vec<Metric>,
+    /// `metric-percentiles` values (default `[99]`).
+    pub percentiles: Vec<f64>,
+    /// Names that select nothing for TTS (`ttft`, `tpot`, `itl`, unknown names).
+    pub ignored: Vec<String>,
+}
+
+impl Selection {
+    /// Parses the entry's strings.
+    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, String> {
+        let names: Vec<&str> = metrics
+            .unwrap_or(DEFAULT_PERCENTILE_METRICS)
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let mut out = Vec::new();
+        let mut ignored = Vec::new();
+        if names.contains(&"e2el") {
+            out.push(Metric::E2el);
+        }
+        for name in &names {
+            let m = match *name {
+                "audio_rtf" => AudioMetric::Rtf,
+                "audio_ttfp" => AudioMetric::Ttfp,
+                "audio_duration" => AudioMetric::Duration,
+                "audio_underrun" => AudioMetric::Underrun,
+                "e2el" => continue,
+                other => {
+                    ignored.push(other.to_string());
+                    continue;
+                }
+            };
+            if !out.contains(&Metric::Audio(m)) {
+                out.push(Metric::Audio(m));
+            }
+        }
+        let mut ps = Vec::new();
+        for p in percentiles
+            .unwrap_or("99")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            match p.parse::<f64>() {
+                Ok(v) if (0.0..=100.0).contains(&v) => ps.push(v),
+                _ => {
+                    return Err(format!(
+                        "metric-percentiles: {p:?} is not a number between 0 and 100 (accepted: a comma-separated list such as 50,90,99)"
+                    ));
+                }
+            }
+        }
+        if ps.is_empty() {
+            ps.push(99.0);
+        }
+        Ok(Selection {
+            metrics: out,
+            percentiles: ps,
+            ignored,
+        })
+    }
+
+    /// Whether `m` is selected.
+    pub fn has(&self, m: Metric) -> bool {
+        self.metrics.contains(&m)
+    }
+}
+
+/// `p99` for 99.0, `p99.9` for 99.9 (Python's `int(p)` when whole, else `str(p)`).
+pub fn percentile_word(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{}", p as i64)
+    } else {
+        format!("{p}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_order_and_defaults() {
+        let s =
+            Selection::parse(Some("ttft,audio_ttfp,e2el,audio_rtf,audio_duration"), None).unwrap();
+        assert_eq!(
+            s.metrics,
+            vec![
+                Metric::E2el,
+                Metric::Audio(AudioMetric::Ttfp),
+                Metric::Audio(AudioMetric::Rtf),
+                Metric::Audio(AudioMetric::Duration)
+            ]
+        );
+        assert_eq!(s.percentiles, vec![99.0]);
+        assert_eq!(s.ignored, vec!["ttft"]);
+        let s = Selection::parse(None, Some("50, 90,99.9")).unwrap();
+        assert_eq!(s.metrics.len(), 4);
+        assert_eq!(s.percentiles, vec![50.0, 90.0, 99.9]);
+        assert!(
+            Selection::parse(None, Some("p99"))
+                .unwrap_err()
+                .contains("p99")
+        );
+        assert_eq!(percentile_word(99.0), "99");
+        assert_eq!(percentile_word(99.9), "99.9");
+    }
+}

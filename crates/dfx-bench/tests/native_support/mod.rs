@@ -1,0 +1,305 @@
+//! Test support for the native bench: an in-process axum server with a scripted timeline
+//! (the text of each request selects its behaviour) and a trial builder.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use dfx_core::plan::{BenchEntry, Dialect, SourceRef, StepKind, SweepStep, Trial};
+use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
+use serde_json::{Map, Value};
+
+/// Scripted timing: first chunk after this delay…
+pub const FIRST_DELAY: Duration = Duration::from_millis(100);
+/// …then one chunk every this…
+pub const CHUNK_GAP: Duration = Duration::from_millis(50);
+/// …of 0.1 s of 24 kHz mono s16 audio.
+pub const CHUNK_BYTES: usize = 4800;
+/// Chunks of a normal stream (0.5 s of audio).
+pub const CHUNKS: usize = 5;
+/// Extra pause after the 2nd chunk of a `GAP` stream.
+pub const GAP_PAUSE: Duration = Duration::from_millis(600);
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub headers: HeaderMap,
+    pub body: Map<String, Value>,
+}
+
+/// The running scripted server.
+pub struct Scripted {
+    pub base_url: String,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Server-side first-chunk delay (handler entry → first chunk handed to hyper) by
+    /// `x-request-id`, also served as JSON at `GET /timings`.
+    pub timings: Timings,
+    _rt: tokio::runtime::Runtime,
+}
+
+/// `n` samples of a tone (amplitude 8000) or of silence, as s16le bytes.
+pub fn pcm(n_samples: usize, loud: bool, phase0: usize) -> Vec<u8> {
+    (0..n_samples)
+        .flat_map(|i| {
+            let s = if loud {
+                (8000.0 * (((i + phase0) as f64) * 0.3).sin()) as i16
+            } else {
+                0
+            };
+            s.to_le_bytes()
+        })
+        .collect()
+}
+
+/// The stream plan for a text: (delay before the piece, bytes). `varied` streams have
+/// 2 + len/25 chunks (a realistic spread of lengths) instead of [`CHUNKS`].
+fn plan(text: &str, varied: bool) -> Vec<(Duration, Vec<u8>)> {
+    let samples = CHUNK_BYTES / 2;
+    let chunk = |i: usize, loud: bool| pcm(samples, loud, i * samples);
+    let mut p: Vec<(Duration, Vec<u8>)> = Vec::new();
+    if text.contains("EMPTY") {
+        return p;
+    }
+    if text.contains("RIFF") {
+        let mut b = b"RIFF\x24\x00\x00\x00WAVEfmt ".to_vec();
+        b.extend(vec![0u8; 4000]);
+        return vec![(FIRST_DELAY, b)];
+    }
+    if text.contains("HUGE") {
+        return (0..5)
+            .map(|i| {
+                (
+                    if i == 0 { FIRST_DELAY } else { CHUNK_GAP },
+                    vec![1u8; 48_000],
+                )
+            })
+            .collect();
+    }
+    if text.contains("SLOW") {
+        return (0..30)
+            .map(|i| (Duration::from_millis(100), chunk(i, true)[..480].to_vec()))
+            .collect();
+    }
+    let chunks = if varied { 2 + text.len() / 25 } else { CHUNKS };
+    for i in 0..chunks {
+        let mut delay = if i == 0 { FIRST_DELAY } else { CHUNK_GAP };
+        if text.contains("GAP") && i == 2 {
+            delay += GAP_PAUSE;
+        }
+        if text.contains("STALL") && i == 1 {
+            delay = Duration::from_secs(3);
+        }
+        let loud = !(text.contains("SILENT") && i < 2);
+        p.push((delay, chunk(i, loud)));
+    }
+    p
+}
+
+/// Server-side first-chunk delays by request id.
+pub type Timings = Arc<Mutex<std::collections::HashMap<String, f64>>>;
+
+async fn speech(
+    seen: Arc<Mutex<Vec<Seen>>>,
+    timings: Timings,
+    varied: bool,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let received = std::time::Instant::now();
+    let id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let body: Map<String, Value> = serde_json::from_slice(&body).unwrap_or_default();
+    let text = body
+        .get("input")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    seen.lock().unwrap().push(Seen { headers, body });
+    if text.contains("FAIL") {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "Internal Fake Error").into_response();
+    }
+    let state = (plan(&text, varied).into_iter(), id, timings);
+    let stream = futures_util::stream::unfold(state, move |(mut it, id, timings)| async move {
+        let (delay, bytes) = it.next()?;
+        tokio::time::sleep(delay).await;
+        if let Some(id) = &id {
+            let mut t = timings.lock().unwrap();
+            if !t.contains_key(id) {
+                t.insert(id.clone(), received.elapsed().as_secs_f64());
+            }
+        }
+        Some((
+            Ok::<_, std::io::Error>(Bytes::from(bytes)),
+            (it, id, timings),
+        ))
+    });
+    Response::builder()
+        .header("content-type", "audio/pcm")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+impl Scripted {
+    /// Starts the server on an ephemeral loopback port, on its own runtime.
+    pub fn start() -> Scripted {
+        Scripted::start_with(false, 1)
+    }
+
+    /// Starts the server with `workers` runtime threads; `varied` stream lengths.
+    pub fn start_with(varied: bool, workers: usize) -> Scripted {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .unwrap();
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let timings: Timings = Arc::default();
+        let (s2, t2, t3) = (seen.clone(), timings.clone(), timings.clone());
+        let app = axum::Router::new()
+            .route(
+                "/v1/audio/speech",
+                axum::routing::post(move |h: HeaderMap, b: Bytes| {
+                    speech(s2.clone(), t2.clone(), varied, h, b)
+                }),
+            )
+            .route(
+                "/timings",
+                axum::routing::get(move || {
+                    let t = t3.lock().unwrap().clone();
+                    async move { axum::Json(t) }
+                }),
+            );
+        rt.spawn(async move { axum::serve(listener, app).await });
+        Scripted {
+            base_url: format!("http://{addr}"),
+            seen,
+            timings,
+            _rt: rt,
+        }
+    }
+}
+
+/// Writes `<dir>/en/meta.lst` with the given texts (seed-tts-text rows).
+pub fn text_dataset(dir: &Path, texts: &[&str]) {
+    std::fs::create_dir_all(dir.join("en")).unwrap();
+    let lines: String = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("row{i}|||{t}\n"))
+        .collect();
+    std::fs::write(dir.join("en/meta.lst"), lines).unwrap();
+}
+
+/// What a test trial varies.
+pub struct TrialSpec<'a> {
+    pub dataset_name: &'a str,
+    pub dataset_path: &'a str,
+    pub config_file: PathBuf,
+    pub kind: StepKind,
+    pub num_prompts: u64,
+    pub num_warmups: Option<u32>,
+    pub extra_body: Option<Value>,
+    pub burstiness: Option<f64>,
+    pub percentile_metrics: Option<&'a str>,
+    pub metric_percentiles: Option<&'a str>,
+    pub model: &'a str,
+}
+
+impl Default for TrialSpec<'_> {
+    fn default() -> Self {
+        TrialSpec {
+            dataset_name: "seed-tts-text",
+            dataset_path: "ds",
+            config_file: PathBuf::from("perf-configs/test.json"),
+            kind: StepKind::Concurrency { max_concurrency: 2 },
+            num_prompts: 3,
+            num_warmups: Some(0),
+            extra_body: None,
+            burstiness: None,
+            percentile_metrics: Some("ttft,e2el,audio_rtf,audio_ttfp,audio_duration"),
+            metric_percentiles: None,
+            model: "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
+        }
+    }
+}
+
+/// A trial as the plan would hold it.
+pub fn trial(s: TrialSpec<'_>) -> Trial {
+    let extra_body = s.extra_body.and_then(|v| v.as_object().cloned());
+    let entry = BenchEntry {
+        index: 0,
+        suffix: "t".into(),
+        dialect: Dialect::Omni,
+        dataset_name: Some(s.dataset_name.into()),
+        backend: Some("openai-audio-speech".into()),
+        endpoint: Some("/v1/audio/speech".into()),
+        dataset_path: Some(s.dataset_path.into()),
+        seed_tts_locale: Some("en".into()),
+        percentile_metrics: s.percentile_metrics.map(String::from),
+        metric_percentiles: s.metric_percentiles.map(String::from),
+        extra_body,
+        num_warmups: s.num_warmups,
+        burstiness: s.burstiness,
+        seed: None,
+        task: None,
+        eval_phase: None,
+        name: None,
+        trust_remote_code: false,
+        raw: Map::new(),
+    };
+    let label = match s.kind {
+        StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
+        StepKind::RequestRate { request_rate } => format!("qps{request_rate}"),
+    };
+    Trial {
+        name: format!("test_native::t::{label}"),
+        test_name: "test_native".into(),
+        marks: vec![],
+        hardware_marks: vec![],
+        source: SourceRef {
+            file: s.config_file,
+            case_index: 0,
+            raw_entry_index: 0,
+        },
+        server: Arc::new(ServerSpec {
+            server_type: ServerType::VllmOmni,
+            model: s.model.into(),
+            deploy: None,
+            stage_overrides: None,
+            serve_args: ServeArgs::default(),
+            extra_cli_args: vec![],
+            use_omni: true,
+            env: BTreeMap::new(),
+            ready_timeout: None,
+        }),
+        entry: Arc::new(entry),
+        step: SweepStep {
+            kind: s.kind,
+            index: 0,
+            num_prompts: s.num_prompts,
+            label,
+        },
+        thresholds: Default::default(),
+        unsupported: None,
+    }
+}
+
+/// The records written to `records.jsonl`.
+pub fn read_records(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -1,0 +1,222 @@
+//! One `benchmark_params` element → a draft [`BenchEntry`] with its sweep steps and its
+//! parsed baseline. The index and suffix are filled in once the whole test is known.
+
+use serde_json::{Map, Value};
+
+use super::error::{Ctx, json_type};
+use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
+use super::sweep::{SweepKeys, expand_entry};
+use super::value::{Errs, opt_bool, opt_object, opt_pos_f64, opt_str, opt_uint};
+use crate::baseline::shape::{BaselineSpec, parse_baseline};
+use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep};
+
+/// Why diffusion-dialect trials are listed but never run.
+pub const DIFFUSION_UNSUPPORTED: &str = "diffusion dialect (image/video generation, kebab-case \
+keys): dfx-perf lists it but does not run it; upstream runs it with \
+tests/dfx/perf/scripts/run_diffusion_benchmark.py";
+
+/// Note on the thresholds of diffusion entries.
+pub const DIFFUSION_BASELINE_NOTE: &str = "diffusion dialect: its baseline uses the diffusion benchmark's metric names and is not evaluated";
+
+/// An enabled entry, validated, waiting for its index and suffix.
+#[derive(Debug, Clone)]
+pub(crate) struct EntryDraft {
+    pub raw_index: usize,
+    /// `index`/`suffix` are placeholders until the test is assembled.
+    pub entry: BenchEntry,
+    pub steps: Vec<SweepStep>,
+    pub baseline: Option<BaselineSpec>,
+    /// Values joined into the suffix when `name` is empty: task, eval_phase, dataset.
+    pub suffix_parts: [Option<String>; 3],
+}
+
+/// Builds an entry; `None` for disabled entries and for entries with errors (pushed to
+/// `errs`). Disabled entries are dropped before anything else is checked.
+pub(crate) fn build_entry(
+    ctx: &Ctx<'_>,
+    raw_index: usize,
+    v: &Value,
+    case_tags: &[String],
+    trust_remote_code: bool,
+    errs: &mut Errs,
+    warnings: &mut Vec<String>,
+) -> Option<EntryDraft> {
+    let ctx = ctx.entry(raw_index);
+    let Value::Object(obj) = v else {
+        errs.push(ctx.err(
+            "",
+            format!("benchmark entry must be an object, got {}", json_type(v)),
+            "an object of benchmark settings",
+        ));
+        return None;
+    };
+    if !opt_bool(
+        &ctx,
+        "enabled",
+        obj.get("enabled").filter(|v| !v.is_null()),
+        errs,
+    )
+    .unwrap_or(true)
+    {
+        return None;
+    }
+    let n = errs.len();
+    let draft = if is_diffusion_entry(obj, case_tags) {
+        diffusion_entry(&ctx, raw_index, obj, errs, warnings)
+    } else {
+        omni_entry(&ctx, raw_index, obj, trust_remote_code, errs)
+    };
+    draft.filter(|_| errs.len() == n)
+}
+
+fn omni_entry(
+    ctx: &Ctx<'_>,
+    raw_index: usize,
+    obj: &Map<String, Value>,
+    trust_remote_code: bool,
+    errs: &mut Errs,
+) -> Option<EntryDraft> {
+    let raw: RawOmniEntry = from_object(obj)
+        .map_err(|e| errs.push(ctx.err("", e, "")))
+        .ok()?;
+    let s = |key: &str, v: &Option<Value>, errs: &mut Errs| opt_str(ctx, key, v.as_ref(), errs);
+    let dataset_name = s("dataset_name", &raw.dataset_name, errs);
+    let task = s("task", &raw.task, errs);
+    let eval_phase = s("eval_phase", &raw.eval_phase, errs);
+    let percentile_metrics = match raw.percentile_metrics_dashed {
+        Some(v) => s("percentile-metrics", &Some(v), errs),
+        None => s("percentile_metrics", &raw.percentile_metrics, errs),
+    };
+    let metric_percentiles = match raw.metric_percentiles_dashed {
+        Some(v) => s("metric-percentiles", &Some(v), errs),
+        None => s("metric_percentiles", &raw.metric_percentiles, errs),
+    };
+    opt_bool(
+        ctx,
+        "seed_tts_wer_eval",
+        raw.seed_tts_wer_eval.as_ref(),
+        errs,
+    );
+    let entry = BenchEntry {
+        index: 0,
+        suffix: String::new(),
+        dialect: Dialect::Omni,
+        dataset_name: dataset_name.clone(),
+        backend: s("backend", &raw.backend, errs),
+        endpoint: s("endpoint", &raw.endpoint, errs),
+        dataset_path: s("dataset_path", &raw.dataset_path, errs),
+        seed_tts_locale: s("seed_tts_locale", &raw.seed_tts_locale, errs),
+        percentile_metrics,
+        metric_percentiles,
+        extra_body: opt_object(ctx, "extra_body", raw.extra_body.as_ref(), errs),
+        num_warmups: opt_uint(
+            ctx,
+            "num_warmups",
+            raw.num_warmups.as_ref(),
+            u32::MAX.into(),
+            errs,
+        )
+        .map(|n| n as u32),
+        burstiness: opt_pos_f64(ctx, "burstiness", raw.burstiness.as_ref(), errs),
+        seed: opt_uint(ctx, "seed", raw.seed.as_ref(), u64::MAX, errs),
+        task: task.clone(),
+        eval_phase: eval_phase.clone(),
+        name: s("name", &raw.name, errs),
+        trust_remote_code,
+        raw: obj.clone(),
+    };
+    let keys = SweepKeys {
+        rate: ("request_rate", raw.request_rate.as_ref()),
+        conc: ("max_concurrency", raw.max_concurrency.as_ref()),
+        prompts: ("num_prompts", raw.num_prompts.as_ref()),
+    };
+    let steps = expand_entry(ctx, &keys)
+        .map_err(|e| errs.extend(e))
+        .unwrap_or_default();
+    let baseline = raw
+        .baseline
+        .as_ref()
+        .and_then(|b| parse_baseline(ctx, b, errs));
+    if let Some(b) = &baseline {
+        b.check_steps(ctx, &steps, errs);
+    }
+    Some(EntryDraft {
+        raw_index,
+        entry,
+        steps,
+        baseline,
+        suffix_parts: [task, eval_phase, dataset_name],
+    })
+}
+
+/// Diffusion entries are listed, never run, so they are read leniently: a sweep that
+/// cannot be expanded becomes one `c1` listing step and a warning instead of an error.
+fn diffusion_entry(
+    ctx: &Ctx<'_>,
+    raw_index: usize,
+    obj: &Map<String, Value>,
+    errs: &mut Errs,
+    warnings: &mut Vec<String>,
+) -> Option<EntryDraft> {
+    let raw: RawDiffusionEntry = from_object(obj)
+        .map_err(|e| errs.push(ctx.err("", e, "")))
+        .ok()?;
+    let loose = |v: &Option<Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let name = opt_str(ctx, "name", raw.name.as_ref(), errs);
+    let (task, dataset) = (loose(&raw.task), loose(&raw.dataset));
+    let keys = SweepKeys {
+        rate: ("request-rate", raw.request_rate.as_ref()),
+        conc: ("max-concurrency", raw.max_concurrency.as_ref()),
+        prompts: ("num-prompts", raw.num_prompts.as_ref()),
+    };
+    let steps = expand_entry(ctx, &keys).unwrap_or_else(|e| {
+        for err in e {
+            warnings.push(format!("{err} (diffusion entry listed with one `c1` step)"));
+        }
+        let first = |v: Option<&Value>| match v {
+            Some(Value::Array(a)) => a.first().and_then(Value::as_u64),
+            Some(x) => x.as_u64(),
+            None => None,
+        };
+        vec![SweepStep {
+            kind: StepKind::Concurrency { max_concurrency: 1 },
+            index: 0,
+            num_prompts: first(raw.num_prompts.as_ref())
+                .filter(|n| *n > 0)
+                .unwrap_or(1),
+            label: "c1".into(),
+        }]
+    });
+    let entry = BenchEntry {
+        index: 0,
+        suffix: String::new(),
+        dialect: Dialect::Diffusion,
+        dataset_name: dataset.clone(),
+        backend: None,
+        endpoint: None,
+        dataset_path: None,
+        seed_tts_locale: None,
+        percentile_metrics: None,
+        metric_percentiles: None,
+        extra_body: None,
+        num_warmups: None,
+        burstiness: None,
+        seed: raw.seed.as_ref().and_then(Value::as_u64),
+        task: task.clone(),
+        eval_phase: None,
+        name,
+        trust_remote_code: false,
+        raw: obj.clone(),
+    };
+    Some(EntryDraft {
+        raw_index,
+        entry,
+        steps,
+        baseline: None,
+        suffix_parts: [task, None, dataset],
+    })
+}

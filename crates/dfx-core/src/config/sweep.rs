@@ -1,0 +1,352 @@
+//! Sweep expansion, exactly the upstream rule (CONFIG.md "Sweep expansion"):
+//! `to_list` each of `request_rate`, `max_concurrency`, `num_prompts`;
+//! `L = max(len(rate), len(conc))`; one `num_prompts` value is repeated `L` times; a
+//! length-1 sweep list is repeated to `len(num_prompts)`; any other length mismatch is an
+//! error. Request-rate steps come first (`zip(rate, num_prompts)`, index `i`), then
+//! concurrency steps (`zip(conc, num_prompts)`, index restarting at 0). Python's `zip`
+//! truncation is kept: with 2 rates, 3 concurrencies and 1 prompt count there are 2 + 3
+//! steps. An entry without any sweep key is an error (upstream silently ran nothing).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::error::{ConfigError, Ctx, json_type};
+use crate::plan::{StepKind, SweepStep, python_float_str};
+
+/// Why a sweep cannot be expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SweepError {
+    /// Neither `request_rate` nor `max_concurrency` has a value.
+    NoSweep,
+    /// A sweep but no `num_prompts`.
+    NoPrompts,
+    /// `len(num_prompts)` fits neither rule.
+    Mismatch {
+        prompts: usize,
+        rates: usize,
+        concs: usize,
+    },
+}
+
+/// Expands validated sweep lists into steps with their labels.
+pub fn expand(rates: &[f64], concs: &[u32], prompts: &[u64]) -> Result<Vec<SweepStep>, SweepError> {
+    let l = rates.len().max(concs.len());
+    if l == 0 {
+        return Err(SweepError::NoSweep);
+    }
+    if prompts.is_empty() {
+        return Err(SweepError::NoPrompts);
+    }
+    let (mut rates, mut concs, mut prompts) = (rates.to_vec(), concs.to_vec(), prompts.to_vec());
+    if prompts.len() == 1 && l > 1 {
+        prompts = vec![prompts[0]; l];
+    } else if l == 1 && prompts.len() > 1 {
+        if rates.len() == 1 {
+            rates = vec![rates[0]; prompts.len()];
+        }
+        if concs.len() == 1 {
+            concs = vec![concs[0]; prompts.len()];
+        }
+    } else if prompts.len() != l {
+        return Err(SweepError::Mismatch {
+            prompts: prompts.len(),
+            rates: rates.len(),
+            concs: concs.len(),
+        });
+    }
+    let rate_steps = rates
+        .iter()
+        .zip(&prompts)
+        .enumerate()
+        .map(|(i, (&r, &n))| step(StepKind::RequestRate { request_rate: r }, i, n));
+    let conc_steps = concs
+        .iter()
+        .zip(&prompts)
+        .enumerate()
+        .map(|(i, (&c, &n))| step(StepKind::Concurrency { max_concurrency: c }, i, n));
+    let mut steps: Vec<SweepStep> = rate_steps.chain(conc_steps).collect();
+    label_steps(&mut steps);
+    Ok(steps)
+}
+
+fn step(kind: StepKind, index: usize, num_prompts: u64) -> SweepStep {
+    SweepStep {
+        kind,
+        index,
+        num_prompts,
+        label: String::new(),
+    }
+}
+
+/// `c16` / `qps2.0`, with `_<index>` appended only to labels that would repeat.
+fn label_steps(steps: &mut [SweepStep]) {
+    let base: Vec<String> = steps
+        .iter()
+        .map(|s| match s.kind {
+            StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
+            StepKind::RequestRate { request_rate } => {
+                format!("qps{}", python_float_str(request_rate))
+            }
+        })
+        .collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for b in &base {
+        *counts.entry(b.as_str()).or_default() += 1;
+    }
+    for (s, b) in steps.iter_mut().zip(&base) {
+        s.label = if counts[b.as_str()] > 1 {
+            format!("{b}_{}", s.index)
+        } else {
+            b.clone()
+        };
+    }
+}
+
+/// The three sweep keys of an entry, as written, with the names the dialect uses.
+pub(crate) struct SweepKeys<'a> {
+    pub rate: (&'a str, Option<&'a Value>),
+    pub conc: (&'a str, Option<&'a Value>),
+    pub prompts: (&'a str, Option<&'a Value>),
+}
+
+/// Validates the sweep values and expands them; every problem becomes an error.
+pub(crate) fn expand_entry(
+    ctx: &Ctx<'_>,
+    keys: &SweepKeys<'_>,
+) -> Result<Vec<SweepStep>, Vec<ConfigError>> {
+    let mut errs = Vec::new();
+    let rates = to_list(
+        ctx,
+        keys.rate,
+        &mut errs,
+        positive_rate,
+        "positive numbers (requests per second)",
+    );
+    let concs = to_list(
+        ctx,
+        keys.conc,
+        &mut errs,
+        |x| positive_int(x, u32::MAX.into()).map(|n| n as u32),
+        "positive integers",
+    );
+    let prompts = to_list(
+        ctx,
+        keys.prompts,
+        &mut errs,
+        |x| positive_int(x, u64::MAX),
+        "positive integers",
+    );
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    expand(&rates, &concs, &prompts).map_err(|e| vec![sweep_error(ctx, keys, e)])
+}
+
+fn sweep_error(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, e: SweepError) -> ConfigError {
+    let (rate, conc, prompts) = (keys.rate.0, keys.conc.0, keys.prompts.0);
+    match e {
+        SweepError::NoSweep => ctx.err(
+            &format!("{rate}/{conc}"),
+            format!(
+                "entry has no sweep: neither `{rate}` nor `{conc}` is set, so it would run nothing"
+            ),
+            &format!("`{conc}` (int or list) and/or `{rate}` (number or list)"),
+        ),
+        SweepError::NoPrompts => ctx.err(
+            prompts,
+            format!("`{prompts}` is missing; every sweep step needs a request count"),
+            "a positive integer or a list with one value per sweep step",
+        ),
+        SweepError::Mismatch {
+            prompts: np,
+            rates,
+            concs,
+        } => ctx.err(
+            prompts,
+            format!(
+                "sweep length mismatch: `{prompts}` has {np} value(s) but the sweep has {} \
+                 (`{rate}` has {rates}, `{conc}` has {concs})",
+                rates.max(concs)
+            ),
+            &format!(
+                "one `{prompts}` value (used for every step), one per step, or a single-value \
+                 sweep with several `{prompts}` values"
+            ),
+        ),
+    }
+}
+
+fn positive_rate(x: &Value) -> Result<f64, String> {
+    match x.as_f64() {
+        Some(r) if r > 0.0 && r.is_finite() => Ok(r),
+        Some(_) => Err(format!("invalid value {x}: must be greater than zero")),
+        None => Err(format!("wrong type: got {}", json_type(x))),
+    }
+}
+
+fn positive_int(x: &Value, max: u64) -> Result<u64, String> {
+    match (x.as_u64(), x.as_f64()) {
+        (Some(n), _) if n >= 1 && n <= max => Ok(n),
+        (Some(_), _) if max < u64::MAX => {
+            Err(format!("invalid value {x}: must be from 1 to {max}"))
+        }
+        (_, Some(f)) if f.fract() != 0.0 => {
+            Err(format!("invalid value {x}: must be a whole number"))
+        }
+        (_, Some(_)) => Err(format!("invalid value {x}: must be greater than zero")),
+        _ => Err(format!("wrong type: got {}", json_type(x))),
+    }
+}
+
+/// Upstream `to_list`: null or absent → [], scalar → [x], list → its elements; each
+/// element must pass `parse`.
+fn to_list<T>(
+    ctx: &Ctx<'_>,
+    (key, v): (&str, Option<&Value>),
+    errs: &mut Vec<ConfigError>,
+    parse: impl Fn(&Value) -> Result<T, String>,
+    accepted: &str,
+) -> Vec<T> {
+    let items: Vec<(String, &Value)> = match v {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (format!("{key}[{i}]"), x))
+            .collect(),
+        Some(x) => vec![(key.to_string(), x)],
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (k, x) in items {
+        match parse(x) {
+            Ok(t) => out.push(t),
+            Err(problem) => {
+                errs.push(ctx.err(&k, problem, &format!("{accepted}, or a list of them")))
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brief(steps: &[SweepStep]) -> Vec<String> {
+        steps
+            .iter()
+            .map(|s| format!("{}#{}x{}", s.label, s.index, s.num_prompts))
+            .collect()
+    }
+
+    fn ok(r: &[f64], c: &[u32], n: &[u64]) -> Vec<String> {
+        brief(&expand(r, c, n).unwrap())
+    }
+
+    #[test]
+    fn expansion_table() {
+        // upstream test_tts.json throughput entry
+        assert_eq!(
+            ok(&[], &[8, 16, 64], &[80, 128, 128]),
+            ["c8#0x80", "c16#1x128", "c64#2x128"]
+        );
+        // latency entry, stress entry (rate)
+        assert_eq!(ok(&[], &[1], &[20]), ["c1#0x20"]);
+        assert_eq!(ok(&[2.0], &[], &[100]), ["qps2.0#0x100"]);
+        // one num_prompts repeated to L
+        assert_eq!(ok(&[], &[1, 4], &[10]), ["c1#0x10", "c4#1x10"]);
+        // length-1 sweep repeated to len(num_prompts)
+        assert_eq!(ok(&[], &[4], &[10, 20]), ["c4_0#0x10", "c4_1#1x20"]);
+        assert_eq!(
+            ok(&[0.5], &[], &[10, 20]),
+            ["qps0.5_0#0x10", "qps0.5_1#1x20"]
+        );
+        // both sweeps: rate steps first, concurrency index restarts at 0
+        assert_eq!(
+            ok(&[0.5, 1.0], &[2, 8], &[10, 40]),
+            ["qps0.5#0x10", "qps1.0#1x40", "c2#0x10", "c8#1x40"]
+        );
+        // python zip truncation: 2 rates, 3 concurrencies, 1 count
+        assert_eq!(
+            ok(&[1.0, 2.0], &[1, 2, 3], &[5]),
+            ["qps1.0#0x5", "qps2.0#1x5", "c1#0x5", "c2#1x5", "c3#2x5"]
+        );
+        // both single: both repeated
+        assert_eq!(
+            ok(&[1.0], &[2], &[3, 4]),
+            ["qps1.0_0#0x3", "qps1.0_1#1x4", "c2_0#0x3", "c2_1#1x4"]
+        );
+        // a repeated concurrency value gets index suffixes, the others do not
+        assert_eq!(
+            ok(&[], &[1, 1, 8], &[5, 6, 7]),
+            ["c1_0#0x5", "c1_1#1x6", "c8#2x7"]
+        );
+        assert_eq!(ok(&[0.1], &[], &[10]), ["qps0.1#0x10"]);
+        assert_eq!(ok(&[10.0], &[], &[1]), ["qps10.0#0x1"]);
+    }
+
+    #[test]
+    fn expansion_errors() {
+        assert_eq!(expand(&[], &[], &[10]), Err(SweepError::NoSweep));
+        assert_eq!(expand(&[], &[], &[]), Err(SweepError::NoSweep));
+        assert_eq!(expand(&[], &[1], &[]), Err(SweepError::NoPrompts));
+        assert_eq!(
+            expand(&[], &[1, 2, 3], &[1, 2]),
+            Err(SweepError::Mismatch {
+                prompts: 2,
+                rates: 0,
+                concs: 3
+            })
+        );
+        assert_eq!(
+            expand(&[1.0, 2.0], &[], &[1, 2, 3]),
+            Err(SweepError::Mismatch {
+                prompts: 3,
+                rates: 2,
+                concs: 0
+            })
+        );
+    }
+
+    #[test]
+    fn entry_values_are_validated() {
+        let file = std::path::PathBuf::from("f.json");
+        let ctx = Ctx::new(&file).test(Some("t")).entry(2);
+        let bad = |r: Value, c: Value, n: Value| {
+            let keys = SweepKeys {
+                rate: ("request_rate", Some(&r)),
+                conc: ("max_concurrency", Some(&c)),
+                prompts: ("num_prompts", Some(&n)),
+            };
+            expand_entry(&ctx, &keys)
+                .unwrap_err()
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        };
+        let e = bad(
+            Value::Null,
+            serde_json::json!([0, 4]),
+            serde_json::json!(10),
+        );
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].contains("key `max_concurrency[0]`") && e[0].contains("invalid value 0"),
+            "{e:?}"
+        );
+        let e = bad(serde_json::json!(-1.5), Value::Null, serde_json::json!(10));
+        assert!(
+            e[0].contains("key `request_rate`") && e[0].contains("-1.5"),
+            "{e:?}"
+        );
+        let e = bad(
+            serde_json::json!("inf"),
+            serde_json::json!(1.5),
+            serde_json::json!([true]),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        let e = bad(Value::Null, serde_json::json!(4), serde_json::json!(0));
+        assert!(e[0].contains("num_prompts"), "{e:?}");
+    }
+}

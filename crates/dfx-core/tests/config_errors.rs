@@ -1,0 +1,183 @@
+//! Every kind of config error, pinned by a snapshot of the exact message the user sees.
+
+mod common;
+
+use common::{Fx, tts_case};
+use dfx_core::config::load_plan;
+use serde_json::json;
+
+/// Snapshot of the error report of loading one config text.
+macro_rules! error_snapshot {
+    ($name:ident, $text:expr) => {
+        #[test]
+        fn $name() {
+            let fx = Fx::new();
+            let text: String = $text;
+            insta::assert_snapshot!(stringify!($name), fx.errors(&text));
+        }
+    };
+}
+
+fn one(entry: serde_json::Value) -> String {
+    json!([tts_case("test_a", entry)]).to_string()
+}
+
+error_snapshot!(
+    invalid_json_names_line_and_column,
+    "[\n  {\"test_name\": \"a\",\n   \"server_params\": {,}\n  }\n]".into()
+);
+error_snapshot!(top_level_not_an_array, r#"{"test_name": "a"}"#.into());
+error_snapshot!(case_not_an_object, r#"[3, "x"]"#.into());
+error_snapshot!(missing_required_keys, "[{}]".into());
+error_snapshot!(
+    mistyped_required_keys,
+    r#"[{"test_name": 7, "server_params": [], "benchmark_params": {}},
+        {"test_name": "", "server_params": {"model": 5}, "benchmark_params": [1]},
+        {"test_name": "b", "server_params": {}, "benchmark_params": []}]"#
+        .into()
+);
+error_snapshot!(
+    sweep_length_mismatch,
+    one(json!({"num_prompts": [10, 20], "max_concurrency": [1, 2, 4]}))
+);
+error_snapshot!(
+    zero_or_negative_load,
+    one(json!({"num_prompts": [10, 10], "max_concurrency": [0, -2], "request_rate": [-1.0, 0]}))
+);
+error_snapshot!(
+    wrong_sweep_types,
+    one(json!({"num_prompts": "10", "max_concurrency": [1.5], "request_rate": "inf"}))
+);
+error_snapshot!(
+    no_sweep,
+    one(json!({"max_concurrency": null, "num_prompts": 10}))
+);
+error_snapshot!(sweep_without_num_prompts, one(json!({"num_prompts": null})));
+error_snapshot!(
+    baseline_list_too_short,
+    one(
+        json!({"num_prompts": 8, "max_concurrency": [1, 2, 4], "baseline": {"H100": {"mean_e2el_ms": [1, 2, 3]}, "A3": {"mean_e2el_ms": [1]}}})
+    )
+);
+error_snapshot!(
+    baseline_dict_without_step_key,
+    one(
+        json!({"num_prompts": 8, "max_concurrency": [8, 16], "request_rate": [2.0], "baseline": {"p99_e2el_ms": {"8": 100, "2": 50}}})
+    )
+);
+error_snapshot!(
+    unknown_baseline_shape,
+    one(
+        json!({"baseline": {"mean_e2el_ms": "fast", "median_audio_rtf": [0.1, true], "audio_throughput": {"1": "x"}}})
+    )
+);
+error_snapshot!(
+    unknown_metric,
+    one(json!({"baseline": {"H100": {"median_audio_ttfp": [1], "throughput": 3}}}))
+);
+error_snapshot!(baseline_not_an_object, one(json!({"baseline": [1, 2]})));
+error_snapshot!(
+    mistyped_optional_keys,
+    one(
+        json!({"enabled": "yes", "dataset_name": 3, "extra_body": "voice=x", "num_warmups": -1, "burstiness": 0, "percentile-metrics": ["ttft"]})
+    )
+);
+error_snapshot!(
+    duplicate_trial_names,
+    json!([{
+        "test_name": "test_a",
+        "server_params": {"model": "m"},
+        "benchmark_params": [
+            {"dataset_name": "seed-tts", "num_prompts": 4, "max_concurrency": 1},
+            {"dataset_name": "seed-tts", "num_prompts": 4, "max_concurrency": 1},
+            {"name": "seed-tts_1", "num_prompts": 4, "max_concurrency": 1}
+        ]
+    }])
+    .to_string()
+);
+error_snapshot!(
+    bad_server_params,
+    json!([{
+        "test_name": "test_a",
+        "server_type": "tgi",
+        "server_params": {
+            "model": "m",
+            "serve_args": 5,
+            "extra_cli_args": "--async-chunk",
+            "use_omni": "yes",
+            "env": {"A": [1]},
+            "ready_timeout_s": -3,
+            "update": {"x": 1}
+        },
+        "benchmark_params": []
+    }])
+    .to_string()
+);
+error_snapshot!(
+    unknown_deploy_name,
+    json!([{"test_name": "test_a", "server_params": {"model": "m", "stage_config_name": "nope"}, "benchmark_params": []}]).to_string()
+);
+error_snapshot!(
+    bad_marks,
+    json!([{"test_name": "test_a", "mark": ["", 1, {"hardware_marks": {"res": "H100"}}, {"other": 1}], "server_params": {"model": "m"}, "benchmark_params": []}]).to_string()
+);
+
+#[test]
+fn unreadable_file() {
+    let fx = Fx::new();
+    let missing = fx.path().join("missing.json");
+    let e = load_plan(&fx.opts(&[missing], "H100")).unwrap_err();
+    insta::assert_snapshot!("unreadable_file", fx.scrub(&e.to_string()));
+}
+
+#[test]
+fn unknown_mark_tag_lists_the_known_tags() {
+    let fx = Fx::new();
+    let f = fx.write(
+        "cfg.json",
+        &json!([tts_case("test_a", json!({}))]).to_string(),
+    );
+    let mut opts = fx.opts(&[f], "H100");
+    opts.mark = Some("tts and not (slow or nightly)".into());
+    let e = load_plan(&opts).unwrap_err();
+    insta::assert_snapshot!("unknown_mark_tag", e.to_string());
+    opts.mark = Some("tts and".into());
+    let e = load_plan(&opts).unwrap_err();
+    insta::assert_snapshot!("invalid_mark_expression", e.to_string());
+}
+
+#[test]
+fn bad_baseline_store_names_the_file() {
+    let fx = Fx::new();
+    let f = fx.write(
+        "cfg.json",
+        &json!([tts_case("test_a", json!({}))]).to_string(),
+    );
+    fx.write(
+        "baselines/H100.json",
+        r#"{"test_a::voice_clone_latency_seed-tts::c1": {"mean_e2el_ms": "x", "latency": 3}, "other": []}"#,
+    );
+    let e = load_plan(&fx.opts(&[f], "H100")).unwrap_err();
+    insta::assert_snapshot!("bad_baseline_store", fx.scrub(&e.to_string()));
+}
+
+#[test]
+fn every_error_of_every_file_is_reported() {
+    let fx = Fx::new();
+    let a = fx.write("a.json", &one(json!({"max_concurrency": 0})));
+    let b = fx.write("b.json", "nope");
+    let c = fx.write(
+        "c.json",
+        &json!([
+            tts_case("test_c", json!({"baseline": {"bogus": 1}})),
+            tts_case(
+                "test_d",
+                json!({"num_prompts": [1, 2], "max_concurrency": [1, 2, 3]})
+            )
+        ])
+        .to_string(),
+    );
+    let e = load_plan(&fx.opts(&[a, b, c], "H100")).unwrap_err();
+    assert_eq!(e.0.len(), 4, "{e}");
+    insta::assert_snapshot!("all_errors_collected", fx.scrub(&e.to_string()));
+}

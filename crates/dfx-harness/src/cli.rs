@@ -1,0 +1,339 @@
+//! The suite's command line, shared by every test target of the root package: libtest's
+//! flags (through `libtest_mimic::Arguments`) plus dfx-perf's own, each of which can also
+//! come from an environment variable. This is the raw ("low") form; [`crate::settings`]
+//! validates it into a [`crate::settings::SuiteConfig`].
+//!
+//! `cargo test -- FLAGS` hands FLAGS to every test target, so every root target parses
+//! argv with [`SuiteArgs`], even those that only need the libtest part.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::parser::ValueSource;
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use serde::Serialize;
+
+/// Which server the trials run against (`--server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerMode {
+    /// The real executables: `vllm-omni` (or `--server-bin`) and `sgl-omni`.
+    Auto,
+    /// The built-in simulated vllm-omni server (`dfx-perf-sim`), no GPU needed.
+    Sim,
+    /// Test seam: an in-process fake that starts nothing (use with `--bench-tool fake`).
+    #[value(hide = true)]
+    Fake,
+}
+
+/// Which load generator runs a trial (`--bench-tool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchTool {
+    /// The native one when it supports the entry, else `vllm bench serve --omni` when
+    /// available, else the trial is ignored with both reasons.
+    Auto,
+    /// dfx-perf's own streaming load generator.
+    Native,
+    /// The external `vllm bench serve --omni`.
+    Vllm,
+    /// Test seam: a deterministic in-process model of a step (see `fake::bench`).
+    #[value(hide = true)]
+    Fake,
+}
+
+/// The suite's command line (libtest flags + dfx-perf flags).
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "perf",
+    about = "dfx-perf suite: one test per perf-config sweep step",
+    disable_version_flag = true,
+    after_help = "Every dfx-perf flag can also be set through the environment variable shown \
+                  in brackets (booleans accept 1/true/yes/on and 0/false/no/off)."
+)]
+pub struct SuiteArgs {
+    #[command(flatten)]
+    pub libtest: libtest_mimic::Arguments,
+    #[command(flatten)]
+    pub suite: SuiteFlags,
+}
+
+/// dfx-perf's own flags. Field doc comments are the `--help` texts.
+#[derive(Debug, Clone, Args, Serialize)]
+#[command(next_help_heading = "dfx-perf options")]
+pub struct SuiteFlags {
+    /// Fail a trial on any baseline breach (otherwise breaches are warnings), and fail
+    /// trials that cannot run instead of ignoring them.
+    #[arg(long, env = "DFX_ASSERT_BASELINE", action = ArgAction::SetTrue,
+          value_parser = BoolishValueParser::new())]
+    pub assert_baseline: bool,
+
+    /// Perf-config JSON file (repeatable; comma/colon separated lists accepted).
+    /// Default: every perf-configs/*.json.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "DFX_TEST_CONFIG_FILE",
+        value_delimiter = ','
+    )]
+    pub test_config_file: Vec<PathBuf>,
+
+    /// Select cases by their `mark` tags (e.g. `tts`, `tts and not slow`).
+    #[arg(long, value_name = "EXPR", env = "DFX_MARK")]
+    pub mark: Option<String>,
+
+    /// Hardware label (H100, H20, …): picks hardware-nested baselines and
+    /// baselines/<LABEL>.json. Default: detected from nvidia-smi, `SIM` for the simulator.
+    #[arg(long, value_name = "LABEL", env = "DFX_HARDWARE")]
+    pub hardware: Option<String>,
+
+    /// Folder receiving one run folder per run. Default: target/dfx-perf.
+    #[arg(long, value_name = "DIR", env = "DFX_RESULTS_DIR")]
+    pub results_dir: Option<PathBuf>,
+
+    /// Server to benchmark: auto (real vllm-omni / sgl-omni executables) or sim.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        env = "DFX_SERVER",
+        default_value = "auto"
+    )]
+    pub server: ServerMode,
+
+    /// The vllm-omni executable (default: `vllm-omni` on PATH).
+    #[arg(long, value_name = "PATH", env = "DFX_SERVER_BIN")]
+    pub server_bin: Option<PathBuf>,
+
+    /// Benchmark an already running server at this URL instead of starting one.
+    #[arg(long, value_name = "URL", env = "DFX_SERVER_URL")]
+    pub server_url: Option<String>,
+
+    /// Seconds to wait for a started server to become ready.
+    #[arg(
+        long,
+        value_name = "SECS",
+        env = "DFX_READY_TIMEOUT",
+        default_value_t = 1200
+    )]
+    pub ready_timeout: u64,
+
+    /// Simulator speed factor K: all simulated delays are divided by K (`--server sim`).
+    #[arg(long, value_name = "K", env = "DFX_SIM_SPEED")]
+    pub sim_speed: Option<f64>,
+
+    /// Simulator fault specification, passed to the simulator unchanged.
+    #[arg(long, value_name = "SPEC", env = "DFX_SIM_FAULTS")]
+    pub sim_faults: Option<String>,
+
+    /// Load generator: auto, native or vllm. (`--bench` is libtest's own flag.)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "TOOL",
+        env = "DFX_BENCH",
+        default_value = "auto"
+    )]
+    pub bench_tool: BenchTool,
+
+    /// The `vllm` executable for the external bench (default: `vllm` on PATH).
+    #[arg(long, value_name = "PATH", env = "DFX_VLLM_BIN")]
+    pub vllm_bin: Option<PathBuf>,
+
+    /// Tokenizer (name or path) for token counts.
+    #[arg(long, value_name = "NAME|PATH", env = "DFX_TOKENIZER")]
+    pub tokenizer: Option<String>,
+
+    /// Local folder where the benches look up datasets named by an entry's
+    /// `dataset_path`; repeatable, comma/colon separated lists accepted.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "DFX_DATASET_ROOT",
+        value_delimiter = ','
+    )]
+    pub dataset_root: Vec<PathBuf>,
+
+    /// Seed for prompt shuffling and arrival schedules.
+    #[arg(long, value_name = "N", env = "DFX_SEED")]
+    pub seed: Option<u64>,
+
+    /// Folder holding the deploy YAML files. Default: deploy.
+    #[arg(long, value_name = "DIR", env = "DFX_DEPLOY_DIR")]
+    pub deploy_dir: Option<PathBuf>,
+
+    /// Folder holding baselines/<hardware>.json stores. Default: baselines.
+    #[arg(long, value_name = "DIR", env = "DFX_BASELINES_DIR")]
+    pub baselines_dir: Option<PathBuf>,
+
+    /// List the selected trials with their step, server, bench, thresholds and the
+    /// reason a trial is ignored, then exit (`--list` keeps libtest's format).
+    #[arg(long, env = "DFX_LIST_VERBOSE", action = ArgAction::SetTrue,
+          value_parser = BoolishValueParser::new())]
+    pub list_verbose: bool,
+
+    /// With `--list`: the verbose listing (same as `--list-verbose`).
+    #[arg(long, action = ArgAction::SetTrue)]
+    pub verbose: bool,
+}
+
+/// Where a flag's value came from (recorded in run.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Cli,
+    Env,
+    Default,
+}
+
+/// One dfx-perf flag as given: its name, value (JSON) and source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlagRecord {
+    pub flag: String,
+    pub value: serde_json::Value,
+    pub source: Source,
+}
+
+/// Parsed command line plus the source of every dfx-perf flag that has a value.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub args: SuiteArgs,
+    pub provenance: Vec<FlagRecord>,
+}
+
+/// Parses an explicit argument list (first element: program name). Errors are clap's
+/// (they name the flag and, for enums, the accepted values).
+pub fn try_parse_from<I, T>(argv: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = SuiteArgs::command().try_get_matches_from(argv)?;
+    let args = SuiteArgs::from_arg_matches(&matches)?;
+    let provenance = provenance(&matches, &args.suite);
+    Ok(Parsed { args, provenance })
+}
+
+/// Parses `std::env::args_os()`, printing clap's message and exiting (status 2, 0 for
+/// `--help`) on error, like any clap program.
+pub fn parse_env() -> Parsed {
+    try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
+
+fn provenance(matches: &clap::ArgMatches, flags: &SuiteFlags) -> Vec<FlagRecord> {
+    let values = match serde_json::to_value(flags) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (id, value) in values {
+        let source = match matches.value_source(&id) {
+            Some(ValueSource::CommandLine) => Source::Cli,
+            Some(ValueSource::EnvVariable) => Source::Env,
+            Some(ValueSource::DefaultValue) => Source::Default,
+            Some(_) | None => continue,
+        };
+        out.push(FlagRecord {
+            flag: format!("--{}", id.replace('_', "-")),
+            value,
+            source,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Parsed {
+        try_parse_from(std::iter::once("perf").chain(argv.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        SuiteArgs::command().debug_assert();
+    }
+
+    #[test]
+    fn libtest_and_suite_flags_mix() {
+        let p = parse(&[
+            "--assert-baseline",
+            "test_qwen3_tts_base",
+            "--exact",
+            "--skip",
+            "c64",
+        ]);
+        assert!(p.args.suite.assert_baseline);
+        assert_eq!(
+            p.args.libtest.filter.as_deref(),
+            Some("test_qwen3_tts_base")
+        );
+        assert!(p.args.libtest.exact);
+        assert_eq!(p.args.libtest.skip, vec!["c64".to_string()]);
+        let rec = p
+            .provenance
+            .iter()
+            .find(|r| r.flag == "--assert-baseline")
+            .unwrap();
+        assert_eq!(rec.source, Source::Cli);
+    }
+
+    #[test]
+    fn repeatable_and_comma_separated_paths() {
+        let p = parse(&[
+            "--test-config-file",
+            "a.json,b.json",
+            "--test-config-file=c.json",
+        ]);
+        let files: Vec<_> = p
+            .args
+            .suite
+            .test_config_file
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(files, ["a.json", "b.json", "c.json"]);
+    }
+
+    #[test]
+    fn bad_enum_names_flag_and_accepted_values_but_hides_fakes() {
+        let err = try_parse_from(["perf", "--server", "gpu"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--server"), "{err}");
+        assert!(err.contains("auto") && err.contains("sim"), "{err}");
+        assert!(!err.contains("fake"), "{err}");
+        // The hidden seam still parses.
+        assert_eq!(
+            parse(&["--server", "fake"]).args.suite.server,
+            ServerMode::Fake
+        );
+        assert_eq!(
+            parse(&["--bench-tool", "fake"]).args.suite.bench_tool,
+            BenchTool::Fake
+        );
+    }
+
+    #[test]
+    fn help_hides_fakes() {
+        let help = SuiteArgs::command().render_long_help().to_string();
+        assert!(help.contains("--assert-baseline"));
+        assert!(help.contains("DFX_ASSERT_BASELINE"));
+        assert!(!help.contains("fake"), "{help}");
+    }
+
+    #[test]
+    fn defaults_are_recorded_as_defaults() {
+        let p = parse(&[]);
+        let rec = p
+            .provenance
+            .iter()
+            .find(|r| r.flag == "--ready-timeout")
+            .unwrap();
+        assert_eq!(rec.source, Source::Default);
+        assert_eq!(rec.value, serde_json::json!(1200));
+        assert!(!p.provenance.iter().any(|r| r.flag == "--server-url"));
+    }
+}

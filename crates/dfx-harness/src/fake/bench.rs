@@ -1,0 +1,452 @@
+//! `--bench-tool fake`: a deterministic bench that sends nothing and computes a full-key
+//! result document from a simple model of the step, so the harness's verdict, fallback
+//! and results paths can be exercised end to end without a server.
+//!
+//! Model, for request `i` of a step with concurrency `c` (rate steps: `c = ceil(rate)`)
+//! and slowdown `s`:
+//! - audio seconds `d_i = 1.5 + 0.25·(i mod 5)`;
+//! - `audio_ttfp_i = 50 ms · c · s · (1 + 0.02·(i mod 3))`;
+//! - `e2el_i = audio_ttfp_i + 0.1 · d_i · s · (1 + 0.05·(c − 1))` seconds;
+//! - `audio_rtf_i = e2el_i / d_i`;
+//! - step duration = Σ e2el / c (closed loop), at least `num_prompts / rate` (open loop);
+//!   `audio_throughput` = Σ d / duration.
+//!
+//! Knobs (environment, read once at start): `DFX_FAKE_SLOWDOWN=s` (default 1),
+//! `DFX_FAKE_FAIL_REQUESTS=N` (the first N requests fail with HTTP 500),
+//! `DFX_FAKE_NO_RESULT=1` (the bench leaves no result: the harness writes the fallback).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::plan::{BenchEntry, Dialect, StepKind};
+use dfx_core::result::ResultDoc;
+use serde_json::{Value, json};
+
+/// The fake bench's knobs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeKnobs {
+    pub slowdown: f64,
+    pub fail_requests: u64,
+    pub no_result: bool,
+}
+
+impl Default for FakeKnobs {
+    fn default() -> Self {
+        FakeKnobs {
+            slowdown: 1.0,
+            fail_requests: 0,
+            no_result: false,
+        }
+    }
+}
+
+impl FakeKnobs {
+    /// Reads `DFX_FAKE_SLOWDOWN`, `DFX_FAKE_FAIL_REQUESTS`, `DFX_FAKE_NO_RESULT`.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Same, from any lookup (tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut k = FakeKnobs::default();
+        if let Some(v) = get("DFX_FAKE_SLOWDOWN") {
+            k.slowdown = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or(format!(
+                    "DFX_FAKE_SLOWDOWN=`{v}`: expected a positive number"
+                ))?;
+        }
+        if let Some(v) = get("DFX_FAKE_FAIL_REQUESTS") {
+            k.fail_requests = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("DFX_FAKE_FAIL_REQUESTS=`{v}`: expected a whole number"))?;
+        }
+        if let Some(v) = get("DFX_FAKE_NO_RESULT") {
+            k.no_result = crate::boolish(&v).ok_or(format!(
+                "DFX_FAKE_NO_RESULT=`{v}`: expected 1/true/yes/on or 0/false/no/off"
+            ))?;
+        }
+        Ok(k)
+    }
+}
+
+/// The fake bench.
+#[derive(Debug, Clone, Default)]
+pub struct FakeBench {
+    pub knobs: FakeKnobs,
+}
+
+struct Request {
+    ok: bool,
+    audio_s: f64,
+    ttfp_ms: f64,
+    e2el_ms: f64,
+    rtf: f64,
+}
+
+impl Bench for FakeBench {
+    fn kind(&self) -> BenchKind {
+        BenchKind::Native
+    }
+
+    fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
+        match entry.dialect {
+            Dialect::Omni => Ok(()),
+            Dialect::Diffusion => Err(Unsupported(
+                "the fake bench models audio steps only (diffusion dialect)".into(),
+            )),
+        }
+    }
+
+    fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
+        let step = &ctx.trial.step;
+        let n = step.num_prompts;
+        let (c, rate) = match step.kind {
+            StepKind::Concurrency { max_concurrency } => (max_concurrency.max(1) as f64, None),
+            StepKind::RequestRate { request_rate } => {
+                (request_rate.ceil().max(1.0), Some(request_rate))
+            }
+        };
+        let mut log = format!(
+            "fake bench: {} against {} (c={c}, num_prompts={n}, slowdown={})\n",
+            ctx.trial.name, ctx.base_url, self.knobs.slowdown
+        );
+        if self.knobs.no_result {
+            log.push_str("fake bench: DFX_FAKE_NO_RESULT is set: exiting without a result\n");
+            let _ = std::fs::write(ctx.out_dir.join("bench.log"), &log);
+            return BenchOutcome {
+                result: None,
+                exit: Some("exit status 1".into()),
+                log_tail: log.trim_end().to_string(),
+                ..BenchOutcome::default()
+            };
+        }
+        let requests: Vec<Request> = (0..n)
+            .map(|i| model_request(i, c, self.knobs.slowdown, i < self.knobs.fail_requests))
+            .collect();
+        let errors = if self.knobs.fail_requests > 0 {
+            vec!["HTTP 500: fake failure (DFX_FAKE_FAIL_REQUESTS)".to_string()]
+        } else {
+            Vec::new()
+        };
+        write_records(ctx, &requests);
+        let doc = result_doc(ctx, &requests, c, rate);
+        let _ = writeln!(
+            log,
+            "fake bench: completed {} of {n}",
+            requests.iter().filter(|r| r.ok).count()
+        );
+        let _ = std::fs::write(ctx.out_dir.join("bench.log"), &log);
+        BenchOutcome {
+            result: Some(doc),
+            exit: None,
+            log_tail: log.trim_end().to_string(),
+            errors,
+            invalid_load: None,
+        }
+    }
+}
+
+fn model_request(i: u64, c: f64, s: f64, failed: bool) -> Request {
+    let audio_s = 1.5 + 0.25 * (i % 5) as f64;
+    let ttfp_ms = 50.0 * c * s * (1.0 + 0.02 * (i % 3) as f64);
+    let e2el_ms = ttfp_ms + 1000.0 * 0.1 * audio_s * s * (1.0 + 0.05 * (c - 1.0));
+    Request {
+        ok: !failed,
+        audio_s,
+        ttfp_ms,
+        e2el_ms,
+        rtf: e2el_ms / 1000.0 / audio_s,
+    }
+}
+
+fn write_records(ctx: &BenchContext<'_>, requests: &[Request]) {
+    let Ok(mut f) = std::fs::File::create(ctx.out_dir.join("records.jsonl")) else {
+        return;
+    };
+    for (i, r) in requests.iter().enumerate() {
+        let line = if r.ok {
+            json!({"index": i, "status": 200, "error": null, "audio_ttfp_ms": r.ttfp_ms,
+                   "e2el_ms": r.e2el_ms, "audio_s": r.audio_s, "audio_rtf": r.rtf})
+        } else {
+            json!({"index": i, "status": 500, "error": "fake failure"})
+        };
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// numpy-style statistics over successes: mean, median, linear-interpolated percentile.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (sorted.len() - 1) as f64 * p / 100.0;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+}
+
+fn add_stats(doc: &mut ResultDoc, name: &str, unit: &str, values: &[f64], percentiles: &[f64]) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mean = if sorted.is_empty() {
+        0.0
+    } else {
+        sorted.iter().sum::<f64>() / sorted.len() as f64
+    };
+    doc.insert(format!("mean_{name}{unit}"), json!(mean));
+    doc.insert(
+        format!("median_{name}{unit}"),
+        json!(percentile(&sorted, 50.0)),
+    );
+    for p in percentiles {
+        let label = if p.fract() == 0.0 {
+            format!("{}", *p as i64)
+        } else {
+            format!("{p}")
+        };
+        doc.insert(
+            format!("p{label}_{name}{unit}"),
+            json!(percentile(&sorted, *p)),
+        );
+    }
+}
+
+fn result_doc(
+    ctx: &BenchContext<'_>,
+    requests: &[Request],
+    c: f64,
+    rate: Option<f64>,
+) -> ResultDoc {
+    let entry = &ctx.trial.entry;
+    let ok: Vec<&Request> = requests.iter().filter(|r| r.ok).collect();
+    let completed = ok.len() as u64;
+    let busy_s = requests
+        .iter()
+        .map(|r| if r.ok { r.e2el_ms / 1000.0 } else { 0.01 })
+        .sum::<f64>();
+    let mut duration = busy_s / c;
+    if let Some(r) = rate {
+        duration = duration.max(requests.len() as f64 / r);
+    }
+    let duration = duration.max(1e-3);
+    let audio: f64 = ok.iter().map(|r| r.audio_s).sum();
+    let percentiles: Vec<f64> = entry
+        .metric_percentiles
+        .as_deref()
+        .unwrap_or("99")
+        .split(',')
+        .filter_map(|p| p.trim().parse().ok())
+        .collect();
+    let selected = entry
+        .percentile_metrics
+        .as_deref()
+        .unwrap_or("ttft,e2el,audio_rtf,audio_ttfp,audio_duration");
+    let mut doc = ResultDoc::new();
+    let backend = entry
+        .backend
+        .clone()
+        .unwrap_or_else(|| "openai-audio-speech".into());
+    doc.insert(
+        "date".into(),
+        json!(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()),
+    );
+    doc.insert("endpoint_type".into(), json!(backend));
+    doc.insert("backend".into(), json!(backend));
+    doc.insert("label".into(), Value::Null);
+    doc.insert("model_id".into(), json!(ctx.trial.server.model));
+    doc.insert("tokenizer_id".into(), json!(ctx.trial.server.model));
+    doc.insert("num_prompts".into(), json!(requests.len()));
+    doc.insert(
+        "request_rate".into(),
+        rate.map_or(json!("inf"), |r| json!(r)),
+    );
+    doc.insert("burstiness".into(), json!(1.0));
+    doc.insert(
+        "max_concurrency".into(),
+        ctx.trial
+            .step
+            .max_concurrency()
+            .map_or(Value::Null, |c| json!(c)),
+    );
+    doc.insert("duration".into(), json!(duration));
+    doc.insert("completed".into(), json!(completed));
+    doc.insert("failed".into(), json!(requests.len() as u64 - completed));
+    for k in ["total_input_tokens", "total_output_tokens"] {
+        doc.insert(k.into(), json!(0));
+    }
+    doc.insert(
+        "request_throughput".into(),
+        json!(completed as f64 / duration),
+    );
+    doc.insert("request_goodput".into(), Value::Null);
+    doc.insert("output_throughput".into(), json!(0.0));
+    doc.insert("total_token_throughput".into(), json!(0.0));
+    doc.insert("total_audio_duration_s".into(), json!(audio));
+    doc.insert(
+        "total_audio_frames".into(),
+        json!((audio * 24_000.0).round() as u64),
+    );
+    doc.insert("audio_throughput".into(), json!(audio / duration));
+    doc.insert("max_output_tokens_per_s".into(), json!(0.0));
+    doc.insert("max_concurrent_requests".into(), json!(c as u64));
+    doc.insert("rtfx".into(), json!(0.0));
+    doc.insert("num_ttft_samples".into(), json!(completed));
+    doc.insert("num_tpot_samples".into(), json!(0));
+    doc.insert("num_itl_samples".into(), json!(0));
+    doc.insert("num_audio_ttfp_samples".into(), json!(completed));
+    doc.insert("num_audio_rtf_samples".into(), json!(completed));
+    let col = |f: fn(&Request) -> f64| ok.iter().map(|r| f(r)).collect::<Vec<f64>>();
+    if selected.split(',').any(|m| m.trim() == "ttft") && backend != "openai-audio-speech" {
+        add_stats(&mut doc, "ttft", "_ms", &col(|r| r.ttfp_ms), &percentiles);
+    }
+    add_stats(&mut doc, "e2el", "_ms", &col(|r| r.e2el_ms), &percentiles);
+    add_stats(&mut doc, "audio_rtf", "", &col(|r| r.rtf), &percentiles);
+    add_stats(
+        &mut doc,
+        "audio_ttfp",
+        "_ms",
+        &col(|r| r.ttfp_ms),
+        &percentiles,
+    );
+    add_stats(
+        &mut doc,
+        "audio_duration",
+        "_s",
+        &col(|r| r.audio_s),
+        &percentiles,
+    );
+    doc.insert(
+        "audio_continuity_ok_rate".into(),
+        json!(if completed > 0 { 1.0 } else { 0.0 }),
+    );
+    doc.insert("peak_inflight".into(), json!(c as u64));
+    doc.insert("result_source".into(), json!("fake"));
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{concurrency_trial, rate_trial};
+
+    fn run(knobs: FakeKnobs, trial: &dfx_core::plan::Trial) -> (BenchOutcome, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = BenchContext {
+            trial,
+            base_url: "http://127.0.0.1:9".into(),
+            host: "127.0.0.1".into(),
+            port: 9,
+            out_dir: dir.path().to_path_buf(),
+            hardware: "H100".into(),
+        };
+        (FakeBench { knobs }.run(&ctx), dir)
+    }
+
+    fn num(doc: &ResultDoc, k: &str) -> f64 {
+        doc.get(k)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("{k} missing"))
+    }
+
+    #[test]
+    fn model_scales_with_concurrency_and_slowdown() {
+        let t1 = concurrency_trial("t", "s", 1, 10);
+        let t4 = concurrency_trial("t", "s", 4, 10);
+        let (o1, _d1) = run(FakeKnobs::default(), &t1);
+        let (o4, _d4) = run(FakeKnobs::default(), &t4);
+        let (slow, _d) = run(
+            FakeKnobs {
+                slowdown: 2.0,
+                ..FakeKnobs::default()
+            },
+            &t1,
+        );
+        let (r1, r4, rs) = (o1.result.unwrap(), o4.result.unwrap(), slow.result.unwrap());
+        assert!((num(&r1, "median_audio_ttfp_ms") - 51.0).abs() < 1e-9);
+        assert!(
+            (num(&r4, "median_audio_ttfp_ms") / num(&r1, "median_audio_ttfp_ms") - 4.0).abs()
+                < 1e-9
+        );
+        assert!(
+            (num(&rs, "median_audio_ttfp_ms") / num(&r1, "median_audio_ttfp_ms") - 2.0).abs()
+                < 1e-9
+        );
+        assert!((num(&r1, "audio_throughput") / num(&rs, "audio_throughput") - 2.0).abs() < 1e-9);
+        assert_eq!(num(&r1, "completed"), 10.0);
+        assert_eq!(r1.get("request_rate"), Some(&json!("inf")));
+        // The vllm-bench keys the verdict and reports read are all there.
+        for k in [
+            "mean_e2el_ms",
+            "p99_e2el_ms",
+            "median_audio_rtf",
+            "p99_audio_duration_s",
+            "total_audio_duration_s",
+            "request_throughput",
+            "failed",
+        ] {
+            assert!(r1.contains_key(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn failures_and_artifacts() {
+        let t = rate_trial("t", "s", 2.0, 6);
+        let (o, dir) = run(
+            FakeKnobs {
+                fail_requests: 2,
+                ..FakeKnobs::default()
+            },
+            &t,
+        );
+        let doc = o.result.unwrap();
+        assert_eq!(num(&doc, "completed"), 4.0);
+        assert_eq!(num(&doc, "failed"), 2.0);
+        assert_eq!(num(&doc, "request_rate"), 2.0);
+        assert!(num(&doc, "duration") >= 3.0);
+        assert_eq!(o.errors.len(), 1);
+        let records = std::fs::read_to_string(dir.path().join("records.jsonl")).unwrap();
+        assert_eq!(records.lines().count(), 6);
+        assert!(dir.path().join("bench.log").is_file());
+    }
+
+    #[test]
+    fn no_result_knob() {
+        let t = concurrency_trial("t", "s", 1, 3);
+        let (o, _dir) = run(
+            FakeKnobs {
+                no_result: true,
+                ..FakeKnobs::default()
+            },
+            &t,
+        );
+        assert!(o.result.is_none());
+        assert_eq!(o.exit.as_deref(), Some("exit status 1"));
+        assert!(o.log_tail.contains("DFX_FAKE_NO_RESULT"));
+    }
+
+    #[test]
+    fn knobs_parse_and_reject_nonsense() {
+        let k = FakeKnobs::from_lookup(|k| match k {
+            "DFX_FAKE_SLOWDOWN" => Some("2.5".into()),
+            "DFX_FAKE_NO_RESULT" => Some("yes".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            k,
+            FakeKnobs {
+                slowdown: 2.5,
+                fail_requests: 0,
+                no_result: true
+            }
+        );
+        let e =
+            FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLOWDOWN").then(|| "0".into())).unwrap_err();
+        assert!(e.contains("DFX_FAKE_SLOWDOWN"), "{e}");
+    }
+}

@@ -1,0 +1,131 @@
+//! `--list-verbose`: libtest's `<name>: test` line for every selected trial, each followed
+//! by indented details (step, server group, bench, thresholds with direction and source,
+//! marks, and why a trial is ignored). Plain `--list` stays libtest's own output so tools
+//! that parse it keep working.
+
+use std::fmt::Write as _;
+
+use dfx_core::baseline::{Direction, ThresholdSource};
+use dfx_core::plan::{StepKind, python_float_str};
+use dfx_core::server::ServerType;
+
+use crate::select::{BenchSet, Disposition, PlannedTrial};
+
+/// What the listing needs besides the trials.
+pub struct ListContext<'a> {
+    pub benches: &'a BenchSet,
+    /// Launcher name (`vllm-omni`, `sim`, `fake`, `attach`).
+    pub launcher: &'a str,
+    pub hardware: &'a str,
+    pub assert_baseline: bool,
+}
+
+/// Renders the verbose listing of `selected` (indices into `planned`).
+pub fn render_verbose(
+    planned: &[PlannedTrial],
+    selected: &[usize],
+    ctx: &ListContext<'_>,
+) -> String {
+    let mut out = String::new();
+    let groups = planned.last().map_or(0, |p| p.server_group);
+    let _ = writeln!(
+        out,
+        "# {} of {} trials selected; {} server configuration(s); hardware {}; server {}",
+        selected.len(),
+        planned.len(),
+        groups,
+        ctx.hardware,
+        ctx.launcher
+    );
+    for &i in selected {
+        render_one(&mut out, &planned[i], ctx);
+    }
+    out
+}
+
+fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
+    let t = &p.trial;
+    let _ = writeln!(out, "{}: test", t.name);
+    let step = match t.step.kind {
+        StepKind::Concurrency { max_concurrency } => format!("concurrency {max_concurrency}"),
+        StepKind::RequestRate { request_rate } => {
+            format!("request rate {}/s", python_float_str(request_rate))
+        }
+    };
+    let _ = writeln!(
+        out,
+        "    step       {step}, {} prompts (sweep index {})",
+        t.step.num_prompts, t.step.index
+    );
+    let server_type = match t.server.server_type {
+        ServerType::VllmOmni => "vllm-omni",
+        ServerType::SglangOmni => "sglang-omni",
+    };
+    let deploy = t
+        .server
+        .deploy
+        .as_ref()
+        .map(|d| {
+            format!(
+                " deploy={}{}",
+                d.name,
+                if d.edited { " (edited)" } else { "" }
+            )
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "    server     #{} {server_type} {}{deploy} (launcher {})",
+        p.server_group, t.server.model, ctx.launcher
+    );
+    match &p.disposition {
+        Disposition::Run { slot } => {
+            let _ = writeln!(out, "    bench      {}", ctx.benches.label(*slot));
+        }
+        Disposition::Skip { reason } if ctx.assert_baseline => {
+            let _ = writeln!(out, "    FAILS      (--assert-baseline) {reason}");
+        }
+        Disposition::Skip { reason } => {
+            let _ = writeln!(out, "    ignored    {reason}");
+        }
+    }
+    for th in &t.thresholds.items {
+        let op = match th.direction {
+            Direction::LowerIsBetter => "<=",
+            Direction::HigherIsBetter => ">=",
+        };
+        let source = match &th.source {
+            ThresholdSource::Inline => "inline".to_string(),
+            ThresholdSource::Store { file } => format!(
+                "store {}",
+                file.file_name().map_or_else(
+                    || file.display().to_string(),
+                    |f| f.to_string_lossy().into_owned()
+                )
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "    threshold  {} {op} {} ({source})",
+            th.metric, th.value
+        );
+    }
+    for m in &t.thresholds.skipped {
+        let _ = writeln!(out, "    threshold  {m}: none (null baseline)");
+    }
+    if let Some(note) = &t.thresholds.note {
+        let _ = writeln!(out, "    threshold  none: {note}");
+    }
+    if t.thresholds.items.is_empty()
+        && t.thresholds.skipped.is_empty()
+        && t.thresholds.note.is_none()
+    {
+        let _ = writeln!(out, "    threshold  none");
+    }
+    if !t.marks.is_empty() {
+        let _ = writeln!(out, "    marks      {}", t.marks.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests;

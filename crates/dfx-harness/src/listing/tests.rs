@@ -1,0 +1,174 @@
+use std::path::{Path, PathBuf};
+
+use dfx_core::baseline::{Direction, ThresholdSource};
+use dfx_core::config::{LoadOptions, load_plan};
+use dfx_core::plan::Plan;
+
+use super::*;
+use crate::fake::bench::FakeBench;
+use crate::fake::server::FakeLauncher;
+use crate::select::{BenchSlot, plan_trials};
+use crate::test_support::{concurrency_trial, rate_trial, threshold};
+
+fn fake_benches() -> BenchSet {
+    BenchSet {
+        slots: vec![BenchSlot {
+            label: "fake",
+            bench: Ok(Box::new(FakeBench::default())),
+        }],
+    }
+}
+
+fn listing(plan: &Plan, assert_baseline: bool) -> String {
+    let benches = fake_benches();
+    let planned = plan_trials(plan, &FakeLauncher::new(), &benches);
+    let all: Vec<usize> = (0..planned.len()).collect();
+    let ctx = ListContext {
+        benches: &benches,
+        launcher: "fake",
+        hardware: "H100",
+        assert_baseline,
+    };
+    render_verbose(&planned, &all, &ctx)
+}
+
+#[test]
+fn verbose_listing_shows_every_decision() {
+    let mut a = concurrency_trial("test_a", "clone", 8, 80);
+    a.thresholds.items.push(threshold(
+        "median_audio_ttfp_ms",
+        226.747,
+        Direction::LowerIsBetter,
+    ));
+    let mut store = threshold("audio_throughput", 24.2, Direction::HigherIsBetter);
+    store.source = ThresholdSource::Store {
+        file: PathBuf::from("/somewhere/baselines/H100.json"),
+    };
+    a.thresholds.items.push(store);
+    a.thresholds.skipped.push("p99_e2el_ms".into());
+    let mut b = rate_trial("test_a", "stress", 2.0, 20);
+    b.thresholds.note = Some("no `H100` bucket in the hardware-nested baseline".into());
+    b.unsupported = Some("diffusion dialect".into());
+    let plan = Plan {
+        trials: vec![a, b],
+        warnings: vec![],
+    };
+    let text = listing(&plan, false);
+    let expected = "\
+# 2 of 2 trials selected; 1 server configuration(s); hardware H100; server fake
+test_a::clone::c8: test
+    step       concurrency 8, 80 prompts (sweep index 0)
+    server     #1 vllm-omni A (launcher fake)
+    bench      fake
+    threshold  median_audio_ttfp_ms <= 226.747 (inline)
+    threshold  audio_throughput >= 24.2 (store H100.json)
+    threshold  p99_e2el_ms: none (null baseline)
+    marks      tts
+test_a::stress::qps2.0: test
+    step       request rate 2.0/s, 20 prompts (sweep index 0)
+    server     #1 vllm-omni A (launcher fake)
+    ignored    unsupported: diffusion dialect
+    threshold  none: no `H100` bucket in the hardware-nested baseline
+    marks      tts
+";
+    assert_eq!(text, expected);
+    let strict = listing(&plan, true);
+    assert!(strict.contains("    FAILS      (--assert-baseline) unsupported: diffusion dialect\n"));
+}
+
+#[test]
+fn every_trial_line_is_libtest_list_compatible() {
+    let plan = Plan {
+        trials: vec![
+            concurrency_trial("t", "a", 1, 1),
+            concurrency_trial("t", "a", 2, 1),
+        ],
+        warnings: vec![],
+    };
+    let text = listing(&plan, false);
+    let names: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('#'))
+        .collect();
+    assert_eq!(names, ["t::a::c1: test", "t::a::c2: test"]);
+}
+
+// ---- snapshots of real configs (need the config loader of dfx-core) ----
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `$DFX_REFERENCE_DIR`, else the nearest `shared/reference` beside an ancestor of the
+/// repository (the layout is `<parent>/shared/reference` next to `<parent>/<repo>`).
+fn reference_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DFX_REFERENCE_DIR") {
+        return PathBuf::from(d);
+    }
+    let root = repo_root().canonicalize().expect("repository root");
+    let tried: Vec<PathBuf> = root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/reference"))
+        .collect();
+    tried
+        .iter()
+        .find(|d| d.join("upstream/tests").is_dir())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "upstream reference configs not found: set DFX_REFERENCE_DIR or put them at \
+                 <parent>/shared/reference/upstream/tests (tried: {tried:?})"
+            )
+        })
+}
+
+fn load(files: Vec<PathBuf>, deploy_dir: PathBuf, baselines_dir: PathBuf) -> Plan {
+    let opts = LoadOptions {
+        files,
+        hardware: "H100".into(),
+        deploy_dir,
+        baselines_dir,
+        mark: None,
+    };
+    load_plan(&opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no *.json in {}", dir.display());
+    files
+}
+
+#[test]
+fn snapshot_upstream_reference_configs() {
+    let reference = reference_dir();
+    let no_store = tempfile::tempdir().unwrap();
+    for file in json_files(&reference.join("upstream/tests")) {
+        let plan = load(
+            vec![file.clone()],
+            reference.join("upstream/deploy"),
+            no_store.path().to_path_buf(),
+        );
+        assert!(!plan.trials.is_empty(), "{} has no trials", file.display());
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        insta::assert_snapshot!(format!("upstream_{stem}"), listing(&plan, false));
+    }
+}
+
+#[test]
+fn snapshot_perf_configs() {
+    let root = repo_root();
+    let plan = load(
+        json_files(&root.join("perf-configs")),
+        root.join("deploy"),
+        root.join("baselines"),
+    );
+    assert!(!plan.trials.is_empty());
+    insta::assert_snapshot!("perf_configs", listing(&plan, false));
+}

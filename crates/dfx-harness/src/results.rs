@@ -1,0 +1,189 @@
+//! The run folder (ARCHITECTURE, "Results layout"):
+//!
+//! ```text
+//! <results-dir>/
+//!   latest -> <run-id>
+//!   <run-id>/                      YYYYmmdd-HHMMSS-<hw>[-2…]
+//!     run.json                     versions, git sha, hardware, flags, config files, times
+//!     summary.json                 one element per trial that ran or was ignored
+//!     trials/<trial>/              result.json, verdict.json, records.jsonl, bench.log
+//!     servers/<NN>-<test_name>/    server.log, command.txt (one folder per server start)
+//! ```
+//! Every file is written atomically.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use chrono::{DateTime, Local};
+use dfx_core::fsutil::{sanitize_component, write_json_atomic};
+use serde::Serialize;
+
+use crate::cli::FlagRecord;
+
+/// A created run folder.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// `YYYYmmdd-HHMMSS-<hw>`, with `-2`, `-3`, … when that folder existed.
+    pub id: String,
+    /// `<results-dir>/<id>`.
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates `<results_dir>/<run-id>` (never reusing an existing folder) and points
+    /// `<results_dir>/latest` at it.
+    pub fn create(results_dir: &Path, hardware: &str, now: DateTime<Local>) -> io::Result<RunDir> {
+        std::fs::create_dir_all(results_dir)?;
+        let base = format!(
+            "{}-{}",
+            now.format("%Y%m%d-%H%M%S"),
+            sanitize_component(hardware)
+        );
+        let mut id = base.clone();
+        let mut n = 2;
+        loop {
+            match std::fs::create_dir(results_dir.join(&id)) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    id = format!("{base}-{n}");
+                    n += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let path = results_dir.join(&id);
+        std::fs::create_dir_all(path.join("trials"))?;
+        let run = RunDir { id, path };
+        // The link is a convenience; a filesystem without symlinks must not stop a run.
+        if let Err(e) = run.point_latest(results_dir) {
+            eprintln!(
+                "dfx-perf: could not update {}/latest: {e}",
+                results_dir.display()
+            );
+        }
+        Ok(run)
+    }
+
+    #[cfg(unix)]
+    fn point_latest(&self, results_dir: &Path) -> io::Result<()> {
+        let tmp = results_dir.join(format!(".latest.tmp.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&self.id, &tmp)?;
+        std::fs::rename(&tmp, results_dir.join("latest"))
+    }
+
+    #[cfg(not(unix))]
+    fn point_latest(&self, _results_dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// `trials/<dir_name>` (the name is already sanitised by the planner; sanitised
+    /// again here so no caller can leave the run folder).
+    pub fn trial_dir(&self, dir_name: &str) -> PathBuf {
+        self.path.join("trials").join(sanitize_component(dir_name))
+    }
+
+    /// `servers/`.
+    pub fn servers_dir(&self) -> PathBuf {
+        self.path.join("servers")
+    }
+
+    /// `run.json`.
+    pub fn write_run_info(&self, info: &RunInfo) -> io::Result<()> {
+        write_json_atomic(&self.path.join("run.json"), info)
+    }
+}
+
+/// Content of `run.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub dfx_perf_version: String,
+    /// `git rev-parse HEAD` of the project, when git is available.
+    pub git_sha: Option<String>,
+    pub hardware: String,
+    /// Server mode (`auto`, `sim`, `attach`, `fake`) and launcher name.
+    pub server: String,
+    pub launcher: String,
+    /// `--sim-speed`: results measured on a sped-up simulator are labelled as such.
+    pub sim_speed: Option<f64>,
+    pub bench_tool: String,
+    pub assert_baseline: bool,
+    /// Every dfx-perf flag that has a value, with its source (cli, env, default).
+    pub flags: Vec<FlagRecord>,
+    /// The full argument list.
+    pub argv: Vec<String>,
+    pub config_files: Vec<PathBuf>,
+    pub hostname: String,
+    pub started: String,
+    pub finished: Option<String>,
+    /// Trials in the plan / selected by the filters.
+    pub trials_planned: usize,
+    pub trials_selected: usize,
+    /// Config loader warnings and flag notes.
+    pub warnings: Vec<String>,
+}
+
+/// `git rev-parse HEAD` run in `dir`, if git and a repository are there.
+pub fn git_sha(dir: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    let sha = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !sha.is_empty()).then_some(sha)
+}
+
+/// The host name (`/proc/sys/kernel/hostname`, `$HOSTNAME`, else `unknown`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn run_ids_are_unique_and_latest_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Local.with_ymd_and_hms(2026, 3, 1, 12, 30, 5).unwrap();
+        let a = RunDir::create(dir.path(), "H100", now).unwrap();
+        let b = RunDir::create(dir.path(), "H100", now).unwrap();
+        let c = RunDir::create(dir.path(), "H100", now).unwrap();
+        assert_eq!(a.id, "20260301-123005-H100");
+        assert_eq!(b.id, "20260301-123005-H100-2");
+        assert_eq!(c.id, "20260301-123005-H100-3");
+        assert!(a.path.join("trials").is_dir());
+        #[cfg(unix)]
+        assert_eq!(
+            std::fs::read_link(dir.path().join("latest")).unwrap(),
+            PathBuf::from("20260301-123005-H100-3")
+        );
+    }
+
+    #[test]
+    fn hostile_names_stay_inside_the_run_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Local.with_ymd_and_hms(2026, 3, 1, 12, 30, 5).unwrap();
+        let run = RunDir::create(dir.path(), "../../x", now).unwrap();
+        assert!(run.path.starts_with(dir.path()));
+        assert_eq!(run.path.parent(), Some(dir.path()));
+        let t = run.trial_dir("../../x");
+        assert!(t.starts_with(run.path.join("trials")), "{}", t.display());
+        assert_eq!(t.parent(), Some(run.path.join("trials").as_path()));
+    }
+
+    #[test]
+    fn git_sha_of_a_non_repository_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(git_sha(dir.path()), None);
+    }
+}

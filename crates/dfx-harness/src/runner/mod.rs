@@ -1,0 +1,358 @@
+//! Running one trial: get a server from the pool, run the bench into the trial folder,
+//! complete the result document with the runner's keys, judge it, write `result.json`
+//! and `verdict.json`, and record the summary entry. A trial that fails still writes its
+//! result (the template fallback when the bench left none).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dfx_core::bench::BenchContext;
+use dfx_core::fsutil::write_json_atomic;
+use dfx_core::result::{ResultDoc, template_fallback};
+use dfx_core::verdict::{Verdict, judge};
+use serde_json::{Value, json};
+
+use crate::pool::{ServerInfo, ServerPool};
+use crate::results::RunDir;
+use crate::select::{BenchSet, Disposition, PlannedTrial};
+use crate::summary::{Outcome, SummaryEntry};
+
+/// How a trial that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ran {
+    Passed,
+    /// Cannot run (plain run only), with the reason.
+    Ignored(String),
+}
+
+/// Everything the trials of one run share. Trials run one at a time, in plan order.
+pub struct Session {
+    pub run: RunDir,
+    pub pool: ServerPool,
+    pub benches: BenchSet,
+    pub planned: Vec<PlannedTrial>,
+    /// Hardware label of the run (`H100`, `SIM`, `na`).
+    pub hardware: String,
+    pub assert_baseline: bool,
+    /// Summary entries by plan index (`None`: filtered out / not run).
+    pub entries: Vec<Option<SummaryEntry>>,
+}
+
+/// What the bench side of a trial produced, before judging.
+struct Produced {
+    doc: ResultDoc,
+    /// Failures the verdict cannot see (bench exit status, server death, invalid load).
+    failures: Vec<String>,
+    /// Why the document is the template fallback (also stored in it as
+    /// `fallback_reason`), when it is.
+    fallback: Option<String>,
+    /// Bench log tail shown with a fallback.
+    log_tail: String,
+    /// False when no bench ran at all (server failed to start, trial cannot run): the
+    /// reason is the whole verdict.
+    judged: bool,
+    errors: Vec<String>,
+    bench: Option<&'static str>,
+    server: Option<ServerInfo>,
+}
+
+impl Session {
+    /// Runs trial `idx`: `Ok(Passed)`, `Ok(Ignored(reason))` when it cannot run on a plain
+    /// run, `Err(message)` when it failed. Panics are caught and recorded as
+    /// failures.
+    pub fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
+        let started = Instant::now();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_inner(idx)));
+        let result = caught.unwrap_or_else(|payload| {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            let msg = format!("trial panicked: {msg}");
+            let mut entry = SummaryEntry::new(&self.planned[idx].trial, Outcome::Failed);
+            entry.failures.push(msg.clone());
+            self.entries[idx] = Some(entry);
+            Err(msg)
+        });
+        if let Some(e) = self.entries[idx].as_mut() {
+            e.seconds = started.elapsed().as_secs_f64();
+        }
+        result
+    }
+
+    fn run_inner(&mut self, idx: usize) -> Result<Ran, String> {
+        let dir = self.run.trial_dir(&self.planned[idx].dir_name);
+        let slot = match &self.planned[idx].disposition {
+            Disposition::Run { slot } => *slot,
+            Disposition::Skip { reason } if !self.assert_baseline => {
+                let reason = reason.clone();
+                self.entries[idx] = Some(SummaryEntry::ignored(&self.planned[idx].trial, &reason));
+                return Ok(Ran::Ignored(reason));
+            }
+            Disposition::Skip { reason } => {
+                let why =
+                    format!("cannot run, and --assert-baseline forbids ignoring it: {reason}");
+                let produced = Produced::fallback(why, None, None);
+                return self.conclude(idx, dir, produced);
+            }
+        };
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            return Err(format!("cannot create {}: {e}", dir.display()));
+        }
+        let trial = &self.planned[idx].trial;
+        let server = match self.pool.acquire(&trial.server, &trial.test_name) {
+            Ok(s) => s,
+            Err(e) => {
+                let label = self.benches.label(slot);
+                let produced =
+                    Produced::fallback(format!("server failed to start: {e}"), Some(label), None);
+                return self.conclude(idx, dir, produced);
+            }
+        };
+        let produced = self.bench(idx, slot, &dir, server);
+        self.conclude(idx, dir, produced)
+    }
+
+    fn bench(
+        &mut self,
+        idx: usize,
+        slot: usize,
+        dir: &std::path::Path,
+        server: ServerInfo,
+    ) -> Produced {
+        let trial = &self.planned[idx].trial;
+        let label = self.benches.label(slot);
+        let Some(bench) = self.benches.get(slot) else {
+            return Produced::fallback(
+                format!("bench `{label}` is not available"),
+                Some(label),
+                Some(server),
+            );
+        };
+        let ctx = BenchContext {
+            trial,
+            base_url: server.base_url.clone(),
+            host: server.host.clone(),
+            port: server.port,
+            out_dir: dir.to_path_buf(),
+            hardware: self.hardware.clone(),
+        };
+        let outcome = bench.run(&ctx);
+        let mut failures = Vec::new();
+        if let Err(died) = self.pool.check_after_trial() {
+            failures.push(died.to_string());
+        }
+        let tail = |t: &str| {
+            if t.trim().is_empty() {
+                String::new()
+            } else {
+                format!("\n--- bench log tail ---\n{}", t.trim_end())
+            }
+        };
+        let exit = outcome.exit.as_deref().unwrap_or("no exit status");
+        let mut fallback = None;
+        let doc = match outcome.result {
+            Some(doc) => {
+                if let Some(exit) = &outcome.exit {
+                    failures.push(format!(
+                        "bench ended with {exit}{}",
+                        tail(&outcome.log_tail)
+                    ));
+                }
+                doc
+            }
+            None => {
+                fallback = Some(format!("bench `{label}` left no result ({exit})"));
+                template_fallback(fallback.as_deref().unwrap_or_default())
+            }
+        };
+        if let Some(invalid) = outcome.invalid_load {
+            failures.push(format!("load generation invalid: {invalid}"));
+        }
+        let log_tail = if fallback.is_some() {
+            tail(&outcome.log_tail)
+        } else {
+            String::new()
+        };
+        Produced {
+            doc,
+            failures,
+            fallback,
+            log_tail,
+            judged: true,
+            errors: outcome.errors,
+            bench: Some(label),
+            server: Some(server),
+        }
+    }
+
+    /// Completes the document, judges it, writes result.json / verdict.json, records the
+    /// summary entry.
+    fn conclude(&mut self, idx: usize, dir: PathBuf, mut p: Produced) -> Result<Ran, String> {
+        let trial = &self.planned[idx].trial;
+        let mut doc = std::mem::take(&mut p.doc);
+        add_runner_keys(&mut doc, trial, &self.hardware, p.bench);
+        let verdict = if p.judged {
+            judge(
+                &doc,
+                trial.step.num_prompts,
+                &trial.thresholds,
+                &p.errors,
+                self.assert_baseline,
+            )
+        } else {
+            Verdict {
+                passed: false,
+                failures: Vec::new(),
+                breaches: Vec::new(),
+                warnings: Vec::new(),
+            }
+        };
+        let failures = combined_failures(&p, &verdict, self.assert_baseline);
+        let passed = failures.is_empty();
+        doc.insert(
+            "verdict".into(),
+            json!({"passed": passed, "failures": failures, "breaches": verdict.breaches,
+                   "warnings": verdict.warnings}),
+        );
+        let mut write_errors = Vec::new();
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            write_errors.push(format!("cannot create {}: {e}", dir.display()));
+        }
+        let result_path = dir.join("result.json");
+        if let Err(e) = write_json_atomic(&result_path, &doc) {
+            write_errors.push(format!("cannot write {}: {e}", result_path.display()));
+        }
+        let verdict_doc = json!({"trial": trial.name, "passed": passed, "failures": failures,
+            "breaches": verdict.breaches, "warnings": verdict.warnings,
+            "thresholds": trial.thresholds});
+        if let Err(e) = write_json_atomic(&dir.join("verdict.json"), &verdict_doc) {
+            write_errors.push(format!("cannot write verdict.json: {e}"));
+        }
+
+        let mut entry = SummaryEntry::new(
+            trial,
+            if passed && write_errors.is_empty() {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            },
+        );
+        entry.take_metrics(&doc);
+        entry.failures = failures.iter().chain(&write_errors).cloned().collect();
+        entry.breaches = verdict.breaches.clone();
+        entry.warnings = verdict.warnings.clone();
+        entry.result = Some(format!("trials/{}/result.json", self.planned[idx].dir_name));
+        entry.bench = p.bench.map(String::from);
+        entry.result_source = doc
+            .get("result_source")
+            .and_then(Value::as_str)
+            .map(String::from);
+        entry.server = p.server.as_ref().map(|s| s.rel_dir.clone());
+        entry.server_started = p.server.as_ref().map(|s| s.started);
+        let outcome = entry.outcome;
+        self.entries[idx] = Some(entry);
+
+        for w in &verdict.warnings {
+            eprintln!("dfx-perf: warning: {}: {w}", trial.name);
+        }
+        if outcome == Outcome::Passed {
+            return Ok(Ran::Passed);
+        }
+        let mut msg: Vec<String> = failures;
+        msg.extend(write_errors);
+        msg.push(format!("result: {}", result_path.display()));
+        Err(msg.join("\n"))
+    }
+}
+
+impl Produced {
+    /// No bench ran: the template fallback with `reason` as the failure.
+    fn fallback(
+        reason: String,
+        bench: Option<&'static str>,
+        server: Option<ServerInfo>,
+    ) -> Produced {
+        Produced {
+            doc: template_fallback(&reason),
+            failures: Vec::new(),
+            fallback: Some(reason),
+            log_tail: String::new(),
+            judged: false,
+            errors: Vec::new(),
+            bench,
+            server,
+        }
+    }
+}
+
+/// The runner's keys, like upstream (`baseline` always, `random_input_len` /
+/// `random_output_len` when the entry has them, `Hardware`: empty when unknown), then
+/// dfx-perf's (`result_source` when the bench did not set it, `bench`, `trial`).
+pub fn add_runner_keys(
+    doc: &mut ResultDoc,
+    trial: &dfx_core::plan::Trial,
+    hardware: &str,
+    bench: Option<&str>,
+) {
+    doc.insert("baseline".into(), trial.thresholds.to_result_value());
+    for key in ["random_input_len", "random_output_len"] {
+        match trial.entry.raw.get(key) {
+            Some(v) if !v.is_null() => {
+                doc.insert(key.into(), v.clone());
+            }
+            _ => {
+                doc.remove(key);
+            }
+        }
+    }
+    let hw = if hardware == dfx_core::hardware::UNKNOWN {
+        ""
+    } else {
+        hardware
+    };
+    doc.insert("Hardware".into(), json!(hw));
+    if !doc.contains_key("result_source") {
+        doc.insert("result_source".into(), json!(bench.unwrap_or("none")));
+    }
+    doc.insert("bench".into(), bench.map_or(Value::Null, |b| json!(b)));
+    doc.insert("trial".into(), json!(trial.name));
+}
+
+/// What only the harness saw (server death, bench exit status), then the verdict's
+/// failures, with the fallback reason and bench log tail; under `--assert-baseline` every
+/// breach line is guaranteed to be there.
+fn combined_failures(p: &Produced, verdict: &Verdict, assert_baseline: bool) -> Vec<String> {
+    let mut out: Vec<String> = p.failures.clone();
+    for f in &verdict.failures {
+        if !out.contains(f) {
+            out.push(f.clone());
+        }
+    }
+    if let Some(reason) = &p.fallback {
+        match out.iter_mut().find(|f| f.contains(reason.as_str())) {
+            Some(line) => line.push_str(&p.log_tail),
+            None if !p.judged => out.insert(0, reason.clone()),
+            None => out.insert(
+                0,
+                format!("{reason}: wrote the template fallback{}", p.log_tail),
+            ),
+        }
+    }
+    if assert_baseline {
+        for b in &verdict.breaches {
+            let line = b.line();
+            if !line.is_empty() && !out.iter().any(|f| f.contains(&line)) {
+                out.push(line);
+            }
+        }
+    }
+    if !verdict.passed && out.is_empty() {
+        out.push("the verdict failed the trial without a reason".into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

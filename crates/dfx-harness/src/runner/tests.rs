@@ -1,0 +1,347 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeZone;
+use dfx_core::baseline::Direction;
+use dfx_core::bench::{Bench, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::plan::{BenchEntry, Plan, Trial};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::fake::bench::{FakeBench, FakeKnobs};
+use crate::fake::server::{FakeEvent, FakeLauncher, FakeState};
+use crate::select::{BenchSlot, plan_trials};
+use crate::test_support::{StubBench, concurrency_trial, spec, threshold};
+
+struct Fixture {
+    session: Session,
+    state: Arc<FakeState>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(trials: Vec<Trial>, bench: Box<dyn Bench + Send>, assert_baseline: bool) -> Fixture {
+    fixture_hw(trials, bench, assert_baseline, "H100")
+}
+
+fn fixture_hw(
+    trials: Vec<Trial>,
+    bench: Box<dyn Bench + Send>,
+    assert_baseline: bool,
+    hw: &str,
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = FakeLauncher::new();
+    let state = launcher.state();
+    let benches = BenchSet {
+        slots: vec![BenchSlot {
+            label: "fake",
+            bench: Ok(bench),
+        }],
+    };
+    let plan = Plan {
+        trials,
+        warnings: vec![],
+    };
+    let planned = plan_trials(&plan, &launcher, &benches);
+    let now = chrono::Local.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+    let run = RunDir::create(dir.path(), hw, now).unwrap();
+    let n = planned.len();
+    let session = Session {
+        pool: ServerPool::new(
+            Box::new(launcher),
+            run.servers_dir(),
+            Duration::from_secs(5),
+        ),
+        run,
+        benches,
+        planned,
+        hardware: hw.into(),
+        assert_baseline,
+        entries: vec![None; n],
+    };
+    Fixture {
+        session,
+        state,
+        _dir: dir,
+    }
+}
+
+fn fake(knobs: FakeKnobs) -> Box<dyn Bench + Send> {
+    Box::new(FakeBench { knobs })
+}
+
+fn result_json(f: &Fixture, idx: usize) -> serde_json::Map<String, Value> {
+    let path = f
+        .session
+        .run
+        .trial_dir(&f.session.planned[idx].dir_name)
+        .join("result.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn entry(f: &Fixture, idx: usize) -> &SummaryEntry {
+    f.session.entries[idx]
+        .as_ref()
+        .expect("summary entry recorded")
+}
+
+#[test]
+fn result_json_carries_the_runner_keys_and_dfx_keys() {
+    let mut t = concurrency_trial("test_a", "clone", 1, 4);
+    let mut e: BenchEntry = (*t.entry).clone();
+    e.raw.insert("random_input_len".into(), json!(100));
+    e.raw.insert("random_output_len".into(), Value::Null);
+    t.entry = Arc::new(e);
+    t.thresholds.items.push(threshold(
+        "median_audio_ttfp_ms",
+        1000.0,
+        Direction::LowerIsBetter,
+    ));
+    let mut f = fixture(vec![t], fake(FakeKnobs::default()), true);
+    let out = f.session.run_trial(0);
+    assert!(matches!(out, Ok(Ran::Passed)), "{out:?}");
+    let doc = result_json(&f, 0);
+    assert_eq!(doc["baseline"], json!({"median_audio_ttfp_ms": 1000.0}));
+    assert_eq!(doc["random_input_len"], json!(100));
+    assert!(!doc.contains_key("random_output_len"));
+    assert_eq!(doc["Hardware"], json!("H100"));
+    assert_eq!(doc["result_source"], json!("fake"));
+    assert_eq!(doc["bench"], json!("fake"));
+    assert_eq!(doc["trial"], json!("test_a::clone::c1"));
+    assert_eq!(doc["verdict"]["passed"], json!(true));
+    assert_eq!(doc["completed"], json!(4));
+    let dir = f.session.run.trial_dir(&f.session.planned[0].dir_name);
+    for file in ["verdict.json", "records.jsonl", "bench.log"] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    let e = entry(&f, 0);
+    assert_eq!(e.outcome, Outcome::Passed);
+    assert_eq!(
+        e.result.as_deref(),
+        Some("trials/test_a__clone__c1/result.json")
+    );
+    assert_eq!(e.server.as_deref(), Some("servers/01-test_a"));
+    assert_eq!(e.metrics["completed"], json!(4));
+    assert!(e.metrics.contains_key("median_audio_ttfp_ms"));
+}
+
+#[test]
+fn unknown_hardware_is_written_as_an_empty_string_like_upstream() {
+    let mut f = fixture_hw(
+        vec![concurrency_trial("t", "s", 1, 2)],
+        fake(FakeKnobs::default()),
+        false,
+        "na",
+    );
+    let _ = f.session.run_trial(0);
+    assert_eq!(result_json(&f, 0)["Hardware"], json!(""));
+    assert_eq!(result_json(&f, 0)["baseline"], json!({}));
+}
+
+#[test]
+fn missing_result_writes_the_template_fallback_and_says_why() {
+    let knobs = FakeKnobs {
+        no_result: true,
+        ..FakeKnobs::default()
+    };
+    let mut f = fixture(vec![concurrency_trial("t", "s", 1, 2)], fake(knobs), false);
+    let msg = f.session.run_trial(0).unwrap_err();
+    assert!(msg.contains("left no result (exit status 1)"), "{msg}");
+    assert!(
+        msg.contains("DFX_FAKE_NO_RESULT"),
+        "log tail missing: {msg}"
+    );
+    let doc = result_json(&f, 0);
+    assert_eq!(doc["result_source"], json!("template"));
+    assert_eq!(doc["completed"], json!(0));
+    assert_eq!(doc["trial"], json!("t::s::c1"));
+    assert_eq!(entry(&f, 0).outcome, Outcome::Failed);
+    assert_eq!(entry(&f, 0).result_source.as_deref(), Some("template"));
+}
+
+#[test]
+fn unrunnable_trials_are_ignored_on_a_plain_run_and_fail_under_assert_baseline() {
+    let mut t = concurrency_trial("t", "s", 1, 2);
+    t.unsupported = Some("diffusion dialect".into());
+    let mut plain = fixture(vec![t.clone()], fake(FakeKnobs::default()), false);
+    match plain.session.run_trial(0) {
+        Ok(Ran::Ignored(reason)) => assert_eq!(reason, "unsupported: diffusion dialect"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(entry(&plain, 0).outcome, Outcome::Ignored);
+    assert!(
+        plain.state.events().is_empty(),
+        "no server for an ignored trial"
+    );
+
+    let mut strict = fixture(vec![t], fake(FakeKnobs::default()), true);
+    let msg = strict.session.run_trial(0).unwrap_err();
+    assert!(
+        msg.contains("--assert-baseline") && msg.contains("diffusion dialect"),
+        "{msg}"
+    );
+    assert_eq!(result_json(&strict, 0)["result_source"], json!("template"));
+    assert!(strict.state.events().is_empty());
+}
+
+#[test]
+fn breaches_warn_without_assert_baseline_and_fail_with_it() {
+    let mut t = concurrency_trial("t", "s", 1, 3);
+    // The fake's median TTFP at c=1 is 51 ms.
+    t.thresholds.items.push(threshold(
+        "median_audio_ttfp_ms",
+        40.0,
+        Direction::LowerIsBetter,
+    ));
+    let mut lenient = fixture(vec![t.clone()], fake(FakeKnobs::default()), false);
+    assert!(matches!(lenient.session.run_trial(0), Ok(Ran::Passed)));
+    let e = entry(&lenient, 0);
+    assert_eq!(e.breaches.len(), 1);
+    assert!(!e.warnings.is_empty());
+    assert_eq!(
+        result_json(&lenient, 0)["verdict"]["breaches"][0]["metric"],
+        json!("median_audio_ttfp_ms")
+    );
+
+    let mut strict = fixture(vec![t], fake(FakeKnobs::default()), true);
+    let msg = strict.session.run_trial(0).unwrap_err();
+    assert!(
+        msg.contains("median_audio_ttfp_ms 51 > 40 (+27.5 %)"),
+        "{msg}"
+    );
+    assert_eq!(entry(&strict, 0).outcome, Outcome::Failed);
+}
+
+#[test]
+fn failed_requests_fail_the_trial_with_the_first_errors() {
+    let knobs = FakeKnobs {
+        fail_requests: 2,
+        ..FakeKnobs::default()
+    };
+    let mut f = fixture(vec![concurrency_trial("t", "s", 2, 5)], fake(knobs), false);
+    let msg = f.session.run_trial(0).unwrap_err();
+    assert!(msg.contains('3') && msg.contains('5'), "{msg}");
+    assert!(msg.contains("HTTP 500: fake failure"), "{msg}");
+    assert_eq!(result_json(&f, 0)["completed"], json!(3));
+}
+
+/// A bench that "kills" the server while it runs.
+struct KillingBench(Arc<FakeState>);
+
+impl Bench for KillingBench {
+    fn kind(&self) -> BenchKind {
+        BenchKind::Native
+    }
+    fn supports(&self, _e: &BenchEntry) -> Result<(), Unsupported> {
+        Ok(())
+    }
+    fn run(&self, ctx: &dfx_core::bench::BenchContext<'_>) -> BenchOutcome {
+        self.0.kill_latest();
+        FakeBench::default().run(ctx)
+    }
+}
+
+#[test]
+fn a_server_dying_during_the_benchmark_fails_the_trial_and_is_restarted_for_the_next() {
+    let trials = vec![
+        concurrency_trial("t", "s", 1, 2),
+        concurrency_trial("t", "s", 2, 2),
+    ];
+    let mut f = fixture(trials, fake(FakeKnobs::default()), false);
+    f.session.benches.slots[0].bench = Ok(Box::new(KillingBench(f.state.clone())));
+    let msg = f.session.run_trial(0).unwrap_err();
+    assert!(
+        msg.contains("server exited with exit status 137 during the benchmark"),
+        "{msg}"
+    );
+    assert!(msg.contains("server log tail"), "{msg}");
+    let _ = f.session.run_trial(1);
+    f.session.pool.shutdown();
+    assert_eq!(
+        f.state.events(),
+        [
+            FakeEvent::Start("A".into()),
+            FakeEvent::Stop("A".into()),
+            FakeEvent::Start("A".into()),
+            FakeEvent::Stop("A".into())
+        ]
+    );
+    assert_eq!(entry(&f, 1).server.as_deref(), Some("servers/02-t"));
+}
+
+#[test]
+fn a_panicking_bench_fails_only_its_trial() {
+    let mut stub = StubBench::accepting();
+    stub.panic_on_run = true;
+    let mut f = fixture(
+        vec![concurrency_trial("t", "s", 1, 2)],
+        Box::new(stub),
+        false,
+    );
+    let msg = f.session.run_trial(0).unwrap_err();
+    assert!(msg.contains("trial panicked: stub bench exploded"), "{msg}");
+    assert_eq!(entry(&f, 0).outcome, Outcome::Failed);
+    f.session.pool.shutdown();
+    assert_eq!(
+        f.state.events(),
+        [FakeEvent::Start("A".into()), FakeEvent::Stop("A".into())]
+    );
+}
+
+#[test]
+fn a_server_that_cannot_start_fails_its_trials_without_retrying() {
+    let mut a = concurrency_trial("t", "s", 1, 2);
+    a.server = Arc::new(spec("BROKEN"));
+    let mut b = concurrency_trial("t", "s", 2, 2);
+    b.server = a.server.clone();
+    let mut f = fixture(vec![a, b], fake(FakeKnobs::default()), false);
+    f.state.fail_starts_of("BROKEN");
+    let first = f.session.run_trial(0).unwrap_err();
+    assert!(
+        first.contains("server failed to start") && first.contains("before becoming ready"),
+        "{first}"
+    );
+    let second = f.session.run_trial(1).unwrap_err();
+    assert!(second.contains("not retried"), "{second}");
+    assert_eq!(f.session.pool.starts(), 1);
+    assert_eq!(result_json(&f, 1)["result_source"], json!("template"));
+}
+
+#[test]
+fn reuse_order_across_trials_is_recorded_in_the_summary() {
+    let mk = |c: u32, model: &str| {
+        let mut t = concurrency_trial(&format!("test_{model}"), "s", c, 1);
+        t.server = Arc::new(spec(model));
+        t
+    };
+    let trials = vec![mk(1, "A"), mk(2, "A"), mk(1, "B"), mk(4, "A")];
+    let mut f = fixture(trials, fake(FakeKnobs::default()), false);
+    for i in 0..4 {
+        let _ = f.session.run_trial(i);
+    }
+    f.session.pool.shutdown();
+    let servers: Vec<_> = (0..4)
+        .map(|i| {
+            (
+                entry(&f, i).server.clone().unwrap(),
+                entry(&f, i).server_started.unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        servers,
+        [
+            ("servers/01-test_A".to_string(), true),
+            ("servers/01-test_A".to_string(), false),
+            ("servers/02-test_B".to_string(), true),
+            ("servers/03-test_A".to_string(), true),
+        ]
+    );
+    let starts = f
+        .state
+        .events()
+        .iter()
+        .filter(|e| matches!(e, FakeEvent::Start(_)))
+        .count();
+    assert_eq!(starts, 3);
+}

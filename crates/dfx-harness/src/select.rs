@@ -1,0 +1,234 @@
+//! What happens to each plan trial before anything starts: which bench runs it, or why
+//! it cannot run (unsupported entry, server executable missing, no bench supports it),
+//! which server group it belongs to, and its results folder name.
+
+use std::collections::HashSet;
+
+use dfx_core::bench::Bench;
+use dfx_core::fsutil::sanitize_component;
+use dfx_core::plan::{Plan, Trial};
+use dfx_core::server::ServerLauncher;
+
+/// One candidate bench: `native`, `vllm` or `fake`, or why it does not exist here.
+pub struct BenchSlot {
+    pub label: &'static str,
+    pub bench: Result<Box<dyn Bench + Send>, String>,
+}
+
+/// The benches `--bench-tool` allows, in order of preference.
+pub struct BenchSet {
+    pub slots: Vec<BenchSlot>,
+}
+
+impl BenchSet {
+    /// The first bench that supports `trial`'s entry, or every reason why none does.
+    pub fn choose(&self, trial: &Trial) -> Result<usize, String> {
+        let mut reasons = Vec::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            match &slot.bench {
+                Ok(bench) => match bench.supports(&trial.entry) {
+                    Ok(()) => return Ok(i),
+                    Err(u) => reasons.push(format!("{}: {}", slot.label, u.0)),
+                },
+                Err(why) => reasons.push(format!("{}: {why}", slot.label)),
+            }
+        }
+        Err(format!(
+            "no bench can run this entry ({})",
+            reasons.join("; ")
+        ))
+    }
+
+    /// The bench of a slot chosen by [`BenchSet::choose`].
+    pub fn get(&self, slot: usize) -> Option<&(dyn Bench + Send)> {
+        self.slots.get(slot)?.bench.as_ref().ok().map(|b| &**b)
+    }
+
+    /// The label of a slot (`native`, `vllm`, `fake`).
+    pub fn label(&self, slot: usize) -> &'static str {
+        self.slots.get(slot).map_or("?", |s| s.label)
+    }
+}
+
+/// Whether a trial can run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disposition {
+    /// Runs with the bench in this slot of the [`BenchSet`].
+    Run { slot: usize },
+    /// Cannot run: ignored on a plain run, failed under `--assert-baseline`.
+    Skip { reason: String },
+}
+
+/// A plan trial with everything decided before the run.
+pub struct PlannedTrial {
+    pub trial: Trial,
+    pub disposition: Disposition,
+    /// 1-based number of the run of consecutive trials sharing one server
+    /// configuration (trials with the same number can share a live server).
+    pub server_group: usize,
+    /// Folder name under `trials/` (sanitised, unique).
+    pub dir_name: String,
+}
+
+/// Decides every trial of the plan, in plan order.
+pub fn plan_trials(
+    plan: &Plan,
+    launcher: &dyn ServerLauncher,
+    benches: &BenchSet,
+) -> Vec<PlannedTrial> {
+    let mut used = HashSet::new();
+    let mut group = 0;
+    let mut previous: Option<&Trial> = None;
+    let mut out = Vec::with_capacity(plan.trials.len());
+    for trial in &plan.trials {
+        if previous.is_none_or(|p| *p.server != *trial.server) {
+            group += 1;
+        }
+        previous = Some(trial);
+        out.push(PlannedTrial {
+            trial: trial.clone(),
+            disposition: decide(trial, launcher, benches),
+            server_group: group,
+            dir_name: unique_dir_name(&trial.name, &mut used),
+        });
+    }
+    out
+}
+
+fn decide(trial: &Trial, launcher: &dyn ServerLauncher, benches: &BenchSet) -> Disposition {
+    let mut reasons = Vec::new();
+    if let Some(why) = &trial.unsupported {
+        reasons.push(format!("unsupported: {why}"));
+    }
+    if let Err(u) = launcher.availability(&trial.server) {
+        reasons.push(format!("server unavailable: {}", u.0));
+    }
+    let chosen = benches.choose(trial);
+    match chosen {
+        Ok(slot) if reasons.is_empty() => Disposition::Run { slot },
+        Ok(_) => Disposition::Skip {
+            reason: reasons.join("; "),
+        },
+        Err(why) => {
+            if trial.unsupported.is_none() {
+                reasons.push(why);
+            }
+            Disposition::Skip {
+                reason: reasons.join("; "),
+            }
+        }
+    }
+}
+
+fn unique_dir_name(name: &str, used: &mut HashSet<String>) -> String {
+    let base = sanitize_component(name);
+    let mut candidate = base.clone();
+    let mut n = 2;
+    while !used.insert(candidate.clone()) {
+        candidate = format!("{base}-{n}");
+        n += 1;
+    }
+    candidate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::bench::FakeBench;
+    use crate::fake::server::FakeLauncher;
+    use crate::test_support::{StubBench, UnavailableLauncher, concurrency_trial, spec};
+    use std::sync::Arc;
+
+    type Slot = (&'static str, Result<Box<dyn Bench + Send>, String>);
+
+    fn set(slots: Vec<Slot>) -> BenchSet {
+        BenchSet {
+            slots: slots
+                .into_iter()
+                .map(|(label, bench)| BenchSlot { label, bench })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn auto_prefers_native_then_vllm_then_gives_both_reasons() {
+        let t = concurrency_trial("t", "s", 1, 2);
+        let both = set(vec![
+            (
+                "native",
+                Ok(Box::new(StubBench::refusing(
+                    "backend openai-chat-omni not implemented",
+                ))),
+            ),
+            ("vllm", Ok(Box::new(StubBench::accepting()))),
+        ]);
+        assert_eq!(both.choose(&t), Ok(1));
+        let native_ok = set(vec![
+            ("native", Ok(Box::new(StubBench::accepting()))),
+            ("vllm", Err("`vllm` not found on PATH".into())),
+        ]);
+        assert_eq!(native_ok.choose(&t), Ok(0));
+        let none = set(vec![
+            (
+                "native",
+                Ok(Box::new(StubBench::refusing("backend x not implemented"))),
+            ),
+            ("vllm", Err("`vllm` not found on PATH".into())),
+        ]);
+        let why = none.choose(&t).unwrap_err();
+        assert_eq!(
+            why,
+            "no bench can run this entry (native: backend x not implemented; vllm: `vllm` not found on PATH)"
+        );
+    }
+
+    #[test]
+    fn dispositions_groups_and_dir_names() {
+        let mut a1 = concurrency_trial("t", "s", 1, 2);
+        let mut a2 = concurrency_trial("t", "s", 2, 2);
+        let mut b = concurrency_trial("t", "u", 1, 2);
+        b.server = Arc::new(spec("B"));
+        b.unsupported = Some("diffusion dialect".into());
+        // Two names that sanitise to the same folder.
+        a1.name = "t::a b::c1".into();
+        a2.name = "t::a_b::c1".into();
+        let a3 = concurrency_trial("t", "s", 4, 2);
+        let plan = Plan {
+            trials: vec![a1, a2, b, a3],
+            warnings: vec![],
+        };
+        let benches = set(vec![("fake", Ok(Box::new(FakeBench::default())))]);
+        let planned = plan_trials(&plan, &FakeLauncher::new(), &benches);
+        let groups: Vec<_> = planned.iter().map(|p| p.server_group).collect();
+        assert_eq!(groups, [1, 1, 2, 3]);
+        assert_eq!(planned[0].dir_name, "t__a_b__c1");
+        assert_eq!(planned[1].dir_name, "t__a_b__c1-2");
+        assert_eq!(planned[0].disposition, Disposition::Run { slot: 0 });
+        assert_eq!(
+            planned[2].disposition,
+            Disposition::Skip {
+                reason: "unsupported: diffusion dialect".into()
+            }
+        );
+    }
+
+    #[test]
+    fn missing_server_executable_is_a_skip_reason() {
+        let plan = Plan {
+            trials: vec![concurrency_trial("t", "s", 1, 2)],
+            warnings: vec![],
+        };
+        let benches = set(vec![("fake", Ok(Box::new(FakeBench::default())))]);
+        let launcher = UnavailableLauncher {
+            name: "vllm-omni".into(),
+            reason: "`vllm-omni` not found on PATH".into(),
+        };
+        let planned = plan_trials(&plan, &launcher, &benches);
+        assert_eq!(
+            planned[0].disposition,
+            Disposition::Skip {
+                reason: "server unavailable: `vllm-omni` not found on PATH".into()
+            }
+        );
+    }
+}

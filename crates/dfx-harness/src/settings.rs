@@ -1,0 +1,512 @@
+//! Validation of the raw command line ([`crate::cli::SuiteArgs`]) into the
+//! [`SuiteConfig`] the rest of the harness uses. Nothing downstream re-validates flags.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::{BenchTool, FlagRecord, Parsed, ServerMode};
+
+/// Where the project lives and what it built; given by `tests/perf.rs`.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The repository root (`env!("CARGO_MANIFEST_DIR")` of the root package): default
+    /// `perf-configs/`, `deploy/`, `baselines/` and `target/` are found here.
+    pub root: PathBuf,
+    /// The simulator executable (`env!("CARGO_BIN_EXE_dfx-perf-sim")`).
+    pub sim_bin: PathBuf,
+}
+
+/// How servers are obtained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerChoice {
+    /// Real executables; `server_bin` overrides `vllm-omni` on PATH.
+    Auto { server_bin: Option<PathBuf> },
+    /// The simulator binary with its options.
+    Sim {
+        speed: Option<f64>,
+        faults: Option<String>,
+    },
+    /// In-process fake (test seam).
+    Fake,
+    /// An already running server.
+    Attach { url: String },
+}
+
+impl ServerChoice {
+    /// Short name for listings and run.json.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerChoice::Auto { .. } => "auto",
+            ServerChoice::Sim { .. } => "sim",
+            ServerChoice::Fake => "fake",
+            ServerChoice::Attach { .. } => "attach",
+        }
+    }
+}
+
+/// Settings of the benches (what the native and the external bench need besides the trial).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchOptions {
+    pub tool: BenchTool,
+    pub vllm_bin: Option<PathBuf>,
+    pub tokenizer: Option<String>,
+    pub dataset_roots: Vec<PathBuf>,
+    pub seed: Option<u64>,
+}
+
+/// The validated suite configuration.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    /// libtest flags, with `test_threads` forced to 1 (trials run one at a time).
+    pub libtest: libtest_mimic::Arguments,
+    pub assert_baseline: bool,
+    /// Config files in load order.
+    pub config_files: Vec<PathBuf>,
+    pub mark: Option<String>,
+    /// `--hardware` as given (detection happens once the launcher is known).
+    pub hardware: Option<String>,
+    pub results_dir: PathBuf,
+    pub server: ServerChoice,
+    pub ready_timeout: Duration,
+    pub bench: BenchOptions,
+    pub deploy_dir: PathBuf,
+    pub baselines_dir: PathBuf,
+    pub list_verbose: bool,
+    /// Every dfx-perf flag with a value and where it came from (run.json).
+    pub flags: Vec<FlagRecord>,
+    /// Non-fatal remarks about the flags (printed on stderr).
+    pub notes: Vec<String>,
+}
+
+/// A flag whose value cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagError {
+    /// `--sim-speed`.
+    pub flag: &'static str,
+    /// `DFX_SIM_SPEED`.
+    pub env: &'static str,
+    pub value: String,
+    pub problem: String,
+    pub accepted: String,
+}
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid value `{}` for {} ({}): {} (accepted: {})",
+            self.value, self.flag, self.env, self.problem, self.accepted
+        )
+    }
+}
+
+/// Every problem found in the flags.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct FlagErrors(pub Vec<FlagError>);
+
+impl fmt::Display for FlagErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "error: {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl SuiteConfig {
+    /// Validates the parsed command line. Relative paths given by the user are taken as
+    /// they are (relative to the working directory, which `cargo test` sets to the
+    /// repository root); defaults are anchored at `project.root`.
+    pub fn from_parsed(parsed: Parsed, project: &Project) -> Result<SuiteConfig, FlagErrors> {
+        let Parsed { args, provenance } = parsed;
+        let s = args.suite;
+        let mut errors = Vec::new();
+        let mut notes = Vec::new();
+
+        let mut libtest = args.libtest;
+        if libtest.test_threads.is_some_and(|n| n != 1) {
+            notes.push("trials run one at a time: --test-threads is ignored".into());
+        }
+        libtest.test_threads = Some(1);
+        let list_verbose = s.list_verbose || (s.verbose && libtest.list);
+
+        let config_files = config_files(&s.test_config_file, &project.root, &mut errors);
+        let dataset_roots = split_paths(&s.dataset_root);
+        for d in &dataset_roots {
+            if !d.is_dir() {
+                errors.push(err(
+                    "--dataset-root",
+                    "DFX_DATASET_ROOT",
+                    d.display(),
+                    "not a folder",
+                    "existing folders",
+                ));
+            }
+        }
+        if let Some(h) = &s.hardware
+            && (h.is_empty()
+                || !h
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)))
+        {
+            errors.push(err(
+                "--hardware",
+                "DFX_HARDWARE",
+                h,
+                "a label names result folders and baselines/<LABEL>.json",
+                "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)",
+            ));
+        }
+        check_executable(&s.server_bin, "--server-bin", "DFX_SERVER_BIN", &mut errors);
+        check_executable(&s.vllm_bin, "--vllm-bin", "DFX_VLLM_BIN", &mut errors);
+        if let Some(k) = s.sim_speed
+            && !(k.is_finite() && k > 0.0)
+        {
+            errors.push(err(
+                "--sim-speed",
+                "DFX_SIM_SPEED",
+                k,
+                "must be a positive number",
+                "a number > 0, e.g. 20",
+            ));
+        }
+        if s.ready_timeout == 0 {
+            errors.push(err(
+                "--ready-timeout",
+                "DFX_READY_TIMEOUT",
+                0,
+                "must be at least 1 second",
+                "whole seconds > 0 (default 1200)",
+            ));
+        }
+        let server = server_choice(&s, &mut errors, &mut notes);
+        if s.mark.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            errors.push(err(
+                "--mark",
+                "DFX_MARK",
+                "",
+                "empty expression",
+                "a mark such as `tts`, or `tts and not slow`",
+            ));
+        }
+
+        if !errors.is_empty() {
+            return Err(FlagErrors(errors));
+        }
+        Ok(SuiteConfig {
+            libtest,
+            assert_baseline: s.assert_baseline,
+            config_files,
+            mark: s.mark,
+            hardware: s.hardware,
+            results_dir: s
+                .results_dir
+                .unwrap_or_else(|| default_results_dir(&project.root)),
+            server,
+            ready_timeout: Duration::from_secs(s.ready_timeout),
+            bench: BenchOptions {
+                tool: s.bench_tool,
+                vllm_bin: s.vllm_bin,
+                tokenizer: s.tokenizer,
+                dataset_roots,
+                seed: s.seed,
+            },
+            deploy_dir: s.deploy_dir.unwrap_or_else(|| project.root.join("deploy")),
+            baselines_dir: s
+                .baselines_dir
+                .unwrap_or_else(|| project.root.join("baselines")),
+            list_verbose,
+            flags: provenance,
+            notes,
+        })
+    }
+}
+
+fn err(
+    flag: &'static str,
+    env: &'static str,
+    value: impl fmt::Display,
+    problem: &str,
+    accepted: &str,
+) -> FlagError {
+    FlagError {
+        flag,
+        env,
+        value: value.to_string(),
+        problem: problem.into(),
+        accepted: accepted.into(),
+    }
+}
+
+/// `a:b` entries are split too (the env var is a PATH-like list).
+fn split_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .flat_map(|p| {
+            p.to_string_lossy()
+                .split(':')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| PathBuf::from(s.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn config_files(given: &[PathBuf], root: &Path, errors: &mut Vec<FlagError>) -> Vec<PathBuf> {
+    let given = split_paths(given);
+    if !given.is_empty() {
+        // Unreadable files are reported by the config loader with the other config errors.
+        return given;
+    }
+    let dir = root.join("perf-configs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        errors.push(err(
+            "--test-config-file",
+            "DFX_TEST_CONFIG_FILE",
+            "",
+            &format!("no file given and no *.json in {}", dir.display()),
+            "paths of perf-config JSON files",
+        ));
+    }
+    files
+}
+
+fn check_executable(
+    path: &Option<PathBuf>,
+    flag: &'static str,
+    env: &'static str,
+    errors: &mut Vec<FlagError>,
+) {
+    // A bare name is looked up on PATH by the launcher / bench (and reported there).
+    if let Some(p) = path
+        && p.components().count() > 1
+        && !p.is_file()
+    {
+        errors.push(err(
+            flag,
+            env,
+            p.display(),
+            "no such file",
+            "the path of an executable file",
+        ));
+    }
+}
+
+fn server_choice(
+    s: &crate::cli::SuiteFlags,
+    errors: &mut Vec<FlagError>,
+    notes: &mut Vec<String>,
+) -> ServerChoice {
+    if s.server != ServerMode::Sim && (s.sim_speed.is_some() || s.sim_faults.is_some()) {
+        notes.push("--sim-speed / --sim-faults only apply with --server sim".into());
+    }
+    if let Some(url) = &s.server_url {
+        if s.server != ServerMode::Auto {
+            errors.push(err(
+                "--server-url",
+                "DFX_SERVER_URL",
+                url,
+                &format!(
+                    "attaches to a running server and cannot be combined with --server {}",
+                    match s.server {
+                        ServerMode::Sim => "sim",
+                        _ => "fake",
+                    }
+                ),
+                "either --server-url or --server sim",
+            ));
+        }
+        match url.strip_prefix("http://") {
+            Some(hostport) if !hostport.trim_end_matches('/').is_empty() => {}
+            _ => errors.push(err(
+                "--server-url",
+                "DFX_SERVER_URL",
+                url,
+                "not an http:// URL",
+                "http://host:port",
+            )),
+        }
+        if s.server_bin.is_some() {
+            notes.push("--server-bin is not used with --server-url (nothing is started)".into());
+        }
+        return ServerChoice::Attach {
+            url: url.trim_end_matches('/').to_string(),
+        };
+    }
+    match s.server {
+        ServerMode::Auto => ServerChoice::Auto {
+            server_bin: s.server_bin.clone(),
+        },
+        ServerMode::Sim => ServerChoice::Sim {
+            speed: s.sim_speed,
+            faults: s.sim_faults.clone(),
+        },
+        ServerMode::Fake => ServerChoice::Fake,
+    }
+}
+
+/// `$CARGO_TARGET_DIR/dfx-perf` when set, else `<root>/target/dfx-perf`.
+fn default_results_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(t) if !t.is_empty() => PathBuf::from(t).join("dfx-perf"),
+        _ => root.join("target").join("dfx-perf"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::try_parse_from;
+
+    fn project(dir: &Path) -> Project {
+        Project {
+            root: dir.to_path_buf(),
+            sim_bin: dir.join("sim"),
+        }
+    }
+
+    fn config(dir: &Path, argv: &[&str]) -> Result<SuiteConfig, FlagErrors> {
+        let parsed = try_parse_from(std::iter::once("perf").chain(argv.iter().copied())).unwrap();
+        SuiteConfig::from_parsed(parsed, &project(dir))
+    }
+
+    fn with_configs() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("perf-configs")).unwrap();
+        for f in ["b.json", "a.json", "notes.txt"] {
+            std::fs::write(dir.path().join("perf-configs").join(f), "[]").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn default_config_files_are_sorted_json_files() {
+        let dir = with_configs();
+        let cfg = config(dir.path(), &[]).unwrap();
+        let names: Vec<_> = cfg
+            .config_files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.json", "b.json"]);
+        assert_eq!(cfg.libtest.test_threads, Some(1));
+        assert_eq!(cfg.server, ServerChoice::Auto { server_bin: None });
+    }
+
+    #[test]
+    fn missing_default_configs_is_a_flag_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = config(dir.path(), &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("--test-config-file") && e.contains("perf-configs"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn colon_lists_are_split() {
+        let dir = with_configs();
+        let cfg = config(dir.path(), &["--test-config-file", "x.json:y.json,z.json"]).unwrap();
+        assert_eq!(
+            cfg.config_files,
+            [PathBuf::from("x.json"), "y.json".into(), "z.json".into()]
+        );
+    }
+
+    #[test]
+    fn every_bad_flag_is_reported_with_its_name_and_accepted_values() {
+        let dir = with_configs();
+        let e = config(
+            dir.path(),
+            &[
+                "--sim-speed",
+                "0",
+                "--server-bin",
+                "/nonexistent/vllm-omni",
+                "--hardware",
+                "../x",
+                "--ready-timeout",
+                "0",
+            ],
+        )
+        .unwrap_err();
+        let flags: Vec<_> = e.0.iter().map(|e| e.flag).collect();
+        assert_eq!(
+            flags,
+            [
+                "--hardware",
+                "--server-bin",
+                "--sim-speed",
+                "--ready-timeout"
+            ]
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number > 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn attach_mode_conflicts_with_sim() {
+        let dir = with_configs();
+        let e = config(
+            dir.path(),
+            &["--server", "sim", "--server-url", "http://127.0.0.1:1"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--server-url") && e.contains("--server sim"),
+            "{e}"
+        );
+        let cfg = config(dir.path(), &["--server-url", "http://127.0.0.1:8091/"]).unwrap();
+        assert_eq!(
+            cfg.server,
+            ServerChoice::Attach {
+                url: "http://127.0.0.1:8091".into()
+            }
+        );
+        let e = config(dir.path(), &["--server-url", "127.0.0.1:8091"]).unwrap_err();
+        assert!(e.to_string().contains("http://host:port"));
+    }
+
+    #[test]
+    fn sim_options_and_notes() {
+        let dir = with_configs();
+        let cfg = config(
+            dir.path(),
+            &[
+                "--server",
+                "sim",
+                "--sim-speed",
+                "20",
+                "--sim-faults",
+                "crash_at=4",
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.server,
+            ServerChoice::Sim {
+                speed: Some(20.0),
+                faults: Some("crash_at=4".into())
+            }
+        );
+        let cfg = config(dir.path(), &["--sim-speed", "20", "--test-threads", "4"]).unwrap();
+        assert_eq!(cfg.notes.len(), 2, "{:?}", cfg.notes);
+        assert_eq!(cfg.libtest.test_threads, Some(1));
+    }
+}

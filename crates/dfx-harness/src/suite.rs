@@ -1,0 +1,319 @@
+//! The suite binary's flow: flags → plan (config errors stop everything before any
+//! server starts) → decisions → libtest-mimic trials → summary.json (always, after the
+//! last trial) → exit status.
+//!
+//! Exit status: 0 all selected trials passed or were ignored; 101 a trial failed
+//! (libtest's convention); 2 bad flags, config errors, or the results folder cannot be
+//! created (nothing was started).
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::Local;
+use dfx_core::config::{LoadOptions, load_plan};
+use dfx_core::fsutil::write_json_atomic;
+use dfx_core::hardware;
+use dfx_core::server::ServerLauncher;
+use libtest_mimic::{Arguments, Completion, Failed};
+
+use crate::cli::Parsed;
+use crate::listing::{ListContext, render_verbose};
+use crate::pool::ServerPool;
+use crate::results::{RunDir, RunInfo, git_sha, hostname};
+use crate::runner::{Ran, Session};
+use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials};
+use crate::settings::{Project, ServerChoice, SuiteConfig};
+use crate::summary::{Summary, SummaryEntry};
+use crate::wiring;
+
+/// Exit status for problems found before anything ran.
+const USAGE: u8 = 2;
+
+/// Plan warnings printed on stderr before "… and N more".
+const SHOWN_WARNINGS: usize = 5;
+
+/// Runs the suite with an already parsed command line.
+pub fn run(parsed: Parsed, project: Project) -> ExitCode {
+    let prepared = match prepare(parsed, &project) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if prepared.cfg.list_verbose || prepared.cfg.libtest.list {
+        return list(&prepared);
+    }
+    if prepared.cfg.assert_baseline && prepared.selected.is_empty() {
+        return usage_error(&format!(
+            "--assert-baseline: no trial selected out of {} (filter {:?}, --skip {:?}); a run that checks baselines must run something",
+            prepared.planned.len(),
+            prepared.cfg.libtest.filter.as_deref().unwrap_or(""),
+            prepared.cfg.libtest.skip
+        ));
+    }
+    execute(prepared, &project)
+}
+
+/// Everything decided before anything starts.
+struct Prepared {
+    cfg: SuiteConfig,
+    launcher: Box<dyn ServerLauncher + Send>,
+    hardware: String,
+    plan_warnings: Vec<String>,
+    benches: BenchSet,
+    planned: Vec<PlannedTrial>,
+    /// Selected plan indices (name filter, `--skip`, `--ignored`).
+    selected: Vec<usize>,
+}
+
+/// Flags → launcher → hardware label → plan → decisions. Any error ends the run here,
+/// before a server starts (status 2).
+fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
+    let cfg = SuiteConfig::from_parsed(parsed, project).map_err(|e| usage_error(&e.to_string()))?;
+    for note in &cfg.notes {
+        eprintln!("dfx-perf: note: {note}");
+    }
+    let launcher = wiring::launcher(&cfg, project).map_err(|e| usage_error(&e))?;
+    let simulated = matches!(cfg.server, ServerChoice::Sim { .. })
+        || launcher.implied_hardware() == Some(hardware::SIM);
+    let hw = hardware::detect(cfg.hardware.as_deref(), simulated);
+    let plan = load_plan(&LoadOptions {
+        files: cfg.config_files.clone(),
+        hardware: hw.clone(),
+        deploy_dir: cfg.deploy_dir.clone(),
+        baselines_dir: cfg.baselines_dir.clone(),
+        mark: cfg.mark.clone(),
+    })
+    .map_err(|errors| {
+        eprint!("{errors}");
+        eprintln!("dfx-perf: nothing was started.");
+        ExitCode::from(USAGE)
+    })?;
+    print_warnings(&plan.warnings);
+    let benches = wiring::benches(&cfg).map_err(|e| usage_error(&e))?;
+    let planned = plan_trials(&plan, &*launcher, &benches);
+    let selected = selection(
+        &cfg.libtest,
+        &build_trials(&planned, cfg.assert_baseline, None),
+    );
+    Ok(Prepared {
+        cfg,
+        launcher,
+        hardware: hw,
+        plan_warnings: plan.warnings,
+        benches,
+        planned,
+        selected,
+    })
+}
+
+/// `--list` (libtest's own output) or `--list-verbose`.
+fn list(p: &Prepared) -> ExitCode {
+    if p.cfg.list_verbose {
+        let ctx = ListContext {
+            benches: &p.benches,
+            launcher: p.launcher.name(),
+            hardware: &p.hardware,
+            assert_baseline: p.cfg.assert_baseline,
+        };
+        print!("{}", render_verbose(&p.planned, &p.selected, &ctx));
+    } else {
+        let probe = build_trials(&p.planned, p.cfg.assert_baseline, None);
+        let _ = libtest_mimic::run(&p.cfg.libtest, probe);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Creates the run folder, runs the selected trials, writes summary.json and the reports.
+fn execute(p: Prepared, project: &Project) -> ExitCode {
+    let started = Local::now();
+    let run = match RunDir::create(&p.cfg.results_dir, &p.hardware, started) {
+        Ok(r) => r,
+        Err(e) => {
+            return usage_error(&format!(
+                "cannot create a run folder under {}: {e}",
+                p.cfg.results_dir.display()
+            ));
+        }
+    };
+    let mut info = run_info(&p, project, &run, started);
+    if let Err(e) = run.write_run_info(&info) {
+        return usage_error(&format!("cannot write run.json: {e}"));
+    }
+    let Prepared {
+        cfg,
+        launcher,
+        hardware: hw,
+        benches,
+        planned,
+        selected,
+        ..
+    } = p;
+    let entries = statically_ignored(&cfg.libtest, cfg.assert_baseline, &planned, &selected);
+    let session = Arc::new(Mutex::new(Session {
+        run: run.clone(),
+        pool: ServerPool::new(launcher, run.servers_dir(), cfg.ready_timeout),
+        benches,
+        planned,
+        hardware: hw.clone(),
+        assert_baseline: cfg.assert_baseline,
+        entries,
+    }));
+    let trials = build_trials(
+        &lock(&session).planned,
+        cfg.assert_baseline,
+        Some(session.clone()),
+    );
+    wiring::install_signal_handlers();
+    let conclusion = libtest_mimic::run(&cfg.libtest, trials);
+
+    let mut s = lock(&session);
+    s.pool.shutdown();
+    let summary = Summary::new(
+        &run.id,
+        &hw,
+        cfg.assert_baseline,
+        s.planned.len() - selected.len(),
+        s.pool.starts(),
+        std::mem::take(&mut s.pool.notes),
+        s.entries.iter().flatten().cloned().collect(),
+    );
+    if let Err(e) = write_json_atomic(&run.path.join("summary.json"), &summary) {
+        eprintln!("dfx-perf: cannot write summary.json: {e}");
+    }
+    info.finished = Some(Local::now().to_rfc3339());
+    if let Err(e) = run.write_run_info(&info) {
+        eprintln!("dfx-perf: cannot update run.json: {e}");
+    }
+    if let Err(e) = wiring::write_reports(&run.path) {
+        eprintln!("dfx-perf: reports not written: {e}");
+    }
+    eprintln!("dfx-perf: results in {}", run.path.display());
+    conclusion.exit_code()
+}
+
+/// Summary entries of the selected trials libtest will not run (ignored flag, no
+/// `--ignored` / `--include-ignored`); their reasons are printed, grouped.
+fn statically_ignored(
+    args: &Arguments,
+    assert_baseline: bool,
+    planned: &[PlannedTrial],
+    selected: &[usize],
+) -> Vec<Option<SummaryEntry>> {
+    let probe = build_trials(planned, assert_baseline, None);
+    let mut entries: Vec<Option<SummaryEntry>> = vec![None; planned.len()];
+    let mut by_reason: BTreeMap<&str, usize> = BTreeMap::new();
+    for &i in selected {
+        if let Disposition::Skip { reason } = &planned[i].disposition
+            && args.is_ignored(&probe[i])
+        {
+            entries[i] = Some(SummaryEntry::ignored(&planned[i].trial, reason));
+            *by_reason.entry(reason).or_default() += 1;
+        }
+    }
+    for (reason, n) in by_reason {
+        eprintln!("dfx-perf: {n} trial(s) ignored: {reason}");
+    }
+    entries
+}
+
+/// Plan warnings on stderr, at most [`SHOWN_WARNINGS`] of them (all go into run.json).
+fn print_warnings(warnings: &[String]) {
+    for w in warnings.iter().take(SHOWN_WARNINGS) {
+        eprintln!("dfx-perf: warning: {w}");
+    }
+    if warnings.len() > SHOWN_WARNINGS {
+        eprintln!(
+            "dfx-perf: … and {} more warning(s) (all are listed in the run's run.json)",
+            warnings.len() - SHOWN_WARNINGS
+        );
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("{}", prefixed(message));
+    eprintln!("dfx-perf: nothing was started.");
+    ExitCode::from(USAGE)
+}
+
+fn prefixed(message: &str) -> String {
+    if message.starts_with("error:") {
+        message.to_string()
+    } else {
+        format!("error: {message}")
+    }
+}
+
+fn lock(s: &Mutex<Session>) -> MutexGuard<'_, Session> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One libtest-mimic trial per plan trial, named exactly as the plan names it, in plan
+/// order. Trials that cannot run carry libtest's ignored flag (so `--ignored` and
+/// `--include-ignored` behave as usual) unless `--assert-baseline` turns them into
+/// failures. Without a session the runners are never meant to be called (listing).
+pub fn build_trials(
+    planned: &[PlannedTrial],
+    assert_baseline: bool,
+    session: Option<Arc<Mutex<Session>>>,
+) -> Vec<libtest_mimic::Trial> {
+    planned
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let ignored = !assert_baseline && matches!(p.disposition, Disposition::Skip { .. });
+            let session = session.clone();
+            libtest_mimic::Trial::ignorable_test(p.trial.name.clone(), move || {
+                let Some(session) = session else {
+                    return Err(Failed::from("internal: trial run without a session"));
+                };
+                let result = lock(&session).run_trial(i);
+                match result {
+                    Ok(Ran::Passed) => Ok(Completion::Completed),
+                    Ok(Ran::Ignored(reason)) => Ok(Completion::ignored_with(reason)),
+                    Err(msg) => Err(Failed::from(msg)),
+                }
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect()
+}
+
+/// The selected trial indices for `args` (libtest-mimic's own filter logic).
+pub fn selection(args: &Arguments, trials: &[libtest_mimic::Trial]) -> Vec<usize> {
+    (0..trials.len())
+        .filter(|&i| !args.is_filtered_out(&trials[i]))
+        .collect()
+}
+
+fn run_info(
+    p: &Prepared,
+    project: &Project,
+    run: &RunDir,
+    started: chrono::DateTime<Local>,
+) -> RunInfo {
+    let cfg = &p.cfg;
+    let sim_speed = match &cfg.server {
+        ServerChoice::Sim { speed, .. } => *speed,
+        _ => None,
+    };
+    RunInfo {
+        run_id: run.id.clone(),
+        dfx_perf_version: env!("CARGO_PKG_VERSION").into(),
+        git_sha: git_sha(&project.root),
+        hardware: p.hardware.clone(),
+        server: cfg.server.label().into(),
+        launcher: p.launcher.name().into(),
+        sim_speed,
+        bench_tool: format!("{:?}", cfg.bench.tool).to_lowercase(),
+        assert_baseline: cfg.assert_baseline,
+        flags: cfg.flags.clone(),
+        argv: std::env::args().collect(),
+        config_files: cfg.config_files.clone(),
+        hostname: hostname(),
+        started: started.to_rfc3339(),
+        finished: None,
+        trials_planned: p.planned.len(),
+        trials_selected: p.selected.len(),
+        warnings: p.plan_warnings.iter().chain(&cfg.notes).cloned().collect(),
+    }
+}

@@ -1,0 +1,178 @@
+//! `summary.json`: one element per trial that ran or was ignored (filtered-out trials
+//! are left out), written after the last trial, also when trials failed or panicked.
+
+use dfx_core::baseline::Threshold;
+use dfx_core::plan::{StepKind, Trial};
+use dfx_core::result::ResultDoc;
+use dfx_core::verdict::Breach;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Ignored,
+}
+
+/// Result keys copied into the summary when present (besides every thresholded metric).
+pub const KEY_METRICS: &[&str] = &[
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "audio_throughput",
+    "mean_audio_ttfp_ms",
+    "median_audio_ttfp_ms",
+    "p99_audio_ttfp_ms",
+    "mean_audio_rtf",
+    "median_audio_rtf",
+    "p99_audio_rtf",
+    "mean_e2el_ms",
+    "median_e2el_ms",
+    "p99_e2el_ms",
+    "audio_continuity_ok_rate",
+];
+
+/// One trial in `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryEntry {
+    pub name: String,
+    pub test_name: String,
+    pub suffix: String,
+    /// Step label (`c16`, `qps2.0`).
+    pub step: String,
+    /// `concurrency` or `request_rate`.
+    pub kind: &'static str,
+    pub max_concurrency: Option<u32>,
+    pub request_rate: Option<f64>,
+    pub num_prompts: u64,
+    pub marks: Vec<String>,
+    pub outcome: Outcome,
+    /// Why the trial was ignored (or could not run under `--assert-baseline`).
+    pub ignored_reason: Option<String>,
+    pub failures: Vec<String>,
+    pub breaches: Vec<Breach>,
+    pub warnings: Vec<String>,
+    /// Resolved thresholds with direction and source.
+    pub thresholds: Vec<Threshold>,
+    /// Metrics whose baseline is `null`.
+    pub thresholds_skipped: Vec<String>,
+    pub thresholds_note: Option<String>,
+    /// Key metrics of the result (see [`KEY_METRICS`]) plus every thresholded metric.
+    pub metrics: Map<String, Value>,
+    /// `trials/<dir>/result.json`, relative to the run folder.
+    pub result: Option<String>,
+    /// `native`, `vllm`, `fake`.
+    pub bench: Option<String>,
+    /// `native`, `vllm`, `template`, `fake`.
+    pub result_source: Option<String>,
+    /// `servers/<NN>-<name>`, relative to the run folder.
+    pub server: Option<String>,
+    /// Whether this trial started that server (false: reused a live one).
+    pub server_started: Option<bool>,
+    /// Wall time of the trial in seconds.
+    pub seconds: f64,
+}
+
+impl SummaryEntry {
+    /// An entry with the trial's identity and thresholds; outcome to be filled in.
+    pub fn new(trial: &Trial, outcome: Outcome) -> Self {
+        let (kind, max_concurrency, request_rate) = match trial.step.kind {
+            StepKind::Concurrency { max_concurrency } => {
+                ("concurrency", Some(max_concurrency), None)
+            }
+            StepKind::RequestRate { request_rate } => ("request_rate", None, Some(request_rate)),
+        };
+        SummaryEntry {
+            name: trial.name.clone(),
+            test_name: trial.test_name.clone(),
+            suffix: trial.entry.suffix.clone(),
+            step: trial.step.label.clone(),
+            kind,
+            max_concurrency,
+            request_rate,
+            num_prompts: trial.step.num_prompts,
+            marks: trial.marks.clone(),
+            outcome,
+            ignored_reason: None,
+            failures: Vec::new(),
+            breaches: Vec::new(),
+            warnings: Vec::new(),
+            thresholds: trial.thresholds.items.clone(),
+            thresholds_skipped: trial.thresholds.skipped.clone(),
+            thresholds_note: trial.thresholds.note.clone(),
+            metrics: Map::new(),
+            result: None,
+            bench: None,
+            result_source: None,
+            server: None,
+            server_started: None,
+            seconds: 0.0,
+        }
+    }
+
+    /// An ignored trial.
+    pub fn ignored(trial: &Trial, reason: &str) -> Self {
+        let mut e = SummaryEntry::new(trial, Outcome::Ignored);
+        e.ignored_reason = Some(reason.to_string());
+        e
+    }
+
+    /// Copies the key metrics and the thresholded metrics of `doc`.
+    pub fn take_metrics(&mut self, doc: &ResultDoc) {
+        let thresholded = self.thresholds.iter().map(|t| t.metric.as_str());
+        for key in KEY_METRICS.iter().copied().chain(thresholded) {
+            if let Some(v) = doc.get(key) {
+                self.metrics.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+}
+
+/// The whole of `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub hardware: String,
+    pub assert_baseline: bool,
+    pub passed: usize,
+    pub failed: usize,
+    pub ignored: usize,
+    /// Trials left out by the name filter / `--skip` / `--ignored`.
+    pub filtered_out: usize,
+    /// Servers started during the run.
+    pub server_starts: usize,
+    /// Run-level remarks (a server found dead between trials, stop errors).
+    pub notes: Vec<String>,
+    pub trials: Vec<SummaryEntry>,
+}
+
+impl Summary {
+    /// Counts outcomes of `trials`.
+    pub fn new(
+        run_id: &str,
+        hardware: &str,
+        assert_baseline: bool,
+        filtered_out: usize,
+        server_starts: usize,
+        notes: Vec<String>,
+        trials: Vec<SummaryEntry>,
+    ) -> Self {
+        let count = |o: Outcome| trials.iter().filter(|t| t.outcome == o).count();
+        Summary {
+            run_id: run_id.into(),
+            hardware: hardware.into(),
+            assert_baseline,
+            passed: count(Outcome::Passed),
+            failed: count(Outcome::Failed),
+            ignored: count(Outcome::Ignored),
+            filtered_out,
+            server_starts,
+            notes,
+            trials,
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Typed errors of this crate. Every variant names the file or run it is about.
+
+use std::path::PathBuf;
+
+/// What can go wrong while reading run folders or writing reports, comparisons and
+/// baselines.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A JSON file is not valid JSON or does not have the expected shape.
+    #[error("{}: {problem}", path.display())]
+    Format { path: PathBuf, problem: String },
+    /// A folder is not a run folder (no `summary.json` and no `trials/`).
+    #[error(
+        "{}: not a dfx-perf run folder (expected summary.json or trials/*/result.json inside)",
+        path.display()
+    )]
+    NotARun { path: PathBuf },
+    /// A chart could not be drawn.
+    #[error("chart `{chart}`: {problem}")]
+    Chart { chart: String, problem: String },
+    /// The runs cannot be compared or recalibrated as asked; the message says why and
+    /// which flag, if any, overrides it.
+    #[error("{0}")]
+    Refused(String),
+    /// A command-line value is invalid (metric name, percentage, …).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ReportError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ReportError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn format(path: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
+        ReportError::Format {
+            path: path.into(),
+            problem: problem.into(),
+        }
+    }
+}

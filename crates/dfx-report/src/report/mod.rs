@@ -1,0 +1,238 @@
+//! The run report written at the end of every run: `report.md`, `report.html` (inline
+//! CSS and SVG charts, nothing fetched) and `junit.xml`.
+
+mod charts;
+pub(crate) mod html;
+mod junit;
+mod markdown;
+
+pub use charts::run_charts;
+pub use html::render_html;
+pub use junit::render_junit;
+pub use markdown::render_markdown;
+
+use std::path::{Path, PathBuf};
+
+use dfx_core::baseline::Direction;
+use dfx_core::fsutil::write_atomic;
+
+use crate::metrics::gap;
+use crate::run::{Outcome, Run, TrialSummary, load_run};
+use crate::{ReportError, fmt};
+
+/// The files [`write_run_reports`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportPaths {
+    pub markdown: PathBuf,
+    pub html: PathBuf,
+    pub junit: PathBuf,
+}
+
+/// Reads the run folder and writes `report.md`, `report.html` and `junit.xml` into it
+/// (atomically). Works on finished runs and on runs that died before `summary.json`
+/// (trials are then rebuilt from `trials/*/result.json`).
+pub fn write_run_reports(run_dir: &Path) -> Result<ReportPaths, ReportError> {
+    let run = load_run(run_dir)?;
+    let paths = ReportPaths {
+        markdown: run_dir.join("report.md"),
+        html: run_dir.join("report.html"),
+        junit: run_dir.join("junit.xml"),
+    };
+    for (path, text) in [
+        (&paths.markdown, render_markdown(&run)),
+        (&paths.html, render_html(&run)),
+        (&paths.junit, render_junit(&run)),
+    ] {
+        write_atomic(path, text.as_bytes()).map_err(|e| ReportError::io(path, e))?;
+    }
+    Ok(paths)
+}
+
+/// One threshold of a trial next to its measured value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThresholdView {
+    pub metric: String,
+    pub value: Option<f64>,
+    pub threshold: f64,
+    pub direction: Direction,
+    /// Relative gap toward worse (positive = breach), when the value was measured.
+    pub gap: Option<f64>,
+    pub breached: bool,
+    pub source: String,
+}
+
+impl ThresholdView {
+    /// `median_audio_ttfp_ms 600.2 (max 647.1, -7.3 %)`.
+    pub fn text(&self) -> String {
+        let value = self
+            .value
+            .map(fmt::num)
+            .unwrap_or_else(|| "not measured".into());
+        let gap = self
+            .gap
+            .map(|g| format!(", {}", fmt::pct(g)))
+            .unwrap_or_default();
+        format!(
+            "{} {} ({} {}{})",
+            self.metric,
+            value,
+            crate::metrics::bound_word(self.direction),
+            fmt::num(self.threshold),
+            gap
+        )
+    }
+}
+
+/// The thresholds of a trial with values and gaps; a metric is breached when the run's
+/// verdict listed it or when the value is worse than the threshold.
+pub fn threshold_views(t: &TrialSummary) -> Vec<ThresholdView> {
+    t.thresholds
+        .iter()
+        .map(|th| {
+            // a fallback result's zeros are not measurements
+            let value = t.metric(&th.metric).filter(|_| !t.is_fallback());
+            let g = value.map(|v| gap(v, th.value, th.direction));
+            ThresholdView {
+                metric: th.metric.clone(),
+                value,
+                threshold: th.value,
+                direction: th.direction,
+                gap: g,
+                breached: t.breach(&th.metric).is_some() || g.is_some_and(|g| g > 0.0),
+                source: th.source_label(),
+            }
+        })
+        .collect()
+}
+
+/// `(passed, failed, ignored)`.
+pub fn counts(run: &Run) -> (usize, usize, usize) {
+    let n = |o| run.trials.iter().filter(|t| t.outcome == o).count();
+    (n(Outcome::Passed), n(Outcome::Failed), n(Outcome::Ignored))
+}
+
+/// The run facts shown at the top of every report, as `(label, value)` rows.
+pub fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
+    let i = &run.info;
+    let mut rows = vec![("hardware", run.hardware_identity())];
+    if let Some(v) = &i.dfx_perf_version {
+        let sha = i
+            .git_sha
+            .as_deref()
+            .map(|s| format!(" (git {})", &s[..s.len().min(10)]));
+        rows.push(("dfx-perf", format!("{v}{}", sha.unwrap_or_default())));
+    }
+    if let Some(h) = &i.hostname {
+        rows.push(("host", h.clone()));
+    }
+    if let Some(s) = &i.started {
+        rows.push(("started", s.clone()));
+    }
+    if let Some(f) = &i.finished {
+        let took = duration_text(i.started.as_deref(), f)
+            .map(|d| format!(" (took {d})"))
+            .unwrap_or_default();
+        rows.push(("finished", format!("{f}{took}")));
+    }
+    let configs = i.config_identities();
+    if !configs.is_empty() {
+        rows.push(("configs", configs.join(", ")));
+    }
+    if !i.flags.is_null() {
+        rows.push(("flags", flags_text(&i.flags)));
+    }
+    let (p, f, ig) = counts(run);
+    rows.push((
+        "result",
+        format!(
+            "{f} failed, {p} passed, {ig} ignored ({} trials)",
+            run.trials.len()
+        ),
+    ));
+    rows
+}
+
+fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
+    let a = chrono::DateTime::parse_from_rfc3339(started?).ok()?;
+    let b = chrono::DateTime::parse_from_rfc3339(finished).ok()?;
+    let s = (b - a).num_seconds();
+    (s >= 0).then(|| {
+        if s >= 3600 {
+            format!("{}h {}m", s / 3600, (s % 3600) / 60)
+        } else if s >= 60 {
+            format!("{}m {}s", s / 60, s % 60)
+        } else {
+            format!("{s}s")
+        }
+    })
+}
+
+/// Flags as `key=value` pairs: an object of flags, or the harness's list of
+/// `{flag, value, source}` records (flags left at their default are counted, not listed).
+fn flags_text(flags: &serde_json::Value) -> String {
+    if let serde_json::Value::Array(a) = flags
+        && a.iter().all(|r| r.get("flag").is_some())
+    {
+        let is_default =
+            |r: &serde_json::Value| r.get("source").and_then(|s| s.as_str()) == Some("default");
+        let mut parts: Vec<String> = a
+            .iter()
+            .filter(|r| !is_default(r))
+            .map(|r| {
+                let flag = r["flag"].as_str().unwrap_or("?");
+                match r.get("value") {
+                    Some(serde_json::Value::Bool(true)) | None => flag.to_string(),
+                    Some(serde_json::Value::String(s)) => format!("{flag} {s}"),
+                    Some(serde_json::Value::Array(items)) => {
+                        let items: Vec<String> = items
+                            .iter()
+                            .map(|i| {
+                                i.as_str()
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| i.to_string())
+                            })
+                            .collect();
+                        format!("{flag} {}", items.join(","))
+                    }
+                    Some(v) => format!("{flag} {v}"),
+                }
+            })
+            .collect();
+        let defaults = a.iter().filter(|r| is_default(r)).count();
+        if defaults > 0 {
+            parts.push(format!("(+{defaults} at default)"));
+        }
+        return parts.join(" ");
+    }
+    match flags {
+        serde_json::Value::Object(o) => o
+            .iter()
+            .filter(|(_, v)| !v.is_null() && *v != &serde_json::Value::Bool(false))
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                serde_json::Value::Bool(true) => k.clone(),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+/// `128/128` completed of expected, or `-`.
+pub fn completion_text(t: &TrialSummary) -> String {
+    match (t.metric("completed"), t.num_prompts) {
+        (Some(c), Some(n)) => format!("{}/{}", fmt::num(c), fmt::num(n)),
+        (Some(c), None) => fmt::num(c),
+        _ => "-".into(),
+    }
+}

@@ -1,0 +1,203 @@
+//! Reading a run folder. `summary.json` is the source of truth; when a run died before
+//! writing it, the trials are rebuilt from `trials/*/result.json` (+ `verdict.json`) so a
+//! crashed run can still be reported.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::serde_helpers::number_of;
+use super::{Breach, Outcome, Run, RunInfo, StepKind, ThresholdEntry, TrialSummary};
+use crate::ReportError;
+
+#[derive(Deserialize)]
+struct SummaryFile {
+    #[serde(default)]
+    run_id: Option<String>,
+    #[serde(default)]
+    hardware: Option<String>,
+    #[serde(default)]
+    notes: Vec<String>,
+    trials: Vec<TrialSummary>,
+}
+
+/// Loads a run folder. Errors name the file and what is wrong with it.
+pub fn load_run(dir: &Path) -> Result<Run, ReportError> {
+    if !dir.is_dir() {
+        return Err(ReportError::NotARun {
+            path: dir.to_path_buf(),
+        });
+    }
+    let mut notes = Vec::new();
+    let run_json = dir.join("run.json");
+    let info: RunInfo = if run_json.is_file() {
+        read_json(&run_json)?
+    } else {
+        notes.push("run.json is missing: run details unknown".to_string());
+        RunInfo::default()
+    };
+    let summary_path = dir.join("summary.json");
+    let (run_id, hardware, trials) = if summary_path.is_file() {
+        let s: SummaryFile = read_json(&summary_path)?;
+        notes.extend(s.notes);
+        (s.run_id, s.hardware, s.trials)
+    } else if dir.join("trials").is_dir() {
+        notes.push(
+            "summary.json is missing (the run did not finish): trials rebuilt from trials/*/result.json"
+                .to_string(),
+        );
+        (None, None, rebuild_trials(&dir.join("trials"))?)
+    } else {
+        return Err(ReportError::NotARun {
+            path: dir.to_path_buf(),
+        });
+    };
+    let folder_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let hardware = hardware
+        .or_else(|| info.hardware.clone())
+        .or_else(|| trials_hardware(dir))
+        .unwrap_or_else(|| dfx_core::hardware::UNKNOWN.to_string());
+    Ok(Run {
+        dir: dir.to_path_buf(),
+        run_id: run_id.unwrap_or(folder_name),
+        hardware,
+        info,
+        trials,
+        notes,
+    })
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ReportError::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| ReportError::format(path, e.to_string()))
+}
+
+/// The `Hardware` key of the first result file, for runs without summary and run.json.
+fn trials_hardware(dir: &Path) -> Option<String> {
+    let first = trial_dirs(&dir.join("trials")).ok()?.into_iter().next()?;
+    let doc: Map<String, Value> = read_json(&first.join("result.json")).ok()?;
+    doc.get("Hardware")?.as_str().map(str::to_string)
+}
+
+fn trial_dirs(trials: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let rd = std::fs::read_dir(trials).map_err(|e| ReportError::io(trials, e))?;
+    let mut dirs: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("result.json").is_file())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+fn rebuild_trials(trials: &Path) -> Result<Vec<TrialSummary>, ReportError> {
+    trial_dirs(trials)?
+        .iter()
+        .map(|d| rebuild_trial(d))
+        .collect()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct VerdictFile {
+    passed: Option<bool>,
+    failures: Vec<String>,
+    breaches: Vec<Breach>,
+    warnings: Vec<String>,
+}
+
+fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
+    let result_path = dir.join("result.json");
+    let doc: Map<String, Value> = read_json(&result_path)?;
+    let verdict_path = dir.join("verdict.json");
+    let verdict: VerdictFile = if verdict_path.is_file() {
+        read_json(&verdict_path)?
+    } else {
+        VerdictFile::default()
+    };
+    let dir_name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let name = doc
+        .get("trial")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| dir_name.into_owned());
+    let mut parts = name.splitn(3, "::");
+    let (test_name, suffix, step) = (
+        parts.next().unwrap_or_default().to_string(),
+        parts.next().unwrap_or_default().to_string(),
+        parts.next().unwrap_or_default().to_string(),
+    );
+    let num = |k: &str| -> Result<Option<f64>, ReportError> {
+        number_of(doc.get(k).unwrap_or(&Value::Null))
+            .map_err(|p| ReportError::format(&result_path, format!("key `{k}`: {p}")))
+    };
+    let kind = if step.starts_with("qps") {
+        Some(StepKind::RequestRate)
+    } else if step.starts_with('c') {
+        Some(StepKind::Concurrency)
+    } else {
+        None
+    };
+    let outcome = match verdict.passed {
+        Some(true) => Outcome::Passed,
+        Some(false) => Outcome::Failed,
+        None => Outcome::Failed,
+    };
+    let mut failures = verdict.failures;
+    if verdict.passed.is_none() {
+        failures.push("no verdict.json: the run stopped before judging this trial".into());
+    }
+    let thresholds = rebuilt_thresholds(&doc);
+    let metrics = doc
+        .iter()
+        .filter(|(_, v)| v.is_number())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Ok(TrialSummary {
+        name,
+        test_name,
+        suffix,
+        step,
+        kind,
+        max_concurrency: num("max_concurrency")?,
+        request_rate: num("request_rate")?,
+        num_prompts: num("num_prompts")?,
+        outcome,
+        ignored_reason: None,
+        failures,
+        breaches: verdict.breaches,
+        warnings: verdict.warnings,
+        thresholds,
+        metrics,
+        result_path: Some(result_path.to_string_lossy().into_owned()),
+        bench: None,
+        result_source: doc
+            .get("result_source")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        seconds: None,
+    })
+}
+
+/// `baseline: {metric: value}` of a result file; metrics of unknown direction are left
+/// out (their direction cannot be told without the summary).
+fn rebuilt_thresholds(doc: &Map<String, Value>) -> Vec<ThresholdEntry> {
+    let Some(Value::Object(b)) = doc.get("baseline") else {
+        return Vec::new();
+    };
+    b.iter()
+        .filter_map(|(metric, v)| {
+            let direction = dfx_core::baseline::direction_of(metric)?;
+            Some(ThresholdEntry {
+                metric: metric.clone(),
+                value: v.as_f64()?,
+                direction,
+                source: Value::from("result.json"),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,147 @@
+//! Headless Chromium for the tests that check a page really renders. Chromium runs in
+//! its own process group with a private profile and HOME, bounded in time; the whole
+//! group is killed afterwards and the tests check nothing of it is left.
+
+#![allow(dead_code)]
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CANDIDATES: &[&str] = &[
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+];
+
+/// The browser, or `None` when `DFX_SKIP_BROWSER_TESTS=1` (the test then returns early).
+/// Panics with installation advice when no browser is installed and skipping was not
+/// asked for.
+pub fn chromium() -> Option<PathBuf> {
+    let skip = std::env::var("DFX_SKIP_BROWSER_TESTS")
+        .map(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+        .unwrap_or(false);
+    if skip {
+        eprintln!("DFX_SKIP_BROWSER_TESTS is set: browser check skipped");
+        return None;
+    }
+    if let Some(p) = CANDIDATES.iter().map(PathBuf::from).find(|p| p.is_file()) {
+        return Some(p);
+    }
+    panic!(
+        "this test renders report.html in headless Chromium, but no browser was found at {CANDIDATES:?}. \
+         Install it (`apt-get install -y chromium`) or set DFX_SKIP_BROWSER_TESTS=1 to skip browser checks."
+    );
+}
+
+/// What Chromium made of a file.
+pub struct Dump {
+    pub dom: String,
+    pub stderr: String,
+    /// Processes of Chromium's group still alive after it exited and the group was
+    /// killed (must be empty).
+    pub leftovers: Vec<i32>,
+}
+
+/// Loads `file` in headless Chromium and returns the serialised DOM.
+pub fn dump_dom(browser: &Path, file: &Path) -> Dump {
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", file.canonicalize().unwrap().display());
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--disable-extensions",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(&url)
+        .env("HOME", profile.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("start chromium");
+    let pgid = child.id() as i32;
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut s).ok();
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut s).ok();
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Chromium leaves helper processes (zygote, utility) behind for a moment: end the
+    // whole group we created, then reap.
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+    let dom = out_t.join().unwrap();
+    let stderr = err_t.join().unwrap();
+    assert!(
+        status.is_some(),
+        "chromium did not finish within 120 s; stderr:\n{stderr}"
+    );
+    let leftovers = wait_group_gone(pgid);
+    Dump {
+        dom,
+        stderr,
+        leftovers,
+    }
+}
+
+/// Process ids still in group `pgid` after up to 5 s (zombies of other parents that
+/// are already dead are not counted).
+fn wait_group_gone(pgid: i32) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = group_members(pgid);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // fields after the `(comm)`: state ppid pgrp …
+            let rest = &stat[stat.rfind(')').map(|i| i + 2).unwrap_or(0)..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            f.len() > 2 && f[2].parse::<i32>().ok() == Some(pgid) && f[0] != "Z"
+        })
+        .collect()
+}

@@ -1,0 +1,61 @@
+//! Test support: starts one fake server through [`dfx_server::ProcessLauncher`] the way the
+//! harness does, prints `READY pgid=<pgid>`, then either waits to be interrupted
+//! (`wait`, with the SIGINT/SIGTERM handler installed) or panics once a line arrives on
+//! stdin (`panic`).
+//!
+//! Usage: `dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir>`.
+
+use std::io::Write;
+use std::time::Duration;
+
+use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
+use dfx_server::{LauncherConfig, ProcessLauncher, install_signal_handlers};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [mode, exe, dir] = args.as_slice() else {
+        eprintln!("usage: dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir>");
+        std::process::exit(2);
+    };
+    install_signal_handlers().expect("signal handlers");
+    let mut launcher = ProcessLauncher::new(LauncherConfig {
+        server_bin: Some(exe.into()),
+        grace: Some(Duration::from_millis(300)),
+        poll_interval: Duration::from_millis(50),
+        ..LauncherConfig::default()
+    });
+    let spec = ServerSpec {
+        server_type: ServerType::VllmOmni,
+        model: "fake/model".into(),
+        deploy: None,
+        stage_overrides: None,
+        serve_args: ServeArgs::default(),
+        extra_cli_args: Vec::new(),
+        use_omni: true,
+        env: [
+            ("DFX_FAKE_IGNORE_SIGTERM", "1"),
+            ("DFX_FAKE_GRANDCHILD", "1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into(),
+        ready_timeout: None,
+    };
+    let ctx = StartContext {
+        dir: dir.into(),
+        ready_timeout: Duration::from_secs(30),
+    };
+    let server = launcher.start_managed(&spec, &ctx).expect("server start");
+    println!("READY pgid={}", server.pgid());
+    std::io::stdout().flush().expect("flush");
+    match mode.as_str() {
+        "panic" => {
+            // Panic only once the test has looked at the running group.
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            panic!("deliberate panic with a live server")
+        }
+        _ => loop {
+            std::thread::sleep(Duration::from_secs(1));
+        },
+    }
+}

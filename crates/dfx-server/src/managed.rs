@@ -1,0 +1,186 @@
+//! A launched server: its process group, readiness wait, exit detection and teardown.
+
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use dfx_core::server::{RunningServer, ServerError};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+
+use crate::command::HOST;
+use crate::group::{self, describe_wait};
+use crate::logtail;
+use crate::probe::{Probe, http_get};
+
+/// Lines of server log carried by every failure message.
+pub const LOG_TAIL_LINES: usize = 40;
+/// Upper bound of one readiness probe.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A server process started by [`crate::ProcessLauncher`], leader of its own process group.
+/// Dropping it (also while unwinding from a panic) tears the group down.
+#[derive(Debug)]
+pub struct ManagedServer {
+    child: Child,
+    pgid: i32,
+    port: u16,
+    log: PathBuf,
+    grace: Duration,
+    exit: Option<String>,
+    stopped: bool,
+}
+
+impl ManagedServer {
+    /// Takes ownership of a freshly spawned group leader and registers its group.
+    pub(crate) fn adopt(child: Child, port: u16, log: PathBuf, grace: Duration) -> Self {
+        let pgid = child.id() as i32;
+        group::register(pgid, grace);
+        ManagedServer {
+            child,
+            pgid,
+            port,
+            log,
+            grace,
+            exit: None,
+            stopped: false,
+        }
+    }
+
+    /// The process group id (= the server's pid).
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// The exit status without reaping the leader (`WNOWAIT`): while it stays a zombie its
+    /// pid, which is the group id, cannot be reused, so signalling the group stays safe.
+    fn peek_exit(&mut self) -> Option<String> {
+        if self.exit.is_none() {
+            let pid = nix::unistd::Pid::from_raw(self.pgid);
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            match waitid(Id::Pid(pid), flags) {
+                Ok(WaitStatus::StillAlive) | Err(_) => {}
+                Ok(status) => self.exit = describe_wait(&status),
+            }
+        }
+        self.exit.clone()
+    }
+
+    /// SIGTERM to the group, grace, SIGKILL, sweep; then reaps the leader. Idempotent.
+    fn teardown(&mut self) -> Result<(), ServerError> {
+        if self.stopped {
+            return Ok(());
+        }
+        self.stopped = true;
+        let result = group::terminate_groups(&[self.pgid], self.grace);
+        // A leader that moved itself out of the group is not covered by killpg.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        // Reap the leader; it was kept as a zombie until the group was empty.
+        let _ = self.child.wait();
+        group::unregister(self.pgid);
+        result
+    }
+
+    /// Polls `GET /health` until it answers 200 (404: no health route, the accepted
+    /// connection counts) while watching the process. On failure the group is torn down and
+    /// the error carries the status and the log tail.
+    pub(crate) fn wait_ready(
+        &mut self,
+        timeout: Duration,
+        poll: Duration,
+    ) -> Result<(), ServerError> {
+        let start = Instant::now();
+        let deadline = start + timeout;
+        loop {
+            if let Some(status) = self.peek_exit() {
+                self.teardown_quietly();
+                return Err(ServerError::ExitedBeforeReady {
+                    status,
+                    log: self.log.clone(),
+                    log_tail: self.log_tail(LOG_TAIL_LINES),
+                });
+            }
+            let now = Instant::now();
+            let remaining = deadline.saturating_duration_since(now);
+            let probe_timeout = PROBE_TIMEOUT.min(remaining.max(Duration::from_millis(50)));
+            if let Probe::Status(code @ (200 | 404)) =
+                http_get(HOST, self.port, "/health", probe_timeout)
+            {
+                self.check_listener_owner()?;
+                if code == 404 {
+                    tracing::info!(
+                        port = self.port,
+                        "server has no /health route; the accepted TCP connection counts as ready"
+                    );
+                }
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                self.teardown_quietly();
+                return Err(ServerError::NotReady {
+                    waited: start.elapsed(),
+                    log: self.log.clone(),
+                    log_tail: self.log_tail(LOG_TAIL_LINES),
+                });
+            }
+            std::thread::sleep(poll.min(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+
+    /// Refuses a port answered by a process outside our group (a stranger bound it between
+    /// our port check and the server's bind; our server would then fail to bind).
+    fn check_listener_owner(&mut self) -> Result<(), ServerError> {
+        if crate::owner::group_owns_listener(self.pgid, self.port) == Some(false) {
+            self.teardown_quietly();
+            return Err(ServerError::PortInUse {
+                host: HOST.into(),
+                port: self.port,
+            });
+        }
+        Ok(())
+    }
+
+    fn teardown_quietly(&mut self) {
+        if let Err(e) = self.teardown() {
+            tracing::error!(pgid = self.pgid, "{e}");
+            eprintln!("dfx-perf: {e}");
+        }
+    }
+}
+
+impl RunningServer for ManagedServer {
+    fn base_url(&self) -> String {
+        format!("http://{HOST}:{}", self.port)
+    }
+
+    fn host(&self) -> String {
+        HOST.into()
+    }
+
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn exit_status(&mut self) -> Option<String> {
+        self.peek_exit()
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        logtail::tail(&self.log, lines)
+    }
+
+    fn log_path(&self) -> Option<PathBuf> {
+        Some(self.log.clone())
+    }
+
+    fn stop(mut self: Box<Self>) -> Result<(), ServerError> {
+        self.teardown()
+    }
+}
+
+impl Drop for ManagedServer {
+    fn drop(&mut self) {
+        self.teardown_quietly();
+    }
+}

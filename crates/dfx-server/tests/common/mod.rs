@@ -1,0 +1,127 @@
+//! Shared helpers of dfx-server's integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
+use dfx_server::{LauncherConfig, ProcessLauncher, group_members};
+
+pub const FAKE: &str = env!("CARGO_BIN_EXE_dfx-fake-server");
+pub const HELPER: &str = env!("CARGO_BIN_EXE_dfx-launch-helper");
+
+/// A vllm-omni spec for the fake server with extra environment.
+pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
+    ServerSpec {
+        server_type: ServerType::VllmOmni,
+        model: "fake/model".into(),
+        deploy: None,
+        stage_overrides: None,
+        serve_args: ServeArgs::default(),
+        extra_cli_args: Vec::new(),
+        use_omni: true,
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ready_timeout: None,
+    }
+}
+
+pub fn config() -> LauncherConfig {
+    LauncherConfig {
+        server_bin: Some(FAKE.into()),
+        grace: Some(Duration::from_millis(300)),
+        poll_interval: Duration::from_millis(50),
+        ..LauncherConfig::default()
+    }
+}
+
+pub fn launcher() -> ProcessLauncher {
+    ProcessLauncher::new(config())
+}
+
+pub fn ctx(dir: &Path, ready_timeout: Duration) -> StartContext {
+    StartContext {
+        dir: dir.join("server-0"),
+        ready_timeout,
+    }
+}
+
+pub fn log_of(ctx: &StartContext) -> PathBuf {
+    ctx.dir.join("server.log")
+}
+
+/// `(role, pid, pgid)` of every fake-server process that announced itself in `log`.
+pub fn announced(log: &Path) -> Vec<(String, i32, i32)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("fake-server "))
+        .map(|l| {
+            let field = |k: &str| {
+                l.split_whitespace()
+                    .find_map(|f| f.strip_prefix(&format!("{k}=")).map(String::from))
+                    .unwrap()
+            };
+            (
+                field("role"),
+                field("pid").parse().unwrap(),
+                field("pgid").parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Waits (bounded) until `log` announces `n` processes; returns them.
+pub fn wait_announced(log: &Path, n: usize) -> Vec<(String, i32, i32)> {
+    for _ in 0..200 {
+        let a = announced(log);
+        if a.len() >= n {
+            return a;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!(
+        "{} never announced {n} processes:\n{}",
+        log.display(),
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+/// Whether `pid` is a live (non-zombie) process.
+pub fn alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    state != "Z" && state != "X"
+}
+
+/// The process table shows nothing of group `pgid` and none of `pids`.
+pub fn assert_gone(pgid: i32, pids: &[i32]) {
+    assert_eq!(
+        group_members(pgid),
+        Vec::<i32>::new(),
+        "members of server group {pgid} survived"
+    );
+    for pid in pids {
+        assert!(
+            !alive(*pid),
+            "process {pid} of server group {pgid} survived"
+        );
+    }
+}
+
+/// Everything the log announced is gone (server and grandchildren).
+pub fn assert_log_processes_gone(log: &Path) {
+    let procs = announced(log);
+    assert!(!procs.is_empty(), "{} announced no process", log.display());
+    let pgid = procs[0].2;
+    let pids: Vec<i32> = procs.iter().map(|p| p.1).collect();
+    assert_gone(pgid, &pids);
+}

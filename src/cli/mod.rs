@@ -1,0 +1,73 @@
+//! The `dfx-perf` command line. To add a subcommand: write `src/cli/<name>.rs` with a clap
+//! `Args` struct implementing [`Run`], declare the module, and add one line to the
+//! `subcommands!` list below.
+
+mod compare;
+mod deploy;
+mod recalibrate;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// What every subcommand's arguments do when run.
+pub trait Run {
+    /// Runs the subcommand; the exit code is what the process exits with.
+    fn run(self) -> anyhow::Result<ExitCode>;
+}
+
+/// Declares the `Command` enum and its dispatch from one list of `Variant(ArgsType)`.
+macro_rules! subcommands {
+    ($($(#[$meta:meta])* $variant:ident($args:ty),)*) => {
+        /// The subcommands of `dfx-perf`.
+        #[derive(Debug, clap::Subcommand)]
+        pub enum Command {
+            $($(#[$meta])* $variant($args),)*
+        }
+
+        impl Run for Command {
+            fn run(self) -> anyhow::Result<ExitCode> {
+                match self {
+                    $(Command::$variant(args) => args.run(),)*
+                }
+            }
+        }
+    };
+}
+
+subcommands! {
+    /// List the deploy files, or print the absolute path of one (for
+    /// `--deploy-config "$(dfx-perf deploy qwen3_tts_tuned)"`).
+    Deploy(deploy::DeployArgs),
+    /// Write report.md, report.html and junit.xml into run folders.
+    Report(report::ReportArgs),
+    /// Compare runs (A against B, with repeats per side) per trial and metric.
+    Compare(compare::CompareArgs),
+    /// Recalibrate baselines/<hardware>.json from runs of one hardware.
+    Recalibrate(recalibrate::RecalibrateArgs),
+}
+
+/// Parses a percentage flag (`25%` or `25`) into a fraction.
+pub(crate) fn percent(s: &str) -> Result<f64, String> {
+    dfx_report::fmt::parse_pct(s)
+}
+
+/// dfx-perf: performance regression suite for OpenAI-audio model servers.
+#[derive(Debug, Parser)]
+#[command(name = "dfx-perf", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Parses the command line and runs the subcommand; errors exit with status 1.
+pub fn main() -> ExitCode {
+    match Cli::parse().command.run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("dfx-perf: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

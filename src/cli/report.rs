@@ -1,0 +1,27 @@
+//! `dfx-perf report RUN_DIR...`: (re)writes `report.md`, `report.html` and `junit.xml`
+//! into each run folder (the harness does this at the end of every run; this command
+//! is for runs that were interrupted or for reports of older runs).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::Run;
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Run folders (`<results-dir>/<run-id>/`).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+}
+
+impl Run for ReportArgs {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        for dir in &self.runs {
+            let p = dfx_report::write_run_reports(dir)?;
+            println!("{}", p.markdown.display());
+            println!("{}", p.html.display());
+            println!("{}", p.junit.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

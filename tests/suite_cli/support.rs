@@ -1,0 +1,189 @@
+//! Helpers of `suite_cli`: running the real suite (nested `cargo test` or the `perf`
+//! binary) hermetically, and reading what it left in its results folder.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use libtest_mimic::Failed;
+use serde_json::Value;
+
+/// Set in every nested run: the nested `suite_cli` then runs no checks (no recursion).
+pub const NESTED: &str = "DFX_SUITE_CLI_NESTED";
+
+/// The repository root (the root package's manifest folder).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Path of a config under `tests/fixtures/suite_cli/`.
+pub fn fixture(name: &str) -> String {
+    root()
+        .join("tests/fixtures/suite_cli")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The cargo that runs this test (`$CARGO`), in the repository root.
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Flags that make the nested cargo build the same way this target was built.
+pub fn profile_args() -> &'static [&'static str] {
+    if cfg!(debug_assertions) {
+        &["--offline"]
+    } else {
+        &["--offline", "--release"]
+    }
+}
+
+/// Clears inherited `DFX_*` settings and sets the fakes, the fixture config, the results
+/// folder and H100.
+pub fn hermetic(cmd: &mut Command, config: &str, results: &Path) {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("DFX_") {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env(NESTED, "1")
+        .env("DFX_SERVER", "fake")
+        .env("DFX_BENCH", "fake")
+        .env("DFX_TEST_CONFIG_FILE", config)
+        .env("DFX_RESULTS_DIR", results)
+        .env("DFX_HARDWARE", "H100");
+}
+
+/// The `perf` test binary, built by (and located through) cargo once.
+pub fn perf_bin() -> Result<&'static PathBuf, Failed> {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = cargo()
+            .args([
+                "test",
+                "--test",
+                "perf",
+                "--no-run",
+                "--message-format=json",
+            ])
+            .args(profile_args())
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "perf")
+            .and_then(|v| v["executable"].as_str().map(PathBuf::from))
+            .ok_or_else(|| {
+                format!(
+                    "cargo did not report the perf test binary:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+    })
+    .as_ref()
+    .map_err(|e| Failed::from(e.clone()))
+}
+
+/// A finished run of the suite and its results folder (removed on drop).
+pub struct Run {
+    pub out: Output,
+    pub results: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    pub fn both(&self) -> String {
+        format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout(),
+            self.stderr()
+        )
+    }
+    /// The only run folder under the results folder.
+    pub fn run_dir(&self) -> Result<PathBuf, Failed> {
+        let dirs = run_dirs(self.results.path());
+        match dirs.as_slice() {
+            [one] => Ok(one.clone()),
+            other => {
+                Err(format!("expected one run folder, found {other:?}\n{}", self.both()).into())
+            }
+        }
+    }
+    pub fn summary(&self) -> Result<Value, Failed> {
+        let path = self.run_dir()?.join("summary.json");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(serde_json::from_str(&text).map_err(|e| e.to_string())?)
+    }
+    /// (name, outcome) of every summary entry.
+    pub fn outcomes(&self) -> Result<Vec<(String, String)>, Failed> {
+        let s = self.summary()?;
+        Ok(s["trials"]
+            .as_array()
+            .ok_or("summary.json has no trials array")?
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap_or_default().to_string(),
+                    t["outcome"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect())
+    }
+}
+
+/// The run folders (not the `latest` link) under a results folder, sorted.
+pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.is_symlink())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Runs the perf binary with `args` and extra environment.
+pub fn perf(config: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
+    let results = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(perf_bin()?);
+    cmd.current_dir(root()).args(args);
+    hermetic(&mut cmd, config, results.path());
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().map_err(|e| format!("cannot run perf: {e}"))?;
+    Ok(Run { out, results })
+}
+
+/// `cargo test -- <args>` exactly as a user types it, from the repository root.
+pub fn cargo_test(args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
+    let results = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut cmd = cargo();
+    cmd.arg("test").args(profile_args()).arg("--").args(args);
+    hermetic(&mut cmd, &fixture("tts_small.json"), results.path());
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+    Ok(Run { out, results })
+}
+
+/// `Ok` when `cond` holds, else a failure with `what` and the run's output.
+pub fn check(cond: bool, what: &str, run: &Run) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(format!("{what}\n{}", run.both()).into())
+    }
+}

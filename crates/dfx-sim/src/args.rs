@@ -21,8 +21,11 @@ use crate::profile;
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
+    /// Serve with these options and this log filter.
     Serve(Box<SimOptions>, LogFilter),
+    /// `--help`: print usage.
     Help,
+    /// `--version`.
     Version,
 }
 

@@ -24,6 +24,7 @@ const PEAK: f64 = 0.6;
 /// The shared speech-like signal for one sample rate.
 #[derive(Debug)]
 pub struct VoiceBuffer {
+    /// Samples per second of the buffer (and of every response rendered from it).
     pub sample_rate: u32,
     samples: Vec<i16>,
     /// Sample offsets where words start (request start points).
@@ -151,14 +152,18 @@ fn synth_syllable(out: &mut [f64], sr: f64, at: usize, phase: &mut f64, rng: &mu
 /// What one request's audio looks like: its length and where its signal comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AudioPlan {
+    /// Codec frames of the utterance.
     pub frames: u32,
+    /// Audio samples per codec frame (sample rate / 12.5).
     pub samples_per_frame: u32,
+    /// Zero samples before the speech starts.
     pub leading_silence_samples: u64,
     /// Index of the buffer word the speech starts at.
     pub word: usize,
 }
 
 impl AudioPlan {
+    /// Samples of the whole utterance.
     pub fn total_samples(&self) -> u64 {
         u64::from(self.frames) * u64::from(self.samples_per_frame)
     }

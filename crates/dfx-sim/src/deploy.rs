@@ -15,16 +15,20 @@ use serde_json::Value;
 /// Why a deploy file or a stage override was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeployError {
+    /// The file could not be read.
     #[error("cannot read deploy config {path}: {reason}")]
     Unreadable { path: PathBuf, reason: String },
+    /// The file is not YAML.
     #[error("deploy config {path} is not valid YAML: {reason}")]
     InvalidYaml { path: PathBuf, reason: String },
+    /// A recognised key has a value of the wrong kind.
     #[error("{source_name}: `{key}` {reason}")]
     BadValue {
         source_name: String,
         key: String,
         reason: String,
     },
+    /// `--stage-overrides` is not `{"<stage id>": {…}}`.
     #[error("--stage-overrides is not a JSON object of stage ids: {0}")]
     BadOverrides(String),
 }
@@ -32,12 +36,19 @@ pub enum DeployError {
 /// The behaviour-changing values found, all optional (absent = profile default).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DeploySettings {
+    /// `max_num_seqs` of stage 0 (talker).
     pub talker_max_num_seqs: Option<usize>,
+    /// `max_num_seqs` of stage 1 (code2wav).
     pub codec_max_num_seqs: Option<usize>,
+    /// `initial_codec_chunk_frames`.
     pub initial_chunk_frames: Option<u32>,
+    /// `codec_chunk_frames`.
     pub chunk_frames: Option<u32>,
+    /// `codec_chunk_ramp`.
     pub chunk_ramp: Option<Vec<u32>>,
+    /// `codec_left_context_frames`.
     pub left_context_frames: Option<u32>,
+    /// `async_chunk` (false: no streaming between the stages).
     pub async_chunk: Option<bool>,
     /// `devices` per stage id, recorded for `/sim/info` only.
     pub devices: Vec<(u32, String)>,

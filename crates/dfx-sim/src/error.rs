@@ -7,8 +7,11 @@ use serde_json::json;
 /// An API error answered with the OpenAI envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
+    /// HTTP status (also the envelope's `code`).
     pub status: StatusCode,
+    /// Human-readable reason.
     pub message: String,
+    /// The request field at fault, if any.
     pub param: Option<String>,
 }
 

@@ -39,8 +39,11 @@ pub struct Faults {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid fault `{spec}` (from {origin}): {reason}")]
 pub struct FaultError {
+    /// The spec as given.
     pub spec: String,
+    /// Where it came from (flag or variable).
     pub origin: String,
+    /// What is wrong and what is accepted.
     pub reason: String,
 }
 

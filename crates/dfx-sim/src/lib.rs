@@ -40,10 +40,13 @@ pub enum SimError {
     /// Bad command line or options (exit status 2).
     #[error("{0}")]
     Args(String),
+    /// A deploy file or stage override was refused (exit status 2).
     #[error(transparent)]
     Deploy(#[from] deploy::DeployError),
+    /// A fault spec was refused (exit status 2).
     #[error(transparent)]
     Fault(#[from] faults::FaultError),
+    /// Listening or serving failed (exit status 1).
     #[error("{0}")]
     Io(#[from] std::io::Error),
     /// The exit-at-startup fault (exit status N).
@@ -68,6 +71,7 @@ impl SimError {
 /// An in-process instance started by [`spawn`].
 #[derive(Debug)]
 pub struct SimHandle {
+    /// Where the instance listens.
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), SimError>>,

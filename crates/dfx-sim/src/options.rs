@@ -20,7 +20,9 @@ pub struct SimOptions {
     pub model: String,
     /// `--served-model-name`: the id `/v1/models` reports (default: the model).
     pub served_model_name: Option<String>,
+    /// `--host` (default 127.0.0.1).
     pub host: String,
+    /// `--port` (default 8000; 0 picks a free port).
     pub port: u16,
     /// `--omni` was given.
     pub omni: bool,
@@ -31,7 +33,9 @@ pub struct SimOptions {
     pub deploy_yaml: Option<String>,
     /// `--stage-overrides JSON`.
     pub stage_overrides: Option<Value>,
+    /// `--stage-init-timeout` (recorded only).
     pub stage_init_timeout: Option<f64>,
+    /// `--init-timeout` (recorded only).
     pub init_timeout: Option<f64>,
     /// Simulated time runs `speed` times faster than the wall clock (all delays ÷ speed).
     pub speed: f64,
@@ -39,6 +43,7 @@ pub struct SimOptions {
     pub seed: u64,
     /// `--sim-profile`: force a profile instead of choosing by model name.
     pub profile: Option<String>,
+    /// Faults switched on.
     pub faults: Faults,
     /// The command line as received (empty for in-process instances).
     pub argv: Vec<String>,
@@ -120,9 +125,13 @@ impl SimOptions {
 /// Validated options: the profile, the effective deploy values and engine parameters.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimConfig {
+    /// The options as given.
     pub options: SimOptions,
+    /// The model profile in use.
     pub profile: Profile,
+    /// What the deploy file and the overrides said.
     pub deploy: DeploySettings,
+    /// The effective model parameters.
     pub engine: EngineConfig,
 }
 

@@ -38,14 +38,17 @@ pub enum Family {
 pub struct Profile {
     /// Stable name, accepted by `--sim-profile`.
     pub name: &'static str,
+    /// Checkpoint family (tasks, voices).
     pub family: Family,
     /// What the parameters are based on (shown in `/sim/info`).
     pub basis: &'static str,
+    /// Output sample rate, Hz.
     pub sample_rate: u32,
     /// Talker defaults (the deploy file and stage overrides may change `max_num_seqs`).
     pub talker: TalkerParams,
     /// Code2wav defaults; `None` for single-stage models.
     pub codec: Option<CodecParams>,
+    /// Default chunking.
     pub chunking: Chunking,
     /// Talker slow-down while code2wav decodes on the same GPU (see
     /// [`crate::engine::EngineConfig::contention`]).

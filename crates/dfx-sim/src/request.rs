@@ -23,8 +23,11 @@ pub const DEFAULT_MAX_NEW_TOKENS: u32 = 2048;
 /// The three Qwen3-TTS task types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Task {
+    /// Voice clone from a reference (or an uploaded voice).
     Base,
+    /// A preset speaker.
     CustomVoice,
+    /// A voice from a description (`instructions`).
     VoiceDesign,
 }
 
@@ -38,6 +41,7 @@ impl Task {
         }
     }
 
+    /// The API spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             Task::Base => "Base",
@@ -50,7 +54,9 @@ impl Task {
 /// Audio container of the response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Raw s16le.
     Pcm,
+    /// A WAV header, then s16le.
     Wav,
 }
 
@@ -68,18 +74,27 @@ pub enum Delivery {
 /// A validated speech request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeechRequest {
+    /// Text to speak.
     pub input: String,
+    /// Task (given or inferred).
     pub task: Task,
+    /// Voice name, if any.
     pub voice: Option<String>,
+    /// Audio container.
     pub format: Format,
+    /// Streaming mode.
     pub delivery: Delivery,
+    /// Speaking rate (audio length ÷ speed).
     pub speed: f64,
+    /// Frame cap.
     pub max_new_tokens: u32,
+    /// Per-request first chunk size.
     pub initial_chunk_frames: Option<u32>,
     /// Voice clone with the reference (prefill encodes it).
     pub clone: bool,
     /// In-context clone: the decoder carries reference frames with every chunk.
     pub in_context: bool,
+    /// Request `seed` (part of the audio-length draw).
     pub seed: Option<i64>,
 }
 

@@ -59,8 +59,11 @@ pub struct TalkerParams {
 /// Code2wav (stage 1) parameters, in seconds of simulated time.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CodecParams {
+    /// Fixed cost of one decode step.
     pub step_base_s: f64,
+    /// Added per chunk beyond the first in a batched step.
     pub step_per_extra_chunk_s: f64,
+    /// Cost per decoded frame (own, left-context and reference frames).
     pub per_frame_s: f64,
     /// Frame work of a batch of n chunks costs `(1 + batch_efficiency × (n − 1)) / n` of
     /// decoding them one by one (1 = no gain from batching).
@@ -77,9 +80,11 @@ pub struct CodecParams {
 /// Everything the engine needs, already validated.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct EngineConfig {
+    /// Stage 0.
     pub talker: TalkerParams,
     /// `None` for single-stage models.
     pub codec: Option<CodecParams>,
+    /// How frames are cut into chunks.
     pub chunking: Chunking,
     /// Multiplies every service time (the slow-down fault).
     pub slowdown: f64,
@@ -91,6 +96,7 @@ pub struct EngineConfig {
 /// One synthesis request as the engine sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    /// Routing id; ids grow with arrival (code2wav serves the oldest first).
     pub id: u64,
     /// Codec frames to generate (≥ 1).
     pub frames: u32,
@@ -106,8 +112,11 @@ pub struct Job {
 /// A decoded chunk: its PCM is due at `at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Emission {
+    /// The job.
     pub id: u64,
+    /// Virtual time at which the PCM is due.
     pub at: VTime,
+    /// 0-based index of the chunk within the request.
     pub chunk_index: u32,
     /// First frame of this chunk within the utterance.
     pub start_frame: u32,
@@ -152,6 +161,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An idle engine at virtual time 0.
     pub fn new(cfg: EngineConfig) -> Self {
         let talker = Talker::new(
             cfg.talker.clone(),
@@ -168,6 +178,7 @@ impl Engine {
         }
     }
 
+    /// The parameters it runs with.
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
     }

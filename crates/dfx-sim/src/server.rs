@@ -176,8 +176,8 @@ fn log_startup(cfg: &SimConfig, addr: SocketAddr) {
         e.codec
             .as_ref()
             .map_or("none (single stage)".to_string(), |c| format!(
-                "max_num_seqs {}",
-                c.max_num_seqs
+                "max_num_seqs {} (decode batch {})",
+                c.max_num_seqs, c.decode_batch
             )),
         e.chunking.initial_frames,
         e.chunking.chunk_frames,

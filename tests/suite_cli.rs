@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
+#[path = "suite_cli/sim_e2e.rs"]
+mod sim_e2e;
 #[path = "suite_cli/support.rs"]
 mod support;
 
@@ -87,6 +89,10 @@ fn main() -> ExitCode {
         (
             "sigterm_during_the_first_trial_tears_down_servers_and_writes_the_summary",
             interrupt::sigterm_during_the_first_trial,
+        ),
+        (
+            "native_bench_against_the_simulator_end_to_end",
+            sim_e2e::native_bench_against_the_simulator,
         ),
     ];
     let trials = checks

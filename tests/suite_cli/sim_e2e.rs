@@ -88,14 +88,26 @@ pub fn native_bench_against_the_simulator() -> Result<(), Failed> {
     )?;
     check(run.code() == Some(0), "exit status 0", &run)?;
     let s = run.summary()?;
-    check(s["hardware"] == "SIM", "the simulator's hardware label", &run)?;
+    check(
+        s["hardware"] == "SIM",
+        "the simulator's hardware label",
+        &run,
+    )?;
     check(s["server_starts"] == 1, "both steps share one server", &run)?;
     let run_dir = run.run_dir()?;
     let info = read_json(&run_dir.join("run.json"), &run)?;
-    check(info["sim_speed"] == 20.0, "run.json carries the speed", &run)?;
+    check(
+        info["sim_speed"] == 20.0,
+        "run.json carries the speed",
+        &run,
+    )?;
 
     let trials = s["trials"].as_array().cloned().unwrap_or_default();
-    check(trials.len() == STEPS.len(), "one summary entry per step", &run)?;
+    check(
+        trials.len() == STEPS.len(),
+        "one summary entry per step",
+        &run,
+    )?;
     for ((name, prompts), t) in STEPS.iter().zip(&trials) {
         check(
             t["name"] == *name && t["outcome"] == "passed" && t["bench"] == "native",
@@ -128,7 +140,9 @@ pub fn native_bench_against_the_simulator() -> Result<(), Failed> {
             &run,
         )?;
         check(
-            doc["median_audio_ttfp_ms"].as_f64().is_some_and(|v| v > 0.0)
+            doc["median_audio_ttfp_ms"]
+                .as_f64()
+                .is_some_and(|v| v > 0.0)
                 && doc["audio_throughput"].as_f64().is_some_and(|v| v > 0.0),
             &format!("{name}: measured, non-zero latency and throughput"),
             &run,

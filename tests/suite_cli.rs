@@ -26,12 +26,22 @@ use support::{NESTED, cargo_test, check, fixture, perf, run_dirs};
 type Check = fn() -> Result<(), Failed>;
 
 fn main() -> ExitCode {
-    let mut args = dfx_harness::cli::parse_env().args.libtest.to_arguments();
+    let parsed = dfx_harness::cli::parse_env();
+    let mut args = parsed.args.libtest.to_arguments();
     // The checks build and run processes on a small machine: one at a time.
     args.test_threads = Some(1);
     if std::env::var_os(NESTED).is_some() {
         return libtest_mimic::run(&args, Vec::new()).exit_code();
     }
+    // `cargo test --release -- --server sim` (or any other dfx-perf flag) means the user is
+    // running the suite: these self-tests of the project stand aside instead of spending
+    // minutes on nested builds. `cargo test --test suite_cli` runs them.
+    let suite_flags: Vec<&str> = parsed
+        .provenance
+        .iter()
+        .filter(|r| r.source != dfx_harness::cli::Source::Default)
+        .map(|r| r.flag.as_str())
+        .collect();
     let checks: Vec<(&str, Check)> = vec![
         (
             "literal_cargo_test_assert_baseline_runs_the_filtered_trials",
@@ -97,8 +107,22 @@ fn main() -> ExitCode {
     ];
     let trials = checks
         .into_iter()
-        .map(|(name, f)| Trial::test(name, f))
+        .map(|(name, f)| {
+            let trial = Trial::test(name, f);
+            if suite_flags.is_empty() {
+                trial
+            } else {
+                trial.with_ignored_flag(true)
+            }
+        })
         .collect();
+    if !suite_flags.is_empty() {
+        eprintln!(
+            "suite_cli: self-tests of dfx-perf ignored because suite flags were given ({}); \
+             run them with `cargo test --test suite_cli`",
+            suite_flags.join(", ")
+        );
+    }
     libtest_mimic::run(&args, trials).exit_code()
 }
 

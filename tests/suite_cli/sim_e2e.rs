@@ -89,7 +89,7 @@ pub fn native_bench_against_the_simulator() -> Result<(), Failed> {
     check(run.code() == Some(0), "exit status 0", &run)?;
     let s = run.summary()?;
     check(
-        s["hardware"] == "SIM",
+        s["hardware"] == "SIMx20",
         "the simulator's hardware label",
         &run,
     )?;
@@ -133,7 +133,7 @@ pub fn native_bench_against_the_simulator() -> Result<(), Failed> {
         )?;
         check(
             doc["result_source"] == "native"
-                && doc["Hardware"] == "SIM"
+                && doc["Hardware"] == "SIMx20"
                 && doc["completed"] == *prompts
                 && doc["baseline"]["median_audio_ttfp_ms"] == 60000.0,
             &format!("{name}: result.json values"),

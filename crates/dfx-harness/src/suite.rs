@@ -77,7 +77,10 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
     let launcher = wiring::launcher(&cfg, project).map_err(|e| usage_error(&e))?;
     let simulated = matches!(cfg.server, ServerChoice::Sim { .. })
         || launcher.implied_hardware() == Some(hardware::SIM);
-    let hw = hardware::detect(cfg.hardware.as_deref(), simulated);
+    let hw = match &cfg.server {
+        ServerChoice::Sim { speed, .. } if cfg.hardware.is_none() => hardware::sim_label(*speed),
+        _ => hardware::detect(cfg.hardware.as_deref(), simulated),
+    };
     let plan = load_plan(&LoadOptions {
         files: cfg.config_files.clone(),
         hardware: hw.clone(),

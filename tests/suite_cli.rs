@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
+#[path = "suite_cli/sim_baseline.rs"]
+mod sim_baseline;
 #[path = "suite_cli/sim_e2e.rs"]
 mod sim_e2e;
 #[path = "suite_cli/support.rs"]
@@ -103,6 +105,10 @@ fn main() -> ExitCode {
         (
             "native_bench_against_the_simulator_end_to_end",
             sim_e2e::native_bench_against_the_simulator,
+        ),
+        (
+            "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",
+            sim_baseline::shipped_sim_baselines_hold_then_catch_a_slowdown,
         ),
     ];
     let trials = checks

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the simulator with the suite's own native bench against the H20 calibration
-# table of SIM.md and prints measured vs target (figures for BENCHMARKS.md).
+# table (BENCHMARKS.md, "Simulator") and prints measured vs target (figures for BENCHMARKS.md).
 #
 #   scripts/calibrate-sim.sh            # real time (about 2 minutes)
 #   scripts/calibrate-sim.sh --sim-speed 4
@@ -18,7 +18,7 @@ python3 - "$run" <<'PY'
 import json, pathlib, sys
 run = pathlib.Path(sys.argv[1])
 speed = json.loads((run / "run.json").read_text()).get("sim_speed") or 1.0
-# SIM.md, H20-3e, vllm-omni, 20 prompts per point: (RTF, TTFP ms)
+# H20-3e, vllm-omni, 20 prompts per point (published sweep): (RTF, TTFP ms)
 targets = {
     "voice_clone": {1: (0.15, 165), 4: (0.28, 412), 8: (0.49, 1701), 32: (0.77, 3772)},
     "voice_design": {1: (0.083, 53), 4: (0.113, 154), 8: (0.21, 872), 32: (0.378, 1989)},

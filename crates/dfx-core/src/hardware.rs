@@ -1,8 +1,8 @@
 //! The hardware label: selects hardware-nested baselines and names results.
 //!
-//! Order (ARCHITECTURE "Hardware label"): the `--hardware` flag, else the GPU 0 name from
-//! `nvidia-smi` normalised to the first matching upstream token, else `SIM` when the
-//! simulator is the server, else `na`. A GPU that `nvidia-smi` reports but the token list
+//! Order: the `--hardware` flag, else `SIM` when the simulator is the server (the harness
+//! uses [`sim_label`] for `SIMx<K>` when it is sped up), else the GPU 0 name from
+//! `nvidia-smi` normalised to the first matching upstream token, else `na`. A GPU that `nvidia-smi` reports but the token list
 //! does not know gets a compact form of its name (upstream does the same), e.g.
 //! `NVIDIA GeForce RTX 4090` → `GeForceRTX4090`.
 

@@ -86,7 +86,8 @@ pub struct SuiteFlags {
     pub mark: Option<String>,
 
     /// Hardware label (H100, H20, …): picks hardware-nested baselines and
-    /// baselines/<LABEL>.json. Default: detected from nvidia-smi, `SIM` for the simulator.
+    /// baselines/<LABEL>.json. Default: `SIM` for the simulator (`SIMx<K>` when sped up),
+    /// else detected from nvidia-smi, else `na`.
     #[arg(long, value_name = "LABEL", env = "DFX_HARDWARE")]
     pub hardware: Option<String>,
 

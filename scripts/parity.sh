@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Parity check: run ONE sweep step with the native bench and with `vllm bench serve --omni`
 # against the same server, then print their metrics side by side with ratios
-# (native / vllm). See crates/dfx-bench/README-external.md.
+# (native / vllm). See crates/dfx-bench/EXTERNAL.md.
 #
 # Usage:
 #   scripts/parity.sh [--out DIR] [--tolerance PCT] [--strict] TRIAL [SUITE_FLAGS...]

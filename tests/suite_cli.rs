@@ -9,6 +9,12 @@
 //! external is needed. A nested run sets `DFX_SUITE_CLI_NESTED=1`, which makes this target
 //! run no checks (no recursion).
 
+#[path = "suite_cli/interrupt.rs"]
+mod interrupt;
+#[path = "suite_cli/sim_baseline.rs"]
+mod sim_baseline;
+#[path = "suite_cli/sim_e2e.rs"]
+mod sim_e2e;
 #[path = "suite_cli/support.rs"]
 mod support;
 
@@ -22,12 +28,22 @@ use support::{NESTED, cargo_test, check, fixture, perf, run_dirs};
 type Check = fn() -> Result<(), Failed>;
 
 fn main() -> ExitCode {
-    let mut args = dfx_harness::cli::parse_env().args.libtest;
+    let parsed = dfx_harness::cli::parse_env();
+    let mut args = parsed.args.libtest.to_arguments();
     // The checks build and run processes on a small machine: one at a time.
     args.test_threads = Some(1);
     if std::env::var_os(NESTED).is_some() {
         return libtest_mimic::run(&args, Vec::new()).exit_code();
     }
+    // `cargo test --release -- --server sim` (or any other dfx-perf flag) means the user is
+    // running the suite: these self-tests of the project stand aside instead of spending
+    // minutes on nested builds. `cargo test --test suite_cli` runs them.
+    let suite_flags: Vec<&str> = parsed
+        .provenance
+        .iter()
+        .filter(|r| r.source != dfx_harness::cli::Source::Default)
+        .map(|r| r.flag.as_str())
+        .collect();
     let checks: Vec<(&str, Check)> = vec![
         (
             "literal_cargo_test_assert_baseline_runs_the_filtered_trials",
@@ -78,15 +94,45 @@ fn main() -> ExitCode {
             "assert_baseline_with_nothing_selected_fails",
             assert_baseline_nothing_selected,
         ),
+        (
+            "sigint_during_a_trial_tears_down_servers_and_writes_the_summary",
+            interrupt::sigint_during_the_second_trial,
+        ),
+        (
+            "sigterm_during_the_first_trial_tears_down_servers_and_writes_the_summary",
+            interrupt::sigterm_during_the_first_trial,
+        ),
+        (
+            "native_bench_against_the_simulator_end_to_end",
+            sim_e2e::native_bench_against_the_simulator,
+        ),
+        (
+            "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",
+            sim_baseline::shipped_sim_baselines_hold_then_catch_a_slowdown,
+        ),
     ];
     let trials = checks
         .into_iter()
-        .map(|(name, f)| Trial::test(name, f))
+        .map(|(name, f)| {
+            let trial = Trial::test(name, f);
+            if suite_flags.is_empty() {
+                trial
+            } else {
+                trial.with_ignored_flag(true)
+            }
+        })
         .collect();
+    if !suite_flags.is_empty() {
+        eprintln!(
+            "suite_cli: self-tests of dfx-perf ignored because suite flags were given ({}); \
+             run them with `cargo test --test suite_cli`",
+            suite_flags.join(", ")
+        );
+    }
     libtest_mimic::run(&args, trials).exit_code()
 }
 
-const BASE_TRIALS: [&str; 3] = [
+pub const BASE_TRIALS: [&str; 3] = [
     "test_qwen3_tts_base::voice_clone_latency_seed-tts::c1",
     "test_qwen3_tts_base::voice_clone_throughput_seed-tts::c2",
     "test_qwen3_tts_base::voice_clone_throughput_seed-tts::c4",
@@ -205,13 +251,23 @@ fn list_verbose_details() -> Result<(), Failed> {
 fn exact_selects_one_step() -> Result<(), Failed> {
     let run = perf(
         &fixture("tts_small.json"),
-        &["--exact", BASE_TRIALS[1]],
+        &["--bench", "fake", "--exact", BASE_TRIALS[1]],
         &[],
     )?;
     check(run.code() == Some(0), "exit 0", &run)?;
     check(
         run.outcomes()? == passed(&[BASE_TRIALS[1]]),
         "exactly one trial",
+        &run,
+    )?;
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.run_dir()?.join("run.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let bench = serde_json::json!({"flag": "--bench", "value": "fake", "source": "cli"});
+    check(
+        info["flags"].as_array().is_some_and(|f| f.contains(&bench)),
+        "`--bench fake` given on the command line is recorded as such in run.json",
         &run,
     )
 }
@@ -511,6 +567,15 @@ fn bad_flags() -> Result<(), Failed> {
     check(
         err.contains("--server") && err.contains("auto") && err.contains("sim"),
         "flag and accepted values",
+        &run,
+    )?;
+    // libtest's boolean `--bench` is the load-generator choice here: it needs a value.
+    let run = perf(&fixture("tts_small.json"), &["--bench"], &[])?;
+    check(
+        run.code() == Some(2)
+            && run.stderr().contains("--bench")
+            && run.stderr().contains("native"),
+        "`--bench` without a value names the flag and the accepted values",
         &run,
     )?;
     let run = perf(

@@ -2,7 +2,7 @@
 //! binary) hermetically, and reading what it left in its results folder.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use libtest_mimic::Failed;
@@ -60,32 +60,45 @@ pub fn hermetic(cmd: &mut Command, config: &str, results: &Path) {
 /// The `perf` test binary, built by (and located through) cargo once.
 pub fn perf_bin() -> Result<&'static PathBuf, Failed> {
     static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(|| built(&["test", "--test", "perf", "--no-run"], "perf"))
+        .as_ref()
+        .map_err(|e| Failed::from(e.clone()))
+}
+
+/// dfx-server's `dfx-fake-server` (a stand-in for `vllm-omni serve` that really runs as
+/// a process group), built by (and located through) cargo once. Root test targets only
+/// get `CARGO_BIN_EXE_*` for the root package's own binaries.
+pub fn fake_server_bin() -> Result<&'static PathBuf, Failed> {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BIN.get_or_init(|| {
-        let out = cargo()
-            .args([
-                "test",
-                "--test",
-                "perf",
-                "--no-run",
-                "--message-format=json",
-            ])
-            .args(profile_args())
-            .output()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "perf")
-            .and_then(|v| v["executable"].as_str().map(PathBuf::from))
-            .ok_or_else(|| {
-                format!(
-                    "cargo did not report the perf test binary:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            })
+        built(
+            &["build", "-p", "dfx-server", "--bin", "dfx-fake-server"],
+            "dfx-fake-server",
+        )
     })
     .as_ref()
     .map_err(|e| Failed::from(e.clone()))
+}
+
+/// Runs `cargo <args> --message-format=json` and returns the executable of `target`.
+fn built(args: &[&str], target: &str) -> Result<PathBuf, String> {
+    let out = cargo()
+        .args(args)
+        .arg("--message-format=json")
+        .args(profile_args())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == target)
+        .and_then(|v| v["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| {
+            format!(
+                "cargo did not report the {target} executable:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
 }
 
 /// A finished run of the suite and its results folder (removed on drop).
@@ -159,13 +172,46 @@ pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
 
 /// Runs the perf binary with `args` and extra environment.
 pub fn perf(config: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
+    perf_unset(config, args, env, &[])
+}
+
+/// [`perf`], with the hermetic variables named in `unset` removed again (to test their
+/// defaults).
+pub fn perf_unset(
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    unset: &[&str],
+) -> Result<Run, Failed> {
     let results = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(perf_bin()?);
     cmd.current_dir(root()).args(args);
     hermetic(&mut cmd, config, results.path());
     cmd.envs(env.iter().copied());
+    for k in unset {
+        cmd.env_remove(k);
+    }
     let out = cmd.output().map_err(|e| format!("cannot run perf: {e}"))?;
     Ok(Run { out, results })
+}
+
+/// Starts the perf binary like [`perf`] without waiting (output piped); the results
+/// folder comes back with the child.
+pub fn perf_spawn(
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(Child, tempfile::TempDir), Failed> {
+    let results = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(perf_bin()?);
+    cmd.current_dir(root())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    hermetic(&mut cmd, config, results.path());
+    cmd.envs(env.iter().copied());
+    let child = cmd.spawn().map_err(|e| format!("cannot run perf: {e}"))?;
+    Ok((child, results))
 }
 
 /// `cargo test -- <args>` exactly as a user types it, from the repository root.

@@ -9,7 +9,7 @@
 //! the result file is parsed in key order and marked `result_source: "vllm"`. A missing or
 //! malformed result file gives `result: None` (the harness writes the template fallback).
 //!
-//! Decisions (see `README-external.md`):
+//! Decisions (see `EXTERNAL.md`):
 //! - `VLLM_OMNI_BENCH_AUDIO_SAMPLE_RATE` is set whenever the rate is known (settings
 //!   override, else [`dfx_core::models::sample_rate`]), 24 kHz models included, so a value
 //!   inherited from the shell cannot skew durations. Upstream never set it, so its VoxCPM2

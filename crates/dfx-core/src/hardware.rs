@@ -1,8 +1,8 @@
 //! The hardware label: selects hardware-nested baselines and names results.
 //!
-//! Order (ARCHITECTURE "Hardware label"): the `--hardware` flag, else the GPU 0 name from
-//! `nvidia-smi` normalised to the first matching upstream token, else `SIM` when the
-//! simulator is the server, else `na`. A GPU that `nvidia-smi` reports but the token list
+//! Order: the `--hardware` flag, else `SIM` when the simulator is the server (the harness
+//! uses [`sim_label`] for `SIMx<K>` when it is sped up), else the GPU 0 name from
+//! `nvidia-smi` normalised to the first matching upstream token, else `na`. A GPU that `nvidia-smi` reports but the token list
 //! does not know gets a compact form of its name (upstream does the same), e.g.
 //! `NVIDIA GeForce RTX 4090` → `GeForceRTX4090`.
 
@@ -65,9 +65,13 @@ pub fn compact_name(name: &str) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// The hardware label of a run: the flag if given, else the GPU 0 name reported by
-/// `nvidia-smi` (when present) normalised, else `SIM` when the simulator is the server,
-/// else `na`.
+/// The hardware label of a run: the flag if given, else `SIM` when the simulator is the
+/// server, else the GPU 0 name reported by `nvidia-smi` (when present) normalised, else
+/// `na`.
+///
+/// The simulator comes before `nvidia-smi` (ARCHITECTURE lists it after): a simulated run
+/// on a GPU runner measures the simulator, not the GPU, and must never be judged against
+/// that GPU's baselines.
 pub fn detect(flag: Option<&str>, simulated: bool) -> String {
     detect_with(flag, simulated, query_gpu_name)
 }
@@ -81,6 +85,9 @@ pub fn detect_with(
     if let Some(f) = flag.map(str::trim).filter(|f| !f.is_empty()) {
         return f.to_string();
     }
+    if simulated {
+        return SIM.into();
+    }
     if let Some(name) = query() {
         if let Some(token) = normalise_gpu_name(&name) {
             return token.to_string();
@@ -89,10 +96,15 @@ pub fn detect_with(
             return c;
         }
     }
-    if simulated {
-        SIM.into()
-    } else {
-        UNKNOWN.into()
+    UNKNOWN.into()
+}
+
+/// The label of a simulated run at `speed`: `SIM` in real time, `SIMx<K>` when sped up
+/// (`SIMx20`), so baselines measured at one speed are never applied at another.
+pub fn sim_label(speed: Option<f64>) -> String {
+    match speed {
+        Some(k) if k != 1.0 => format!("{SIM}x{k}"),
+        _ => SIM.into(),
     }
 }
 
@@ -178,8 +190,10 @@ mod tests {
             detect_with(Some(""), false, || Some("NVIDIA H100 80GB HBM3".into())),
             "H100"
         );
+        let no_gpu_query = || -> Option<String> { panic!("a simulated run is SIM") };
+        assert_eq!(detect_with(None, true, no_gpu_query), SIM);
         assert_eq!(
-            detect_with(None, true, || Some("NVIDIA H200".into())),
+            detect_with(None, false, || Some("NVIDIA H200".into())),
             "H200"
         );
         assert_eq!(
@@ -189,6 +203,14 @@ mod tests {
         assert_eq!(detect_with(None, true, || None), SIM);
         assert_eq!(detect_with(None, false, || None), UNKNOWN);
         assert_eq!(detect_with(None, true, || Some("   ".into())), SIM);
+    }
+
+    #[test]
+    fn sim_labels_carry_the_speed() {
+        assert_eq!(sim_label(None), "SIM");
+        assert_eq!(sim_label(Some(1.0)), "SIM");
+        assert_eq!(sim_label(Some(20.0)), "SIMx20");
+        assert_eq!(sim_label(Some(2.5)), "SIMx2.5");
     }
 
     #[test]

@@ -8,14 +8,19 @@
 //!
 //! Module map: [`cli`] raw flags → [`settings`] validated [`settings::SuiteConfig`];
 //! [`select`] decides per trial (bench, or why it cannot run); [`pool`] keeps one live
-//! server; [`runner`] runs one trial; [`results`] and [`summary`] write the run folder;
+//! server; [`runner`] runs one trial; [`results`] and [`summary`] write the run folder,
+//! [`progress`] is what the run did so far, [`finish`] closes a run, [`interrupt`] closes
+//! it on SIGINT / SIGTERM;
 //! [`listing`] renders `--list-verbose`; [`fake`] holds the hidden test seams; [`wiring`]
 //! is the one place where the real launchers, benches and report writer plug in.
 
 pub mod cli;
 pub mod fake;
+pub mod finish;
+pub mod interrupt;
 pub mod listing;
 pub mod pool;
+pub mod progress;
 pub mod results;
 pub mod runner;
 pub mod select;

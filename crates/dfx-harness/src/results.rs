@@ -108,6 +108,8 @@ pub struct RunInfo {
     pub launcher: String,
     /// `--sim-speed`: results measured on a sped-up simulator are labelled as such.
     pub sim_speed: Option<f64>,
+    /// `--bench` (`auto`, `native`, `vllm`); the key keeps its first name, which the
+    /// report reader uses.
     pub bench_tool: String,
     pub assert_baseline: bool,
     /// Every dfx-perf flag that has a value, with its source (cli, env, default).
@@ -118,6 +120,8 @@ pub struct RunInfo {
     pub hostname: String,
     pub started: String,
     pub finished: Option<String>,
+    /// The run was interrupted (SIGINT / SIGTERM) before its last trial.
+    pub interrupted: bool,
     /// Trials in the plan / selected by the filters.
     pub trials_planned: usize,
     pub trials_selected: usize,

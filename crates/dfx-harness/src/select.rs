@@ -15,7 +15,7 @@ pub struct BenchSlot {
     pub bench: Result<Box<dyn Bench + Send>, String>,
 }
 
-/// The benches `--bench-tool` allows, in order of preference.
+/// The benches `--bench` allows, in order of preference.
 pub struct BenchSet {
     pub slots: Vec<BenchSlot>,
 }

@@ -4,7 +4,7 @@
 //!
 //! Exit status: 0 all selected trials passed or were ignored; 101 a trial failed
 //! (libtest's convention); 2 bad flags, config errors, or the results folder cannot be
-//! created (nothing was started).
+//! created (nothing was started); 130 interrupted (see [`crate::interrupt`]).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -12,19 +12,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::Local;
 use dfx_core::config::{LoadOptions, load_plan};
-use dfx_core::fsutil::write_json_atomic;
 use dfx_core::hardware;
 use dfx_core::server::ServerLauncher;
 use libtest_mimic::{Arguments, Completion, Failed};
 
 use crate::cli::Parsed;
+use crate::finish::{Closing, TrialRef};
+use crate::interrupt;
 use crate::listing::{ListContext, render_verbose};
 use crate::pool::ServerPool;
+use crate::progress::{self, Progress};
 use crate::results::{RunDir, RunInfo, git_sha, hostname};
 use crate::runner::{Ran, Session};
 use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials};
 use crate::settings::{Project, ServerChoice, SuiteConfig};
-use crate::summary::{Summary, SummaryEntry};
+use crate::summary::SummaryEntry;
 use crate::wiring;
 
 /// Exit status for problems found before anything ran.
@@ -75,7 +77,10 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
     let launcher = wiring::launcher(&cfg, project).map_err(|e| usage_error(&e))?;
     let simulated = matches!(cfg.server, ServerChoice::Sim { .. })
         || launcher.implied_hardware() == Some(hardware::SIM);
-    let hw = hardware::detect(cfg.hardware.as_deref(), simulated);
+    let hw = match &cfg.server {
+        ServerChoice::Sim { speed, .. } if cfg.hardware.is_none() => hardware::sim_label(*speed),
+        _ => hardware::detect(cfg.hardware.as_deref(), simulated),
+    };
     let plan = load_plan(&LoadOptions {
         files: cfg.config_files.clone(),
         hardware: hw.clone(),
@@ -123,7 +128,9 @@ fn list(p: &Prepared) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Creates the run folder, runs the selected trials, writes summary.json and the reports.
+/// Creates the run folder, runs the selected trials, closes the run (summary.json,
+/// run.json, reports). From the moment the run folder exists, SIGINT / SIGTERM close the
+/// run too ([`interrupt`]).
 fn execute(p: Prepared, project: &Project) -> ExitCode {
     let started = Local::now();
     let run = match RunDir::create(&p.cfg.results_dir, &p.hardware, started) {
@@ -135,7 +142,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             ));
         }
     };
-    let mut info = run_info(&p, project, &run, started);
+    let info = run_info(&p, project, &run, started);
     if let Err(e) = run.write_run_info(&info) {
         return usage_error(&format!("cannot write run.json: {e}"));
     }
@@ -148,46 +155,53 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         selected,
         ..
     } = p;
-    let entries = statically_ignored(&cfg.libtest, cfg.assert_baseline, &planned, &selected);
+    let progress = Progress::shared(statically_ignored(
+        &cfg.libtest,
+        cfg.assert_baseline,
+        &planned,
+        &selected,
+    ));
+    let closing = Arc::new(Closing {
+        run: run.clone(),
+        info,
+        hardware: hw.clone(),
+        assert_baseline: cfg.assert_baseline,
+        trials: planned
+            .iter()
+            .map(|p| TrialRef {
+                trial: p.trial.clone(),
+                dir_name: p.dir_name.clone(),
+            })
+            .collect(),
+        selected,
+    });
+    if let Err(e) = interrupt::install(closing.clone(), progress.clone()) {
+        eprintln!("dfx-perf: warning: {e}; an interrupted run leaves no summary.json");
+    }
     let session = Arc::new(Mutex::new(Session {
         run: run.clone(),
         pool: ServerPool::new(launcher, run.servers_dir(), cfg.ready_timeout),
         benches,
         planned,
-        hardware: hw.clone(),
+        hardware: hw,
         assert_baseline: cfg.assert_baseline,
-        entries,
+        progress: progress.clone(),
     }));
     let trials = build_trials(
         &lock(&session).planned,
         cfg.assert_baseline,
         Some(session.clone()),
     );
-    wiring::install_signal_handlers();
     let conclusion = libtest_mimic::run(&cfg.libtest, trials);
 
     let mut s = lock(&session);
     s.pool.shutdown();
-    let summary = Summary::new(
-        &run.id,
-        &hw,
-        cfg.assert_baseline,
-        s.planned.len() - selected.len(),
-        s.pool.starts(),
-        std::mem::take(&mut s.pool.notes),
-        s.entries.iter().flatten().cloned().collect(),
-    );
-    if let Err(e) = write_json_atomic(&run.path.join("summary.json"), &summary) {
-        eprintln!("dfx-perf: cannot write summary.json: {e}");
+    let mut p = progress::lock(&progress);
+    if !p.frozen {
+        p.server_starts = s.pool.starts();
+        p.notes.clone_from(&s.pool.notes);
     }
-    info.finished = Some(Local::now().to_rfc3339());
-    if let Err(e) = run.write_run_info(&info) {
-        eprintln!("dfx-perf: cannot update run.json: {e}");
-    }
-    if let Err(e) = wiring::write_reports(&run.path) {
-        eprintln!("dfx-perf: reports not written: {e}");
-    }
-    eprintln!("dfx-perf: results in {}", run.path.display());
+    closing.close(&mut p, None);
     conclusion.exit_code()
 }
 
@@ -266,6 +280,9 @@ pub fn build_trials(
                 let Some(session) = session else {
                     return Err(Failed::from("internal: trial run without a session"));
                 };
+                if interrupt::requested() {
+                    return Err(Failed::from("not run: the run was interrupted"));
+                }
                 let result = lock(&session).run_trial(i);
                 match result {
                     Ok(Ran::Passed) => Ok(Completion::Completed),
@@ -312,6 +329,7 @@ fn run_info(
         hostname: hostname(),
         started: started.to_rfc3339(),
         finished: None,
+        interrupted: false,
         trials_planned: p.planned.len(),
         trials_selected: p.selected.len(),
         warnings: p.plan_warnings.iter().chain(&cfg.notes).cloned().collect(),

@@ -1,5 +1,7 @@
 //! `summary.json`: one element per trial that ran or was ignored (filtered-out trials
-//! are left out), written after the last trial, also when trials failed or panicked.
+//! are left out), written after the last trial, also when trials failed or panicked, and
+//! when the run is interrupted (then with the trials done so far, the interrupted one
+//! failed and marked `interrupted`, and an [`Interruption`] section).
 
 use dfx_core::baseline::Threshold;
 use dfx_core::plan::{StepKind, Trial};
@@ -50,7 +52,11 @@ pub struct SummaryEntry {
     pub request_rate: Option<f64>,
     pub num_prompts: u64,
     pub marks: Vec<String>,
+    /// `failed`, with `interrupted: true`, for the trial that was running when the run
+    /// was interrupted (SIGINT / SIGTERM).
     pub outcome: Outcome,
+    /// The run was interrupted while this trial ran; its records are partial.
+    pub interrupted: bool,
     /// Why the trial was ignored (or could not run under `--assert-baseline`).
     pub ignored_reason: Option<String>,
     pub failures: Vec<String>,
@@ -97,6 +103,7 @@ impl SummaryEntry {
             num_prompts: trial.step.num_prompts,
             marks: trial.marks.clone(),
             outcome,
+            interrupted: false,
             ignored_reason: None,
             failures: Vec::new(),
             breaches: Vec::new(),
@@ -147,7 +154,20 @@ pub struct Summary {
     pub server_starts: usize,
     /// Run-level remarks (a server found dead between trials, stop errors).
     pub notes: Vec<String>,
+    /// Set when the run was interrupted (SIGINT / SIGTERM) before its last trial.
+    pub interrupted: Option<Interruption>,
     pub trials: Vec<SummaryEntry>,
+}
+
+/// How far an interrupted run got.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interruption {
+    /// The trial that was running (`None`: the signal came between trials).
+    pub trial: Option<String>,
+    /// How long that trial had run, in seconds.
+    pub trial_seconds: Option<f64>,
+    /// Selected trials that never started, in plan order.
+    pub not_run: Vec<String>,
 }
 
 impl Summary {
@@ -172,6 +192,7 @@ impl Summary {
             filtered_out,
             server_starts,
             notes,
+            interrupted: None,
             trials,
         }
     }

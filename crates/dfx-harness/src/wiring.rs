@@ -1,16 +1,17 @@
 //! The one place where the harness meets the concrete implementations of the other
-//! crates: the server launchers (dfx-server), the benches (dfx-bench), signal handling and
-//! the report writer (dfx-report). Everything else in the harness only knows the
-//! dfx-core seams ([`ServerLauncher`], [`dfx_core::bench::Bench`]).
+//! crates: the server launchers (dfx-server), the benches (dfx-bench) and the report
+//! writer (dfx-report); signal handling is [`crate::interrupt`]. Everything else in the
+//! harness only knows the dfx-core seams ([`ServerLauncher`], [`dfx_core::bench::Bench`]).
 //!
-//! Implementations that have not landed yet are represented by an unavailable bench slot
-//! whose reason says so: the trials are then listed as ignored with that
-//! reason (failed under `--assert-baseline`), never silently passed.
+//! A bench that cannot run an entry says why (its `supports`); such trials are listed as
+//! ignored with that reason (failed under `--assert-baseline`), never silently passed.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::Path;
 
 use dfx_bench::external::{ExternalSettings, VllmBench};
+use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::server::ServerLauncher;
 use dfx_server::{AttachLauncher, LauncherConfig, ProcessLauncher};
 
@@ -18,7 +19,7 @@ use crate::cli::BenchTool;
 use crate::fake::bench::{FakeBench, FakeKnobs};
 use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot};
-use crate::settings::{Project, ServerChoice, SuiteConfig};
+use crate::settings::{BenchOptions, Project, ServerChoice, SuiteConfig};
 
 /// The launcher for `--server` / `--server-url`: the process launcher for the real
 /// executables (`vllm-omni` from `--server-bin` / `DFX_SERVER_BIN` /
@@ -59,16 +60,13 @@ pub fn launcher(
     })
 }
 
-/// The bench slots `--bench-tool` allows, in order of preference. An error is a problem
+/// The bench slots `--bench` allows, in order of preference (`auto`: native, then
+/// vllm; each bench's `supports` says which entries it implements). An error is a problem
 /// with the settings (reported like a flag error, before anything starts).
-///
-/// WIRING: the native slot is a placeholder until `dfx_bench::native` lands; then:
-/// `dfx_bench::native::NativeBench::new(NativeSettings { dataset_roots, tokenizer, seed,
-/// … })` (its `supports` says which backends/datasets it implements).
 pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
     let native = || BenchSlot {
         label: "native",
-        bench: Err("the native bench (dfx-bench) is not wired into the harness yet".into()),
+        bench: Ok(Box::new(native_bench(&cfg.bench)) as Box<dyn dfx_core::bench::Bench + Send>),
     };
     let vllm = || BenchSlot {
         label: "vllm",
@@ -76,6 +74,8 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
             vllm_bin: cfg.bench.vllm_bin.clone(),
             tokenizer: cfg.bench.tokenizer.clone(),
             seed: cfg.bench.seed.unwrap_or(0),
+            auth_token_env: cfg.bench.auth_token_env.clone(),
+            sample_rate: cfg.bench.sample_rate,
             ..ExternalSettings::default()
         })) as Box<dyn dfx_core::bench::Bench + Send>),
     };
@@ -93,12 +93,20 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
     Ok(BenchSet { slots })
 }
 
-/// Makes SIGINT / SIGTERM tear down every live server group before the harness exits
-/// (status 130).
-pub fn install_signal_handlers() {
-    if let Err(e) = dfx_server::install_signal_handlers() {
-        eprintln!("dfx-perf: warning: {e}");
-    }
+/// The native bench for the suite's bench flags; unset flags keep the bench's defaults.
+/// Its progress line is only drawn when stderr is a terminal.
+pub fn native_bench(o: &BenchOptions) -> NativeBench {
+    let d = NativeSettings::default();
+    NativeBench::new(NativeSettings {
+        dataset_roots: o.dataset_roots.clone(),
+        seed: o.seed.unwrap_or(d.seed),
+        auth_token_env: o.auth_token_env.clone().or(d.auth_token_env),
+        sample_rate: o.sample_rate,
+        request_timeout: o.request_timeout.unwrap_or(d.request_timeout),
+        read_timeout: o.read_timeout.unwrap_or(d.read_timeout),
+        progress: std::io::stderr().is_terminal(),
+        ..d
+    })
 }
 
 /// Writes the run's reports (report.md / report.html / junit.xml) from the run folder,
@@ -107,4 +115,82 @@ pub fn write_reports(run_dir: &Path) -> Result<(), String> {
     dfx_report::write_run_reports(run_dir)
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cli::try_parse_from;
+
+    fn config(argv: &[&str]) -> SuiteConfig {
+        let dir = tempfile::tempdir().unwrap();
+        let parsed = try_parse_from(
+            ["perf", "--test-config-file", "x.json"]
+                .into_iter()
+                .chain(argv.iter().copied()),
+        )
+        .unwrap();
+        let project = Project {
+            root: dir.path().to_path_buf(),
+            sim_bin: dir.path().join("sim"),
+        };
+        SuiteConfig::from_parsed(parsed, &project).unwrap()
+    }
+
+    #[test]
+    fn native_settings_come_from_the_suite_flags() {
+        let roots = tempfile::tempdir().unwrap();
+        let root = roots.path().display().to_string();
+        let cfg = config(&[
+            "--dataset-root",
+            &root,
+            "--seed",
+            "42",
+            "--sample-rate",
+            "48000",
+            "--request-timeout",
+            "12.5",
+            "--read-timeout",
+            "3",
+        ]);
+        let bench = native_bench(&cfg.bench);
+        let s = bench.settings();
+        assert_eq!(s.dataset_roots, [roots.path().to_path_buf()]);
+        assert_eq!(s.seed, 42);
+        assert_eq!(s.sample_rate, Some(48_000));
+        assert_eq!(s.request_timeout, Duration::from_millis(12_500));
+        assert_eq!(s.read_timeout, Duration::from_secs(3));
+        // Tests do not run on a terminal: no progress line.
+        assert!(!s.progress);
+    }
+
+    #[test]
+    fn unset_flags_keep_the_native_defaults() {
+        let s = native_bench(&config(&[]).bench).settings().clone();
+        let d = NativeSettings::default();
+        assert_eq!(
+            (s.seed, s.request_timeout, s.read_timeout, s.sample_rate),
+            (d.seed, d.request_timeout, d.read_timeout, d.sample_rate)
+        );
+        assert_eq!(s.auth_token_env, d.auth_token_env);
+    }
+
+    #[test]
+    fn bench_choice_gives_the_slots_in_order_of_preference() {
+        let labels = |tool: &str| -> Vec<&'static str> {
+            benches(&config(&["--bench", tool]))
+                .unwrap()
+                .slots
+                .iter()
+                .map(|s| s.label)
+                .collect()
+        };
+        assert_eq!(labels("auto"), ["native", "vllm"]);
+        assert_eq!(labels("native"), ["native"]);
+        assert_eq!(labels("vllm"), ["vllm"]);
+        let set = benches(&config(&["--bench", "native"])).unwrap();
+        assert!(set.slots[0].bench.is_ok(), "the native bench is wired");
+    }
 }

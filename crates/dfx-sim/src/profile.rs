@@ -5,7 +5,7 @@
 //! configuration of that sweep: talker `max_num_seqs` 64; code2wav decoding one chunk per
 //! step (the "codec batch 1" of SIM.md) for a few resident requests (fitted: 4 for Base,
 //! 8 for CustomVoice); chunks of 1 then 25 frames with 72 frames of left context; both
-//! stages on one GPU. See `BENCHMARKS-section.md` for the fit and the measured result.
+//! stages on one GPU. See BENCHMARKS.md ("Simulator") for the fit and the measured result.
 //! The other profiles are derived or generic, and say so.
 
 use serde::Serialize;

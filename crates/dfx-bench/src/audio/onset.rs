@@ -1,6 +1,6 @@
 //! Audible onset and PCM sanity, computed while the stream is read (no audio is kept).
 //!
-//! Convention (TheTalker's, documented in README-native.md): the clip is cut into 5 ms
+//! Convention (TheTalker's, documented in this crate's README): the clip is cut into 5 ms
 //! windows from its first sample; the onset is the first window whose RMS reaches 5 % of
 //! the clip's own peak sample and stays at or above it for 20 ms (4 consecutive windows).
 //! The leading silence is that window's offset. Empty audio, audio that is never loud that

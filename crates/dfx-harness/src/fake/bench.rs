@@ -1,4 +1,4 @@
-//! `--bench-tool fake`: a deterministic bench that sends nothing and computes a full-key
+//! `--bench fake`: a deterministic bench that sends nothing and computes a full-key
 //! result document from a simple model of the step, so the harness's verdict, fallback
 //! and results paths can be exercised end to end without a server.
 //!
@@ -13,7 +13,12 @@
 //!
 //! Knobs (environment, read once at start): `DFX_FAKE_SLOWDOWN=s` (default 1),
 //! `DFX_FAKE_FAIL_REQUESTS=N` (the first N requests fail with HTTP 500),
-//! `DFX_FAKE_NO_RESULT=1` (the bench leaves no result: the harness writes the fallback).
+//! `DFX_FAKE_NO_RESULT=1` (the bench leaves no result: the harness writes the fallback),
+//! `DFX_FAKE_SLEEP_MS=N` (real time spent per request, so a trial lasts long enough to be
+//! interrupted; the model's figures do not change).
+//!
+//! Like the native bench, it appends one line per request to `records.jsonl` and flushes
+//! it as each request "finishes", so an interrupted trial keeps its partial records.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -29,6 +34,8 @@ pub struct FakeKnobs {
     pub slowdown: f64,
     pub fail_requests: u64,
     pub no_result: bool,
+    /// Wall-clock milliseconds slept per request.
+    pub sleep_ms: u64,
 }
 
 impl Default for FakeKnobs {
@@ -37,12 +44,14 @@ impl Default for FakeKnobs {
             slowdown: 1.0,
             fail_requests: 0,
             no_result: false,
+            sleep_ms: 0,
         }
     }
 }
 
 impl FakeKnobs {
-    /// Reads `DFX_FAKE_SLOWDOWN`, `DFX_FAKE_FAIL_REQUESTS`, `DFX_FAKE_NO_RESULT`.
+    /// Reads `DFX_FAKE_SLOWDOWN`, `DFX_FAKE_FAIL_REQUESTS`, `DFX_FAKE_NO_RESULT`,
+    /// `DFX_FAKE_SLEEP_MS`.
     pub fn from_env() -> Result<Self, String> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
@@ -65,6 +74,12 @@ impl FakeKnobs {
                 .trim()
                 .parse()
                 .map_err(|_| format!("DFX_FAKE_FAIL_REQUESTS=`{v}`: expected a whole number"))?;
+        }
+        if let Some(v) = get("DFX_FAKE_SLEEP_MS") {
+            k.sleep_ms = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("DFX_FAKE_SLEEP_MS=`{v}`: expected whole milliseconds"))?;
         }
         if let Some(v) = get("DFX_FAKE_NO_RESULT") {
             k.no_result = crate::boolish(&v).ok_or(format!(
@@ -134,7 +149,7 @@ impl Bench for FakeBench {
         } else {
             Vec::new()
         };
-        write_records(ctx, &requests);
+        write_records(ctx, &requests, self.knobs.sleep_ms);
         let doc = result_doc(ctx, &requests, c, rate);
         let _ = writeln!(
             log,
@@ -165,11 +180,15 @@ fn model_request(i: u64, c: f64, s: f64, failed: bool) -> Request {
     }
 }
 
-fn write_records(ctx: &BenchContext<'_>, requests: &[Request]) {
+/// One line per request, flushed as it "finishes" (after `sleep_ms` of real time).
+fn write_records(ctx: &BenchContext<'_>, requests: &[Request], sleep_ms: u64) {
     let Ok(mut f) = std::fs::File::create(ctx.out_dir.join("records.jsonl")) else {
         return;
     };
     for (i, r) in requests.iter().enumerate() {
+        if sleep_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
+        }
         let line = if r.ok {
             json!({"index": i, "status": 200, "error": null, "audio_ttfp_ms": r.ttfp_ms,
                    "e2el_ms": r.e2el_ms, "audio_s": r.audio_s, "audio_rtf": r.rtf})
@@ -177,6 +196,7 @@ fn write_records(ctx: &BenchContext<'_>, requests: &[Request]) {
             json!({"index": i, "status": 500, "error": "fake failure"})
         };
         let _ = writeln!(f, "{line}");
+        let _ = f.flush();
     }
 }
 
@@ -434,6 +454,7 @@ mod tests {
         let k = FakeKnobs::from_lookup(|k| match k {
             "DFX_FAKE_SLOWDOWN" => Some("2.5".into()),
             "DFX_FAKE_NO_RESULT" => Some("yes".into()),
+            "DFX_FAKE_SLEEP_MS" => Some("25".into()),
             _ => None,
         })
         .unwrap();
@@ -442,11 +463,15 @@ mod tests {
             FakeKnobs {
                 slowdown: 2.5,
                 fail_requests: 0,
-                no_result: true
+                no_result: true,
+                sleep_ms: 25
             }
         );
         let e =
             FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLOWDOWN").then(|| "0".into())).unwrap_err();
         assert!(e.contains("DFX_FAKE_SLOWDOWN"), "{e}");
+        let e = FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLEEP_MS").then(|| "-1".into()))
+            .unwrap_err();
+        assert!(e.contains("DFX_FAKE_SLEEP_MS"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
 //! Test seams, hidden from `--help`: `--server fake` ([`server::FakeLauncher`]) and
-//! `--bench-tool fake` ([`bench::FakeBench`]). Together they let the suite's own tests run
+//! `--bench fake` ([`bench::FakeBench`]). Together they let the suite's own tests run
 //! the real suite binary end to end (trials, verdicts, results folder) with nothing
 //! external.
 

@@ -53,6 +53,8 @@ pub enum AcquireError {
         "not retried: the same server configuration failed to start for an earlier trial:\n{0}"
     )]
     FailedBefore(String),
+    #[error("the run was interrupted: no server is started any more")]
+    Interrupted,
     #[error("cannot create the server folder {dir}: {source}")]
     Folder {
         dir: PathBuf,
@@ -113,6 +115,9 @@ impl ServerPool {
             }
         }
         self.stop_live();
+        if crate::interrupt::requested() {
+            return Err(AcquireError::Interrupted);
+        }
         if let Some((failed_spec, message)) = &self.failed
             && **failed_spec == **spec
         {

@@ -13,6 +13,7 @@ use dfx_core::verdict::{Verdict, judge};
 use serde_json::{Value, json};
 
 use crate::pool::{ServerInfo, ServerPool};
+use crate::progress::{Current, SharedProgress, lock};
 use crate::results::RunDir;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
@@ -34,8 +35,9 @@ pub struct Session {
     /// Hardware label of the run (`H100`, `SIM`, `na`).
     pub hardware: String,
     pub assert_baseline: bool,
-    /// Summary entries by plan index (`None`: filtered out / not run).
-    pub entries: Vec<Option<SummaryEntry>>,
+    /// Summary entries, the trial in progress, server starts (shared with the signal
+    /// handler).
+    pub progress: SharedProgress,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -62,6 +64,17 @@ impl Session {
     /// failures.
     pub fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
         let started = Instant::now();
+        {
+            let mut progress = lock(&self.progress);
+            if !progress.frozen {
+                progress.current = Some(Current {
+                    idx,
+                    started,
+                    bench: None,
+                    server: None,
+                });
+            }
+        }
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_inner(idx)));
         let result = caught.unwrap_or_else(|payload| {
             let msg = payload
@@ -72,13 +85,45 @@ impl Session {
             let msg = format!("trial panicked: {msg}");
             let mut entry = SummaryEntry::new(&self.planned[idx].trial, Outcome::Failed);
             entry.failures.push(msg.clone());
-            self.entries[idx] = Some(entry);
+            self.record(idx, entry);
             Err(msg)
         });
-        if let Some(e) = self.entries[idx].as_mut() {
+        let mut progress = lock(&self.progress);
+        if progress.frozen {
+            return result;
+        }
+        if let Some(e) = progress.entries[idx].as_mut() {
             e.seconds = started.elapsed().as_secs_f64();
         }
+        progress.current = None;
+        progress.server_starts = self.pool.starts();
+        progress.notes.clone_from(&self.pool.notes);
         result
+    }
+
+    /// A copy of trial `idx`'s summary entry, once recorded.
+    pub fn entry(&self, idx: usize) -> Option<SummaryEntry> {
+        lock(&self.progress).entries[idx].clone()
+    }
+
+    fn record(&self, idx: usize, entry: SummaryEntry) {
+        let mut progress = lock(&self.progress);
+        if !progress.frozen {
+            progress.entries[idx] = Some(entry);
+        }
+    }
+
+    /// Tells the progress which bench and server the running trial uses.
+    fn running_on(&self, bench: &'static str, server: Option<&ServerInfo>) {
+        let mut progress = lock(&self.progress);
+        if progress.frozen {
+            return;
+        }
+        progress.server_starts = self.pool.starts();
+        if let Some(c) = progress.current.as_mut() {
+            c.bench = Some(bench);
+            c.server = server.cloned();
+        }
     }
 
     fn run_inner(&mut self, idx: usize) -> Result<Ran, String> {
@@ -87,7 +132,10 @@ impl Session {
             Disposition::Run { slot } => *slot,
             Disposition::Skip { reason } if !self.assert_baseline => {
                 let reason = reason.clone();
-                self.entries[idx] = Some(SummaryEntry::ignored(&self.planned[idx].trial, &reason));
+                self.record(
+                    idx,
+                    SummaryEntry::ignored(&self.planned[idx].trial, &reason),
+                );
                 return Ok(Ran::Ignored(reason));
             }
             Disposition::Skip { reason } => {
@@ -101,10 +149,12 @@ impl Session {
             return Err(format!("cannot create {}: {e}", dir.display()));
         }
         let trial = &self.planned[idx].trial;
-        let server = match self.pool.acquire(&trial.server, &trial.test_name) {
+        let label = self.benches.label(slot);
+        let acquired = self.pool.acquire(&trial.server, &trial.test_name);
+        self.running_on(label, acquired.as_ref().ok());
+        let server = match acquired {
             Ok(s) => s,
             Err(e) => {
-                let label = self.benches.label(slot);
                 let produced =
                     Produced::fallback(format!("server failed to start: {e}"), Some(label), None);
                 return self.conclude(idx, dir, produced);
@@ -252,7 +302,7 @@ impl Session {
         entry.server = p.server.as_ref().map(|s| s.rel_dir.clone());
         entry.server_started = p.server.as_ref().map(|s| s.started);
         let outcome = entry.outcome;
-        self.entries[idx] = Some(entry);
+        self.record(idx, entry);
 
         for w in &verdict.warnings {
             eprintln!("dfx-perf: warning: {}: {w}", trial.name);

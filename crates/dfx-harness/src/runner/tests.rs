@@ -57,7 +57,7 @@ fn fixture_hw(
         planned,
         hardware: hw.into(),
         assert_baseline,
-        entries: vec![None; n],
+        progress: crate::progress::Progress::shared(vec![None; n]),
     };
     Fixture {
         session,
@@ -79,10 +79,8 @@ fn result_json(f: &Fixture, idx: usize) -> serde_json::Map<String, Value> {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-fn entry(f: &Fixture, idx: usize) -> &SummaryEntry {
-    f.session.entries[idx]
-        .as_ref()
-        .expect("summary entry recorded")
+fn entry(f: &Fixture, idx: usize) -> SummaryEntry {
+    f.session.entry(idx).expect("summary entry recorded")
 }
 
 #[test]
@@ -344,4 +342,22 @@ fn reuse_order_across_trials_is_recorded_in_the_summary() {
         .filter(|e| matches!(e, FakeEvent::Start(_)))
         .count();
     assert_eq!(starts, 3);
+}
+
+#[test]
+fn after_an_interruption_the_main_thread_records_nothing() {
+    let trials = vec![
+        concurrency_trial("t", "s", 1, 2),
+        concurrency_trial("t", "s", 2, 2),
+    ];
+    let mut f = fixture(trials, fake(FakeKnobs::default()), false);
+    assert_eq!(f.session.run_trial(0), Ok(Ran::Passed));
+    crate::progress::lock(&f.session.progress).frozen = true;
+    // The trial still runs (the handler is about to exit the process), but neither its
+    // entry nor its "running" state reach the summary the handler writes.
+    let _ = f.session.run_trial(1);
+    assert!(f.session.entry(1).is_none());
+    let progress = crate::progress::lock(&f.session.progress);
+    assert!(progress.current.is_none());
+    assert!(progress.entries[0].is_some());
 }

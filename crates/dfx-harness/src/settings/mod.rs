@@ -5,7 +5,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{BenchTool, FlagRecord, Parsed, ServerMode};
+mod bench;
+
+pub use bench::BenchOptions;
+
+use crate::cli::{FlagRecord, Parsed, ServerMode};
 
 /// Where the project lives and what it built; given by `tests/perf.rs`.
 #[derive(Debug, Clone)]
@@ -43,16 +47,6 @@ impl ServerChoice {
             ServerChoice::Attach { .. } => "attach",
         }
     }
-}
-
-/// Settings of the benches (what the native and the external bench need besides the trial).
-#[derive(Debug, Clone, PartialEq)]
-pub struct BenchOptions {
-    pub tool: BenchTool,
-    pub vllm_bin: Option<PathBuf>,
-    pub tokenizer: Option<String>,
-    pub dataset_roots: Vec<PathBuf>,
-    pub seed: Option<u64>,
 }
 
 /// The validated suite configuration.
@@ -127,7 +121,7 @@ impl SuiteConfig {
         let mut errors = Vec::new();
         let mut notes = Vec::new();
 
-        let mut libtest = args.libtest;
+        let mut libtest = args.libtest.to_arguments();
         if libtest.test_threads.is_some_and(|n| n != 1) {
             notes.push("trials run one at a time: --test-threads is ignored".into());
         }
@@ -135,18 +129,6 @@ impl SuiteConfig {
         let list_verbose = s.list_verbose || (s.verbose && libtest.list);
 
         let config_files = config_files(&s.test_config_file, &project.root, &mut errors);
-        let dataset_roots = split_paths(&s.dataset_root);
-        for d in &dataset_roots {
-            if !d.is_dir() {
-                errors.push(err(
-                    "--dataset-root",
-                    "DFX_DATASET_ROOT",
-                    d.display(),
-                    "not a folder",
-                    "existing folders",
-                ));
-            }
-        }
         if let Some(h) = &s.hardware
             && (h.is_empty()
                 || !h
@@ -162,7 +144,7 @@ impl SuiteConfig {
             ));
         }
         check_executable(&s.server_bin, "--server-bin", "DFX_SERVER_BIN", &mut errors);
-        check_executable(&s.vllm_bin, "--vllm-bin", "DFX_VLLM_BIN", &mut errors);
+        let bench = BenchOptions::from_flags(&s, |k| std::env::var(k).ok(), &mut errors);
         if let Some(k) = s.sim_speed
             && !(k.is_finite() && k > 0.0)
         {
@@ -208,13 +190,7 @@ impl SuiteConfig {
                 .unwrap_or_else(|| default_results_dir(&project.root)),
             server,
             ready_timeout: Duration::from_secs(s.ready_timeout),
-            bench: BenchOptions {
-                tool: s.bench_tool,
-                vllm_bin: s.vllm_bin,
-                tokenizer: s.tokenizer,
-                dataset_roots,
-                seed: s.seed,
-            },
+            bench,
             deploy_dir: s.deploy_dir.unwrap_or_else(|| project.root.join("deploy")),
             baselines_dir: s
                 .baselines_dir

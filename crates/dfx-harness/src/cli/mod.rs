@@ -1,10 +1,12 @@
 //! The suite's command line, shared by every test target of the root package: libtest's
-//! flags (through `libtest_mimic::Arguments`) plus dfx-perf's own, each of which can also
-//! come from an environment variable. This is the raw ("low") form; [`crate::settings`]
+//! flags ([`libtest::LibtestFlags`], converted into `libtest_mimic::Arguments`) plus
+//! dfx-perf's own, each of which can also come from an environment variable. This is the raw ("low") form; [`crate::settings`]
 //! validates it into a [`crate::settings::SuiteConfig`].
 //!
 //! `cargo test -- FLAGS` hands FLAGS to every test target, so every root target parses
 //! argv with [`SuiteArgs`], even those that only need the libtest part.
+
+pub mod libtest;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,12 +24,12 @@ pub enum ServerMode {
     Auto,
     /// The built-in simulated vllm-omni server (`dfx-perf-sim`), no GPU needed.
     Sim,
-    /// Test seam: an in-process fake that starts nothing (use with `--bench-tool fake`).
+    /// Test seam: an in-process fake that starts nothing (use with `--bench fake`).
     #[value(hide = true)]
     Fake,
 }
 
-/// Which load generator runs a trial (`--bench-tool`).
+/// Which load generator runs a trial (`--bench`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BenchTool {
@@ -54,7 +56,7 @@ pub enum BenchTool {
 )]
 pub struct SuiteArgs {
     #[command(flatten)]
-    pub libtest: libtest_mimic::Arguments,
+    pub libtest: libtest::LibtestFlags,
     #[command(flatten)]
     pub suite: SuiteFlags,
 }
@@ -84,7 +86,8 @@ pub struct SuiteFlags {
     pub mark: Option<String>,
 
     /// Hardware label (H100, H20, …): picks hardware-nested baselines and
-    /// baselines/<LABEL>.json. Default: detected from nvidia-smi, `SIM` for the simulator.
+    /// baselines/<LABEL>.json. Default: `SIM` for the simulator (`SIMx<K>` when sped up),
+    /// else detected from nvidia-smi, else `na`.
     #[arg(long, value_name = "LABEL", env = "DFX_HARDWARE")]
     pub hardware: Option<String>,
 
@@ -127,15 +130,18 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "SPEC", env = "DFX_SIM_FAULTS")]
     pub sim_faults: Option<String>,
 
-    /// Load generator: auto, native or vllm. (`--bench` is libtest's own flag.)
+    /// Load generator: native (dfx-perf's own), vllm (`vllm bench serve --omni`) or auto
+    /// (native where it implements the entry, else vllm when available, else the trial
+    /// is ignored with both reasons). Replaces libtest's boolean `--bench`.
     #[arg(
         long,
+        alias = "bench-tool",
         value_enum,
         value_name = "TOOL",
         env = "DFX_BENCH",
         default_value = "auto"
     )]
-    pub bench_tool: BenchTool,
+    pub bench: BenchTool,
 
     /// The `vllm` executable for the external bench (default: `vllm` on PATH).
     #[arg(long, value_name = "PATH", env = "DFX_VLLM_BIN")]
@@ -158,6 +164,25 @@ pub struct SuiteFlags {
     /// Seed for prompt shuffling and arrival schedules.
     #[arg(long, value_name = "N", env = "DFX_SEED")]
     pub seed: Option<u64>,
+
+    /// Name of the environment variable holding the server's API token, sent as a
+    /// bearer token (never logged or written). Default: OPENAI_API_KEY when it is set.
+    #[arg(long, value_name = "VAR", env = "DFX_AUTH_TOKEN_ENV")]
+    pub auth_token_env: Option<String>,
+
+    /// Sample rate (Hz) of the model's audio output, for models dfx-perf does not know.
+    /// Default: from the model name, else 24000.
+    #[arg(long, value_name = "HZ", env = "DFX_SAMPLE_RATE")]
+    pub sample_rate: Option<u32>,
+
+    /// Native bench: longest time one request may take, in seconds. Default: 900.
+    #[arg(long, value_name = "SECS", env = "DFX_REQUEST_TIMEOUT")]
+    pub request_timeout: Option<f64>,
+
+    /// Native bench: longest wait for the next byte of a response (stall detection), in
+    /// seconds. Default: 60.
+    #[arg(long, value_name = "SECS", env = "DFX_READ_TIMEOUT")]
+    pub read_timeout: Option<f64>,
 
     /// Folder holding the deploy YAML files. Default: deploy.
     #[arg(long, value_name = "DIR", env = "DFX_DEPLOY_DIR")]
@@ -311,8 +336,40 @@ mod tests {
             ServerMode::Fake
         );
         assert_eq!(
-            parse(&["--bench-tool", "fake"]).args.suite.bench_tool,
+            parse(&["--bench", "fake"]).args.suite.bench,
             BenchTool::Fake
+        );
+    }
+
+    #[test]
+    fn bench_takes_the_load_generator_and_keeps_the_old_spelling_hidden() {
+        assert_eq!(parse(&[]).args.suite.bench, BenchTool::Auto);
+        assert_eq!(
+            parse(&["--bench", "native"]).args.suite.bench,
+            BenchTool::Native
+        );
+        assert_eq!(parse(&["--bench=vllm"]).args.suite.bench, BenchTool::Vllm);
+        assert_eq!(
+            parse(&["--bench-tool", "vllm"]).args.suite.bench,
+            BenchTool::Vllm
+        );
+        let rec = parse(&["--bench", "native"]).provenance;
+        let rec = rec.iter().find(|r| r.flag == "--bench").unwrap();
+        assert_eq!(
+            (rec.source, &rec.value),
+            (Source::Cli, &serde_json::json!("native"))
+        );
+        // libtest's boolean form is not accepted: the error names the accepted values.
+        let err = try_parse_from(["perf", "--bench"]).unwrap_err().to_string();
+        assert!(err.contains("--bench"), "{err}");
+        assert!(err.contains("native") && err.contains("vllm"), "{err}");
+        // Nothing reaches libtest-mimic as "run benchmarks".
+        assert!(
+            !parse(&["--bench", "vllm"])
+                .args
+                .libtest
+                .to_arguments()
+                .bench
         );
     }
 
@@ -321,6 +378,9 @@ mod tests {
         let help = SuiteArgs::command().render_long_help().to_string();
         assert!(help.contains("--assert-baseline"));
         assert!(help.contains("DFX_ASSERT_BASELINE"));
+        assert!(help.contains("--bench <TOOL>") && help.contains("DFX_BENCH"));
+        assert!(help.contains("--include-ignored") && help.contains("--exact"));
+        assert!(!help.contains("bench-tool"), "{help}");
         assert!(!help.contains("fake"), "{help}");
     }
 

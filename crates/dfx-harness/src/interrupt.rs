@@ -1,0 +1,165 @@
+//! SIGINT / SIGTERM / SIGHUP during a run. The handler (a `ctrlc` thread):
+//!
+//! 1. freezes the run's progress, noting which trial was running (what the main thread
+//!    does after this, e.g. failing requests against the torn-down server, is not recorded)
+//!    and makes the pool refuse to start servers;
+//! 2. tears down every live server group (`dfx_server::teardown_all`);
+//! 3. marks the running trial failed and `interrupted`: its partial `records.jsonl` and
+//!    `bench.log` stay, a template `result.json` and a `verdict.json` say why;
+//! 4. closes the run ([`Closing::close`]: summary.json with an `interrupted` section,
+//!    run.json, reports), tears down once more (a start under way at step 1 has registered
+//!    its group by now) and exits with status 130.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use dfx_core::fsutil::write_json_atomic;
+use dfx_core::result::template_fallback;
+use serde_json::json;
+
+use crate::finish::Closing;
+use crate::progress::{Current, Progress, SharedProgress, lock};
+use crate::runner::add_runner_keys;
+use crate::summary::{Interruption, Outcome, SummaryEntry};
+
+/// Exit status of an interrupted run (128 + SIGINT, like a shell).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the run has been interrupted (the server pool then starts nothing).
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst)
+}
+
+/// Installs the handler for this run. Fails only when another `ctrlc` handler exists in
+/// the process.
+pub fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), String> {
+    ctrlc::set_handler(move || on_signal(&closing, &progress))
+        .map_err(|e| format!("cannot install the signal handler: {e}"))
+}
+
+fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
+    let at = Instant::now();
+    REQUESTED.store(true, Ordering::SeqCst);
+    let running = {
+        let mut p = lock(progress);
+        p.frozen = true;
+        p.current.clone()
+    };
+    let groups = dfx_server::live_groups();
+    eprintln!(
+        "\ndfx-perf: interrupted; stopping {} server group(s), then writing summary.json",
+        groups.len()
+    );
+    if let Err(e) = dfx_server::teardown_all() {
+        eprintln!("dfx-perf: {e}");
+    }
+    reap(&groups);
+    {
+        let mut p = lock(progress);
+        if !p.closed {
+            let interruption = mark_interrupted(&mut p, closing, running.as_ref(), at);
+            closing.close(&mut p, Some(interruption));
+        }
+    }
+    let late = dfx_server::live_groups();
+    if let Err(e) = dfx_server::teardown_all() {
+        eprintln!("dfx-perf: {e}");
+    }
+    reap(&late);
+    std::process::exit(EXIT_INTERRUPTED)
+}
+
+/// Reaps the (dead) leaders of torn-down groups, which the main thread would have reaped:
+/// where PID 1 does not reap orphans (many containers), they would stay zombies.
+fn reap(groups: &[i32]) {
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    for &g in groups {
+        let _ = waitpid(nix::unistd::Pid::from_raw(g), Some(WaitPidFlag::WNOHANG));
+    }
+}
+
+/// Records the interruption in `progress`: the running trial (if any) becomes a failed,
+/// `interrupted` entry with a template `result.json` and a `verdict.json` in its folder;
+/// the answer lists the selected trials that never started. `at` is when the signal came.
+pub fn mark_interrupted(
+    progress: &mut Progress,
+    closing: &Closing,
+    running: Option<&Current>,
+    at: Instant,
+) -> Interruption {
+    // A start waiting for readiness has its folder but had not reported back yet.
+    let server_dirs = std::fs::read_dir(closing.run.servers_dir())
+        .map(|d| d.flatten().filter(|e| e.path().is_dir()).count())
+        .unwrap_or(0);
+    progress.server_starts = progress.server_starts.max(server_dirs);
+    let mut interruption = Interruption {
+        trial: None,
+        trial_seconds: None,
+        not_run: Vec::new(),
+    };
+    if let Some(cur) = running {
+        let seconds = at.saturating_duration_since(cur.started).as_secs_f64();
+        let entry = interrupted_entry(closing, cur, seconds);
+        interruption.trial = Some(entry.name.clone());
+        interruption.trial_seconds = Some(seconds);
+        progress.entries[cur.idx] = Some(entry);
+    }
+    interruption.not_run = closing
+        .selected
+        .iter()
+        .filter(|&&i| progress.entries[i].is_none())
+        .map(|&i| closing.trials[i].trial.name.clone())
+        .collect();
+    interruption
+}
+
+fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryEntry {
+    let t = &closing.trials[cur.idx];
+    let dir = closing.run.trial_dir(&t.dir_name);
+    let rel = format!("trials/{}", t.dir_name);
+    let records = dir.join("records.jsonl");
+    let reason = if records.is_file() {
+        let n = std::fs::read_to_string(&records).map_or(0, |s| s.lines().count());
+        format!(
+            "interrupted (SIGINT/SIGTERM) after {seconds:.1} s; {n} per-request record(s) in {rel}/records.jsonl"
+        )
+    } else {
+        format!("interrupted (SIGINT/SIGTERM) after {seconds:.1} s, before any request record")
+    };
+    let mut entry = SummaryEntry::new(&t.trial, Outcome::Failed);
+    entry.interrupted = true;
+    entry.failures = vec![reason.clone()];
+    entry.seconds = seconds;
+    entry.bench = cur.bench.map(String::from);
+    entry.server = cur.server.as_ref().map(|s| s.rel_dir.clone());
+    entry.server_started = cur.server.as_ref().map(|s| s.started);
+    if dir.is_dir() {
+        let mut doc = template_fallback(&reason);
+        add_runner_keys(&mut doc, &t.trial, &closing.hardware, cur.bench);
+        let verdict = json!({"passed": false, "interrupted": true, "failures": [&reason],
+                             "breaches": [], "warnings": []});
+        doc.insert("verdict".into(), verdict);
+        let written = write_json_atomic(&dir.join("result.json"), &doc).and_then(|()| {
+            write_json_atomic(
+                &dir.join("verdict.json"),
+                &json!({"trial": t.trial.name, "passed": false, "interrupted": true,
+                        "failures": [&reason], "breaches": [], "warnings": [],
+                        "thresholds": t.trial.thresholds}),
+            )
+        });
+        match written {
+            Ok(()) => {
+                entry.result = Some(format!("{rel}/result.json"));
+                entry.result_source = Some("template".into());
+            }
+            Err(e) => entry.failures.push(format!("cannot write {rel}: {e}")),
+        }
+    }
+    entry
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,234 @@
+//! The benches' settings: validation of `--bench`, `--vllm-bin`, `--tokenizer`,
+//! `--dataset-root`, `--seed`, `--auth-token-env`, `--sample-rate`, `--request-timeout`,
+//! `--read-timeout` into [`BenchOptions`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{FlagError, check_executable, err, split_paths};
+use crate::cli::{BenchTool, SuiteFlags};
+
+/// Highest sample rate accepted (Hz).
+const MAX_SAMPLE_RATE: u32 = 384_000;
+
+/// Settings of the benches (what the native and the external bench need besides the
+/// trial). `None` leaves a bench's own default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchOptions {
+    pub tool: BenchTool,
+    pub vllm_bin: Option<PathBuf>,
+    pub tokenizer: Option<String>,
+    pub dataset_roots: Vec<PathBuf>,
+    pub seed: Option<u64>,
+    /// Name of the variable holding the API token (checked to be set).
+    pub auth_token_env: Option<String>,
+    pub sample_rate: Option<u32>,
+    pub request_timeout: Option<Duration>,
+    pub read_timeout: Option<Duration>,
+}
+
+impl BenchOptions {
+    /// Validates the bench flags; problems go to `errors`. `lookup` reads the
+    /// environment (tests pass their own).
+    pub fn from_flags(
+        s: &SuiteFlags,
+        lookup: impl Fn(&str) -> Option<String>,
+        errors: &mut Vec<FlagError>,
+    ) -> BenchOptions {
+        let dataset_roots = split_paths(&s.dataset_root);
+        for d in &dataset_roots {
+            if !d.is_dir() {
+                errors.push(err(
+                    "--dataset-root",
+                    "DFX_DATASET_ROOT",
+                    d.display(),
+                    "not a folder",
+                    "existing folders",
+                ));
+            }
+        }
+        check_executable(&s.vllm_bin, "--vllm-bin", "DFX_VLLM_BIN", errors);
+        if let Some(var) = &s.auth_token_env {
+            check_token_var(var, &lookup, errors);
+        }
+        if let Some(hz) = s.sample_rate
+            && !(1..=MAX_SAMPLE_RATE).contains(&hz)
+        {
+            errors.push(err(
+                "--sample-rate",
+                "DFX_SAMPLE_RATE",
+                hz,
+                "not a usable sample rate",
+                "Hz between 1 and 384000, e.g. 24000 or 48000",
+            ));
+        }
+        BenchOptions {
+            tool: s.bench,
+            vllm_bin: s.vllm_bin.clone(),
+            tokenizer: s.tokenizer.clone(),
+            dataset_roots,
+            seed: s.seed,
+            auth_token_env: s.auth_token_env.clone(),
+            sample_rate: s.sample_rate,
+            request_timeout: seconds(
+                s.request_timeout,
+                "--request-timeout",
+                "DFX_REQUEST_TIMEOUT",
+                errors,
+            ),
+            read_timeout: seconds(s.read_timeout, "--read-timeout", "DFX_READ_TIMEOUT", errors),
+        }
+    }
+}
+
+fn check_token_var(
+    var: &str,
+    lookup: &impl Fn(&str) -> Option<String>,
+    errors: &mut Vec<FlagError>,
+) {
+    let name_ok = var
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && var.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+    let (problem, accepted) = if !name_ok {
+        (
+            "not an environment variable name",
+            "a name such as OPENAI_API_KEY (letters, digits, `_`)",
+        )
+    } else if lookup(var).is_none_or(|v| v.is_empty()) {
+        (
+            "that variable is not set (or empty), so no token would be sent",
+            "the name of a variable that holds the token",
+        )
+    } else {
+        return;
+    };
+    errors.push(err(
+        "--auth-token-env",
+        "DFX_AUTH_TOKEN_ENV",
+        var,
+        problem,
+        accepted,
+    ));
+}
+
+fn seconds(
+    value: Option<f64>,
+    flag: &'static str,
+    env: &'static str,
+    errors: &mut Vec<FlagError>,
+) -> Option<Duration> {
+    let v = value?;
+    match Duration::try_from_secs_f64(v) {
+        Ok(d) if v > 0.0 => Some(d),
+        _ => {
+            errors.push(err(
+                flag,
+                env,
+                v,
+                "must be a positive number of seconds",
+                "seconds > 0, fractions allowed (e.g. 900 or 0.5)",
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::try_parse_from;
+
+    fn options(argv: &[&str], env: &[(&str, &str)]) -> Result<BenchOptions, Vec<FlagError>> {
+        let parsed = try_parse_from(std::iter::once("perf").chain(argv.iter().copied())).unwrap();
+        let mut errors = Vec::new();
+        let lookup = |k: &str| {
+            env.iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let o = BenchOptions::from_flags(&parsed.args.suite, lookup, &mut errors);
+        if errors.is_empty() {
+            Ok(o)
+        } else {
+            Err(errors)
+        }
+    }
+
+    #[test]
+    fn defaults_leave_the_benches_their_own() {
+        let o = options(&[], &[]).unwrap();
+        assert_eq!(o.tool, BenchTool::Auto);
+        assert_eq!(
+            (
+                o.auth_token_env,
+                o.sample_rate,
+                o.request_timeout,
+                o.read_timeout
+            ),
+            (None, None, None, None)
+        );
+    }
+
+    #[test]
+    fn values_are_taken() {
+        let o = options(
+            &[
+                "--bench",
+                "native",
+                "--auth-token-env",
+                "MY_TOKEN",
+                "--sample-rate",
+                "48000",
+                "--request-timeout",
+                "30",
+                "--read-timeout",
+                "0.5",
+                "--seed",
+                "7",
+            ],
+            &[("MY_TOKEN", "secret")],
+        )
+        .unwrap();
+        assert_eq!(o.tool, BenchTool::Native);
+        assert_eq!(o.auth_token_env.as_deref(), Some("MY_TOKEN"));
+        assert_eq!(o.sample_rate, Some(48_000));
+        assert_eq!(o.request_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(o.read_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(o.seed, Some(7));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_its_variable_and_what_is_accepted() {
+        let errors = options(
+            &[
+                "--auth-token-env",
+                "UNSET_TOKEN",
+                "--sample-rate",
+                "0",
+                "--request-timeout=-1",
+                "--read-timeout",
+                "inf",
+            ],
+            &[],
+        )
+        .unwrap_err();
+        let flags: Vec<_> = errors.iter().map(|e| e.flag).collect();
+        assert_eq!(
+            flags,
+            [
+                "--auth-token-env",
+                "--sample-rate",
+                "--request-timeout",
+                "--read-timeout"
+            ]
+        );
+        assert!(errors[0].problem.contains("not set"), "{:?}", errors[0]);
+        assert_eq!(errors[0].env, "DFX_AUTH_TOKEN_ENV");
+        let e = options(&["--auth-token-env", "not a name"], &[]).unwrap_err();
+        assert!(e[0].problem.contains("not an environment variable name"));
+        let e = options(&["--auth-token-env", "EMPTY"], &[("EMPTY", "")]).unwrap_err();
+        assert!(e[0].problem.contains("not set (or empty)"));
+    }
+}

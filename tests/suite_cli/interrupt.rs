@@ -1,0 +1,236 @@
+//! Interrupting the suite (SIGINT, SIGTERM) while a trial runs against a real server
+//! process group (dfx-server's `dfx-fake-server` standing in for `vllm-omni serve`), with
+//! the fake bench slowed down by `DFX_FAKE_SLEEP_MS` so the trial lasts long enough.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use libtest_mimic::Failed;
+use serde_json::Value;
+
+use crate::BASE_TRIALS;
+use crate::support::{Run, check, fake_server_bin, fixture, perf_spawn, run_dirs};
+
+/// How long the suite may take to get to the trial, and to exit after the signal.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+pub fn sigint_during_the_second_trial() -> Result<(), Failed> {
+    interrupted("INT", 1)
+}
+
+pub fn sigterm_during_the_first_trial() -> Result<(), Failed> {
+    interrupted("TERM", 0)
+}
+
+/// The suite, with its output collected by threads (no pipe can fill up), killed on drop
+/// if a check gave up before it ended.
+struct Suite {
+    child: Child,
+    out: Option<JoinHandle<Vec<u8>>>,
+    err: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Suite {
+    fn exited(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
+    fn signal(&self, sig: &str) -> Result<(), Failed> {
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .map_err(|e| format!("cannot run kill: {e}"))?;
+        check_plain(status.success(), &format!("kill -{sig} failed"))
+    }
+
+    /// Waits (bounded) for the suite to end and returns what it printed.
+    fn finish(mut self) -> Result<Output, Failed> {
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().map_err(|e| e.to_string())? {
+                break s;
+            }
+            if Instant::now() > deadline {
+                return Err("the suite did not exit after the signal".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let join = |h: Option<JoinHandle<Vec<u8>>>| h.map(|h| h.join().unwrap_or_default());
+        Ok(Output {
+            status,
+            stdout: join(self.out.take()).unwrap_or_default(),
+            stderr: join(self.err.take()).unwrap_or_default(),
+        })
+    }
+}
+
+impl Drop for Suite {
+    fn drop(&mut self) {
+        if !self.exited() {
+            // SIGTERM first so the suite tears its server group down, then make sure.
+            let _ = self.signal("TERM");
+            std::thread::sleep(Duration::from_secs(3));
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        buf
+    })
+}
+
+fn check_plain(cond: bool, what: &str) -> Result<(), Failed> {
+    if cond { Ok(()) } else { Err(what.into()) }
+}
+
+fn dir_of(trial: &str) -> String {
+    trial.replace("::", "__")
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |s| s.lines().count())
+}
+
+/// The process group id the fake server announced in its log.
+fn announced_pgid(server_log: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(server_log).ok()?;
+    let line = text.lines().find(|l| l.contains("role=server"))?;
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("pgid="))?
+        .parse()
+        .ok()
+}
+
+/// Waits until trial `at` has written its first request record and the server announced
+/// its group; returns the run folder and the group id.
+fn wait_for_trial(suite: &mut Suite, results: &Path, at: usize) -> Result<(PathBuf, i32), Failed> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(run_dir) = run_dirs(results).into_iter().next() {
+            let records = run_dir
+                .join("trials")
+                .join(dir_of(BASE_TRIALS[at]))
+                .join("records.jsonl");
+            let log = run_dir.join("servers/01-test_qwen3_tts_base/server.log");
+            if lines(&records) >= 1
+                && let Some(pgid) = announced_pgid(&log)
+            {
+                return Ok((run_dir, pgid));
+            }
+        }
+        check_plain(
+            !suite.exited(),
+            "the suite ended before it could be interrupted",
+        )?;
+        check_plain(
+            Instant::now() < deadline,
+            &format!("trial {} never wrote a request record", BASE_TRIALS[at]),
+        )?;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_json(path: &Path, run: &Run) -> Result<Value, Failed> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: {e}\n{}", path.display(), run.both()))?;
+    Ok(serde_json::from_str(&text).map_err(|e| e.to_string())?)
+}
+
+fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
+    let fake_server = fake_server_bin()?.display().to_string();
+    let (mut child, results) = perf_spawn(
+        &fixture("tts_small.json"),
+        &["test_qwen3_tts_base"],
+        &[
+            ("DFX_SERVER", "auto"),
+            ("DFX_SERVER_BIN", &fake_server),
+            ("DFX_FAKE_SLEEP_MS", "300"),
+        ],
+    )?;
+    let out = child.stdout.take().map(collect);
+    let err = child.stderr.take().map(collect);
+    let mut suite = Suite { child, out, err };
+    let (run_dir, pgid) = wait_for_trial(&mut suite, results.path(), at)?;
+    check_plain(
+        !dfx_server::group_members(pgid).is_empty(),
+        "the server group must be alive before the signal",
+    )?;
+    suite.signal(sig)?;
+    let run = Run {
+        out: suite.finish()?,
+        results,
+    };
+
+    check(run.code() == Some(130), "exit status 130", &run)?;
+    check(
+        run.stderr()
+            .contains("dfx-perf: interrupted; stopping 1 server group(s)"),
+        "says it stops the server group",
+        &run,
+    )?;
+    check(
+        dfx_server::group_members(pgid).is_empty(),
+        &format!("no process may be left in the server group {pgid}"),
+        &run,
+    )?;
+    let mut expected: Vec<(String, String)> = BASE_TRIALS[..at]
+        .iter()
+        .map(|n| (n.to_string(), "passed".to_string()))
+        .collect();
+    expected.push((BASE_TRIALS[at].to_string(), "failed".to_string()));
+    check(
+        run.outcomes()? == expected,
+        "summary.json: the trials done so far, then the interrupted one",
+        &run,
+    )?;
+    let s = run.summary()?;
+    let t = &s["trials"][at];
+    check(
+        t["interrupted"] == true
+            && t["failures"][0]
+                .as_str()
+                .is_some_and(|f| f.starts_with("interrupted (SIGINT/SIGTERM) after")),
+        "the interrupted trial is marked and says why",
+        &run,
+    )?;
+    let not_run = Value::from(BASE_TRIALS[at + 1..].to_vec());
+    check(
+        s["interrupted"]["trial"] == BASE_TRIALS[at] && s["interrupted"]["not_run"] == not_run,
+        "the interrupted section names the trial and what never ran",
+        &run,
+    )?;
+    let tdir = run_dir.join("trials").join(dir_of(BASE_TRIALS[at]));
+    let n = lines(&tdir.join("records.jsonl"));
+    check(
+        (1..4).contains(&n),
+        &format!("partial records kept (1 to 3 of 4 lines, found {n})"),
+        &run,
+    )?;
+    let result = read_json(&tdir.join("result.json"), &run)?;
+    check(
+        result["result_source"] == "template" && result["verdict"]["interrupted"] == true,
+        "the interrupted trial has a template result.json saying so",
+        &run,
+    )?;
+    let info = read_json(&run_dir.join("run.json"), &run)?;
+    check(
+        info["interrupted"] == true && info["finished"].is_string(),
+        "run.json records the interruption",
+        &run,
+    )?;
+    check(
+        ["report.md", "report.html", "junit.xml"]
+            .iter()
+            .all(|f| run_dir.join(f).is_file()),
+        "the reports are written for the interrupted run too",
+        &run,
+    )
+}

@@ -1,0 +1,88 @@
+//! Baselines against the simulator, end to end (issue 4, item 6): the shipped
+//! `baselines/SIM.json` (recalibrated from a measured real-time simulator run, see
+//! BENCHMARKS.md) holds for the real-time simulator under `--assert-baseline`, and the
+//! same run fails with breach lines once the simulator is slowed down 1.5× (its
+//! `slowdown` fault: every service time × 1.5). Runs the real suite, the real simulator
+//! and the native bench; no fakes.
+
+use libtest_mimic::Failed;
+
+use crate::support::{Run, check, perf_unset};
+
+/// One latency step of the shipped TTS config (20 prompts at c=1, about 10 s).
+const TRIAL: &str = "test_qwen3_tts_customvoice::default_voice_latency_seed-tts-text::c1";
+
+fn run_sim(faults: Option<&str>) -> Result<Run, Failed> {
+    let mut args = vec![
+        "--server",
+        "sim",
+        "--bench",
+        "native",
+        "--assert-baseline",
+        "--exact",
+        TRIAL,
+    ];
+    if let Some(f) = faults {
+        args.extend(["--sim-faults", f]);
+    }
+    // The shipped config and the shipped baselines/SIM.json; the label comes from the
+    // simulator (`SIM`), not from a flag.
+    perf_unset(
+        "perf-configs/test_tts.json",
+        &args,
+        &[],
+        &["DFX_HARDWARE", "DFX_SERVER", "DFX_BENCH"],
+    )
+}
+
+/// Thresholds of the trial as the run resolved them (from `result.json`'s `baseline`).
+fn thresholds(run: &Run) -> Result<serde_json::Value, Failed> {
+    let dir = run
+        .run_dir()?
+        .join("trials")
+        .join(dfx_core::fsutil::sanitize_component(TRIAL));
+    let text = std::fs::read_to_string(dir.join("result.json")).map_err(|e| e.to_string())?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok(doc["baseline"].clone())
+}
+
+pub fn shipped_sim_baselines_hold_then_catch_a_slowdown() -> Result<(), Failed> {
+    let ok = run_sim(None)?;
+    check(
+        ok.code() == Some(0),
+        "real-time simulator within baselines/SIM.json: exit 0",
+        &ok,
+    )?;
+    check(
+        ok.summary()?["hardware"] == "SIM",
+        "hardware label SIM",
+        &ok,
+    )?;
+    let baseline = thresholds(&ok)?;
+    for metric in ["median_audio_ttfp_ms", "median_audio_rtf"] {
+        check(
+            baseline[metric].as_f64().is_some_and(|v| v > 0.0),
+            &format!("baselines/SIM.json has a {metric} threshold for {TRIAL}"),
+            &ok,
+        )?;
+    }
+
+    let slow = run_sim(Some("slowdown=1.5"))?;
+    check(
+        slow.code() == Some(101),
+        "1.5× slower simulator: the trial fails",
+        &slow,
+    )?;
+    let err = slow.stderr() + &slow.stdout();
+    for metric in ["median_audio_ttfp_ms", "median_audio_rtf"] {
+        let line = err
+            .lines()
+            .find(|l| l.trim_start().starts_with(metric) && l.contains(" > "));
+        check(
+            line.is_some_and(|l| l.contains("(+")),
+            &format!("a breach line `{metric} <value> > <threshold> (+x %)`"),
+            &slow,
+        )?;
+    }
+    Ok(())
+}

@@ -180,8 +180,8 @@ const REALISE_REL: f64 = 0.25;
 /// matters where 25 % is less, i.e. the voice-design first packet at c = 1 (28 ms wall).
 /// Observed there in a debug build (`cargo test -p dfx-sim --test calibration http_ --
 /// --nocapture` prints every point): +1 to +4 ms on a quiet machine, up to +8.3 ms with
-/// both cores busy (a `yes` loop, a `cargo build --release -j1` and other work, load
-/// average 5). A 1.5× slower server is 14 ms over at that point and far more elsewhere.
+/// both cores busy (two `yes` loops, a `cargo build --release -j1` and other work, load
+/// average 5–6). A 1.5× slower server is 14 ms over at that point and far more elsewhere.
 const OVERHEAD_BUDGET_MS: f64 = 10.0;
 /// Random arrival draws per sweep point (c > 1), on top of the two extremes.
 const ARRIVAL_DRAWS: usize = 16;

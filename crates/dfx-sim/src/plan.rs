@@ -6,9 +6,10 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::audio::AudioPlan;
 use crate::engine::Job;
+use crate::error::ApiError;
 use crate::options::SimConfig;
 use crate::profile::FRAME_RATE_HZ;
-use crate::request::SpeechRequest;
+use crate::request::{self, SpeechRequest};
 
 /// Spread of the audio length around the per-character estimate (±8 %).
 const LENGTH_JITTER: (f64, f64) = (0.92, 1.08);
@@ -91,6 +92,21 @@ pub fn plan(cfg: &SimConfig, req: &SpeechRequest, words: usize) -> (AudioPlan, J
         initial_chunk_frames: req.initial_chunk_frames,
     };
     (audio, job)
+}
+
+/// The engine job the server runs for the `/v1/audio/speech` JSON `body` on `cfg` (no
+/// uploaded voices): the same validation ([`request::parse`]) and the same per-request
+/// plan ([`plan`]) as the HTTP handler, so a virtual bench ([`crate::vbench`]) can replay
+/// a client's load with exactly the server's prefill, reference context and length.
+pub fn job_for_body(cfg: &SimConfig, body: &[u8]) -> Result<Job, ApiError> {
+    let names = cfg.model_names();
+    let ctx = request::Context {
+        profile: &cfg.profile,
+        model_names: &names,
+        uploaded: &|_: &str| None,
+    };
+    let req = request::parse(body, &ctx)?;
+    Ok(plan(cfg, &req, 1).1)
 }
 
 /// Whether the `index`-th speech request (arrival order) gets the injected HTTP 500.

@@ -23,6 +23,52 @@ pub struct Load {
     pub turnaround_s: f64,
 }
 
+/// Why [`Load::from_jobs`] refused a set of jobs.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    /// No jobs.
+    #[error("a load needs at least one job")]
+    Empty,
+    /// A [`Load`] carries one prefill, one reference context and no per-request first
+    /// chunk; the jobs differ there (mixed tasks), so the load would not be exact.
+    #[error("job {index} differs from job 0 in {field}; a load replays one task at a time")]
+    Mixed { index: usize, field: &'static str },
+}
+
+impl Load {
+    /// The closed-loop load that sends `jobs` (in order, e.g. from
+    /// [`crate::plan::job_for_body`], so exactly what the server would run) with
+    /// `concurrency` in flight.
+    pub fn from_jobs(
+        jobs: &[Job],
+        concurrency: usize,
+        spread_s: f64,
+        turnaround_s: f64,
+    ) -> Result<Load, LoadError> {
+        let first = jobs.first().ok_or(LoadError::Empty)?;
+        for (index, j) in jobs.iter().enumerate() {
+            let field = if j.prefill_s != first.prefill_s {
+                "prefill_s"
+            } else if j.ref_context_frames != first.ref_context_frames {
+                "ref_context_frames"
+            } else if j.initial_chunk_frames.is_some() {
+                "initial_chunk_frames (per-request overrides are not replayed)"
+            } else {
+                continue;
+            };
+            return Err(LoadError::Mixed { index, field });
+        }
+        Ok(Load {
+            frames: jobs.iter().map(|j| j.frames).collect(),
+            concurrency,
+            prefill_s: first.prefill_s,
+            ref_context_frames: first.ref_context_frames,
+            spread_s,
+            turnaround_s,
+        })
+    }
+}
+
 /// Per-request results, in send order.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
@@ -65,23 +111,51 @@ impl Outcome {
 
 /// Runs `load` on a fresh engine.
 pub fn run(cfg: &EngineConfig, load: &Load) -> Outcome {
-    let n = load.frames.len();
-    let mut engine = Engine::new(cfg.clone());
-    let mut out: Vec<Emission> = Vec::new();
-    let mut sends: Vec<(VTime, usize)> = (0..load.concurrency.min(n))
+    let jobs: Vec<Job> = load
+        .frames
+        .iter()
+        .map(|&frames| Job {
+            id: 0,
+            frames,
+            prefill_s: load.prefill_s,
+            ref_context_frames: load.ref_context_frames,
+            initial_chunk_frames: None,
+        })
+        .collect();
+    let first = (0..load.concurrency.min(jobs.len()))
         .map(|i| (secs(load.spread_s * i as f64), i))
         .collect();
+    simulate(cfg, &jobs, first, Some(secs(load.turnaround_s)))
+}
+
+/// Open-loop replay: `jobs[i]` is sent at `sends_s[i]` simulated seconds (e.g. the send
+/// times a real client recorded, so the model answers for exactly the load it was
+/// given). Jobs get their ids in send order, as the server gives them in arrival order.
+///
+/// # Panics
+/// When `sends_s` and `jobs` differ in length.
+pub fn replay(cfg: &EngineConfig, jobs: &[Job], sends_s: &[f64]) -> Outcome {
+    assert_eq!(jobs.len(), sends_s.len(), "one send time per job");
+    let sends = sends_s.iter().enumerate().map(|(i, s)| (secs(*s), i));
+    simulate(cfg, jobs, sends.collect(), None)
+}
+
+/// Sends `jobs` at the `(time, index)` of `sends`; with `closed_loop`, each completion
+/// sends the next unsent job that much later.
+fn simulate(
+    cfg: &EngineConfig,
+    jobs: &[Job],
+    mut sends: Vec<(VTime, usize)>,
+    closed_loop: Option<VTime>,
+) -> Outcome {
+    let n = jobs.len();
+    let mut engine = Engine::new(cfg.clone());
+    let mut out: Vec<Emission> = Vec::new();
     let mut next = sends.len();
+    let mut index_of_id = Vec::with_capacity(n);
     let mut sent = vec![0; n];
     let mut first: Vec<Option<VTime>> = vec![None; n];
     let mut done = vec![0; n];
-    let job = |i: usize| Job {
-        id: i as u64 + 1,
-        frames: load.frames[i],
-        prefill_s: load.prefill_s,
-        ref_context_frames: load.ref_context_frames,
-        initial_chunk_frames: None,
-    };
     loop {
         sends.sort();
         let due_send = sends.first().map(|s| s.0);
@@ -93,17 +167,24 @@ pub fn run(cfg: &EngineConfig, load: &Load) -> Outcome {
         if due_send == Some(t) {
             let (at, i) = sends.remove(0);
             sent[i] = at;
-            engine.submit(at, job(i), &mut out);
+            index_of_id.push(i);
+            let job = Job {
+                id: index_of_id.len() as u64,
+                ..jobs[i].clone()
+            };
+            engine.submit(at, job, &mut out);
         } else {
             engine.advance(t, &mut out);
         }
         for e in out.drain(..) {
-            let i = e.id as usize - 1;
+            let i = index_of_id[e.id as usize - 1];
             first[i].get_or_insert(e.at);
             if e.last {
                 done[i] = e.at;
-                if next < n {
-                    sends.push((e.at + secs(load.turnaround_s), next));
+                if let Some(turnaround) = closed_loop
+                    && next < n
+                {
+                    sends.push((e.at + turnaround, next));
                     next += 1;
                 }
             }
@@ -115,12 +196,13 @@ pub fn run(cfg: &EngineConfig, load: &Load) -> Outcome {
             .map(|i| ns(first[i].unwrap_or(done[i]) - sent[i]))
             .collect(),
         e2el_s: (0..n).map(|i| ns(done[i] - sent[i])).collect(),
-        audio_s: load
-            .frames
+        audio_s: jobs
             .iter()
-            .map(|f| f64::from(*f) / crate::profile::FRAME_RATE_HZ)
+            .map(|j| f64::from(j.frames) / crate::profile::FRAME_RATE_HZ)
             .collect(),
-        duration_s: ns(done.iter().copied().max().unwrap_or(0)),
+        duration_s: ns(
+            done.iter().copied().max().unwrap_or(0) - sent.iter().copied().min().unwrap_or(0)
+        ),
     }
 }
 
@@ -158,5 +240,71 @@ mod tests {
             "saturates"
         );
         assert_eq!(o1.e2el_s.len(), 20);
+    }
+
+    #[test]
+    fn replay_answers_for_the_given_send_times() {
+        let cfg = SimOptions::new("Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice")
+            .resolve()
+            .unwrap()
+            .engine;
+        let l = load(20);
+        let jobs: Vec<Job> = l
+            .frames
+            .iter()
+            .map(|&frames| Job {
+                id: 0,
+                frames,
+                prefill_s: l.prefill_s,
+                ref_context_frames: 0,
+                initial_chunk_frames: None,
+            })
+            .collect();
+        let closed = run(&cfg, &l);
+        let open = replay(&cfg, &jobs, &[0.0; 20]);
+        assert_eq!((open.ttfp_s, open.e2el_s), (closed.ttfp_s, closed.e2el_s));
+        // Ids follow send order: a job sent alone, long before the others, is served
+        // as if alone whatever its index.
+        let alone = run(
+            &cfg,
+            &Load {
+                frames: vec![l.frames[19]],
+                ..load(1)
+            },
+        );
+        let mut sends = [100.0; 20];
+        sends[19] = 0.0;
+        let late_index = replay(&cfg, &jobs, &sends);
+        assert_eq!(late_index.ttfp_s[19], alone.ttfp_s[0]);
+        assert_eq!(late_index.e2el_s[19], alone.e2el_s[0]);
+        assert!((late_index.duration_s - (100.0 + closed.duration_s)).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_load_from_jobs_keeps_their_parameters_and_refuses_mixed_tasks() {
+        let job = |frames, prefill_s, ref_context_frames| Job {
+            id: 0,
+            frames,
+            prefill_s,
+            ref_context_frames,
+            initial_chunk_frames: None,
+        };
+        let l = Load::from_jobs(&[job(40, 0.08, 72), job(50, 0.08, 72)], 4, 0.0, 0.001).unwrap();
+        assert_eq!(
+            (l.frames, l.prefill_s, l.ref_context_frames),
+            (vec![40, 50], 0.08, 72)
+        );
+        let mixed = Load::from_jobs(&[job(40, 0.08, 72), job(50, 0.02, 0)], 4, 0.0, 0.0);
+        assert_eq!(
+            mixed.unwrap_err(),
+            LoadError::Mixed {
+                index: 1,
+                field: "prefill_s"
+            }
+        );
+        assert_eq!(
+            Load::from_jobs(&[], 1, 0.0, 0.0).unwrap_err(),
+            LoadError::Empty
+        );
     }
 }

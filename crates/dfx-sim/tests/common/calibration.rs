@@ -16,6 +16,8 @@ pub struct Point {
     pub concurrency: usize,
     pub median_rtf: f64,
     pub median_ttfp_ms: f64,
+    /// Median end-to-end latency, simulated milliseconds.
+    pub median_e2el_ms: f64,
     /// Audio seconds per wall second (simulated time).
     pub audio_throughput: f64,
     pub failures: usize,
@@ -69,7 +71,8 @@ impl Task {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// Median (0 for none).
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {
@@ -81,8 +84,88 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Runs one closed-loop sweep point against `base_url` (a simulator at `speed`).
-pub async fn measure(base_url: &str, task: Task, concurrency: usize, speed: f64) -> Point {
+/// One request of a measured sweep point.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// Index into [`PROMPTS`].
+    pub prompt: usize,
+    /// When the client sent it, since the point started (wall clock).
+    pub at: Duration,
+    pub measured: client::Measured,
+}
+
+/// The requests of one measured closed-loop sweep point.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub concurrency: usize,
+    pub speed: f64,
+    /// In completion order per worker.
+    pub requests: Vec<Sent>,
+    /// First send to last completion.
+    pub wall: Duration,
+}
+
+impl Run {
+    fn ok(&self) -> impl Iterator<Item = &client::Measured> {
+        self.requests
+            .iter()
+            .map(|r| &r.measured)
+            .filter(|m| m.status == 200 && m.error.is_none())
+    }
+
+    /// Medians over the successful requests, times scaled back to simulated time.
+    pub fn point(&self) -> Point {
+        let speed = self.speed;
+        let mut rtf: Vec<f64> = self
+            .ok()
+            .map(|m| m.e2el.as_secs_f64() * speed / m.audio_secs(24_000))
+            .collect();
+        let mut ttfp: Vec<f64> = self
+            .ok()
+            .filter_map(|m| m.ttfp)
+            .map(|t| t.as_secs_f64() * 1000.0 * speed)
+            .collect();
+        let mut e2el: Vec<f64> = self
+            .ok()
+            .map(|m| m.e2el.as_secs_f64() * 1000.0 * speed)
+            .collect();
+        let audio: f64 = self.ok().map(|m| m.audio_secs(24_000)).sum();
+        Point {
+            concurrency: self.concurrency,
+            median_rtf: median(&mut rtf),
+            median_ttfp_ms: median(&mut ttfp),
+            median_e2el_ms: median(&mut e2el),
+            audio_throughput: audio / (self.wall.as_secs_f64() * speed),
+            failures: self.requests.len() - self.ok().count(),
+        }
+    }
+
+    /// What the client saw of each request, by prompt index.
+    pub fn seen(&self) -> Vec<Seen> {
+        let mut seen = vec![Seen::default(); PROMPTS.len()];
+        for r in &self.requests {
+            let sim = |d: Duration| (r.at + d).as_secs_f64() * self.speed;
+            seen[r.prompt] = Seen {
+                send: sim(Duration::ZERO),
+                headers: sim(r.measured.headers_at.unwrap_or_default()),
+            };
+        }
+        seen
+    }
+}
+
+/// One request as the client saw it: simulated seconds since its sweep point started.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Seen {
+    pub send: f64,
+    /// Response headers back: the server answers them right after it queued the
+    /// request, so it reached the server between `send` and this.
+    pub headers: f64,
+}
+
+/// Runs one closed-loop sweep point against `base_url` (a simulator at `speed`), keeping
+/// every request.
+pub async fn run_point(base_url: &str, task: Task, concurrency: usize, speed: f64) -> Run {
     let url = format!("{base_url}/v1/audio/speech");
     let c = client::client();
     let ref_audio = Arc::new(client::ref_audio_data_url());
@@ -100,35 +183,25 @@ pub async fn measure(base_url: &str, task: Task, concurrency: usize, speed: f64)
                     return results;
                 }
                 let body = task.body(PROMPTS[i], &ref_audio);
-                results.push(client::post_stream(&c, &url, &body, limit).await);
+                let at = start.elapsed();
+                let measured = client::post_stream(&c, &url, &body, limit).await;
+                results.push(Sent {
+                    prompt: i,
+                    at,
+                    measured,
+                });
             }
         }));
     }
-    let mut all = Vec::new();
+    let mut requests = Vec::new();
     for w in workers {
-        all.extend(w.await.expect("worker"));
+        requests.extend(w.await.expect("worker"));
     }
-    let wall = start.elapsed().as_secs_f64();
-    let ok: Vec<_> = all
-        .iter()
-        .filter(|m| m.status == 200 && m.error.is_none())
-        .collect();
-    let mut rtf: Vec<f64> = ok
-        .iter()
-        .map(|m| m.e2el.as_secs_f64() * speed / m.audio_secs(24_000))
-        .collect();
-    let mut ttfp: Vec<f64> = ok
-        .iter()
-        .filter_map(|m| m.ttfp)
-        .map(|t| t.as_secs_f64() * 1000.0 * speed)
-        .collect();
-    let audio: f64 = ok.iter().map(|m| m.audio_secs(24_000)).sum();
-    Point {
+    Run {
         concurrency,
-        median_rtf: median(&mut rtf),
-        median_ttfp_ms: median(&mut ttfp),
-        audio_throughput: audio / (wall * speed),
-        failures: all.len() - ok.len(),
+        speed,
+        requests,
+        wall: start.elapsed(),
     }
 }
 
@@ -184,6 +257,14 @@ impl Drop for ServerThread {
 /// Runs the sweep for `task` on a fresh simulator at `speed`; returns one point per
 /// target concurrency.
 pub fn sweep(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Point> {
+    sweep_runs(task, opts, concurrency)
+        .iter()
+        .map(Run::point)
+        .collect()
+}
+
+/// [`sweep`], keeping every request of every point.
+pub fn sweep_runs(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Run> {
     let speed = opts.speed;
     let server = ServerThread::start(opts);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -193,7 +274,7 @@ pub fn sweep(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Ve
         .expect("runtime");
     concurrency
         .iter()
-        .map(|&c| rt.block_on(measure(&server.url, task, c, speed)))
+        .map(|&c| rt.block_on(run_point(&server.url, task, c, speed)))
         .collect()
 }
 
@@ -218,4 +299,45 @@ pub fn table(task: Task, points: &[Point]) -> String {
         ));
     }
     s
+}
+
+/// The engine jobs the simulator runs for the 20 prompts of `task` (same bodies as the
+/// streaming client sends, resolved by the server's own request validation and plan).
+pub fn server_jobs(task: Task, cfg: &dfx_sim::SimConfig) -> Vec<dfx_sim::engine::Job> {
+    let ref_audio = client::ref_audio_data_url();
+    PROMPTS
+        .iter()
+        .map(|text| {
+            let body = serde_json::to_vec(&task.body(text, &ref_audio)).expect("json");
+            dfx_sim::plan::job_for_body(cfg, &body).expect("the server accepts the body")
+        })
+        .collect()
+}
+
+/// The model's exact answer (virtual time, no HTTP) to the closed-loop sweep point that
+/// [`run_point`] drives: the first `concurrency` requests sent `spread_s` apart, the next
+/// one `turnaround_s` after each completion (simulated seconds).
+pub fn predict(
+    task: Task,
+    cfg: &dfx_sim::SimConfig,
+    concurrency: usize,
+    spread_s: f64,
+    turnaround_s: f64,
+) -> Point {
+    let load = dfx_sim::vbench::Load::from_jobs(
+        &server_jobs(task, cfg),
+        concurrency,
+        spread_s,
+        turnaround_s,
+    )
+    .expect("one task per load");
+    let o = dfx_sim::vbench::run(&cfg.engine, &load);
+    Point {
+        concurrency,
+        median_rtf: o.median_rtf(),
+        median_ttfp_ms: o.median_ttfp_ms(),
+        median_e2el_ms: median(&mut o.e2el_s.clone()) * 1000.0,
+        audio_throughput: o.audio_throughput(),
+        failures: 0,
+    }
 }

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 pub struct Measured {
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
+    /// Response headers received, after send (the server answers them right after it
+    /// queued the request, before the first chunk).
+    pub headers_at: Option<Duration>,
     /// First non-empty body read after send.
     pub ttfp: Option<Duration>,
     /// End of body after send.
@@ -64,12 +67,14 @@ pub async fn post_stream(
         Ok(Err(e)) => return failed(sent, e.to_string()),
         Err(_) => return failed(sent, "timeout waiting for headers".into()),
     };
+    let headers_at = Some(sent.elapsed());
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let mut stream = resp.bytes_stream();
     let mut out = Measured {
         status,
         headers,
+        headers_at,
         ttfp: None,
         e2el: Duration::ZERO,
         bytes: Vec::new(),
@@ -108,6 +113,7 @@ fn failed(sent: Instant, error: String) -> Measured {
     Measured {
         status: 0,
         headers: Default::default(),
+        headers_at: None,
         ttfp: None,
         e2el: sent.elapsed(),
         bytes: Vec::new(),

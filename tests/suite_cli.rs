@@ -9,6 +9,8 @@
 //! external is needed. A nested run sets `DFX_SUITE_CLI_NESTED=1`, which makes this target
 //! run no checks (no recursion).
 
+#[path = "suite_cli/dfx_perf_cli.rs"]
+mod dfx_perf_cli;
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
 #[path = "suite_cli/sim_baseline.rs"]
@@ -105,6 +107,10 @@ fn main() -> ExitCode {
         (
             "native_bench_against_the_simulator_end_to_end",
             sim_e2e::native_bench_against_the_simulator,
+        ),
+        (
+            "dfx_perf_deploy_prints_a_path_for_the_shell",
+            dfx_perf_cli::deploy_lookup_prints_a_path_for_the_shell,
         ),
         (
             "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",

@@ -1,0 +1,64 @@
+//! The `dfx-perf` binary's non-test commands, as a shell user calls them.
+
+use std::process::Command;
+
+use libtest_mimic::Failed;
+
+use crate::support::root;
+
+fn dfx_perf(args: &[&str]) -> Result<std::process::Output, Failed> {
+    Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
+        .current_dir(root())
+        .env_remove("DFX_DEPLOY_DIR")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run dfx-perf: {e}").into())
+}
+
+/// `--deploy-config "$(dfx-perf deploy qwen3_tts_tuned)"`: the path alone, absolute, of
+/// the file under deploy/; an unknown name exits 2 and lists what exists.
+pub fn deploy_lookup_prints_a_path_for_the_shell() -> Result<(), Failed> {
+    let out = dfx_perf(&["deploy", "qwen3_tts_tuned"])?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = std::path::Path::new(stdout.trim_end_matches('\n'));
+    if !out.status.success() || stdout.lines().count() != 1 || !path.is_absolute() {
+        return Err(format!(
+            "expected one absolute path, got {:?} ({})",
+            stdout, out.status
+        )
+        .into());
+    }
+    let expected = root()
+        .join("deploy/qwen3_tts_tuned.yaml")
+        .canonicalize()
+        .map_err(|e| e.to_string())?;
+    if path != expected {
+        return Err(format!("{} is not {}", path.display(), expected.display()).into());
+    }
+
+    let list = dfx_perf(&["deploy"])?;
+    let listed = String::from_utf8_lossy(&list.stdout);
+    for name in ["qwen3_tts", "qwen3_tts_tuned", "voxcpm2"] {
+        if !listed
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name))
+        {
+            return Err(format!("`dfx-perf deploy` does not list {name}:\n{listed}").into());
+        }
+    }
+
+    let bad = dfx_perf(&["deploy", "../etc/passwd"])?;
+    let unknown = dfx_perf(&["deploy", "nope"])?;
+    for (what, o) in [("a path", bad), ("an unknown name", unknown)] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(2) || !o.stdout.is_empty() || !err.contains("qwen3_tts_tuned") {
+            return Err(format!(
+                "{what}: expected exit 2, nothing on stdout, the available names on stderr; got {} {:?} {err}",
+                o.status,
+                String::from_utf8_lossy(&o.stdout)
+            )
+            .into());
+        }
+    }
+    Ok(())
+}

@@ -122,6 +122,33 @@ pub fn parse_pct(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// A left-aligned plain-text table: the header, a rule of dashes, then the rows, columns
+/// two spaces apart and as wide as their widest cell (trailing blanks trimmed).
+pub fn text_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut w = header.map(|h| h.chars().count());
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            w[i] = w[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{s:<width$}", width = w[i]))
+            .collect();
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&header.map(String::from));
+    line(&w.map(|n| "-".repeat(n)));
+    for row in rows {
+        line(row);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,12 +103,6 @@ pub fn render_text(c: &Comparison) -> String {
             ]
         })
         .collect();
-    let mut w = header.map(|h| h.chars().count());
-    for r in &rows {
-        for (i, cell) in r.iter().enumerate() {
-            w[i] = w[i].max(cell.chars().count());
-        }
-    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -117,19 +111,7 @@ pub fn render_text(c: &Comparison) -> String {
         sides(&c.b),
         c.hardware
     );
-    let line = |out: &mut String, cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, s)| format!("{s:<width$}", width = w[i]))
-            .collect();
-        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
-    };
-    line(&mut out, &header.map(String::from));
-    line(&mut out, &w.map(|n| "-".repeat(n)));
-    for r in &rows {
-        line(&mut out, r);
-    }
+    out.push_str(&fmt::text_table(header, &rows));
     let _ = writeln!(out, "\n{}", tally(c));
     if c.all_unconfirmed() {
         let _ = writeln!(out, "{}", rule_text(c));

@@ -36,12 +36,6 @@ pub fn render_table(r: &Recalibration) -> String {
             ]
         })
         .collect();
-    let mut w = header.map(|h| h.chars().count());
-    for row in &rows {
-        for (i, cell) in row.iter().enumerate() {
-            w[i] = w[i].max(cell.chars().count());
-        }
-    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -50,19 +44,7 @@ pub fn render_table(r: &Recalibration) -> String {
         r.runs.join(", "),
         r.store.display()
     );
-    let line = |out: &mut String, cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, s)| format!("{s:<width$}", width = w[i]))
-            .collect();
-        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
-    };
-    line(&mut out, &header.map(String::from));
-    line(&mut out, &w.map(|n| "-".repeat(n)));
-    for row in &rows {
-        line(&mut out, row);
-    }
+    out.push_str(&fmt::text_table(header, &rows));
     let n = |d: Decision| r.changes.iter().filter(|c| c.decision == d).count();
     let _ = writeln!(
         out,

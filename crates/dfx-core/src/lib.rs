@@ -17,6 +17,7 @@ pub mod fsutil;
 pub mod hardware;
 pub mod models;
 pub mod plan;
+pub mod reference;
 pub mod result;
 pub mod server;
 pub mod verdict;

@@ -118,21 +118,9 @@ fn a_header_that_lies_is_caught() {
     );
 }
 
-/// `DFX_REFERENCE_DIR`, else `shared/reference` in the nearest ancestor of this crate that
-/// has one (`<clone>/../shared/reference` in CI). Missing reference data fails the test:
-/// a comparison that silently does not run proves nothing.
+/// The upstream reference data (see `dfx_core::reference`); missing data fails the test.
 fn reference_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("DFX_REFERENCE_DIR") {
-        return PathBuf::from(dir);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/reference"))
-        .find(|p| p.join("upstream/deploy").is_dir())
-        .expect(
-            "no shared/reference/upstream/deploy in any ancestor of the crate \
-             (expected <clone>/../shared/reference; or set DFX_REFERENCE_DIR)",
-        )
+    dfx_core::reference::reference_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -14,31 +14,9 @@ use dfx_core::bench::BenchContext;
 use dfx_core::plan::{BenchEntry, Dialect, StepKind, SweepStep, Trial, python_float_str};
 use serde_json::{Map, Value};
 
-/// The reference data: `$DFX_REFERENCE_DIR` when set, else `shared/reference` in the
-/// nearest ancestor of this crate that has one (`<clone>/../shared/reference` in CI; the
-/// worktrees' common parent on the team machine).
+/// The upstream reference data (see `dfx_core::reference`); missing data fails the test.
 pub fn reference_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("DFX_REFERENCE_DIR") {
-        let dir = PathBuf::from(dir);
-        assert!(
-            dir.is_dir(),
-            "DFX_REFERENCE_DIR={} is not a folder",
-            dir.display()
-        );
-        return dir;
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .map(|a| a.join("shared/reference"))
-        .find(|d| d.join("vllm-bench").is_dir())
-        .unwrap_or_else(|| {
-            panic!(
-                "reference data missing: no shared/reference/vllm-bench in any parent of {} \
-                 (expected <clone>/../shared/reference; or set DFX_REFERENCE_DIR)",
-                manifest.display()
-            )
-        })
+    dfx_core::reference::reference_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn vllm_bench_dir() -> PathBuf {

@@ -14,33 +14,12 @@ pub fn repo_root() -> PathBuf {
         .expect("repo root exists")
 }
 
-/// `shared/reference/upstream/tests`: `$DFX_PERF_SHARED_DIR/reference/upstream/tests` when
-/// set, else the first `<dir>/shared/…` beside the repository or one of its ancestors
-/// (CI copies `shared/` beside the clone; helper worktrees sit one level deeper). Panics
-/// with a clear message when it is missing: these tests must not silently skip.
+/// `shared/reference/upstream/tests` (see `dfx_core::reference`); panics with where it
+/// looked when missing: these tests must not silently skip.
 pub fn upstream_dir() -> PathBuf {
-    const SUB: &str = "reference/upstream/tests";
-    if let Some(d) = std::env::var_os("DFX_PERF_SHARED_DIR") {
-        let p = PathBuf::from(d).join(SUB);
-        assert!(
-            p.is_dir(),
-            "DFX_PERF_SHARED_DIR is set but {} does not exist",
-            p.display()
-        );
-        return p;
-    }
-    let repo = repo_root();
-    for dir in repo.ancestors().skip(1) {
-        let p = dir.join("shared").join(SUB);
-        if p.is_dir() {
-            return p;
-        }
-    }
-    panic!(
-        "upstream reference configs not found: expected {}/../shared/{SUB} (a copy of the \
-         project's shared/ folder beside the repository), or set DFX_PERF_SHARED_DIR",
-        repo.display()
-    );
+    dfx_core::reference::reference_dir()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join("upstream/tests")
 }
 
 /// Every `*.json` directly in `dir`, sorted.

@@ -99,28 +99,9 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `$DFX_REFERENCE_DIR`, else the nearest `shared/reference` beside an ancestor of the
-/// repository (the layout is `<parent>/shared/reference` next to `<parent>/<repo>`).
+/// The upstream reference data (see `dfx_core::reference`); missing data fails the test.
 fn reference_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("DFX_REFERENCE_DIR") {
-        return PathBuf::from(d);
-    }
-    let root = repo_root().canonicalize().expect("repository root");
-    let tried: Vec<PathBuf> = root
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/reference"))
-        .collect();
-    tried
-        .iter()
-        .find(|d| d.join("upstream/tests").is_dir())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "upstream reference configs not found: set DFX_REFERENCE_DIR or put them at \
-                 <parent>/shared/reference/upstream/tests (tried: {tried:?})"
-            )
-        })
+    dfx_core::reference::reference_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn load(files: Vec<PathBuf>, deploy_dir: PathBuf, baselines_dir: PathBuf) -> Plan {

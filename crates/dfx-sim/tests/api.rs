@@ -41,6 +41,11 @@ fn chunk_plan(m: &Measured) -> Vec<u64> {
         .collect()
 }
 
+/// `GET url` and its JSON body (the test fails on a transport or decoding error).
+async fn get_json(c: &reqwest::Client, url: impl reqwest::IntoUrl) -> Value {
+    c.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 #[tokio::test]
 async fn health_and_models() {
     let h = start(CV, 20.0).await;
@@ -51,14 +56,7 @@ async fn health_and_models() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let v: Value = c
-        .get(format!("{}/v1/models", h.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = get_json(&c, format!("{}/v1/models", h.base_url())).await;
     assert_eq!(v["object"], "list");
     assert_eq!(v["data"][0]["id"], CV);
     assert_eq!(v["data"][0]["root"], CV);
@@ -129,14 +127,7 @@ async fn invalid_requests_get_the_openai_envelope() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    let stats: Value = c
-        .get(format!("{}/sim/stats", h.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = get_json(&c, format!("{}/sim/stats", h.base_url())).await;
     assert_eq!(stats["rejected_400"], 10);
     assert_eq!(stats["speech_requests"], 0);
     h.shutdown().await.unwrap();
@@ -316,7 +307,7 @@ async fn voices_lifecycle() {
     let h = start(BASE, 20.0).await;
     let c = client::client();
     let url = format!("{}/v1/audio/voices", h.base_url());
-    let v: Value = c.get(&url).send().await.unwrap().json().await.unwrap();
+    let v = get_json(&c, &url).await;
     assert_eq!(v["uploaded_voices"], json!([]));
     let wav = b"RIFF\x24\x00\x00\x00WAVEfmt some audio bytes";
     let (ctype, body) = multipart(
@@ -339,7 +330,7 @@ async fn voices_lifecycle() {
     assert_eq!(v["success"], true);
     assert_eq!(v["voice"]["name"], "alice");
     assert_eq!(v["voice"]["file_size"], wav.len());
-    let v: Value = c.get(&url).send().await.unwrap().json().await.unwrap();
+    let v = get_json(&c, &url).await;
     assert_eq!(v["voices"], json!(["alice"]));
     assert_eq!(v["uploaded_voices"][0]["ref_text"], "Hello there.");
     // Usable as a voice: a Base request without ref_audio.

@@ -64,15 +64,19 @@ impl ServerChild {
 
     /// Server-side first-chunk delays by request id (`GET /timings`).
     fn timings(&self) -> HashMap<String, f64> {
+        self.get("timings")
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, what: &str) -> T {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
             let client = reqwest::Client::builder().no_proxy().build().unwrap();
-            let url = format!("{}/timings", self.base_url);
+            let url = format!("{}/{what}", self.base_url);
             let r = client.get(url).send().await.unwrap();
-            r.json::<HashMap<String, f64>>().await.unwrap()
+            r.json::<T>().await.unwrap()
         })
     }
 }
@@ -104,6 +108,8 @@ struct Run {
     steady_ms: Sorted,
     lag_ms: Sorted,
     connect_ms: Sorted,
+    /// Send path and read path of the overhead (raw server only), see [`split`].
+    split: Option<(Sorted, Sorted)>,
     cpu_per_1000: f64,
     failed: u64,
 }
@@ -159,8 +165,21 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
         )
     };
     // Overhead = client TTFP − the server's own first-chunk delay for that request, so
-    // the server's timer lateness is not charged to the client.
+    // the server's timer lateness is not charged to the client. The raw server measures
+    // its delay from the request's kernel receive time, so its own scheduling delays are
+    // not charged to the client either.
     let server_delay = server.timings();
+    let timings_json = serde_json::to_vec(&server_delay).unwrap();
+    std::fs::write(dir.join("server_timings.json"), timings_json).unwrap();
+    let split = (s.server == Server::Raw).then(|| {
+        let marks: HashMap<String, (f64, f64)> = server.get("marks");
+        std::fs::write(
+            dir.join("server_marks.json"),
+            serde_json::to_vec(&marks).unwrap(),
+        )
+        .unwrap();
+        split(&recs, &marks)
+    });
     let overhead_of = |r: &serde_json::Value| -> Option<f64> {
         let id = r["request_id"].as_str()?;
         Some((r["ttfp_s"].as_f64()? - server_delay.get(id)?) * 1000.0)
@@ -186,9 +205,37 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
         steady_ms: Sorted::new(steady),
         lag_ms: col("lag_s"),
         connect_ms: col("connect_s"),
+        split,
         cpu_per_1000: cpu / (s.n + u64::from(s.warmups)) as f64 * 1000.0,
         failed: doc["failed"].as_u64().unwrap_or(0),
     }
+}
+
+/// Splits each overhead into its send path (clock read before sending → request in the
+/// server's socket buffer) and read path (first chunk written → client timestamp), in ms.
+/// The client's phase start is not exported, so it is placed where the fastest request's
+/// send path is zero: the send path is understated and the read path overstated by that
+/// request's true send path (tens of µs).
+fn split(recs: &[serde_json::Value], marks: &HashMap<String, (f64, f64)>) -> (Sorted, Sorted) {
+    let rows: Vec<(f64, f64, f64, f64)> = recs
+        .iter()
+        .filter_map(|r| {
+            let (arrived, written) = marks.get(r["request_id"].as_str()?)?;
+            Some((
+                r["actual_send_s"].as_f64()?,
+                r["ttfp_s"].as_f64()?,
+                *arrived,
+                *written,
+            ))
+        })
+        .collect();
+    let base = rows
+        .iter()
+        .map(|(send, _, arrived, _)| arrived - send)
+        .fold(f64::INFINITY, f64::min);
+    let send = rows.iter().map(|(s, _, a, _)| (a - base - s) * 1e3);
+    let read = rows.iter().map(|(s, t, _, w)| (base + s + t - w) * 1e3);
+    (Sorted::new(send.collect()), Sorted::new(read.collect()))
 }
 
 fn scenarios(mode: &str) -> Vec<Scenario> {
@@ -227,7 +274,7 @@ fn scenarios(mode: &str) -> Vec<Scenario> {
     for reuse in [true, false] {
         let conn = if reuse { "pooled" } else { "fresh" };
         for c in [1u32, 64, 256] {
-            let n = (u64::from(c) * 4).max(200) / scale;
+            let n = (u64::from(c) * 16).max(200) / scale;
             let name = format!("closed loop c={c}, {conn}");
             out.push(sc(name, Server::Raw, closed(c), n, c, reuse));
         }
@@ -253,8 +300,16 @@ fn report(s: &Scenario, r: &Run) {
             r.steady_ms.percentile(99.0)
         )
     };
+    let split = match &r.split {
+        Some((send, read)) => format!(
+            "{:.2} / {:.2}",
+            send.percentile(99.0),
+            read.percentile(99.0)
+        ),
+        None => "—".into(),
+    };
     eprintln!(
-        "| {} | {} | {:.2} / {:.2} | {steady} | {:.3} / {:.3} | {:.2} | {:.2} | {} |",
+        "| {} | {} | {:.2} / {:.2} | {steady} | {split} | {:.3} / {:.3} | {:.2} | {:.2} | {} |",
         s.name,
         s.n,
         r.overhead_ms.median(),
@@ -298,9 +353,9 @@ fn main() {
         .unwrap_or_else(|| tmp.path().to_path_buf());
     let only = opt("only=");
     eprintln!(
-        "\n| scenario | requests | TTFP overhead p50 / p99 (ms) | after the initial burst p50 / p99 (ms) | send lag p99 / max (ms) | connect p99 (ms) | client CPU s / 1000 req | failed |"
+        "\n| scenario | requests | TTFP overhead p50 / p99 (ms) | after the initial burst p50 / p99 (ms) | send path / read path p99 (ms) | send lag p99 / max (ms) | connect p99 (ms) | client CPU s / 1000 req | failed |"
     );
-    eprintln!("|---|---|---|---|---|---|---|---|");
+    eprintln!("|---|---|---|---|---|---|---|---|---|");
     let mut failed = 0;
     let chosen = scenarios(mode)
         .into_iter()

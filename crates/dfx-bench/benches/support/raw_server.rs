@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// Delay between a request's arrival and its first chunk.
@@ -15,23 +15,102 @@ pub const FIRST_DELAY: Duration = Duration::from_millis(100);
 const CHUNK_GAP: Duration = Duration::from_millis(50);
 const CHUNK_BYTES: usize = 4800;
 
-/// Server-side first-chunk delay by `x-request-id` (request read → first chunk written).
+/// Server-side first-chunk delay by `x-request-id`: the request's arrival in the server's
+/// kernel socket buffer → its first chunk written.
 pub type Timings = Arc<Mutex<HashMap<String, f64>>>;
+/// CLOCK_MONOTONIC (shared by every process) of the request's kernel arrival and of its
+/// first chunk written, by `x-request-id`, in seconds.
+pub type Marks = Arc<Mutex<HashMap<String, (f64, f64)>>>;
+
+/// `SO_TIMESTAMPNS` (the "old" value, right for 64-bit `time_t` on x86_64 and aarch64;
+/// the libc crate does not export it for linux-gnu).
+const SO_TIMESTAMPNS: libc::c_int = 35;
+
+fn clock(id: libc::clockid_t) -> f64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime writes into the struct we own.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+fn mono() -> f64 {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
+/// One `recvmsg`: bytes read and the kernel receive time (CLOCK_MONOTONIC seconds) of the
+/// data, from the `SCM_TIMESTAMPNS` message (CLOCK_REALTIME, converted).
+fn recv_stamped(fd: std::os::fd::RawFd, buf: &mut [u8]) -> std::io::Result<(usize, Option<f64>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 16];
+    // SAFETY: a zeroed msghdr is valid; every pointer we set outlives the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: fd is an open socket; msg points at live buffers of the stated sizes.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let (real_now, mono_now) = (clock(libc::CLOCK_REALTIME), mono());
+    let mut stamp = None;
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled in.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                let at = ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9;
+                stamp = Some(mono_now - (real_now - at));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
+/// Reads what is there (waiting for readiness), with its kernel receive time.
+async fn read_stamped(sock: &TcpStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<f64>)> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.as_raw_fd();
+    loop {
+        sock.readable().await?;
+        match sock.try_io(tokio::io::Interest::READABLE, || recv_stamped(fd, buf)) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            other => return other,
+        }
+    }
+}
 
 struct Request {
     head: String,
     body: Vec<u8>,
+    /// Kernel receive time (CLOCK_MONOTONIC s) of the read that brought its first byte.
+    arrived: f64,
 }
 
 /// Reads one request from `buf` + the socket; `None` at end of stream.
 async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request> {
     let mut tmp = [0u8; 8192];
+    let mut arrived = None;
+    let mut read = async |buf: &mut Vec<u8>, arrived: &mut Option<f64>| {
+        let (n, at) = read_stamped(sock, &mut tmp)
+            .await
+            .ok()
+            .filter(|r| r.0 > 0)?;
+        buf.extend_from_slice(&tmp[..n]);
+        arrived.get_or_insert(at.unwrap_or_else(mono));
+        Some(())
+    };
     let head_end = loop {
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break p + 4;
         }
-        let n = sock.read(&mut tmp).await.ok().filter(|&n| n > 0)?;
-        buf.extend_from_slice(&tmp[..n]);
+        read(buf, &mut arrived).await?;
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
     let len: usize = head
@@ -40,12 +119,15 @@ async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     while buf.len() < head_end + len {
-        let n = sock.read(&mut tmp).await.ok().filter(|&n| n > 0)?;
-        buf.extend_from_slice(&tmp[..n]);
+        read(buf, &mut arrived).await?;
     }
     let body = buf[head_end..head_end + len].to_vec();
     buf.drain(..head_end + len);
-    Some(Request { head, body })
+    Some(Request {
+        head,
+        body,
+        arrived: arrived.unwrap_or_else(mono),
+    })
 }
 
 fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
@@ -54,14 +136,32 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-async fn connection(mut sock: TcpStream, timings: Timings) {
+async fn connection(mut sock: TcpStream, timings: Timings, marks: Marks) {
     let _ = sock.set_nodelay(true);
+    {
+        use std::os::fd::AsRawFd;
+        let on: libc::c_int = 1;
+        // SAFETY: setsockopt reads `on` for the stated length.
+        let _ = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
     let mut buf = Vec::new();
     let pcm = super::native_support::pcm(CHUNK_BYTES / 2, true, 0);
     while let Some(req) = read_request(&mut sock, &mut buf).await {
-        let received = Instant::now();
-        if req.head.starts_with("get /timings") {
-            let body = serde_json::to_vec(&*timings.lock().unwrap()).unwrap_or_default();
+        if req.head.starts_with("get /timings") || req.head.starts_with("get /marks") {
+            let body = if req.head.starts_with("get /timings") {
+                serde_json::to_vec(&*timings.lock().unwrap())
+            } else {
+                serde_json::to_vec(&*marks.lock().unwrap())
+            };
+            let body = body.unwrap_or_default();
             let h = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
             if sock
                 .write_all(&[h.as_bytes(), &body].concat())
@@ -91,8 +191,13 @@ async fn connection(mut sock: TcpStream, timings: Timings) {
                 return;
             }
             if let (0, Some(id)) = (i, &id) {
-                let delay = received.elapsed().as_secs_f64();
+                let written = mono();
+                let delay = written - req.arrived;
                 timings.lock().unwrap().insert(id.clone(), delay);
+                marks
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), (req.arrived, written));
             }
         }
         if sock.write_all(b"0\r\n\r\n").await.is_err() {
@@ -115,9 +220,10 @@ pub fn serve() {
         .unwrap();
     println!("http://{}", listener.local_addr().unwrap());
     let timings: Timings = Arc::default();
+    let marks: Marks = Arc::default();
     rt.spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(connection(sock, timings.clone()));
+            tokio::spawn(connection(sock, timings.clone(), marks.clone()));
         }
     });
     let _ = std::io::stdin().read_to_end(&mut Vec::new());

@@ -33,18 +33,48 @@ pub struct PcmStats {
 }
 
 /// Streaming analyser: feed the body as it arrives, in pieces of any size.
+///
+/// Sums are exact integers (a sample squared is at most 2^30; an hour at 48 kHz stays
+/// below 2^58), and whole windows are summed in one tight loop: this runs on the request
+/// path of every body read, so it must not delay the next read's timestamp.
 #[derive(Debug, Clone)]
 pub struct PcmAnalyzer {
     window: usize,
     sample_rate: u32,
     carry: Option<u8>,
-    win_sum_sq: f64,
+    win_sum_sq: u64,
     win_n: usize,
     windows: Vec<f32>,
     peak: u32,
-    sum_sq: f64,
+    sum_sq: u64,
     samples: u64,
     clipped: u64,
+}
+
+/// Sum of squares, peak magnitude and full-scale count of a run of s16le samples.
+#[derive(Debug, Default, Clone, Copy)]
+struct Block {
+    sum_sq: u64,
+    peak: u32,
+    clipped: u64,
+}
+
+impl Block {
+    fn of(bytes: &[u8]) -> Block {
+        let (mut sum_sq, mut peak, mut clipped) = (0u64, 0u32, 0u64);
+        for p in bytes.chunks_exact(2) {
+            let s = i32::from(i16::from_le_bytes([p[0], p[1]]));
+            let a = s.unsigned_abs();
+            sum_sq += u64::from(a * a);
+            peak = peak.max(a);
+            clipped += u64::from(a >= 32767);
+        }
+        Block {
+            sum_sq,
+            peak,
+            clipped,
+        }
+    }
 }
 
 impl PcmAnalyzer {
@@ -55,11 +85,11 @@ impl PcmAnalyzer {
             window,
             sample_rate: sample_rate.max(1),
             carry: None,
-            win_sum_sq: 0.0,
+            win_sum_sq: 0,
             win_n: 0,
             windows: Vec::new(),
             peak: 0,
-            sum_sq: 0.0,
+            sum_sq: 0,
             samples: 0,
             clipped: 0,
         }
@@ -71,33 +101,34 @@ impl PcmAnalyzer {
             return;
         }
         if let Some(lo) = self.carry.take() {
-            self.sample(i16::from_le_bytes([lo, bytes[0]]));
+            self.add(1, Block::of(&[lo, bytes[0]]));
             bytes = &bytes[1..];
         }
-        let mut pairs = bytes.chunks_exact(2);
-        for p in &mut pairs {
-            self.sample(i16::from_le_bytes([p[0], p[1]]));
+        let whole = bytes.len() & !1;
+        if whole < bytes.len() {
+            self.carry = Some(bytes[whole]);
         }
-        if let [last] = pairs.remainder() {
-            self.carry = Some(*last);
+        let mut rest = &bytes[..whole];
+        while !rest.is_empty() {
+            let take = ((self.window - self.win_n) * 2).min(rest.len());
+            let (head, tail) = rest.split_at(take);
+            self.add(take / 2, Block::of(head));
+            rest = tail;
         }
     }
 
-    fn sample(&mut self, s: i16) {
-        let a = u32::from(s.unsigned_abs());
-        self.peak = self.peak.max(a);
-        if a >= 32767 {
-            self.clipped += 1;
-        }
-        let v = f64::from(s);
-        self.win_sum_sq += v * v;
-        self.win_n += 1;
-        self.samples += 1;
+    /// Adds `n` samples that do not cross a window boundary.
+    fn add(&mut self, n: usize, b: Block) {
+        self.peak = self.peak.max(b.peak);
+        self.clipped += b.clipped;
+        self.win_sum_sq += b.sum_sq;
+        self.win_n += n;
+        self.samples += n as u64;
         if self.win_n == self.window {
-            self.windows
-                .push((self.win_sum_sq / self.window as f64).sqrt() as f32);
+            let mean_sq = self.win_sum_sq as f64 / self.window as f64;
+            self.windows.push(mean_sq.sqrt() as f32);
             self.sum_sq += self.win_sum_sq;
-            self.win_sum_sq = 0.0;
+            self.win_sum_sq = 0;
             self.win_n = 0;
         }
     }
@@ -125,7 +156,7 @@ impl PcmAnalyzer {
                 .map(|w| (w * self.window) as f64 / f64::from(self.sample_rate))
                 .unwrap_or(0.0),
             peak: f64::from(self.peak) / FULL_SCALE,
-            rms: ((self.sum_sq + self.win_sum_sq) / n).sqrt() / FULL_SCALE,
+            rms: ((self.sum_sq + self.win_sum_sq) as f64 / n).sqrt() / FULL_SCALE,
             clipping_ratio: self.clipped as f64 / n,
             silence_ratio: if self.windows.is_empty() {
                 0.0
@@ -216,6 +247,45 @@ mod tests {
         assert_eq!(st.samples, 1);
         assert!((st.peak - 10_000.0 / 32768.0).abs() < 1e-12);
         assert!((st.rms - 10_000.0 / 32768.0).abs() < 1e-12);
+    }
+
+    /// The window-slice fast path against a sample-by-sample reference, for pieces that
+    /// split samples and windows anywhere.
+    #[test]
+    fn pieces_of_any_size_match_a_per_sample_reference() {
+        let mut x = 0x2545_f491_u32;
+        let samples: Vec<i16> = (0..5000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let amp = if i < 1700 { 300 } else { 20_000 };
+                ((x % (2 * amp)) as i32 - amp as i32) as i16
+            })
+            .chain([i16::MIN, i16::MAX, -32767])
+            .collect();
+        let bytes = pcm(&samples);
+        let window = 120;
+        let wins: Vec<f64> = samples
+            .chunks_exact(window)
+            .map(|w| (w.iter().map(|&s| f64::from(s).powi(2)).sum::<f64>() / 120.0).sqrt())
+            .collect();
+        let peak = samples.iter().map(|s| s.unsigned_abs()).max().unwrap();
+        let loud = |r: f64| r >= LOUD_FRACTION * f64::from(peak);
+        let onset = (0..wins.len() - 3).find(|&i| wins[i..i + 4].iter().all(|&r| loud(r)));
+        let sum_sq: f64 = samples.iter().map(|&s| f64::from(s).powi(2)).sum();
+        for piece in [1, 3, 119, 240, 241, 4095, bytes.len()] {
+            let st = analyse_in_pieces(&bytes, 24_000, piece);
+            assert_eq!(st.samples, samples.len() as u64, "{piece}");
+            assert_eq!(st.peak, f64::from(peak) / FULL_SCALE);
+            assert_eq!(st.clipping_ratio, 3.0 / samples.len() as f64);
+            let rms = (sum_sq / samples.len() as f64).sqrt() / FULL_SCALE;
+            assert!((st.rms - rms).abs() < 1e-12, "{piece}: {} vs {rms}", st.rms);
+            let want = onset.unwrap() as f64 * window as f64 / 24_000.0;
+            assert!((st.leading_silence_s - want).abs() < 1e-12, "{piece}");
+            let quiet = wins.iter().filter(|&&r| !loud(r)).count() as f64;
+            assert!((st.silence_ratio - quiet / wins.len() as f64).abs() < 1e-12);
+        }
     }
 
     #[test]

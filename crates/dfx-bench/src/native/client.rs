@@ -239,13 +239,29 @@ impl Target {
         let mut sniffed = false;
         // The response head was the last byte seen: the stall clock restarts there.
         let mut last = Instant::now();
+        // One timer for the whole body, moved only when it fires early: re-arming a timer
+        // per read costs two timer-wheel locks on the path that timestamps the next read.
+        let timer = tokio::time::sleep_until(self.body_timer_at(last, deadline).into());
+        tokio::pin!(timer);
         loop {
-            let chunk = match self.wait(last, deadline, response.chunk()).await {
-                Err(class) => return x.fail(class, self.timeout_message(class, "next body byte")),
-                Ok(Err(e)) => return x.fail(FailureClass::Transport, error_chain(&e)),
-                Ok(Ok(None)) => break,
-                Ok(Ok(Some(c))) if c.is_empty() => continue,
-                Ok(Ok(Some(c))) => c,
+            let next = tokio::select! {
+                biased;
+                c = response.chunk() => c,
+                () = &mut timer => {
+                    let due = self.body_timer_at(last, deadline);
+                    if Instant::now() < due {
+                        timer.as_mut().reset(due.into());
+                        continue;
+                    }
+                    let class = self.expired_class(last, deadline);
+                    return x.fail(class, self.timeout_message(class, "next body byte"));
+                }
+            };
+            let chunk = match next {
+                Err(e) => return x.fail(FailureClass::Transport, error_chain(&e)),
+                Ok(None) => break,
+                Ok(Some(c)) if c.is_empty() => continue,
+                Ok(Some(c)) => c,
             };
             last = Instant::now();
             x.chunks
@@ -281,17 +297,23 @@ impl Target {
         deadline: Instant,
         fut: F,
     ) -> Result<F::Output, FailureClass> {
-        let stall_at = since + self.limits.read_timeout;
-        let until = stall_at.min(deadline);
-        tokio::time::timeout_at(until.into(), fut)
+        tokio::time::timeout_at(self.body_timer_at(since, deadline).into(), fut)
             .await
-            .map_err(|_| {
-                if deadline <= stall_at {
-                    FailureClass::Timeout
-                } else {
-                    FailureClass::Stall
-                }
-            })
+            .map_err(|_| self.expired_class(since, deadline))
+    }
+
+    /// When waiting since `since` ends: the read timeout after it, never past `deadline`.
+    fn body_timer_at(&self, since: Instant, deadline: Instant) -> Instant {
+        (since + self.limits.read_timeout).min(deadline)
+    }
+
+    /// Which limit a wait since `since` that ran out hit.
+    fn expired_class(&self, since: Instant, deadline: Instant) -> FailureClass {
+        if deadline <= since + self.limits.read_timeout {
+            FailureClass::Timeout
+        } else {
+            FailureClass::Stall
+        }
     }
 
     fn timeout_message(&self, class: FailureClass, what: &str) -> String {

@@ -172,6 +172,15 @@ impl RequestRecord {
     }
 }
 
+/// Lowers the calling thread's priority (nice +10; Linux nice values are per thread), so
+/// that serialising and flushing records never takes a core from the runtime threads
+/// that timestamp body reads. Best effort: an error leaves the priority as it was.
+fn lower_thread_priority() {
+    let tid = nix::unistd::gettid().as_raw();
+    // SAFETY: setpriority only reads its integer arguments.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
+}
+
 /// Writes records as they arrive (one flushed line each) and collects them.
 pub struct RecordSink {
     tx: mpsc::Sender<RequestRecord>,
@@ -184,32 +193,36 @@ impl RecordSink {
     pub fn start(path: &Path, mut progress: Progress) -> RecordSink {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let path = path.to_path_buf();
-        let handle = std::thread::spawn(move || {
-            let mut problem = None;
-            let mut file = match std::fs::File::create(&path) {
-                Ok(f) => Some(std::io::BufWriter::new(f)),
-                Err(e) => {
-                    problem = Some(format!("cannot write {}: {e}", path.display()));
-                    None
-                }
-            };
-            let mut all = Vec::new();
-            for rec in rx {
-                if let Some(f) = file.as_mut() {
-                    let line = serde_json::to_string(&rec).unwrap_or_default();
-                    if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+        let spawned = std::thread::Builder::new()
+            .name("dfx-records".into())
+            .spawn(move || {
+                lower_thread_priority();
+                let mut problem = None;
+                let mut file = match std::fs::File::create(&path) {
+                    Ok(f) => Some(std::io::BufWriter::new(f)),
+                    Err(e) => {
                         problem = Some(format!("cannot write {}: {e}", path.display()));
-                        file = None;
+                        None
                     }
+                };
+                let mut all = Vec::new();
+                for rec in rx {
+                    if let Some(f) = file.as_mut() {
+                        let line = serde_json::to_string(&rec).unwrap_or_default();
+                        if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+                            problem = Some(format!("cannot write {}: {e}", path.display()));
+                            file = None;
+                        }
+                    }
+                    if !rec.warmup {
+                        progress.request_done(rec.ok);
+                    }
+                    all.push(rec);
                 }
-                if !rec.warmup {
-                    progress.request_done(rec.ok);
-                }
-                all.push(rec);
-            }
-            progress.finish();
-            (all, problem)
-        });
+                progress.finish();
+                (all, problem)
+            });
+        let handle = spawned.unwrap_or_else(|e| panic!("cannot start the records writer: {e}"));
         RecordSink { tx, handle }
     }
 

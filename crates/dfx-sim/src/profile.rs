@@ -3,9 +3,11 @@
 //!
 //! The Qwen3-TTS 1.7B parameters were fitted to the H20 table of SIM.md for the
 //! configuration of that sweep: talker `max_num_seqs` 64; code2wav decoding one chunk per
-//! step (the "codec batch 1" of SIM.md) for a few resident requests (fitted: 4 for Base,
-//! 8 for CustomVoice); chunks of 1 then 25 frames with 72 frames of left context; both
-//! stages on one GPU. See BENCHMARKS.md ("Simulator") for the fit and the measured result.
+//! step (the "codec batch 1" of SIM.md) in queue order for 4 resident requests (fitted);
+//! chunks of 1 then 25 frames with 72 frames of left context; both stages on one GPU.
+//! The fit (`examples/fit.rs`) scores the median over client arrival orders on two
+//! prompt sets, three audio-length draws and three arrival spreads. See BENCHMARKS.md
+//! ("Simulator") for the fit and the measured result.
 //! The other profiles are derived or generic, and say so.
 
 use serde::Serialize;
@@ -112,7 +114,7 @@ const VOXTRAL_VOICES: &[&str] = &[
 ];
 
 /// Qwen3-TTS code2wav as in the H20 sweep: `resident` requests, one chunk decoded per
-/// step (no batched decode), 72 frames of left context.
+/// step (no batched decode) in queue order, 72 frames of left context.
 fn qwen_codec(step_base_s: f64, per_frame_s: f64, resident: usize) -> CodecParams {
     CodecParams {
         step_base_s,
@@ -122,6 +124,7 @@ fn qwen_codec(step_base_s: f64, per_frame_s: f64, resident: usize) -> CodecParam
         max_num_seqs: resident,
         decode_batch: 1,
         left_context_frames: 72,
+        chunk_fifo: true,
     }
 }
 
@@ -145,11 +148,11 @@ fn qwen(name: &'static str, family: Family, basis: &'static str) -> Profile {
         family,
         basis,
         sample_rate: 24_000,
-        talker: talker(0.003785, 0.000248, 0.000573),
-        codec: Some(qwen_codec(0.029596, 0.00035, 8)),
+        talker: talker(0.003357, 0.000316, 0.000808),
+        codec: Some(qwen_codec(0.030186, 0.000335, 4)),
         chunking: Chunking::default(),
-        contention: 0.634,
-        prefill_plain_s: 0.02101,
+        contention: 0.559908,
+        prefill_plain_s: 0.024737,
         prefill_clone_s: 0.08,
         clone_context_frames: 72,
         secs_per_char: 0.065,
@@ -163,11 +166,11 @@ fn qwen(name: &'static str, family: Family, basis: &'static str) -> Profile {
 /// Qwen3-TTS 1.7B Base, fitted to the voice-clone row of the H20 table.
 fn qwen_17_base() -> Profile {
     Profile {
-        talker: talker(0.005077, 0.000062, 0.009771),
-        codec: Some(qwen_codec(0.009047, 0.000698, 4)),
-        contention: 1.434,
+        talker: talker(0.004982, 0.000050, 0.011800),
+        codec: Some(qwen_codec(0.010982, 0.000698, 4)),
+        contention: 1.006395,
         prefill_plain_s: 0.03,
-        prefill_clone_s: 0.107906,
+        prefill_clone_s: 0.114829,
         // A Base checkpoint has no preset speakers (voices are uploaded clones).
         voices: &[],
         default_voice: None,

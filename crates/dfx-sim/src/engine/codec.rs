@@ -1,7 +1,8 @@
 //! Stage 1: code2wav. Up to `max_num_seqs` requests are resident (admitted oldest first
 //! once they have a chunk; a request stays resident until its last chunk is decoded, as
 //! in vLLM's running set); each step decodes at most `decode_batch` chunks, one per
-//! resident request, oldest first (a request's chunks decode in order).
+//! resident request (a request's chunks decode in order), picked either oldest request
+//! first or, with `chunk_fifo`, in the order the chunks entered the queue.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -11,9 +12,11 @@ use super::{Chunk, CodecParams, Emission, EngineSnapshot, VTime, secs};
 pub(super) struct Codec {
     p: CodecParams,
     slowdown: f64,
-    /// Chunks not yet decoded, per request; request ids grow with arrival, so key order
-    /// is age order (vLLM schedules first come, first served).
-    pending: BTreeMap<u64, VecDeque<Chunk>>,
+    /// Chunks not yet decoded with their enqueue number, per request; request ids grow
+    /// with arrival, so key order is age order (vLLM schedules first come, first served).
+    pending: BTreeMap<u64, VecDeque<(u64, Chunk)>>,
+    /// Enqueue counter: a chunk's place in the code2wav input queue.
+    next_seq: u64,
     queued: usize,
     resident: BTreeSet<u64>,
     batch: Vec<Chunk>,
@@ -28,6 +31,7 @@ impl Codec {
             p,
             slowdown,
             pending: BTreeMap::new(),
+            next_seq: 0,
             queued: 0,
             resident: BTreeSet::new(),
             batch: Vec::new(),
@@ -44,7 +48,9 @@ impl Codec {
     pub(super) fn enqueue(&mut self, chunks: Vec<Chunk>) {
         self.queued += chunks.len();
         for ch in chunks {
-            self.pending.entry(ch.id).or_default().push_back(ch);
+            self.next_seq += 1;
+            let seq = self.next_seq;
+            self.pending.entry(ch.id).or_default().push_back((seq, ch));
         }
     }
 
@@ -84,20 +90,22 @@ impl Codec {
         }
         self.admit();
         let limit = self.p.decode_batch.max(1);
-        let ids: Vec<u64> = self
+        let mut ready: Vec<(u64, u64)> = self
             .resident
             .iter()
-            .filter(|id| self.pending.contains_key(id))
-            .take(limit)
-            .copied()
+            .filter_map(|id| Some((self.pending.get(id)?.front()?.0, *id)))
             .collect();
+        if self.p.chunk_fifo {
+            ready.sort_unstable();
+        }
+        let ids: Vec<u64> = ready.into_iter().take(limit).map(|(_, id)| id).collect();
         if ids.is_empty() {
             return;
         }
         let mut frames = 0u64;
         for id in ids {
             let q = self.pending.get_mut(&id).expect("filtered on pending");
-            let ch = q.pop_front().expect("pending queues are never empty");
+            let (_, ch) = q.pop_front().expect("pending queues are never empty");
             if q.is_empty() {
                 self.pending.remove(&id);
             }

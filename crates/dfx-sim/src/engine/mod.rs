@@ -17,7 +17,7 @@
 //! - **code2wav** ([`codec`]): a queue of codec chunks in front of a decoder with at most
 //!   `max_num_seqs` resident requests (oldest first; resident until their last chunk)
 //!   and at most `decode_batch` chunks per step, one per request (a request's chunks
-//!   decode in order). A step of n chunks costs `step_base + step_per_extra_chunk ×
+//!   decode in order), served oldest request first or, with `chunk_fifo`, in queue order. A step of n chunks costs `step_base + step_per_extra_chunk ×
 //!   (n − 1) + per_frame × Σ(chunk + context frames) × (1 + batch_efficiency × (n − 1)) / n`.
 //! - single-stage models (VoxCPM2) have no codec stage: the talker emits PCM itself and
 //!   pays `inline_decode` per chunk inside its step.
@@ -75,6 +75,9 @@ pub struct CodecParams {
     /// Left context frames re-decoded with every chunk after the first
     /// (`codec_left_context_frames`).
     pub left_context_frames: u32,
+    /// Which resident requests a step serves: `false` = oldest request first; `true` =
+    /// the chunks that entered the code2wav queue first.
+    pub chunk_fifo: bool,
 }
 
 /// Everything the engine needs, already validated.

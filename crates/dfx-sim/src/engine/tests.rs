@@ -23,6 +23,7 @@ fn slots_cfg(slots: usize, codec_batch: usize) -> EngineConfig {
             max_num_seqs: slots,
             decode_batch: codec_batch,
             left_context_frames: 72,
+            chunk_fifo: false,
         }),
         chunking: Chunking::default(),
         slowdown: 1.0,
@@ -99,6 +100,36 @@ fn codec_batch_one_starves_young_requests() {
         young_serial > 2 * young_batched,
         "{young_serial} vs {young_batched}"
     );
+}
+
+#[test]
+fn chunk_fifo_serves_a_newcomer_in_queue_order() {
+    // The same saturated decoder as above: in queue order the newcomer's first chunk
+    // waits only for the chunks queued before it, not for the older requests' backlog.
+    let mut jobs: Vec<(VTime, Job)> = (0..7).map(|i| (0, job(i + 1, 300))).collect();
+    jobs.push((ns(2000.0), job(8, 60)));
+    let oldest_first = run(slots_cfg(8, 1), &jobs);
+    let mut fifo_cfg = slots_cfg(8, 1);
+    fifo_cfg.codec.as_mut().unwrap().chunk_fifo = true;
+    let fifo = run(fifo_cfg, &jobs);
+    let young = |out: &[Emission]| first_packet(out, 8) - ns(2000.0);
+    assert!(
+        young(&fifo) * 3 < young(&oldest_first) * 2,
+        "{} vs {}",
+        young(&fifo),
+        young(&oldest_first)
+    );
+    // Within a request, chunks still decode in order.
+    for out in [&oldest_first, &fifo] {
+        for id in 1..=8 {
+            let starts: Vec<u32> = out
+                .iter()
+                .filter(|e| e.id == id)
+                .map(|e| e.start_frame)
+                .collect();
+            assert!(starts.windows(2).all(|w| w[0] < w[1]), "{id}: {starts:?}");
+        }
+    }
 }
 
 #[test]

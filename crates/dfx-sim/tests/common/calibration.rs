@@ -63,7 +63,7 @@ impl Task {
         }
     }
 
-    fn body(self, text: &str, ref_audio: &str) -> Value {
+    pub fn body(self, text: &str, ref_audio: &str) -> Value {
         match self {
             Task::VoiceClone => client::voice_clone_body(self.model(), text, ref_audio),
             Task::VoiceDesign => client::voice_design_body(self.model(), text),

@@ -2,3 +2,4 @@
 
 pub mod calibration;
 pub mod client;
+pub mod orders;

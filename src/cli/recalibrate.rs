@@ -82,7 +82,15 @@ impl Run for RecalibrateArgs {
                     applied.written,
                     applied.store.display()
                 );
-            } else {
+            }
+            if applied.restored > 0 {
+                println!(
+                    "restored {} kept threshold(s) that the runs read from the store but {} no longer had",
+                    applied.restored,
+                    applied.store.display()
+                );
+            }
+            if applied.written + applied.restored == 0 {
                 println!("nothing to write: {} unchanged", applied.store.display());
             }
         }

@@ -101,12 +101,17 @@ fn default_policy_keeps_what_would_loosen_and_prints_why() {
         "keep_would_loosen_table",
         table.replace(&baselines.display().to_string(), "<baselines>")
     );
+    // Nothing new is written; the two thresholds the runs read from a store entry that
+    // this (empty) store no longer has are kept, so they are restored, not dropped.
     let applied = apply(&r).unwrap();
-    assert_eq!(applied.written, 0);
-    assert!(
-        !applied.store.exists(),
-        "nothing to write: the store is not created"
-    );
+    assert_eq!((applied.written, applied.restored), (0, 2));
+    let store = read_store(&applied.store).unwrap();
+    assert_eq!(store.len(), 2, "{store:?}");
+    assert_eq!(store[QPS1]["mean_e2el_ms"], 2500.0);
+    // Applying again changes nothing.
+    let r = plan_from_dirs(&dirs, &opts(&baselines)).unwrap();
+    let again = apply(&r).unwrap();
+    assert_eq!((again.written, again.restored), (0, 0));
 }
 
 #[test]

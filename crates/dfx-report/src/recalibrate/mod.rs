@@ -57,6 +57,10 @@ impl Default for RecalibrateOptions {
     }
 }
 
+/// [`OldThreshold::source`] of a threshold the runs read from a store entry that the
+/// current store no longer has.
+pub const RUNS_STORE: &str = "run's store";
+
 /// The threshold in force before recalibration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OldThreshold {
@@ -364,7 +368,7 @@ fn change_for(
                 .map(|th| OldThreshold {
                     value: th.value,
                     source: if th.from_store() {
-                        "run's store".into()
+                        RUNS_STORE.into()
                     } else {
                         th.source_label()
                     },
@@ -417,26 +421,39 @@ pub struct Applied {
     pub store: PathBuf,
     /// Number of thresholds written (added, tightened or loosened).
     pub written: usize,
+    /// Kept thresholds that the runs read from the store but the store file no longer
+    /// holds (deleted or moved since), written back so that keeping one never drops it.
+    pub restored: usize,
 }
 
 /// Writes the changed thresholds into the store (merging with what it holds; sorted,
-/// stable formatting; atomic). Does not touch the file when nothing changes.
+/// stable formatting; atomic), and restores kept thresholds that only the runs' store
+/// still had. Does not touch the file when nothing changes.
 pub fn apply(r: &Recalibration) -> Result<Applied, ReportError> {
     let mut store = read_store(&r.store)?;
-    let mut written = 0;
-    for c in r.changes.iter().filter(|c| c.writes()) {
+    let (mut written, mut restored) = (0, 0);
+    for c in &r.changes {
+        let from_runs_store = c.old.as_ref().is_some_and(|o| o.source == RUNS_STORE);
+        if !c.writes() && !from_runs_store {
+            continue;
+        }
         store
             .entry(c.trial.clone())
             .or_default()
             .insert(c.metric.clone(), c.result);
-        written += 1;
+        if c.writes() {
+            written += 1;
+        } else {
+            restored += 1;
+        }
     }
-    if written > 0 {
+    if written + restored > 0 {
         write_store(&r.store, &store)?;
     }
     Ok(Applied {
         store: r.store.clone(),
         written,
+        restored,
     })
 }
 

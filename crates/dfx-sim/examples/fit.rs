@@ -16,8 +16,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::calibration::Task;
-use common::orders::{ORDERS, Prompts, arrival_order, server_jobs_for};
+use common::calibration::{Task, median, server_jobs_for};
+use common::orders::{ORDERS, Prompts, arrival_order};
 use dfx_sim::SimOptions;
 use dfx_sim::engine::EngineConfig;
 use dfx_sim::vbench::{self, Load};
@@ -144,7 +144,7 @@ impl Problem {
                         rs.push(r);
                         ts.push(t);
                     }
-                    let (r, t) = (median(rs), median(ts));
+                    let (r, t) = (median(&mut rs), median(&mut ts));
                     worst_median = worst_median.max(err(r, rtf)).max(err(t, ttfp));
                 }
             }
@@ -168,16 +168,6 @@ struct Score {
 
 fn err(measured: f64, target: f64) -> f64 {
     (measured / target).ln().abs()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn main() {

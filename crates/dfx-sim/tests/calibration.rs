@@ -16,8 +16,10 @@
 
 mod common;
 
-use common::calibration::{Point, Run, Task, median, rel, server_jobs, sweep, sweep_runs, table};
-use common::orders::{ORDERS, Prompts, median_point, predict_orders, server_jobs_for};
+use common::calibration::{
+    Point, Run, Task, median, rel, server_jobs, server_jobs_for, sweep, sweep_runs, table,
+};
+use common::orders::{ORDERS, Prompts, median_point, predict_orders};
 use dfx_sim::SimOptions;
 use dfx_sim::engine::Job;
 use dfx_sim::vbench;

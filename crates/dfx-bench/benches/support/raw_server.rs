@@ -15,11 +15,10 @@ pub const FIRST_DELAY: Duration = Duration::from_millis(100);
 const CHUNK_GAP: Duration = Duration::from_millis(50);
 const CHUNK_BYTES: usize = 4800;
 
-/// Server-side first-chunk delay by `x-request-id`: the request's arrival in the server's
-/// kernel socket buffer → its first chunk written.
-pub type Timings = Arc<Mutex<HashMap<String, f64>>>;
-/// CLOCK_MONOTONIC (shared by every process) of the request's kernel arrival and of its
-/// first chunk written, by `x-request-id`, in seconds.
+/// CLOCK_MONOTONIC (shared by every process) of the request's arrival in the server's
+/// kernel socket buffer and of its first chunk written, by `x-request-id`, in seconds.
+/// Served as is at `GET /marks`, and as the first-chunk delay (written − arrival) at
+/// `GET /timings`.
 pub type Marks = Arc<Mutex<HashMap<String, (f64, f64)>>>;
 
 /// `SO_TIMESTAMPNS` (the "old" value, right for 64-bit `time_t` on x86_64 and aarch64;
@@ -136,7 +135,7 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-async fn connection(mut sock: TcpStream, timings: Timings, marks: Marks) {
+async fn connection(mut sock: TcpStream, marks: Marks) {
     let _ = sock.set_nodelay(true);
     {
         use std::os::fd::AsRawFd;
@@ -156,10 +155,15 @@ async fn connection(mut sock: TcpStream, timings: Timings, marks: Marks) {
     let pcm = super::native_support::pcm(CHUNK_BYTES / 2, true, 0);
     while let Some(req) = read_request(&mut sock, &mut buf).await {
         if req.head.starts_with("get /timings") || req.head.starts_with("get /marks") {
-            let body = if req.head.starts_with("get /timings") {
-                serde_json::to_vec(&*timings.lock().unwrap())
-            } else {
-                serde_json::to_vec(&*marks.lock().unwrap())
+            let body = {
+                let marks = marks.lock().unwrap();
+                if req.head.starts_with("get /timings") {
+                    let delays: HashMap<&String, f64> =
+                        marks.iter().map(|(id, (a, w))| (id, w - a)).collect();
+                    serde_json::to_vec(&delays)
+                } else {
+                    serde_json::to_vec(&*marks)
+                }
             };
             let body = body.unwrap_or_default();
             let h = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
@@ -192,8 +196,6 @@ async fn connection(mut sock: TcpStream, timings: Timings, marks: Marks) {
             }
             if let (0, Some(id)) = (i, &id) {
                 let written = mono();
-                let delay = written - req.arrived;
-                timings.lock().unwrap().insert(id.clone(), delay);
                 marks
                     .lock()
                     .unwrap()
@@ -219,11 +221,10 @@ pub fn serve() {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     println!("http://{}", listener.local_addr().unwrap());
-    let timings: Timings = Arc::default();
     let marks: Marks = Arc::default();
     rt.spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(connection(sock, timings.clone(), marks.clone()));
+            tokio::spawn(connection(sock, marks.clone()));
         }
     });
     let _ = std::io::stdin().read_to_end(&mut Vec::new());

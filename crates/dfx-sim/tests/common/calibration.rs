@@ -304,40 +304,23 @@ pub fn table(task: Task, points: &[Point]) -> String {
 /// The engine jobs the simulator runs for the 20 prompts of `task` (same bodies as the
 /// streaming client sends, resolved by the server's own request validation and plan).
 pub fn server_jobs(task: Task, cfg: &dfx_sim::SimConfig) -> Vec<dfx_sim::engine::Job> {
+    let texts: Vec<String> = PROMPTS.iter().map(|s| s.to_string()).collect();
+    server_jobs_for(task, cfg, &texts)
+}
+
+/// The engine jobs the simulator runs for `texts` (the bodies the streaming client sends,
+/// resolved by the server's own request validation and plan).
+pub fn server_jobs_for(
+    task: Task,
+    cfg: &dfx_sim::SimConfig,
+    texts: &[String],
+) -> Vec<dfx_sim::engine::Job> {
     let ref_audio = client::ref_audio_data_url();
-    PROMPTS
+    texts
         .iter()
         .map(|text| {
             let body = serde_json::to_vec(&task.body(text, &ref_audio)).expect("json");
             dfx_sim::plan::job_for_body(cfg, &body).expect("the server accepts the body")
         })
         .collect()
-}
-
-/// The model's exact answer (virtual time, no HTTP) to the closed-loop sweep point that
-/// [`run_point`] drives: the first `concurrency` requests sent `spread_s` apart, the next
-/// one `turnaround_s` after each completion (simulated seconds).
-pub fn predict(
-    task: Task,
-    cfg: &dfx_sim::SimConfig,
-    concurrency: usize,
-    spread_s: f64,
-    turnaround_s: f64,
-) -> Point {
-    let load = dfx_sim::vbench::Load::from_jobs(
-        &server_jobs(task, cfg),
-        concurrency,
-        spread_s,
-        turnaround_s,
-    )
-    .expect("one task per load");
-    let o = dfx_sim::vbench::run(&cfg.engine, &load);
-    Point {
-        concurrency,
-        median_rtf: o.median_rtf(),
-        median_ttfp_ms: o.median_ttfp_ms(),
-        median_e2el_ms: median(&mut o.e2el_s.clone()) * 1000.0,
-        audio_throughput: o.audio_throughput(),
-        failures: 0,
-    }
 }

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::calibration::{Point, Task, median};
-use super::client::{self, PROMPTS};
+use super::client::PROMPTS;
 
 /// Arrival orders tried per sweep point (0 = prompt order).
 pub const ORDERS: u64 = 8;
@@ -68,23 +68,6 @@ pub fn arrival_order<T: Clone>(items: &[T], c: usize, order: u64) -> Vec<T> {
         }
     }
     v
-}
-
-/// The engine jobs the simulator runs for `texts` (the bodies the streaming client sends,
-/// resolved by the server's own request validation and plan).
-pub fn server_jobs_for(
-    task: Task,
-    cfg: &dfx_sim::SimConfig,
-    texts: &[String],
-) -> Vec<dfx_sim::engine::Job> {
-    let ref_audio = client::ref_audio_data_url();
-    texts
-        .iter()
-        .map(|text| {
-            let body = serde_json::to_vec(&task.body(text, &ref_audio)).expect("json");
-            dfx_sim::plan::job_for_body(cfg, &body).expect("the server accepts the body")
-        })
-        .collect()
 }
 
 /// The model's answer to one closed-loop sweep point for each of [`ORDERS`] arrival

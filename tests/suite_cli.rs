@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
+#[path = "suite_cli/hostile.rs"]
+mod hostile;
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
 #[path = "suite_cli/sim_baseline.rs"]
@@ -25,7 +27,7 @@ use std::process::ExitCode;
 
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
-use support::{NESTED, cargo_test, check, fixture, perf, run_dirs};
+use support::{NESTED, cargo_test, check, fixture, perf, perf_in, run_dirs};
 
 type Check = fn() -> Result<(), Failed>;
 
@@ -70,6 +72,10 @@ fn main() -> ExitCode {
         ),
         ("ignored_trials_and_the_ignored_flags", ignored_trials),
         (
+            "a_run_of_only_ignored_trials_writes_nothing",
+            only_ignored_writes_nothing,
+        ),
+        (
             "assert_baseline_fails_trials_that_cannot_run",
             assert_baseline_fails_unrunnable,
         ),
@@ -103,6 +109,14 @@ fn main() -> ExitCode {
         (
             "sigterm_during_the_first_trial_tears_down_servers_and_writes_the_summary",
             interrupt::sigterm_during_the_first_trial,
+        ),
+        (
+            "hostile_values_of_issue_12_are_config_errors_before_any_start",
+            hostile::table_rows_are_config_errors,
+        ),
+        (
+            "hostile_input_matrix_never_panics_hangs_or_leaves_a_process",
+            hostile::mutation_matrix,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",
@@ -373,6 +387,51 @@ fn ignored_trials() -> Result<(), Failed> {
         all.outcomes()?.len() == 5,
         "--include-ignored runs everything",
         &all,
+    )
+}
+
+/// A filter that selects only ignored trials prints them with the reason and libtest's
+/// summary line, but creates no run folder and leaves `latest` pointing at the last real
+/// run.
+fn only_ignored_writes_nothing() -> Result<(), Failed> {
+    let config = format!(
+        "{},{}",
+        fixture("tts_small.json"),
+        fixture("diffusion.json")
+    );
+    let real = perf(&config, &["--exact", BASE_TRIALS[0]], &[])?;
+    check(real.code() == Some(0), "the real run passes", &real)?;
+    let before = run_dirs(real.results.path());
+    let latest = |p: &std::path::Path| std::fs::read_link(p.join("latest")).ok();
+    let link = latest(real.results.path());
+    check(
+        before.len() == 1 && link.is_some(),
+        "one run folder and `latest`",
+        &real,
+    )?;
+    let out = perf_in(real.results.path(), &config, &["test_image_gen"])?;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let both = format!("--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    let ok = out.status.code() == Some(0)
+        && stderr.contains("1 trial(s) ignored: unsupported: diffusion dialect")
+        && stdout.contains("test_image_gen::t2i::c1 ... ignored")
+        && stdout.contains("0 passed; 0 failed; 1 ignored")
+        && stderr.contains("no run folder was written");
+    if !ok {
+        return Err(format!("exit 0, the ignored trial and its reason printed\n{both}").into());
+    }
+    if run_dirs(real.results.path()) != before || latest(real.results.path()) != link {
+        return Err(format!("the results folder changed\n{both}").into());
+    }
+    // Under --assert-baseline the same selection fails (and so does run).
+    let strict = perf(&config, &["--assert-baseline", "test_image_gen"], &[])?;
+    check(
+        strict.code() == Some(101),
+        "fails under --assert-baseline",
+        &strict,
     )
 }
 

@@ -1,7 +1,9 @@
 //! End to end without fakes: the suite starts the simulator (`--server sim`, sped up) and
 //! drives it with the native bench, on a two-step TTS config with the shipped smoke
-//! dataset. Checks what a user gets: exit status, every request completed, the results
-//! folder, and no simulator process left behind.
+//! dataset, with `--format json`. Checks what a user gets: exit status, a stdout that is
+//! libtest's JSON event stream and nothing else (the native bench's summary block goes to
+//! stderr), every request completed, the results folder, and no simulator process left
+//! behind.
 
 use std::path::Path;
 
@@ -82,11 +84,33 @@ pub fn native_bench_against_the_simulator() -> Result<(), Failed> {
             "--bench",
             "native",
             "--assert-baseline",
+            "--format",
+            "json",
         ],
         &[],
         &["DFX_HARDWARE"],
     )?;
     check(run.code() == Some(0), "exit status 0", &run)?;
+    let stdout = run.stdout();
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    check(
+        events.len() == stdout.lines().count() && !events.is_empty(),
+        "every stdout line is a JSON event",
+        &run,
+    )?;
+    check(
+        events
+            .iter()
+            .filter(|e| e["type"] == "test" && e["event"] == "ok")
+            .count()
+            == STEPS.len()
+            && run.stderr().contains("Serving Benchmark Result"),
+        "an ok event per step; the bench's summary block on stderr",
+        &run,
+    )?;
     let s = run.summary()?;
     check(
         s["hardware"] == "SIMx20",

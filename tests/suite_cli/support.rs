@@ -195,6 +195,15 @@ pub fn perf_unset(
     Ok(Run { out, results })
 }
 
+/// Runs the perf binary like [`perf`], writing into the given results folder (to check
+/// what a second run does to an existing one).
+pub fn perf_in(results: &Path, config: &str, args: &[&str]) -> Result<Output, Failed> {
+    let mut cmd = Command::new(perf_bin()?);
+    cmd.current_dir(root()).args(args);
+    hermetic(&mut cmd, config, results);
+    Ok(cmd.output().map_err(|e| format!("cannot run perf: {e}"))?)
+}
+
 /// Starts the perf binary like [`perf`] without waiting (output piped); the results
 /// folder comes back with the child.
 pub fn perf_spawn(

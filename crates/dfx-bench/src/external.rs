@@ -1,5 +1,5 @@
-//! External bench: `vllm bench serve --omni`, one fresh command per sweep step (BENCH.md,
-//! "External bench").
+//! External bench: `vllm bench serve --omni`, one fresh command per sweep step
+//! (`docs/bench.md` ("External bench")).
 //!
 //! The command is built the way vllm-omni's DFX perf runner builds it (flag spelling,
 //! excluded keys, booleans, compact JSON objects, `--trust-remote-code`, warmups,

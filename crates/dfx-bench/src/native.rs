@@ -1,5 +1,5 @@
-//! Native streaming load generator for `openai-audio-speech` (BENCH.md): tokio + reqwest,
-//! every body read timestamped, the same metric names and definitions as
+//! Native streaming load generator for `openai-audio-speech` (`docs/bench.md`): tokio +
+//! reqwest, every body read timestamped, the same metric names and definitions as
 //! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
 //!
 //! A run: [`prepare`] resolves the dataset and builds every body, warmups run and are
@@ -15,6 +15,7 @@ pub mod aggregate;
 pub mod client;
 pub mod dataset;
 pub mod driver;
+pub mod fds;
 pub mod log;
 pub mod prepare;
 pub mod progress;
@@ -25,13 +26,12 @@ pub mod selection;
 pub mod stats;
 pub mod summary;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
-use dfx_core::plan::BenchEntry;
+use dfx_core::plan::{BenchEntry, Trial};
 
 use self::aggregate::StepFacts;
 use self::driver::{InFlight, Load, PhaseCtx};
@@ -137,6 +137,10 @@ impl Bench for NativeBench {
         )))
     }
 
+    fn preflight(&self, trial: &Trial) -> Result<Option<String>, String> {
+        prepare::preflight(&self.settings, trial).map(Some)
+    }
+
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
         let mut log = BenchLog::create(&ctx.out_dir.join("bench.log"));
         log.write(&format!("native bench: {}", ctx.trial.name));
@@ -156,6 +160,25 @@ impl Bench for NativeBench {
     }
 }
 
+/// The most connections a step opens at once: its warmups (all sent together) or its
+/// measured load, whichever is larger.
+fn peak_connections(p: &prepare::Prepared) -> usize {
+    let measured = match &p.load {
+        Load::Closed { concurrency } => *concurrency,
+        Load::Open { cap: Some(c), .. } => *c,
+        Load::Open { offsets, cap: None } => {
+            let span = offsets.last().copied().unwrap_or(0.0);
+            let rate = if span > 0.0 {
+                offsets.len() as f64 / span
+            } else {
+                f64::INFINITY
+            };
+            fds::open_loop_in_flight(rate, offsets.len())
+        }
+    };
+    measured.max(p.warmups.len())
+}
+
 impl NativeBench {
     fn run_logged(
         &self,
@@ -168,6 +191,9 @@ impl NativeBench {
         let mut p = prepare::prepare(&self.settings, ctx, self.reuse_connections)?;
         for n in &p.notes {
             log.write(n);
+        }
+        if let Some(note) = fds::ensure(peak_connections(&p))? {
+            log.write(&note);
         }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -249,9 +275,9 @@ impl NativeBench {
             aggregate::upstream_continuity_ok_rate(&measured),
         );
         let extras = summary::extras_block(&doc, &p.selection);
-        // print! (not a raw stdout handle) so test harnesses capture it.
-        print!("{block}{extras}");
-        let _ = std::io::stdout().flush();
+        // stderr: stdout belongs to libtest's output (`--format json` is a JSON stream);
+        // eprint! rather than a raw handle so test harnesses capture it.
+        eprint!("{block}{extras}");
         log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
         log.write(&block);
         log.write(&extras);

@@ -1,5 +1,5 @@
 //! Compatibility of the native bench's result document and stdout block with the real
-//! output of `vllm bench serve --omni` (fixtures copied from shared/reference/vllm-bench).
+//! output of `vllm bench serve --omni` (`tests/reference/vllm-bench/` of the repository).
 
 use dfx_bench::native::aggregate::{self, StepFacts};
 use dfx_bench::native::record::RequestRecord;
@@ -9,11 +9,9 @@ use dfx_core::result::ResultDoc;
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
-    let p = format!(
-        "{}/tests/fixtures/vllm-bench/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+    let dir = dfx_core::reference::reference_dir().unwrap_or_else(|e| panic!("{e}"));
+    let p = dir.join("vllm-bench").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn doc(name: &str) -> ResultDoc {

@@ -464,10 +464,9 @@ fn live_result_has_the_reference_keys_and_types() {
         .run(&ctx(&t, &server, &out))
         .result
         .unwrap();
-    let path = format!(
-        "{}/tests/fixtures/vllm-bench/result-c2-with-failure-detailed.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = dfx_core::reference::reference_dir()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join("vllm-bench/result-c2-with-failure-detailed.json");
     let reference: serde_json::Map<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let detailed = [

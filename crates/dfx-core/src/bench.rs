@@ -69,6 +69,12 @@ pub trait Bench {
     fn kind(&self) -> BenchKind;
     /// Whether this bench can run `entry` (backend/dataset implemented, executable found).
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported>;
+    /// Checks the inputs of a trial this bench will run (datasets and the like) before
+    /// any server starts; the harness turns an error into a config error (exit 2).
+    /// `Ok` carries a note for the log. The default checks nothing.
+    fn preflight(&self, _trial: &Trial) -> Result<Option<String>, String> {
+        Ok(None)
+    }
     /// Runs one sweep step against a ready server. Never panics on server misbehaviour:
     /// failures are counted in the result.
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome;

@@ -69,9 +69,9 @@ pub fn compact_name(name: &str) -> Option<String> {
 /// server, else the GPU 0 name reported by `nvidia-smi` (when present) normalised, else
 /// `na`.
 ///
-/// The simulator comes before `nvidia-smi` (ARCHITECTURE lists it after): a simulated run
-/// on a GPU runner measures the simulator, not the GPU, and must never be judged against
-/// that GPU's baselines.
+/// The simulator comes before `nvidia-smi` (the original design listed it after; see
+/// `docs/architecture.md` ("Hardware label")): a simulated run on a GPU runner measures
+/// the simulator, not the GPU, and must never be judged against that GPU's baselines.
 pub fn detect(flag: Option<&str>, simulated: bool) -> String {
     detect_with(flag, simulated, query_gpu_name)
 }

@@ -10,6 +10,7 @@
 
 pub mod baseline;
 pub mod bench;
+pub mod bounds;
 pub mod config;
 pub mod deploy;
 pub mod describe;

@@ -36,7 +36,7 @@ pub struct SourceRef {
     pub raw_entry_index: usize,
 }
 
-/// Which dialect an entry was written in (CONFIG.md).
+/// Which dialect an entry was written in (`docs/config.md` ("Dialects")).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dialect {
@@ -103,6 +103,19 @@ pub struct SweepStep {
     /// The step part of the trial name: `c16`, `qps2.0` (with `_<index>` only when
     /// needed for uniqueness).
     pub label: String,
+}
+
+impl BenchEntry {
+    /// Warmup requests before `step`'s measured ones, the one rule both benches follow:
+    /// the entry's `num_warmups`, else 2 for rate steps and `max(2, max_concurrency)` for
+    /// concurrency steps (upstream moved to this because 2 warmups at c=4 let cold batches
+    /// into the measurement). Bounded at load by [`crate::bounds::MAX_WARMUPS`].
+    pub fn warmups(&self, step: &SweepStep) -> u32 {
+        self.num_warmups.unwrap_or(match step.kind {
+            StepKind::RequestRate { .. } => 2,
+            StepKind::Concurrency { max_concurrency } => max_concurrency.max(2),
+        })
+    }
 }
 
 impl SweepStep {

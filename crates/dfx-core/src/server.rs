@@ -48,7 +48,7 @@ pub struct ResolvedDeploy {
 }
 
 /// Everything that defines a server configuration. Two trials whose specs are equal share
-/// one live server (ARCHITECTURE, "Server reuse").
+/// one live server (`docs/architecture.md` ("Server reuse")).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerSpec {
     pub server_type: ServerType,

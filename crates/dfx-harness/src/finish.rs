@@ -41,6 +41,7 @@ impl Closing {
             return;
         }
         progress.closed = true;
+        crate::reserve::release();
         let interrupted = interruption.is_some();
         let mut summary = Summary::new(
             &self.run.id,

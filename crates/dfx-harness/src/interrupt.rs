@@ -43,6 +43,7 @@ pub fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), St
 fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
     let at = Instant::now();
     REQUESTED.store(true, Ordering::SeqCst);
+    crate::reserve::release();
     let running = {
         let mut p = lock(progress);
         p.frozen = true;

@@ -21,6 +21,7 @@ pub mod interrupt;
 pub mod listing;
 pub mod pool;
 pub mod progress;
+pub mod reserve;
 pub mod results;
 pub mod runner;
 pub mod select;

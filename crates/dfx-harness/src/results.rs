@@ -1,4 +1,4 @@
-//! The run folder (ARCHITECTURE, "Results layout"):
+//! The run folder (`docs/architecture.md` ("Results layout"), `docs/results.md`):
 //!
 //! ```text
 //! <results-dir>/

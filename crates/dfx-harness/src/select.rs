@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use dfx_core::bench::Bench;
+use dfx_core::config::{ConfigError, ConfigErrors};
 use dfx_core::fsutil::sanitize_component;
 use dfx_core::plan::{Plan, Trial};
 use dfx_core::server::ServerLauncher;
@@ -68,6 +69,44 @@ pub struct PlannedTrial {
     pub server_group: usize,
     /// Folder name under `trials/` (sanitised, unique).
     pub dir_name: String,
+}
+
+/// Runs each chosen bench's [`Bench::preflight`] once per entry of the `selected` trials
+/// that will run, before any server starts. Each failure becomes a config error naming the
+/// file, the test, the entry and `dataset_path`.
+pub fn preflight(
+    planned: &[PlannedTrial],
+    selected: &[usize],
+    benches: &BenchSet,
+) -> Result<(), ConfigErrors> {
+    let mut seen = HashSet::new();
+    let mut errors = Vec::new();
+    for &i in selected {
+        let p = &planned[i];
+        let Disposition::Run { slot } = p.disposition else {
+            continue;
+        };
+        let Some(bench) = benches.get(slot) else {
+            continue;
+        };
+        if !seen.insert((slot, std::sync::Arc::as_ptr(&p.trial.entry))) {
+            continue;
+        }
+        if let Err(why) = bench.preflight(&p.trial) {
+            let src = &p.trial.source;
+            let mut e =
+                ConfigError::in_file(&src.file, format!("{} bench: {why}", benches.label(slot)));
+            e.test_name = Some(p.trial.test_name.clone());
+            e.entry_index = Some(src.raw_entry_index);
+            e.key = Some("dataset_path".into());
+            errors.push(e);
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigErrors(errors))
+    }
 }
 
 /// Decides every trial of the plan, in plan order.

@@ -24,7 +24,7 @@ use crate::pool::ServerPool;
 use crate::progress::{self, Progress};
 use crate::results::{RunDir, RunInfo, git_sha, hostname};
 use crate::runner::{Ran, Session};
-use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials};
+use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials, preflight};
 use crate::settings::{Project, ServerChoice, SuiteConfig};
 use crate::summary::SummaryEntry;
 use crate::wiring;
@@ -52,7 +52,42 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
             prepared.cfg.libtest.skip
         ));
     }
+    if !runs_anything(&prepared) {
+        return dry_run(&prepared);
+    }
+    if let Err(errors) = preflight(&prepared.planned, &prepared.selected, &prepared.benches) {
+        eprint!("{errors}");
+        eprintln!("dfx-perf: nothing was started.");
+        return ExitCode::from(USAGE);
+    }
     execute(prepared, &project)
+}
+
+/// Whether any selected trial will execute (libtest runs it rather than ignoring it).
+fn runs_anything(p: &Prepared) -> bool {
+    let probe = build_trials(&p.planned, p.cfg.assert_baseline, None);
+    p.selected
+        .iter()
+        .any(|&i| !p.cfg.libtest.is_ignored(&probe[i]))
+}
+
+/// A run in which no trial executes: the ignored trials and their reasons and libtest's
+/// summary line are printed, but no run folder is created and `latest` is left alone, so
+/// an empty run never hides the last real one.
+fn dry_run(p: &Prepared) -> ExitCode {
+    statically_ignored(
+        &p.cfg.libtest,
+        p.cfg.assert_baseline,
+        &p.planned,
+        &p.selected,
+    );
+    let probe = build_trials(&p.planned, p.cfg.assert_baseline, None);
+    let conclusion = libtest_mimic::run(&p.cfg.libtest, probe);
+    eprintln!(
+        "dfx-perf: no trial ran, so no run folder was written under {}",
+        p.cfg.results_dir.display()
+    );
+    conclusion.exit_code()
 }
 
 /// Everything decided before anything starts.
@@ -175,6 +210,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             .collect(),
         selected,
     });
+    crate::reserve::hold();
     if let Err(e) = interrupt::install(closing.clone(), progress.clone()) {
         eprintln!("dfx-perf: warning: {e}; an interrupted run leaves no summary.json");
     }
@@ -194,6 +230,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     );
     let conclusion = libtest_mimic::run(&cfg.libtest, trials);
 
+    crate::reserve::release();
     let mut s = lock(&session);
     s.pool.shutdown();
     let mut p = progress::lock(&progress);

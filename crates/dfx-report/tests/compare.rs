@@ -320,35 +320,3 @@ fn recorded_comparisons_match_their_expectation() {
         );
     }
 }
-
-#[test]
-fn compare_html_renders_its_charts_in_chromium() {
-    let Some(browser) = common::browser::chromium() else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let a = runs(tmp.path(), "SIM", &[1, 2], 0.0);
-    let b = runs(tmp.path(), "SIM", &[4, 5], 0.15);
-    let c = compare_dirs(&a, &b, &CompareOptions::default()).unwrap();
-    let paths = write_comparison(&c, &tmp.path().join("cmp")).unwrap();
-    let dump = common::browser::dump_dom(&browser, &paths.html);
-    assert!(
-        dump.leftovers.is_empty(),
-        "chromium processes left: {:?}",
-        dump.leftovers
-    );
-    assert!(
-        dump.dom.contains("<h1>dfx-perf comparison</h1>"),
-        "page did not load:\n{}",
-        dump.stderr
-    );
-    let metrics: std::collections::BTreeSet<&str> =
-        c.rows.iter().map(|r| r.metric.as_str()).collect();
-    assert_eq!(
-        dump.dom.matches("<svg class=\"chart\"").count(),
-        metrics.len()
-    );
-    // one bar per trial in each chart, drawn in the regression colour
-    assert!(dump.dom.matches("<rect").count() >= c.rows.len());
-    assert!(dump.dom.contains("fill=\"#C81414\""));
-}

@@ -1,11 +1,11 @@
-//! Run reports: markdown content (snapshot), JUnit validity, a self-contained HTML page
-//! whose charts render in headless Chromium, crashed runs, and recorded fixtures.
+//! Run reports: markdown content (snapshot), JUnit validity, a self-contained HTML page,
+//! crashed runs, and recorded fixtures (the pages in a real browser: `tests/browser.rs`).
 
 mod common;
 
 use std::path::Path;
 
-use common::{Fault, RunBuilder, browser, junit};
+use common::{Fault, RunBuilder, junit};
 use dfx_report::{load_run, write_run_reports};
 
 const FAILING_REQUESTS: &str = "test_qwen3_tts_base::voice_clone_throughput_seed-tts::c16";
@@ -160,63 +160,6 @@ fn assert_self_contained(html: &str) {
     let urls = html.matches("=\"http").count() + html.matches("='http").count();
     let ns = html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count();
     assert_eq!(urls, ns, "only SVG namespace attributes may hold a URL");
-}
-
-#[test]
-fn html_charts_render_in_headless_chromium() {
-    let Some(browser) = browser::chromium() else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = nightly(tmp.path());
-    let paths = write_run_reports(&dir).unwrap();
-    let dump = browser::dump_dom(&browser, &paths.html);
-    assert!(
-        dump.leftovers.is_empty(),
-        "chromium processes left: {:?}",
-        dump.leftovers
-    );
-    let dom = dump.dom;
-    assert!(
-        dom.contains("<h1>dfx-perf run <code>20260302-010000-SIM</code></h1>"),
-        "page did not load:\n{}",
-        dump.stderr
-    );
-    // every chart is an inline SVG in the rendered DOM, with a line and points
-    let svgs: Vec<&str> = dom.split("<svg ").skip(1).collect();
-    assert_eq!(svgs.len(), chart_ids(&dom).len());
-    assert!(svgs.len() >= 6, "only {} charts rendered", svgs.len());
-    for svg in &svgs {
-        let svg = &svg[..svg.find("</svg>").unwrap()];
-        assert!(svg.contains("class=\"chart\""));
-        assert!(
-            svg.contains("<circle"),
-            "chart without points: {}",
-            &svg[..200]
-        );
-    }
-    assert!(dom.contains("<polyline"));
-    // red points mark the breached steps of the slowed-down run
-    assert!(dom.contains("fill=\"#C81414\""), "no breached point drawn");
-}
-
-#[test]
-fn junit_also_parses_in_chromium() {
-    let Some(browser) = browser::chromium() else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = nightly(tmp.path());
-    let paths = write_run_reports(&dir).unwrap();
-    let dump = browser::dump_dom(&browser, &paths.junit);
-    assert!(dump.leftovers.is_empty());
-    assert!(!dump.dom.is_empty(), "no DOM: {}", dump.stderr);
-    assert!(
-        !dump.dom.contains("parsererror"),
-        "chromium's XML parser rejected junit.xml:\n{}",
-        dump.dom
-    );
-    assert!(dump.dom.contains("testsuites"));
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! The server command line, built exactly as upstream's DFX runner builds it (SERVER.md).
+//! The server command line, built exactly as upstream's DFX runner builds it
+//! (`docs/server.md` ("Command line")).
 //!
 //! vllm-omni: `<exe> serve <model> --host 127.0.0.1 --port <port> [--omni] <serve_args…>
 //! <extra_cli_args…> [--stage-overrides <json>] [--deploy-config <path>]

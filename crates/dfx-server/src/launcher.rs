@@ -125,11 +125,13 @@ impl ProcessLauncher {
         }
         if self.sglang_form(spec) {
             let env = std::env::var("SGLANG_OMNI_SERVER_TIMEOUT").ok();
-            if let Some(secs) = env
+            // Validated with the flags (dfx-harness settings); a value outside the bounds
+            // falls back to the default here rather than panicking.
+            if let Some(t) = env
                 .and_then(|s| s.trim().parse::<f64>().ok())
-                .filter(|s| *s > 0.0)
+                .and_then(dfx_core::bounds::timeout)
             {
-                return Duration::from_secs_f64(secs);
+                return t;
             }
             return ctx.ready_timeout.max(SGLANG_READY_TIMEOUT);
         }

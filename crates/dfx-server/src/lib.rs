@@ -1,6 +1,6 @@
-//! The server under test as a supervised child process (SERVER.md): command building,
-//! process-group supervision, readiness, logs, teardown and attach mode. Implements
-//! [`dfx_core::server::ServerLauncher`].
+//! The server under test as a supervised child process (`docs/server.md`): command
+//! building, process-group supervision, readiness, logs, teardown and attach mode.
+//! Implements [`dfx_core::server::ServerLauncher`].
 //!
 //! Lifecycle of a [`ProcessLauncher`] start: pick a port (free one, or the configured one,
 //! refused with [`ServerError::PortInUse`] if it already answers), write `command.txt`

@@ -1,4 +1,5 @@
-//! Prints the calibration table of the simulator against SIM.md's H20 targets.
+//! Prints the calibration table of the simulator against the H20 targets of
+//! `docs/simulator.md` ("Calibration").
 //!
 //! `cargo run --release -p dfx-sim --example calibrate -- [--speed K] [--task vc|vd|all]
 //!  [--concurrency 1,4,8,32] [--deploy-config PATH] [--stage-overrides JSON] [--seed N]`

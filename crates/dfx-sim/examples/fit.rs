@@ -1,7 +1,8 @@
-//! Fits a Qwen3-TTS profile's performance parameters to SIM.md's H20 table with the
-//! virtual bench (exact model, no wall clock), robustly: every candidate is scored on
-//! several audio-length draws (simulator seeds) and several client arrival spreads, and
-//! the worst relative error counts. This is how the default profiles were calibrated.
+//! Fits a Qwen3-TTS profile's performance parameters to the H20 table of
+//! `docs/simulator.md` ("Calibration") with the virtual bench (exact model, no wall
+//! clock), robustly: every candidate is scored on several audio-length draws (simulator
+//! seeds) and several client arrival spreads, and the worst relative error counts. This is
+//! how the default profiles were calibrated.
 //!
 //! Two prompt sets are scored: the tests' 20 prompts, and the 20 rows the suite's own
 //! calibration config (`perf-configs/calibration/sim_h20.json`) sends, picked from the

@@ -1,6 +1,7 @@
-//! Limits benchmark (SIM.md, "Limits"): N concurrent streams (default 1024) against a
-//! simulator process; reports whether the simulator kept up with its own schedule (its
-//! emission lag from `/sim/stats`), its peak RSS and CPU time, and what the clients got.
+//! Limits benchmark (`docs/simulator.md` ("Limits")): N concurrent streams (default 1024)
+//! against a simulator process; reports whether the simulator kept up with its own
+//! schedule (its emission lag from `/sim/stats`), its peak RSS and CPU time, and what the
+//! clients got.
 //!
 //! `cargo run --release -p dfx-sim --example limits -- [--streams N] [--speed K]
 //!  [--wide] [--model M]`

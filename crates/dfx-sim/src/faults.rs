@@ -1,6 +1,7 @@
-//! Fault injection (SIM.md, "Faults"): each fault is switchable by `--sim-fault SPEC`, by
-//! `DFX_SIM_FAULTS=SPEC[,SPEC…]`, or by its own variable `DFX_SIM_FAULT_<NAME>=VALUE`
-//! (name upper-cased, `-` → `_`; boolean faults take `1/true/yes/on` or `0/false/no/off`).
+//! Fault injection (`docs/simulator.md` ("Faults")): each fault is switchable by
+//! `--sim-fault SPEC`, by `DFX_SIM_FAULTS=SPEC[,SPEC…]`, or by its own variable
+//! `DFX_SIM_FAULT_<NAME>=VALUE` (name upper-cased, `-` → `_`; boolean faults take
+//! `1/true/yes/on` or `0/false/no/off`).
 
 use serde::Serialize;
 
@@ -46,6 +47,15 @@ pub struct FaultError {
     /// What is wrong and what is accepted.
     pub reason: String,
 }
+
+/// Longest `ready-after` delay, seconds (a week, like every timeout of the suite).
+pub const MAX_READY_AFTER_S: f64 = 604_800.0;
+/// Largest count a fault takes (`crash-at-inflight`, `*-after-chunks`).
+pub const MAX_COUNT: u64 = 1_000_000;
+/// `slowdown` factor range.
+pub const MIN_SLOWDOWN: f64 = 0.01;
+/// See [`MIN_SLOWDOWN`].
+pub const MAX_SLOWDOWN: f64 = 100.0;
 
 /// Fault names with their value syntax, for messages and `--help`.
 pub const FAULT_NAMES: &[&str] = &[
@@ -103,6 +113,13 @@ impl Faults {
             v.parse::<u64>()
                 .map_err(|_| format!("`{v}` is not a non-negative integer ({what})"))
         };
+        let chunks = || -> Result<u32, String> {
+            let n = count("chunks")?;
+            u32::try_from(n)
+                .ok()
+                .filter(|n| u64::from(*n) <= MAX_COUNT)
+                .ok_or_else(|| format!("chunks must be from 0 to {MAX_COUNT}"))
+        };
         let flag = || -> Result<bool, String> {
             parse_bool(value.unwrap_or(""))
                 .ok_or_else(|| "expects 1/true/yes/on or 0/false/no/off".to_string())
@@ -116,17 +133,17 @@ impl Faults {
             "never-ready" => self.never_ready = flag()?,
             "ready-after" => {
                 let s = num("seconds")?;
-                if s < 0.0 {
-                    return Err("seconds must be ≥ 0".into());
+                if !(0.0..=MAX_READY_AFTER_S).contains(&s) {
+                    return Err(format!("seconds must be from 0 to {MAX_READY_AFTER_S}"));
                 }
                 self.ready_after_s = Some(s);
             }
             "crash-at-inflight" => {
                 let n = count("in-flight requests ≥ 1")?;
-                if n == 0 {
-                    return Err("must be ≥ 1".into());
+                if !(1..=MAX_COUNT).contains(&n) {
+                    return Err(format!("must be from 1 to {MAX_COUNT}"));
                 }
-                self.crash_at_inflight = Some(n as usize);
+                self.crash_at_inflight = usize::try_from(n).ok();
             }
             "error500" => {
                 let p = num("share 0–1")?;
@@ -135,15 +152,17 @@ impl Faults {
                 }
                 self.error500 = Some(p);
             }
-            "stall-after-chunks" => self.stall_after_chunks = Some(count("chunks")? as u32),
-            "truncate-after-chunks" => self.truncate_after_chunks = Some(count("chunks")? as u32),
+            "stall-after-chunks" => self.stall_after_chunks = Some(chunks()?),
+            "truncate-after-chunks" => self.truncate_after_chunks = Some(chunks()?),
             "odd-bytes" => self.odd_bytes = flag()?,
             "ignore-sigterm" => self.ignore_sigterm = flag()?,
             "fork-child" => self.fork_child = flag()?,
             "slowdown" => {
                 let f = num("factor > 0")?;
-                if f <= 0.0 {
-                    return Err("factor must be > 0".into());
+                if !(MIN_SLOWDOWN..=MAX_SLOWDOWN).contains(&f) {
+                    return Err(format!(
+                        "factor must be from {MIN_SLOWDOWN} to {MAX_SLOWDOWN}"
+                    ));
                 }
                 self.slowdown = Some(f);
             }

@@ -1,4 +1,5 @@
-//! The HTTP surface (SIM.md, "API"): routes, readiness, and the speech handler.
+//! The HTTP surface (`docs/simulator.md` ("API")): routes, readiness, and the speech
+//! handler.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -72,7 +73,8 @@ impl AppState {
 
 type St = State<Arc<AppState>>;
 
-/// The router with every route of SIM.md plus `/sim/info` and `/sim/stats`.
+/// The router with every route of `docs/simulator.md` ("API"), `/sim/info` and
+/// `/sim/stats` included.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/health", get(health))

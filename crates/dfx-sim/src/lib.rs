@@ -1,5 +1,5 @@
-//! A GPU-less twin of `vllm-omni serve` for TTS (SIM.md): the same command line, the same
-//! API, and a performance model of a two-stage TTS server under load.
+//! A GPU-less twin of `vllm-omni serve` for TTS (`docs/simulator.md`): the same command
+//! line, the same API, and a performance model of a two-stage TTS server under load.
 //!
 //! - [`main_from_args`]: the `dfx-perf-sim` executable.
 //! - [`serve`] / [`serve_until`] with [`SimOptions`]: an instance on a given listener,

@@ -1,10 +1,11 @@
 //! Per-model profiles: sample rate, voices, languages, supported tasks and the calibrated
-//! performance parameters (SIM.md, "Performance model").
+//! performance parameters (`docs/simulator.md` ("Performance model")).
 //!
-//! The Qwen3-TTS 1.7B parameters were fitted to the H20 table of SIM.md for the
-//! configuration of that sweep: talker `max_num_seqs` 64; code2wav decoding one chunk per
-//! step (the "codec batch 1" of SIM.md) in queue order for 4 resident requests (fitted);
-//! chunks of 1 then 25 frames with 72 frames of left context; both stages on one GPU.
+//! The Qwen3-TTS 1.7B parameters were fitted to the H20 table of `docs/simulator.md`
+//! ("Calibration") for the configuration of that sweep: talker `max_num_seqs` 64;
+//! code2wav decoding one chunk per step (the "codec batch 1" of `docs/simulator.md`
+//! ("Performance model")) in queue order for 4 resident requests (fitted); chunks of 1
+//! then 25 frames with 72 frames of left context; both stages on one GPU.
 //! The fit (`examples/fit.rs`) scores the median over client arrival orders on two
 //! prompt sets, three audio-length draws and three arrival spreads. See BENCHMARKS.md
 //! ("Simulator") for the fit and the measured result.
@@ -177,7 +178,7 @@ fn qwen_17_base() -> Profile {
         ..qwen(
             "qwen3-tts-1.7b-base",
             Family::QwenBase,
-            "fitted to the H20 voice_clone / 1.7B-Base table (SIM.md)",
+            "fitted to the H20 voice_clone / 1.7B-Base table (docs/simulator.md)",
         )
     }
 }
@@ -187,7 +188,7 @@ fn qwen_17_custom(family: Family, name: &'static str) -> Profile {
     qwen(
         name,
         family,
-        "fitted to the H20 voice_design / 1.7B-CustomVoice table (SIM.md)",
+        "fitted to the H20 voice_design / 1.7B-CustomVoice table (docs/simulator.md)",
     )
 }
 

@@ -1,5 +1,5 @@
 //! `POST /v1/audio/speech` bodies: raw JSON → a validated [`SpeechRequest`], with a 400
-//! (OpenAI envelope) for every invalid request SIM.md lists.
+//! (OpenAI envelope) for every invalid request `docs/simulator.md` ("API") lists.
 //!
 //! Task inference when `task_type` is absent (vllm-omni's documented rule): `ref_audio` or
 //! `ref_text` → Base; a `voice` naming an uploaded voice → Base (also over an explicit

@@ -80,8 +80,10 @@ pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared
         tracing::warn!("fault never-ready: /health will never answer 200");
         None
     } else {
-        let delay = Duration::from_secs_f64(o.faults.ready_after_s.unwrap_or(0.0));
-        Some(Instant::now() + delay)
+        // Bounded when parsed; an unrepresentable delay means "never ready", not a panic.
+        Duration::try_from_secs_f64(o.faults.ready_after_s.unwrap_or(0.0))
+            .ok()
+            .and_then(|d| Instant::now().checked_add(d))
     };
     let (crash_tx, crash_rx) = watch::channel(None);
     let state = Arc::new(AppState {

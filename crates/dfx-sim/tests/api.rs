@@ -1,5 +1,5 @@
-//! API contract of the simulator (SIM.md, "API"): status codes, envelopes, PCM byte
-//! counts against the promised duration, chunk cadence, WAV headers, SSE, voices.
+//! API contract of the simulator (`docs/simulator.md` ("API")): status codes, envelopes,
+//! PCM byte counts against the promised duration, chunk cadence, WAV headers, SSE, voices.
 
 mod common;
 
@@ -191,8 +191,8 @@ async fn streamed_pcm_matches_the_promised_duration_and_chunk_plan() {
     h.shutdown().await.unwrap();
 }
 
-/// Audible onset as BENCH.md defines it: first 5 ms window whose RMS reaches 5 % of the
-/// clip's peak and stays there for 4 windows.
+/// Audible onset as `docs/bench.md` ("Per-request definitions") defines it: first 5 ms
+/// window whose RMS reaches 5 % of the clip's peak and stays there for 4 windows.
 fn leading_silence_ms(pcm: &[u8], rate: usize) -> f64 {
     let s: Vec<f64> = pcm
         .chunks_exact(2)

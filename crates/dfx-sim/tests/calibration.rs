@@ -1,4 +1,4 @@
-//! Calibration (SIM.md, issue 4) in three layers:
+//! Calibration (`docs/simulator.md` ("Calibration"), issue 4) in three layers:
 //!
 //! 1. [`model_matches_the_h20_table`] — the CI gate. The default Qwen3-TTS profiles, with
 //!    the exact jobs the server builds for the bench's voice-clone / voice-design bodies,
@@ -26,15 +26,15 @@ use dfx_sim::vbench;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// SIM.md: "within ±25 % of the H20 table".
+/// `docs/simulator.md` ("Calibration"): within ±25 % of the H20 table.
 const TABLE_TOLERANCE: f64 = 0.25;
 const CONCURRENCY: [usize; 4] = [1, 4, 8, 32];
 /// Client turnaround between a completion and the next send in the virtual bench
 /// (simulated seconds): the streaming client sends the next prompt at once.
 const TURNAROUND_S: f64 = 0.001;
 
-/// SIM.md: saturated audio throughput, audio-s/s ("about 14–15" for voice clone, "about
-/// 33" for voice design).
+/// `docs/simulator.md` ("Calibration"): saturated audio throughput, audio-s/s ("about
+/// 14–15" for voice clone, "about 33" for voice design).
 fn saturated_throughput(task: Task) -> f64 {
     match task {
         Task::VoiceClone => 14.5,
@@ -67,9 +67,10 @@ fn table_misses(task: Task, points: &[Point], label: &str, tolerance: f64) -> Ve
     misses
 }
 
-/// Misses of the throughput shape: the plateau (best of c = 4, 8) within ±25 % of SIM.md's
-/// figure; c = 32 adds at most 15 % over it (saturated); c = 1 is at most 75 % of it
-/// (throughput does grow with concurrency before it saturates).
+/// Misses of the throughput shape: the plateau (best of c = 4, 8) within ±25 % of the
+/// saturated figure of `docs/simulator.md` ("Calibration"); c = 32 adds at most 15 % over
+/// it (saturated); c = 1 is at most 75 % of it (throughput does grow with concurrency
+/// before it saturates).
 fn throughput_misses(task: Task, points: &[Point], label: &str) -> Vec<String> {
     let thr = |c: usize| {
         points
@@ -158,7 +159,7 @@ fn model_matches_the_h20_table() {
     println!("{report}");
     assert!(
         misses.is_empty(),
-        "the model is outside SIM.md's calibration:\n{}\n\n{report}",
+        "the model is outside the calibration of docs/simulator.md:\n{}\n\n{report}",
         misses.join("\n")
     );
 }

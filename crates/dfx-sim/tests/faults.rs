@@ -1,5 +1,5 @@
-//! Every fault of SIM.md, switched on in-process (the process-level ones — exit status,
-//! SIGTERM, forked child — are in `process.rs`).
+//! Every fault of `docs/simulator.md` ("Faults"), switched on in-process (the
+//! process-level ones — exit status, SIGTERM, forked child — are in `process.rs`).
 
 mod common;
 

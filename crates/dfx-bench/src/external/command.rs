@@ -69,7 +69,7 @@ pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand
     let file_name = result_file_name(ctx, inputs.stamp);
     args.extend([
         "--num-warmups".into(),
-        flags::num_warmups(entry, &trial.step).to_string(),
+        entry.warmups(&trial.step).to_string(),
         "--save-result".into(),
         "--result-dir".into(),
         ctx.out_dir.to_string_lossy().into_owned(),

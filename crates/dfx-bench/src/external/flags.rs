@@ -1,13 +1,14 @@
 //! Flags of one `vllm bench serve --omni` run: the entry's own keys, rendered as upstream's
 //! DFX runner renders them, and the flags of one sweep step.
 
-use dfx_core::plan::{BenchEntry, StepKind, SweepStep};
+use dfx_core::plan::{StepKind, SweepStep};
 use serde_json::{Map, Value};
 
 use super::pyfmt;
 
-/// Entry keys that are never bench flags (CONFIG.md, "Exclude set"). Upstream's runner
-/// lacks `name`; dfx-perf adds it because `name` is the entry's identity, not a flag.
+/// Entry keys that are never bench flags (`docs/config.md` ("Exclude set")). Upstream's
+/// runner lacks `name`; dfx-perf adds it because `name` is the entry's identity, not a
+/// flag.
 pub const EXCLUDED_KEYS: &[&str] = &[
     "request_rate",
     "baseline",
@@ -33,8 +34,8 @@ pub fn flag_name(key: &str) -> String {
 /// string → itself.
 ///
 /// Upstream renders lists with Python's `str(list)` (`['a', 'b']`), which no `vllm bench`
-/// flag can parse; dfx-perf renders them as compact JSON like objects (CONFIG.md). None of
-/// the upstream configs has a list-valued bench flag.
+/// flag can parse; dfx-perf renders them as compact JSON like objects (`docs/config.md`
+/// ("Exclude set")). None of the upstream configs has a list-valued bench flag.
 pub fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
     let mut args = Vec::new();
     for (key, value) in raw {
@@ -121,16 +122,6 @@ fn rate_text(raw: &Map<String, Value>, index: usize, rate: f64) -> String {
         Some(Value::String(s)) if s.trim().parse::<f64>().ok() == Some(rate) => s.clone(),
         _ => pyfmt::float_repr(rate),
     }
-}
-
-/// `--num-warmups`: the entry's `num_warmups`, else 2 for rate steps and
-/// `max(2, concurrency)` for concurrency steps (cold batches must not enter the
-/// measurement).
-pub fn num_warmups(entry: &BenchEntry, step: &SweepStep) -> u32 {
-    entry.num_warmups.unwrap_or(match step.kind {
-        StepKind::RequestRate { .. } => 2,
-        StepKind::Concurrency { max_concurrency } => max_concurrency.max(2),
-    })
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ impl DatasetKind {
 /// One row of `meta.lst`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// Line of `meta.lst` (1-based), for messages.
+    pub line: usize,
     pub utt_id: String,
     pub ref_text: String,
     /// The reference clip, resolved against the locale folder.
@@ -50,9 +52,14 @@ pub struct Dataset {
     /// The `meta.lst` read.
     pub meta: PathBuf,
     pub rows: Vec<Row>,
-    /// Rows dropped because their reference clip is missing (seed-tts only).
-    pub dropped_missing_wav: usize,
 }
+
+/// Largest `meta.lst` read, bytes (a listing of text lines; the real seed-tts eval set is
+/// well under 1 MiB).
+pub const MAX_META_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reference clips named in an error before "… and N more".
+const SHOWN_CLIPS: usize = 5;
 
 /// Why a dataset could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -79,8 +86,29 @@ pub enum DatasetError {
         line: usize,
         msg: String,
     },
-    #[error("{}: no usable rows{}", .file.display(), if *.dropped > 0 { format!(" ({} dropped: reference clip missing)", .dropped) } else { String::new() })]
-    Empty { file: PathBuf, dropped: usize },
+    #[error("{}: no rows", .file.display())]
+    Empty { file: PathBuf },
+    #[error("{}: larger than {MAX_META_BYTES} bytes", .file.display())]
+    TooLarge { file: PathBuf },
+    #[error("{}: {} of {total} voice-clone reference clip(s) missing or not a readable WAV:\n  {}", .file.display(), .bad.len(), list_clips(.bad))]
+    BadClips {
+        file: PathBuf,
+        total: usize,
+        /// `(line of meta.lst, clip, why)` of each bad clip.
+        bad: Vec<(usize, PathBuf, String)>,
+    },
+}
+
+fn list_clips(bad: &[(usize, PathBuf, String)]) -> String {
+    let mut lines: Vec<String> = bad
+        .iter()
+        .take(SHOWN_CLIPS)
+        .map(|(line, clip, why)| format!("line {line}: {}: {why}", clip.display()))
+        .collect();
+    if bad.len() > SHOWN_CLIPS {
+        lines.push(format!("… and {} more", bad.len() - SHOWN_CLIPS));
+    }
+    lines.join("\n  ")
 }
 
 /// Where to look for a dataset.
@@ -230,6 +258,7 @@ pub fn parse_meta(
             ));
         }
         rows.push(Row {
+            line: i + 1,
             utt_id: f[0].to_string(),
             ref_text: f[1].to_string(),
             ref_wav: safe_join(dir, f[2]),
@@ -251,31 +280,71 @@ fn safe_join(dir: &Path, rel: &str) -> PathBuf {
     out
 }
 
-/// Reads `<folder>/<locale>/meta.lst`; for seed-tts drops rows whose clip is missing.
+/// Reads `<folder>/<locale>/meta.lst` (at most [`MAX_META_BYTES`]); for seed-tts every
+/// row's reference clip must exist and decode as a WAV ([`check_clip`]).
 pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, DatasetError> {
+    use std::io::Read;
     let dir = folder.join(locale);
     let meta = dir.join("meta.lst");
-    let text = std::fs::read_to_string(&meta).map_err(|source| DatasetError::Io {
+    let io = |source| DatasetError::Io {
         file: meta.clone(),
         source,
-    })?;
-    let mut rows = parse_meta(&text, &meta, &dir, kind)?;
-    let before = rows.len();
-    if kind == DatasetKind::SeedTts {
-        rows.retain(|r| r.ref_wav.is_file());
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(&meta)
+        .map_err(io)?
+        .take(MAX_META_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_META_BYTES {
+        return Err(DatasetError::TooLarge { file: meta });
     }
-    let dropped = before - rows.len();
+    let text = String::from_utf8_lossy(&bytes);
+    let rows = parse_meta(&text, &meta, &dir, kind)?;
     if rows.is_empty() {
-        return Err(DatasetError::Empty {
-            file: meta,
-            dropped,
-        });
+        return Err(DatasetError::Empty { file: meta });
     }
-    Ok(Dataset {
-        meta,
-        rows,
-        dropped_missing_wav: dropped,
-    })
+    if kind == DatasetKind::SeedTts {
+        let bad: Vec<(usize, PathBuf, String)> = rows
+            .iter()
+            .filter_map(|r| {
+                check_clip(&r.ref_wav)
+                    .err()
+                    .map(|why| (r.line, r.ref_wav.clone(), why))
+            })
+            .collect();
+        if !bad.is_empty() {
+            return Err(DatasetError::BadClips {
+                file: meta,
+                total: rows.len(),
+                bad,
+            });
+        }
+    }
+    Ok(Dataset { meta, rows })
+}
+
+/// Whether `path` is a WAV a server can use as reference audio: a readable RIFF/WAVE file
+/// with a PCM or float format, 1–8 channels, a usable sample rate and at least one sample.
+pub fn check_clip(path: &Path) -> Result<(), String> {
+    let reader = hound::WavReader::open(path).map_err(|e| match e {
+        hound::Error::IoError(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            "missing".to_string()
+        }
+        e => format!("not a readable WAV ({e})"),
+    })?;
+    let spec = reader.spec();
+    let rate = u64::from(spec.sample_rate);
+    if !(dfx_core::bounds::MIN_SAMPLE_RATE..=dfx_core::bounds::MAX_SAMPLE_RATE).contains(&rate) {
+        return Err(format!("sample rate {} Hz is not usable", spec.sample_rate));
+    }
+    if !(1..=8).contains(&spec.channels) {
+        return Err(format!("{} channels", spec.channels));
+    }
+    if reader.duration() == 0 {
+        return Err("holds no audio".into());
+    }
+    Ok(())
 }
 
 /// Row indices for `n` requests: the rows shuffled with `seed`, then (when `n` exceeds the

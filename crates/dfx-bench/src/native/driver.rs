@@ -148,7 +148,11 @@ fn open_loop(
     let base = Instant::now() + Duration::from_millis(20);
     let mut handles = Vec::with_capacity(jobs.len());
     for (i, (job, off)) in jobs.into_iter().zip(offsets).enumerate() {
-        let planned = base + Duration::from_secs_f64(*off);
+        // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic here.
+        let planned = Duration::try_from_secs_f64(*off)
+            .ok()
+            .and_then(|d| base.checked_add(d))
+            .unwrap_or(base);
         sleep_until(planned);
         let dispatched = Instant::now();
         let (ctx, sem) = (ctx.clone(), sem.clone());

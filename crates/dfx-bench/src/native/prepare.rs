@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use dfx_core::bench::BenchContext;
 use dfx_core::models;
+use dfx_core::plan::{BenchEntry, Trial};
 
 use super::NativeSettings;
 use super::client::{Limits, Target};
@@ -67,20 +68,19 @@ fn token(settings: &NativeSettings, notes: &mut Vec<String>) -> Option<String> {
 /// Resolves and loads the entry's dataset.
 fn load_dataset(
     settings: &NativeSettings,
-    ctx: &BenchContext<'_>,
+    trial: &Trial,
     kind: DatasetKind,
     locale: &str,
     notes: &mut Vec<String>,
 ) -> Result<dataset::Dataset, String> {
-    let path = ctx
-        .trial
+    let path = trial
         .entry
         .dataset_path
         .as_deref()
         .ok_or_else(|| dataset::DatasetError::NoPath.to_string())?;
     let lookup = Lookup {
         cwd: std::env::current_dir().unwrap_or_default(),
-        config_dir: ctx.trial.source.file.parent().map(|p| p.to_path_buf()),
+        config_dir: trial.source.file.parent().map(|p| p.to_path_buf()),
         roots: settings.dataset_roots.clone(),
         hf_caches: Lookup::hf_caches_from_env(),
     };
@@ -91,13 +91,55 @@ fn load_dataset(
         ds.meta.display(),
         ds.rows.len()
     ));
-    if ds.dropped_missing_wav > 0 {
-        notes.push(format!(
-            "dataset: dropped {} row(s) whose reference clip is missing",
-            ds.dropped_missing_wav
-        ));
-    }
     Ok(ds)
+}
+
+/// The dataset kind of `entry`, or why the native bench cannot serve it.
+fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
+    entry
+        .dataset_name
+        .as_deref()
+        .and_then(DatasetKind::from_name)
+        .ok_or_else(|| {
+            format!(
+                "dataset {:?} is not implemented by the native bench",
+                entry.dataset_name
+            )
+        })
+}
+
+/// Checks, before any server starts, what [`prepare`] will need of `trial`'s entry: the
+/// dataset resolves, `meta.lst` parses with the fields its task needs, every reference
+/// clip of a voice-clone dataset exists and decodes, the percentile selection parses.
+/// Returns the dataset's description for the log.
+pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+    let entry = &trial.entry;
+    let kind = dataset_kind(entry)?;
+    Selection::parse(
+        entry.percentile_metrics.as_deref(),
+        entry.metric_percentiles.as_deref(),
+    )?;
+    if kind == DatasetKind::SeedTtsText && !has_voice(entry) {
+        return Err(
+            "seed-tts-text sends no reference audio, so the request needs a voice: \
+                    set extra_body.voice (e.g. \"Vivian\")"
+                .into(),
+        );
+    }
+    let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
+    let mut notes = Vec::new();
+    load_dataset(settings, trial, kind, locale, &mut notes)?;
+    Ok(notes.join("; "))
+}
+
+/// Whether the request body will carry a non-empty `voice` (`extra_body.voice`).
+fn has_voice(entry: &BenchEntry) -> bool {
+    entry
+        .extra_body
+        .as_ref()
+        .and_then(|b| b.get("voice"))
+        .and_then(|v| v.as_str())
+        .is_some_and(|v| !v.trim().is_empty())
 }
 
 /// The measured jobs (with request ids) and the warmup jobs (without), each row's body
@@ -165,16 +207,7 @@ pub fn prepare(
 ) -> Result<Prepared, String> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
-    let kind = entry
-        .dataset_name
-        .as_deref()
-        .and_then(DatasetKind::from_name)
-        .ok_or_else(|| {
-            format!(
-                "dataset {:?} is not implemented by the native bench",
-                entry.dataset_name
-            )
-        })?;
+    let kind = dataset_kind(entry)?;
     let selection = Selection::parse(
         entry.percentile_metrics.as_deref(),
         entry.metric_percentiles.as_deref(),
@@ -186,10 +219,10 @@ pub fn prepare(
         ));
     }
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
-    let ds = load_dataset(settings, ctx, kind, locale, &mut notes)?;
+    let ds = load_dataset(settings, trial, kind, locale, &mut notes)?;
     let seed = entry.seed.unwrap_or(settings.seed);
     let n = trial.step.num_prompts as usize;
-    let w = schedule::warmup_count(entry.num_warmups, trial.step.max_concurrency());
+    let w = entry.warmups(&trial.step) as usize;
     let rows_measured = dataset::select(ds.rows.len(), n, seed);
     let rows_warm = dataset::select(ds.rows.len(), w, seed ^ 0x7761_726d);
     let model = trial.server.model.as_str();

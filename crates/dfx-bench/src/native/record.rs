@@ -217,6 +217,11 @@ impl RecordSink {
                     if !rec.warmup {
                         progress.request_done(rec.ok);
                     }
+                    // The chunk timeline is in records.jsonl now; the statistics need
+                    // none of it, so a step's memory does not grow with its chunks.
+                    let mut rec = rec;
+                    rec.chunk_t_s = Vec::new();
+                    rec.chunk_bytes = Vec::new();
                     all.push(rec);
                 }
                 progress.finish();

@@ -1,7 +1,7 @@
-//! Request bodies and headers exactly as BENCH.md describes them: `model`, `input`,
-//! `stream`, `stream_format`, `response_format`, then sampling flags, then `extra_body`,
-//! then the dataset's per-row fields (which replace same-named `extra_body` values in
-//! place, like a Python dict update).
+//! Request bodies and headers exactly as `docs/bench.md` ("Requests") describes them:
+//! `model`, `input`, `stream`, `stream_format`, `response_format`, then sampling flags,
+//! then `extra_body`, then the dataset's per-row fields (which replace same-named
+//! `extra_body` values in place, like a Python dict update).
 
 use base64::Engine;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
@@ -142,6 +142,7 @@ mod tests {
 
     fn row(desc: Option<&str>) -> Row {
         Row {
+            line: 1,
             utt_id: "u1".into(),
             ref_text: "hello reference zero".into(),
             ref_wav: PathBuf::from("x.wav"),

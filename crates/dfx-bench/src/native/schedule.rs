@@ -1,18 +1,9 @@
-//! Load shape of a step: how many warmups, and when each open-loop request is due.
+//! Load shape of a step: when each open-loop request is due (the warmup count is
+//! `BenchEntry::warmups` in dfx-core).
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
-
-/// Warmups before the measured requests: the entry's `num_warmups`, else
-/// `max(2, concurrency)` (upstream moved to this because 2 warmups at c=4 let cold batches
-/// into the measurement). Open-loop steps without a cap count as concurrency 1.
-pub fn warmup_count(num_warmups: Option<u32>, max_concurrency: Option<u32>) -> usize {
-    match num_warmups {
-        Some(n) => n as usize,
-        None => max_concurrency.unwrap_or(1).max(2) as usize,
-    }
-}
 
 /// Send offsets (seconds from the first scheduled send) of `n` open-loop requests at
 /// `rate` per second: the first at 0, then gaps drawn from
@@ -53,15 +44,6 @@ pub fn arrival_offsets(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn warmups_follow_concurrency_unless_overridden() {
-        assert_eq!(warmup_count(None, Some(1)), 2);
-        assert_eq!(warmup_count(None, Some(16)), 16);
-        assert_eq!(warmup_count(None, None), 2);
-        assert_eq!(warmup_count(Some(0), Some(16)), 0);
-        assert_eq!(warmup_count(Some(5), None), 5);
-    }
 
     fn gap_stats(offsets: &[f64]) -> (f64, f64) {
         let gaps: Vec<f64> = offsets.windows(2).map(|w| w[1] - w[0]).collect();

@@ -87,25 +87,13 @@ impl Selection {
                 out.push(Metric::Audio(m));
             }
         }
-        let mut ps = Vec::new();
-        for p in percentiles
-            .unwrap_or("99")
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            match p.parse::<f64>() {
-                Ok(v) if (0.0..=100.0).contains(&v) => ps.push(v),
-                _ => {
-                    return Err(format!(
-                        "metric-percentiles: {p:?} is not a number between 0 and 100 (accepted: a comma-separated list such as 50,90,99)"
-                    ));
-                }
-            }
-        }
-        if ps.is_empty() {
-            ps.push(99.0);
-        }
+        // Validated at load (dfx-core's one parser); an error here is still reported.
+        let ps =
+            dfx_core::bounds::parse_percentiles(percentiles.unwrap_or("99")).map_err(|why| {
+                format!(
+                    "metric-percentiles: {why} (accepted: a comma-separated list such as 50,90,99)"
+                )
+            })?;
         Ok(Selection {
             metrics: out,
             percentiles: ps,

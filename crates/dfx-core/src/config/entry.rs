@@ -6,8 +6,9 @@ use serde_json::{Map, Value};
 use super::error::{Ctx, json_type};
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::sweep::{SweepKeys, expand_entry};
-use super::value::{Errs, opt_bool, opt_object, opt_pos_f64, opt_str, opt_uint};
+use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
+use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep};
 
 /// Why diffusion-dialect trials are listed but never run.
@@ -88,9 +89,23 @@ fn omni_entry(
         None => s("percentile_metrics", &raw.percentile_metrics, errs),
     };
     let metric_percentiles = match raw.metric_percentiles_dashed {
-        Some(v) => s("metric-percentiles", &Some(v), errs),
-        None => s("metric_percentiles", &raw.metric_percentiles, errs),
+        Some(v) => s("metric-percentiles", &Some(v), errs).map(|p| ("metric-percentiles", p)),
+        None => s("metric_percentiles", &raw.metric_percentiles, errs)
+            .map(|p| ("metric_percentiles", p)),
     };
+    if let Some((key, text)) = &metric_percentiles
+        && let Err(why) = bounds::parse_percentiles(text)
+    {
+        errs.push(ctx.err(
+            key,
+            format!("invalid value {text:?}: {why}"),
+            &format!(
+                "a comma-separated list of up to {} numbers from 0 to 100, e.g. \"50,90,99\"",
+                bounds::MAX_PERCENTILES
+            ),
+        ));
+    }
+    let metric_percentiles = metric_percentiles.map(|(_, p)| p);
     opt_bool(
         ctx,
         "seed_tts_wer_eval",
@@ -113,11 +128,17 @@ fn omni_entry(
             ctx,
             "num_warmups",
             raw.num_warmups.as_ref(),
-            u32::MAX.into(),
+            MAX_WARMUPS,
             errs,
         )
-        .map(|n| n as u32),
-        burstiness: opt_pos_f64(ctx, "burstiness", raw.burstiness.as_ref(), errs),
+        .and_then(|n| u32::try_from(n).ok()),
+        burstiness: opt_f64_in(
+            ctx,
+            "burstiness",
+            raw.burstiness.as_ref(),
+            (MIN_BURSTINESS, MAX_BURSTINESS),
+            errs,
+        ),
         seed: opt_uint(ctx, "seed", raw.seed.as_ref(), u64::MAX, errs),
         task: task.clone(),
         eval_phase: eval_phase.clone(),

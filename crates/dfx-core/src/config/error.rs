@@ -37,11 +37,22 @@ impl fmt::Display for ConfigError {
         if let Some(k) = &self.key {
             write!(f, ", key `{k}`")?;
         }
-        write!(f, ": {}", self.problem)?;
+        write!(f, ": {}", clip(&self.problem))?;
         if let Some(a) = &self.accepted {
-            write!(f, " (accepted: {a})")?;
+            write!(f, " (accepted: {})", clip(a))?;
         }
         Ok(())
+    }
+}
+
+/// Longest text of a problem shown: hostile values (a 10 MB string) are cut, not echoed.
+const SHOWN_CHARS: usize = 2000;
+
+/// `text`, cut to [`SHOWN_CHARS`] characters with a note of how much was left out.
+pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.into(),
+        Some((at, _)) => format!("{}… ({} more bytes)", &text[..at], text.len() - at).into(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! [`server`], [`entry`], [`sweep`], [`marks`] and the baseline shapes) → [`assemble`]
 //! (tests, trial names, baseline store, `--mark`). Nothing downstream re-validates.
 //!
-//! Decisions beyond upstream (documented in CONFIG.md terms):
+//! Decisions beyond upstream (`docs/config.md` ("Decisions beyond upstream")):
 //! - diffusion-dialect entries (kebab-case keys such as `num-prompts`, or a case tagged
 //!   `diffusion`) are loaded and listed as ignored trials (`Trial::unsupported`), never run;
 //!   their baselines are not evaluated;

@@ -1,4 +1,5 @@
-//! Trial identity (ARCHITECTURE "Trial identity"): `<test_name>::<suffix>::<step>`.
+//! Trial identity (`docs/architecture.md` ("Trial identity")):
+//! `<test_name>::<suffix>::<step>`.
 //!
 //! The suffix is the upstream pytest-id rule: the entry's `name` if non-empty, else the
 //! non-empty values of `task`, `eval_phase`, `dataset_name` (diffusion: `dataset`) joined by

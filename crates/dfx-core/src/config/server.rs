@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use super::error::{Ctx, json_type};
 use super::raw::{RawServerParams, from_object};
-use super::value::{Errs, opt_bool, opt_object, opt_pos_f64, opt_str, opt_str_list};
+use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_str_list};
+use crate::bounds;
 use crate::deploy;
 use crate::server::{ServeArgs, ServerSpec, ServerType};
 
@@ -112,13 +112,14 @@ pub(crate) fn build_server(
     )
     .unwrap_or(false);
     let env = parse_env(ctx, raw.env.as_ref(), errs);
-    let ready_timeout = opt_pos_f64(
+    let ready_timeout = opt_f64_in(
         ctx,
         "server_params.ready_timeout_s",
         raw.ready_timeout_s.as_ref(),
+        (1.0, bounds::MAX_TIMEOUT_SECONDS),
         errs,
     )
-    .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    .and_then(bounds::timeout);
     let spec = match (model, server_type) {
         (Some(model), Some(server_type)) if errs.len() == n => Some(ServerSpec {
             server_type,

@@ -1,4 +1,4 @@
-//! Sweep expansion, exactly the upstream rule (CONFIG.md "Sweep expansion"):
+//! Sweep expansion, exactly the upstream rule (`docs/config.md` ("Sweep expansion")):
 //! `to_list` each of `request_rate`, `max_concurrency`, `num_prompts`;
 //! `L = max(len(rate), len(conc))`; one `num_prompts` value is repeated `L` times; a
 //! length-1 sweep list is repeated to `len(num_prompts)`; any other length mismatch is an
@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::error::{ConfigError, Ctx, json_type};
+use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE};
 use crate::plan::{StepKind, SweepStep, python_float_str};
 
 /// Why a sweep cannot be expanded.
@@ -121,26 +122,59 @@ pub(crate) fn expand_entry(
         keys.rate,
         &mut errs,
         positive_rate,
-        "positive numbers (requests per second)",
+        &format!("numbers from {MIN_RATE} to {MAX_RATE} (requests per second)"),
     );
     let concs = to_list(
         ctx,
         keys.conc,
         &mut errs,
-        |x| positive_int(x, u32::MAX.into()).map(|n| n as u32),
-        "positive integers",
+        |x| {
+            positive_int(x, MAX_CONCURRENCY)
+                .and_then(|n| u32::try_from(n).map_err(|e| e.to_string()))
+        },
+        &format!("integers from 1 to {MAX_CONCURRENCY}"),
     );
     let prompts = to_list(
         ctx,
         keys.prompts,
         &mut errs,
-        |x| positive_int(x, u64::MAX),
-        "positive integers",
+        |x| positive_int(x, MAX_PROMPTS),
+        &format!("integers from 1 to {MAX_PROMPTS}"),
     );
     if !errs.is_empty() {
         return Err(errs);
     }
-    expand(&rates, &concs, &prompts).map_err(|e| vec![sweep_error(ctx, keys, e)])
+    let steps = expand(&rates, &concs, &prompts).map_err(|e| vec![sweep_error(ctx, keys, e)])?;
+    let long: Vec<ConfigError> = steps
+        .iter()
+        .filter_map(|s| schedule_too_long(ctx, keys, s))
+        .collect();
+    if long.is_empty() {
+        Ok(steps)
+    } else {
+        Err(long)
+    }
+}
+
+/// An open-loop step whose arrivals would span more than [`MAX_SCHEDULE_SECONDS`].
+fn schedule_too_long(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, s: &SweepStep) -> Option<ConfigError> {
+    let StepKind::RequestRate { request_rate } = s.kind else {
+        return None;
+    };
+    let span = s.num_prompts.saturating_sub(1) as f64 / request_rate;
+    (span > MAX_SCHEDULE_SECONDS).then(|| {
+        ctx.err(
+            keys.rate.0,
+            format!(
+                "step {}: {} requests at {request_rate} req/s would take {span:.0} s to send",
+                s.label, s.num_prompts
+            ),
+            &format!(
+                "a rate and count whose schedule spans at most {MAX_SCHEDULE_SECONDS} s \
+                 ((num_prompts - 1) / request_rate)"
+            ),
+        )
+    })
 }
 
 fn sweep_error(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, e: SweepError) -> ConfigError {
@@ -179,7 +213,10 @@ fn sweep_error(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, e: SweepError) -> ConfigErro
 
 fn positive_rate(x: &Value) -> Result<f64, String> {
     match x.as_f64() {
-        Some(r) if r > 0.0 && r.is_finite() => Ok(r),
+        Some(r) if (MIN_RATE..=MAX_RATE).contains(&r) => Ok(r),
+        Some(r) if r > 0.0 => Err(format!(
+            "invalid value {x}: must be from {MIN_RATE} to {MAX_RATE}"
+        )),
         Some(_) => Err(format!("invalid value {x}: must be greater than zero")),
         None => Err(format!("wrong type: got {}", json_type(x))),
     }
@@ -188,13 +225,10 @@ fn positive_rate(x: &Value) -> Result<f64, String> {
 fn positive_int(x: &Value, max: u64) -> Result<u64, String> {
     match (x.as_u64(), x.as_f64()) {
         (Some(n), _) if n >= 1 && n <= max => Ok(n),
-        (Some(_), _) if max < u64::MAX => {
-            Err(format!("invalid value {x}: must be from 1 to {max}"))
-        }
         (_, Some(f)) if f.fract() != 0.0 => {
             Err(format!("invalid value {x}: must be a whole number"))
         }
-        (_, Some(_)) => Err(format!("invalid value {x}: must be greater than zero")),
+        (_, Some(_)) => Err(format!("invalid value {x}: must be from 1 to {max}")),
         _ => Err(format!("wrong type: got {}", json_type(x))),
     }
 }

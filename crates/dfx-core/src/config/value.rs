@@ -67,28 +67,6 @@ pub(crate) fn opt_uint(
     }
 }
 
-/// An optional positive, finite number.
-pub(crate) fn opt_pos_f64(
-    ctx: &Ctx<'_>,
-    key: &str,
-    v: Option<&Value>,
-    errs: &mut Errs,
-) -> Option<f64> {
-    let v = v?;
-    match v.as_f64() {
-        Some(x) if x > 0.0 && x.is_finite() => Some(x),
-        _ => {
-            let problem = if v.is_number() {
-                format!("invalid value {v}")
-            } else {
-                format!("wrong type: got {}", json_type(v))
-            };
-            errs.push(ctx.err(key, problem, "a positive number"));
-            None
-        }
-    }
-}
-
 /// An optional object.
 pub(crate) fn opt_object(
     ctx: &Ctx<'_>,
@@ -125,6 +103,29 @@ pub(crate) fn opt_str_list(
         }
         other => {
             errs.push(wrong(ctx, key, other, "a list of strings"));
+            None
+        }
+    }
+}
+
+/// An optional finite number from `lo` to `hi` (inclusive).
+pub(crate) fn opt_f64_in(
+    ctx: &Ctx<'_>,
+    key: &str,
+    v: Option<&Value>,
+    (lo, hi): (f64, f64),
+    errs: &mut Errs,
+) -> Option<f64> {
+    let v = v?;
+    match v.as_f64() {
+        Some(x) if (lo..=hi).contains(&x) => Some(x),
+        _ => {
+            let problem = if v.is_number() {
+                format!("invalid value {v}")
+            } else {
+                format!("wrong type: got {}", json_type(v))
+            };
+            errs.push(ctx.err(key, problem, &format!("a number from {lo} to {hi}")));
             None
         }
     }

@@ -14,7 +14,7 @@ pub fn repo_root() -> PathBuf {
         .expect("repo root exists")
 }
 
-/// `shared/reference/upstream/tests` (see `dfx_core::reference`); panics with where it
+/// `tests/reference/upstream/tests` (see `dfx_core::reference`); panics with where it
 /// looked when missing: these tests must not silently skip.
 pub fn upstream_dir() -> PathBuf {
     dfx_core::reference::reference_dir()

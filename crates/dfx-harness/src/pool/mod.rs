@@ -1,8 +1,8 @@
 //! One live server at a time, reused by consecutive trials with an identical
-//! [`ServerSpec`] (ARCHITECTURE, "Server reuse"). Servers are started lazily, when a
-//! trial that runs asks for one, so filtering never starts a server no selected trial
-//! needs. A server found dead before a trial is restarted; one that dies during a trial
-//! fails that trial.
+//! [`ServerSpec`] (`docs/architecture.md` ("Server reuse")). Servers are started lazily,
+//! when a trial that runs asks for one, so filtering never starts a server no selected
+//! trial needs. A server found dead before a trial is restarted; one that dies during a
+//! trial fails that trial.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -5,11 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use dfx_core::bounds::{self, MAX_SAMPLE_RATE, MIN_SAMPLE_RATE};
+
 use super::{FlagError, check_executable, err, split_paths};
 use crate::cli::{BenchTool, SuiteFlags};
-
-/// Highest sample rate accepted (Hz).
-const MAX_SAMPLE_RATE: u32 = 384_000;
 
 /// Settings of the benches (what the native and the external bench need besides the
 /// trial). `None` leaves a bench's own default.
@@ -52,14 +51,14 @@ impl BenchOptions {
             check_token_var(var, &lookup, errors);
         }
         if let Some(hz) = s.sample_rate
-            && !(1..=MAX_SAMPLE_RATE).contains(&hz)
+            && !(MIN_SAMPLE_RATE..=MAX_SAMPLE_RATE).contains(&u64::from(hz))
         {
             errors.push(err(
                 "--sample-rate",
                 "DFX_SAMPLE_RATE",
                 hz,
                 "not a usable sample rate",
-                "Hz between 1 and 384000, e.g. 24000 or 48000",
+                &format!("Hz from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE}, e.g. 24000 or 48000"),
             ));
         }
         BenchOptions {
@@ -120,15 +119,18 @@ fn seconds(
     errors: &mut Vec<FlagError>,
 ) -> Option<Duration> {
     let v = value?;
-    match Duration::try_from_secs_f64(v) {
-        Ok(d) if v > 0.0 => Some(d),
-        _ => {
+    match bounds::timeout(v) {
+        Some(d) => Some(d),
+        None => {
             errors.push(err(
                 flag,
                 env,
                 v,
-                "must be a positive number of seconds",
-                "seconds > 0, fractions allowed (e.g. 900 or 0.5)",
+                "must be a positive number of seconds, at most a week",
+                &format!(
+                    "seconds > 0 and at most {}, fractions allowed (e.g. 900 or 0.5)",
+                    bounds::MAX_TIMEOUT_SECONDS
+                ),
             ));
             None
         }

@@ -9,6 +9,8 @@ mod bench;
 
 pub use bench::BenchOptions;
 
+use dfx_core::bounds::{self, MAX_SIM_SPEED, MAX_TIMEOUT_SECONDS, MIN_SIM_SPEED};
+
 use crate::cli::{FlagRecord, Parsed, ServerMode};
 
 /// Where the project lives and what it built; given by `tests/perf.rs`.
@@ -146,25 +148,30 @@ impl SuiteConfig {
         check_executable(&s.server_bin, "--server-bin", "DFX_SERVER_BIN", &mut errors);
         let bench = BenchOptions::from_flags(&s, |k| std::env::var(k).ok(), &mut errors);
         if let Some(k) = s.sim_speed
-            && !(k.is_finite() && k > 0.0)
+            && !(MIN_SIM_SPEED..=MAX_SIM_SPEED).contains(&k)
         {
             errors.push(err(
                 "--sim-speed",
                 "DFX_SIM_SPEED",
                 k,
-                "must be a positive number",
-                "a number > 0, e.g. 20",
+                "not a usable speed factor",
+                &format!("a number from {MIN_SIM_SPEED} to {MAX_SIM_SPEED}, e.g. 20"),
             ));
         }
-        if s.ready_timeout == 0 {
+        if s.ready_timeout == 0 || s.ready_timeout as f64 > MAX_TIMEOUT_SECONDS {
             errors.push(err(
                 "--ready-timeout",
                 "DFX_READY_TIMEOUT",
-                0,
-                "must be at least 1 second",
-                "whole seconds > 0 (default 1200)",
+                s.ready_timeout,
+                "not a usable readiness timeout",
+                &format!("whole seconds from 1 to {MAX_TIMEOUT_SECONDS} (default 1200)"),
             ));
         }
+        check_sim_faults(s.sim_faults.as_deref(), &mut errors);
+        check_sglang_timeout(
+            std::env::var("SGLANG_OMNI_SERVER_TIMEOUT").ok(),
+            &mut errors,
+        );
         let server = server_choice(&s, &mut errors, &mut notes);
         if s.mark.as_deref().is_some_and(|m| m.trim().is_empty()) {
             errors.push(err(
@@ -215,6 +222,61 @@ fn err(
         value: value.to_string(),
         problem: problem.into(),
         accepted: accepted.into(),
+    }
+}
+
+/// `--sim-faults` and the `DFX_SIM_FAULT*` variables (which reach the simulator through
+/// its environment) are parsed with the simulator's own parser, so a bad spec stops the
+/// run before a server starts.
+fn check_sim_faults(flag: Option<&str>, errors: &mut Vec<FlagError>) {
+    let mut faults = dfx_sim::faults::Faults::default();
+    if let Some(list) = flag
+        && let Err(e) = faults.apply_list(list, "--sim-faults")
+    {
+        errors.push(err(
+            "--sim-faults",
+            "DFX_SIM_FAULTS",
+            list,
+            &e.reason,
+            &fault_syntax(),
+        ));
+    }
+    if let Err(e) = faults.apply_env(&|k| std::env::var(k).ok()) {
+        errors.push(FlagError {
+            flag: "--sim-faults",
+            env: "DFX_SIM_FAULT_*",
+            value: e.spec,
+            problem: format!("{} (from {})", e.reason, e.origin),
+            accepted: fault_syntax(),
+        });
+    }
+}
+
+fn fault_syntax() -> String {
+    format!(
+        "SPEC[,SPEC…] with SPEC one of {}",
+        dfx_sim::faults::FAULT_NAMES.join(", ")
+    )
+}
+
+/// `SGLANG_OMNI_SERVER_TIMEOUT` (sglang-omni's readiness timeout, read by dfx-server).
+fn check_sglang_timeout(value: Option<String>, errors: &mut Vec<FlagError>) {
+    let Some(v) = value.filter(|v| !v.trim().is_empty()) else {
+        return;
+    };
+    if v.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(bounds::timeout)
+        .is_none()
+    {
+        errors.push(FlagError {
+            flag: "--ready-timeout",
+            env: "SGLANG_OMNI_SERVER_TIMEOUT",
+            value: v,
+            problem: "not a usable readiness timeout for sglang-omni".into(),
+            accepted: format!("seconds > 0 and at most {MAX_TIMEOUT_SECONDS}"),
+        });
     }
 }
 
@@ -430,7 +492,7 @@ mod tests {
         );
         let text = e.to_string();
         assert!(
-            text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number > 0"),
+            text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number from 0.01 to 1000"),
             "{text}"
         );
     }
@@ -470,7 +532,7 @@ mod tests {
                 "--sim-speed",
                 "20",
                 "--sim-faults",
-                "crash_at=4",
+                "crash-at-inflight=4",
             ],
         )
         .unwrap();
@@ -478,9 +540,18 @@ mod tests {
             cfg.server,
             ServerChoice::Sim {
                 speed: Some(20.0),
-                faults: Some("crash_at=4".into())
+                faults: Some("crash-at-inflight=4".into())
             }
         );
+        // a bad spec is a flag error, found with the simulator's own parser
+        for bad in [
+            "crash_at=4",
+            "ready-after=1e300",
+            "stall-after-chunks=99999999999",
+        ] {
+            let e = config(dir.path(), &["--server", "sim", "--sim-faults", bad]).unwrap_err();
+            assert!(e.to_string().contains("--sim-faults"), "{bad}: {e}");
+        }
         let cfg = config(dir.path(), &["--sim-speed", "20", "--test-threads", "4"]).unwrap();
         assert_eq!(cfg.notes.len(), 2, "{:?}", cfg.notes);
         assert_eq!(cfg.libtest.test_threads, Some(1));

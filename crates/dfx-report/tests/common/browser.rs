@@ -15,24 +15,36 @@ const CANDIDATES: &[&str] = &[
     "/usr/bin/google-chrome",
 ];
 
-/// The browser, or `None` when `DFX_SKIP_BROWSER_TESTS=1` (the test then returns early).
-/// Panics with installation advice when no browser is installed and skipping was not
-/// asked for.
-pub fn chromium() -> Option<PathBuf> {
-    let skip = std::env::var("DFX_SKIP_BROWSER_TESTS")
-        .map(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
-        .unwrap_or(false);
-    if skip {
-        eprintln!("DFX_SKIP_BROWSER_TESTS is set: browser check skipped");
-        return None;
-    }
-    if let Some(p) = CANDIDATES.iter().map(PathBuf::from).find(|p| p.is_file()) {
-        return Some(p);
-    }
-    panic!(
-        "this test renders report.html in headless Chromium, but no browser was found at {CANDIDATES:?}. \
-         Install it (`apt-get install -y chromium`) or set DFX_SKIP_BROWSER_TESTS=1 to skip browser checks."
-    );
+/// The variable under which a missing browser fails the browser tests instead of
+/// ignoring them (`.ci/run` sets it, so CI always renders the pages for real).
+pub const REQUIRE_ENV: &str = "DFX_REQUIRE_BROWSER";
+
+/// Whether a browser is installed: `Ok(path)`, or `Err(why)` naming where it looked and
+/// the install command.
+pub fn chromium() -> Result<PathBuf, String> {
+    CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "no Chromium at {CANDIDATES:?}: these tests render the pages in headless \
+                 Chromium; install it with `apt-get install -y chromium` (Debian package \
+                 `chromium`)"
+            )
+        })
+}
+
+/// Whether [`REQUIRE_ENV`] is set to a true value.
+pub fn required() -> bool {
+    std::env::var(REQUIRE_ENV)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+        .unwrap_or(false)
 }
 
 /// What Chromium made of a file.

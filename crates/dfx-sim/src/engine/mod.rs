@@ -1,5 +1,5 @@
 //! The performance model: a deterministic discrete-event simulation of a two-stage TTS
-//! server (SIM.md, "Performance model"), free of clocks, threads and I/O.
+//! server (`docs/simulator.md` ("Performance model")), free of clocks, threads and I/O.
 //!
 //! Time is virtual (nanoseconds of simulated GPU time). The driver feeds arrivals and
 //! cancellations in at their virtual times and asks the engine to [`Engine::advance`] up

@@ -1,5 +1,6 @@
-//! Calibration against the H20 table of SIM.md: a closed-loop sweep (c = 1, 4, 8, 32;
-//! 20 prompts) measured with a streaming client, times scaled back by the speed factor.
+//! Calibration against the H20 table of `docs/simulator.md` ("Calibration"): a
+//! closed-loop sweep (c = 1, 4, 8, 32; 20 prompts) measured with a streaming client, times
+//! scaled back by the speed factor.
 
 #![allow(dead_code)]
 
@@ -38,7 +39,7 @@ impl Task {
         }
     }
 
-    /// SIM.md's H20 targets: (concurrency, RTF, TTFP ms).
+    /// The H20 targets of `docs/simulator.md` ("Calibration"): (concurrency, RTF, TTFP ms).
     pub fn targets(self) -> [(usize, f64, f64); 4] {
         match self {
             Task::VoiceClone => [

@@ -1,0 +1,125 @@
+//! The bounds every user-controlled number must fall in, checked when the plan is built
+//! (config values) or the flags are read, so that no value a real run could not use
+//! reaches a conversion that panics (`Duration::from_secs_f64`, `Instant + Duration`), an
+//! allocation sized by it, or a loop that never ends. README.md "What bad input gets"
+//! lists them for users.
+//!
+//! The numbers are generous: each is far beyond what a nightly run on one GPU server does,
+//! and well inside what one 2-core client machine can hold.
+
+use std::time::Duration;
+
+/// Most requests in flight at once (`max_concurrency`). Each takes a connection (a file
+/// descriptor) and a task; vLLM-omni servers batch at most a few hundred streams.
+pub const MAX_CONCURRENCY: u64 = 4096;
+
+/// Most measured requests of one sweep step (`num_prompts`). The native bench keeps a
+/// fixed-size summary per request for its statistics (README.md "What bad input gets"
+/// gives the memory of a million-request step).
+pub const MAX_PROMPTS: u64 = 1_000_000;
+
+/// Most warmup requests of one step (`num_warmups`, or `max(2, c)`).
+pub const MAX_WARMUPS: u64 = MAX_CONCURRENCY;
+
+/// Lowest open-loop arrival rate, requests per second (one request per 1000 s).
+pub const MIN_RATE: f64 = 0.001;
+/// Highest open-loop arrival rate, requests per second.
+pub const MAX_RATE: f64 = 100_000.0;
+
+/// Longest span of an open-loop schedule, `(num_prompts - 1) / request_rate` seconds: a
+/// step that would only finish sending after a day is a typo, not a benchmark.
+pub const MAX_SCHEDULE_SECONDS: f64 = 86_400.0;
+
+/// `burstiness` (the gamma shape of the arrival gaps) range.
+pub const MIN_BURSTINESS: f64 = 0.01;
+/// See [`MIN_BURSTINESS`].
+pub const MAX_BURSTINESS: f64 = 100.0;
+
+/// Longest timeout of any kind (readiness, one request, one read), seconds: a week.
+pub const MAX_TIMEOUT_SECONDS: f64 = 7.0 * 86_400.0;
+
+/// Audio sample rate range, Hz.
+pub const MIN_SAMPLE_RATE: u64 = 1_000;
+/// See [`MIN_SAMPLE_RATE`].
+pub const MAX_SAMPLE_RATE: u64 = 384_000;
+
+/// Most values in `metric-percentiles`.
+pub const MAX_PERCENTILES: usize = 32;
+
+/// Largest config file (or `$ref` file) read, bytes.
+pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Simulator speed factor range (`--sim-speed`).
+pub const MIN_SIM_SPEED: f64 = 0.01;
+/// See [`MIN_SIM_SPEED`].
+pub const MAX_SIM_SPEED: f64 = 1_000.0;
+
+/// Renders a range for "accepted: …" texts.
+pub fn range_text(lo: impl std::fmt::Display, hi: impl std::fmt::Display) -> String {
+    format!("from {lo} to {hi}")
+}
+
+/// `secs` as a [`Duration`] when it is a positive, finite number of seconds no larger
+/// than [`MAX_TIMEOUT_SECONDS`]; `None` otherwise (never panics).
+pub fn timeout(secs: f64) -> Option<Duration> {
+    if secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECONDS {
+        Duration::try_from_secs_f64(secs).ok()
+    } else {
+        None
+    }
+}
+
+/// Parses a `metric-percentiles` string (`"50,90,99"`): every value a number from 0 to
+/// 100 (NaN refused), at most [`MAX_PERCENTILES`] of them; empty means `[99]`.
+pub fn parse_percentiles(text: &str) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for p in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match p.parse::<f64>() {
+            Ok(v) if (0.0..=100.0).contains(&v) => out.push(v),
+            _ => return Err(format!("{p:?} is not a number from 0 to 100")),
+        }
+        if out.len() > MAX_PERCENTILES {
+            return Err(format!("more than {MAX_PERCENTILES} percentiles"));
+        }
+    }
+    if out.is_empty() {
+        out.push(99.0);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_never_panic() {
+        for bad in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e30,
+            1e300,
+            7.0 * 86_400.0 + 1.0,
+        ] {
+            assert_eq!(timeout(bad), None, "{bad}");
+        }
+        assert_eq!(timeout(0.5), Some(Duration::from_millis(500)));
+        assert_eq!(
+            timeout(MAX_TIMEOUT_SECONDS),
+            Some(Duration::from_secs(604_800))
+        );
+    }
+
+    #[test]
+    fn percentiles() {
+        assert_eq!(parse_percentiles("50, 90,99").unwrap(), [50.0, 90.0, 99.0]);
+        assert_eq!(parse_percentiles("").unwrap(), [99.0]);
+        for bad in ["99,abc", "nan", "101", "-1", "inf"] {
+            assert!(parse_percentiles(bad).is_err(), "{bad}");
+        }
+        let many = vec!["50"; MAX_PERCENTILES + 1].join(",");
+        assert!(parse_percentiles(&many).is_err());
+    }
+}

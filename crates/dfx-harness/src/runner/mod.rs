@@ -85,6 +85,10 @@ impl Session {
             let msg = format!("trial panicked: {msg}");
             let mut entry = SummaryEntry::new(&self.planned[idx].trial, Outcome::Failed);
             entry.failures.push(msg.clone());
+            match self.write_panicked(idx, &msg) {
+                Ok(rel) => entry.result = Some(rel),
+                Err(e) => entry.failures.push(e),
+            }
             self.record(idx, entry);
             Err(msg)
         });
@@ -99,6 +103,29 @@ impl Session {
         progress.server_starts = self.pool.starts();
         progress.notes.clone_from(&self.pool.notes);
         result
+    }
+
+    /// After a panic inside trial `idx`: the template `result.json` and a `verdict.json`
+    /// saying why, so the trial folder holds a result like every failed trial's (its
+    /// partial `records.jsonl` and `bench.log` stay). Returns the result's relative path.
+    fn write_panicked(&self, idx: usize, msg: &str) -> Result<String, String> {
+        let p = &self.planned[idx];
+        let dir = self.run.trial_dir(&p.dir_name);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut doc = template_fallback(msg);
+        add_runner_keys(&mut doc, &p.trial, &self.hardware, None);
+        let verdict = json!({"passed": false, "failures": [msg], "breaches": [], "warnings": []});
+        doc.insert("verdict".into(), verdict);
+        write_json_atomic(&dir.join("result.json"), &doc)
+            .and_then(|()| {
+                write_json_atomic(
+                    &dir.join("verdict.json"),
+                    &json!({"trial": p.trial.name, "passed": false, "failures": [msg],
+                            "breaches": [], "warnings": [], "thresholds": p.trial.thresholds}),
+                )
+            })
+            .map_err(|e| format!("cannot write the result of the panicked trial: {e}"))?;
+        Ok(format!("trials/{}/result.json", p.dir_name))
     }
 
     /// A copy of trial `idx`'s summary entry, once recorded.

@@ -187,6 +187,13 @@ impl Bench for VllmBench {
     }
 
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
+        if matches!(entry.dialect, Dialect::NativeDuplex | Dialect::Stability) {
+            return Err(Unsupported(format!(
+                "{:?} entries run under their own upstream runner, not `vllm bench serve --omni` \
+                 sweeps",
+                entry.dialect
+            )));
+        }
         if entry.dialect == Dialect::Diffusion {
             return Err(Unsupported(
                 "diffusion-dialect entries are run upstream by run_diffusion_benchmark.py \

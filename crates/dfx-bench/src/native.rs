@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
-use dfx_core::plan::{BenchEntry, Trial};
+use dfx_core::plan::{BenchEntry, Dialect, Trial};
 
 use self::aggregate::StepFacts;
 use self::driver::{InFlight, Load, PhaseCtx};
@@ -126,6 +126,12 @@ impl Bench for NativeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
+        if entry.dialect != Dialect::Omni {
+            return Err(Unsupported(format!(
+                "native bench runs sweep entries of the omni dialect, not {:?} entries",
+                entry.dialect
+            )));
+        }
         if backend == Some(BACKEND) && dataset.is_some_and(|d| DATASETS.contains(&d)) {
             return Ok(());
         }

@@ -11,10 +11,13 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Upstream's list of GPU/NPU tokens, in matching order (first match wins).
+/// Upstream's list of GPU/NPU tokens, in matching order (first match wins). `GB200` comes
+/// before `B200`: upstream lists `B200` first and so labels a GB200 node B200 (a bug; the
+/// word-boundary rule of [`normalise_gpu_name`] keeps them apart in either order).
 pub const KNOWN_TOKENS: &[&str] = &[
-    "H100", "H800", "H200", "H20", "L40S", "L40", "L4", "A100", "A800", "A10G", "A10", "A30",
-    "MI325", "MI300", "MI250", "B60", "S5000", "910B4", "910B", "910", "310P", "A2", "A3",
+    "GB200", "B200", "H100", "H800", "H200", "H20", "L40S", "L40", "L4", "A100", "A800", "A10G",
+    "A10", "A30", "MI325", "MI300", "MI250", "B60", "S5000", "910B4", "910B", "910", "310P", "A2",
+    "A3",
 ];
 
 /// The label when nothing identifies the hardware.
@@ -157,6 +160,9 @@ mod tests {
             ("NVIDIA H20", Some("H20")),
             ("NVIDIA H20-3e", Some("H20")),
             ("NVIDIA H800", Some("H800")),
+            ("NVIDIA B200", Some("B200")),
+            ("NVIDIA GB200", Some("GB200")),
+            ("NVIDIA GB200 NVL72", Some("GB200")),
             ("NVIDIA L40S", Some("L40S")),
             ("NVIDIA L40", Some("L40")),
             ("NVIDIA L4", Some("L4")),

@@ -44,6 +44,11 @@ pub enum Dialect {
     Omni,
     /// Diffusion dialect (kebab-case entry keys, image/video generation).
     Diffusion,
+    /// Upstream's native-duplex runner (`"benchmark_runner": "native-duplex"`): realtime
+    /// duplex sessions, no sweep keys.
+    NativeDuplex,
+    /// Upstream's stability runner (soak entries with `duration_sec`).
+    Stability,
 }
 
 /// One benchmark entry of a test, after `enabled: false` entries were dropped.

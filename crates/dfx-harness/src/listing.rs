@@ -114,7 +114,12 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
         let _ = writeln!(out, "    threshold  {m}: none (null baseline)");
     }
     if let Some(note) = &t.thresholds.note {
-        let _ = writeln!(out, "    threshold  none: {note}");
+        let none = if t.thresholds.items.is_empty() {
+            "none: "
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "    threshold  {none}{note}");
     }
     if t.thresholds.items.is_empty()
         && t.thresholds.skipped.is_empty()

@@ -52,10 +52,30 @@ pub const HIGHER_EXACT: &[&str] = &[
     "rtfx",
     "completed",
     "audio_continuity_ok_rate",
+    // native-duplex runner (upstream 2026): medians over repeats
+    "median_responses_per_s",
+    "median_audio_seconds_per_s",
+    "median_sessions_per_s",
+    // upstream's diffusion benchmark script
+    "throughput_qps",
 ];
 
 /// Exact names that are better when lower.
-pub const LOWER_EXACT: &[&str] = &["duration", "failed", "generator_lag_p99_ms"];
+pub const LOWER_EXACT: &[&str] = &[
+    "duration",
+    "failed",
+    "generator_lag_p99_ms",
+    // upstream's diffusion benchmark script (latencies in seconds, memory in MB)
+    "latency_mean",
+    "latency_median",
+    "latency_p50",
+    "latency_p90",
+    "latency_p95",
+    "latency_p99",
+    "peak_memory_mb_mean",
+    "peak_memory_mb_median",
+    "peak_memory_mb_max",
+];
 
 /// Metric families that are better when lower; a threshold names them with a statistic
 /// prefix (`mean_`, `median_`, `std_`, `p<N>_`), e.g. `median_audio_ttfp_ms`.
@@ -65,6 +85,7 @@ pub const LOWER_FAMILIES: &[&str] = &[
     "tpot_ms",
     "itl_ms",
     "audio_ttfp_ms",
+    "ttfp_ms",
     "ttfa_audible_ms",
     "audio_rtf",
     "audio_underrun_s",
@@ -78,8 +99,11 @@ pub const LOWER_FAMILIES: &[&str] = &[
 pub const ACCEPTED_HINT: &str = "a result key with a known direction: audio_throughput, \
 request_throughput, output_throughput, total_token_throughput, request_goodput, \
 max_output_tokens_per_s, image_throughput, video_throughput, rtfx, completed, \
-audio_continuity_ok_rate (higher is better); duration, failed, generator_lag_p99_ms, \
-{mean,median,std,pNN}_{e2el_ms,ttft_ms,tpot_ms,itl_ms,audio_ttfp_ms,ttfa_audible_ms,\
+audio_continuity_ok_rate, median_responses_per_s, median_audio_seconds_per_s, \
+median_sessions_per_s, throughput_qps (higher is better); duration, failed, \
+generator_lag_p99_ms, latency_{mean,median,p50,p90,p95,p99}, \
+peak_memory_mb_{mean,median,max}, \
+{mean,median,std,pNN}_{e2el_ms,ttft_ms,tpot_ms,itl_ms,audio_ttfp_ms,ttfp_ms,ttfa_audible_ms,\
 audio_rtf,audio_underrun_s,peak_memory_mb,video_rtf,video_generation_ms,\
 denoise_step_latency_ms} (lower is better)";
 
@@ -173,6 +197,25 @@ mod tests {
     }
 
     #[test]
+    fn upstream_2026_names() {
+        for m in [
+            "median_responses_per_s",
+            "throughput_qps",
+            "median_audio_seconds_per_s",
+        ] {
+            assert_eq!(direction_of(m), Some(HigherIsBetter), "{m}");
+        }
+        for m in [
+            "median_ttfp_ms",
+            "latency_mean",
+            "latency_p99",
+            "peak_memory_mb_max",
+        ] {
+            assert_eq!(direction_of(m), Some(LowerIsBetter), "{m}");
+        }
+    }
+
+    #[test]
     fn unknown_names_are_refused() {
         for m in [
             "",
@@ -186,8 +229,8 @@ mod tests {
             "max_e2el_ms",
             "mean_audio_duration_s",
             "total_audio_duration_s",
-            "latency_mean",
-            "throughput_qps",
+            "latency_avg",
+            "throughput_rps",
             "MEAN_E2EL_MS",
         ] {
             assert_eq!(direction_of(m), None, "{m}");

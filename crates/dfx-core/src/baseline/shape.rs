@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::direction::{ACCEPTED_HINT, direction_of};
+use super::direction::{ACCEPTED_HINT, Direction, direction_of};
 use super::{Threshold, ThresholdSource, Thresholds};
 use crate::config::error::{Ctx, json_type};
 use crate::config::value::Errs;
@@ -25,11 +25,21 @@ pub enum MetricShape {
     Dict(Vec<(String, Option<f64>)>),
 }
 
-/// `{metric: shape}` in file order (metrics with a known direction only).
+/// `{metric: shape}` in file order (metrics with a known direction only), plus the two
+/// non-metric keys upstream's 2026 buckets may hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlatBaseline {
     pub metrics: Vec<(String, MetricShape)>,
+    /// `source`: where the numbers came from (provenance only, shown in listings).
+    pub source: Option<String>,
+    /// `regression_tolerance`: a fraction in `[0, 1)` applied to every metric of the
+    /// bucket: the written numbers are bases, the thresholds `base × (1 − tol)` for
+    /// higher-is-better metrics and `base × (1 + tol)` for lower-is-better ones.
+    pub tolerance: Option<f64>,
 }
+
+/// Bucket keys that are not metrics.
+const BUCKET_KEYS: [&str; 2] = ["source", "regression_tolerance"];
 
 /// An entry's `baseline` object.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,9 +57,9 @@ object keyed by str(max_concurrency) / str(request_rate) (e.g. \"16\", \"2.0\")"
 /// metric name (a flat dict-shaped metric has numeric step keys inside instead).
 pub fn looks_nested(obj: &Map<String, Value>) -> bool {
     !obj.is_empty()
-        && obj
-            .iter()
-            .all(|(k, v)| v.is_object() && direction_of(k).is_none())
+        && obj.iter().all(|(k, v)| {
+            v.is_object() && direction_of(k).is_none() && !BUCKET_KEYS.contains(&k.as_str())
+        })
         && obj.iter().any(|(k, v)| {
             is_hardware_label(k)
                 || v.as_object()
@@ -96,18 +106,42 @@ fn parse_flat(
     obj: &Map<String, Value>,
     errs: &mut Errs,
 ) -> FlatBaseline {
-    let mut metrics = Vec::new();
+    let mut out = FlatBaseline::default();
     for (metric, raw) in obj {
         let key = format!("{prefix}.{metric}");
+        if metric == "source" {
+            match raw {
+                Value::String(s) => out.source = Some(s.clone()),
+                Value::Null => {}
+                other => errs.push(ctx.err(
+                    &key,
+                    format!("wrong type: got {}", json_type(other)),
+                    "a string saying where the numbers came from",
+                )),
+            }
+            continue;
+        }
+        if metric == "regression_tolerance" {
+            match raw.as_f64() {
+                Some(t) if (0.0..1.0).contains(&t) => out.tolerance = Some(t),
+                _ if raw.is_null() => {}
+                _ => errs.push(ctx.err(
+                    &key,
+                    format!("invalid value {raw}"),
+                    "a fraction from 0 (inclusive) to 1 (exclusive), e.g. 0.1",
+                )),
+            }
+            continue;
+        }
         if direction_of(metric).is_none() {
             errs.push(ctx.err(&key, format!("unknown metric `{metric}`"), ACCEPTED_HINT));
             continue;
         }
         if let Some(shape) = parse_shape(ctx, &key, raw, errs) {
-            metrics.push((metric.clone(), shape));
+            out.metrics.push((metric.clone(), shape));
         }
     }
-    FlatBaseline { metrics }
+    out
 }
 
 fn parse_shape(ctx: &Ctx<'_>, key: &str, raw: &Value, errs: &mut Errs) -> Option<MetricShape> {
@@ -204,17 +238,40 @@ impl BaselineSpec {
         };
         let mut out = Thresholds::default();
         for (metric, shape) in &flat.metrics {
+            let Some(direction) = direction_of(metric) else {
+                continue; // parsed metrics have a direction
+            };
             match value_at(shape, step) {
-                Some(value) => out.items.push(Threshold {
+                Some(base) => out.items.push(Threshold {
                     metric: metric.clone(),
-                    value,
-                    direction: direction_of(metric).expect("parsed metrics have a direction"),
+                    value: with_tolerance(base, direction, flat.tolerance),
+                    direction,
                     source: ThresholdSource::Inline,
                 }),
                 None => out.skipped.push(metric.clone()),
             }
         }
+        if let Some(t) = flat.tolerance {
+            let from = flat
+                .source
+                .as_deref()
+                .map(|s| format!(", numbers from {s}"))
+                .unwrap_or_default();
+            out.note = Some(format!(
+                "thresholds are the bucket's bases with regression_tolerance {t} applied{from}"
+            ));
+        }
         out
+    }
+}
+
+/// `base × (1 − tol)` for higher-is-better metrics, `base × (1 + tol)` for lower-is-better
+/// ones; `base` itself without a tolerance.
+fn with_tolerance(base: f64, direction: Direction, tolerance: Option<f64>) -> f64 {
+    match (tolerance, direction) {
+        (None, _) => base,
+        (Some(t), Direction::HigherIsBetter) => base * (1.0 - t),
+        (Some(t), Direction::LowerIsBetter) => base * (1.0 + t),
     }
 }
 

@@ -184,9 +184,20 @@ fn shape_errors() {
     assert!(e[0].contains("key `baseline.mean_e2el_ms[1]`"), "{e:?}");
     let e = load(json!({"mean_e2el_ms": {"8": [1]}}), &s).unwrap_err();
     assert!(e[0].contains("key `baseline.mean_e2el_ms.8`"), "{e:?}");
-    let e = load(json!({"latency_mean": 3.5, "throughput": 2}), &s).unwrap_err();
+    let e = load(json!({"latency_avg": 3.5, "throughput": 2}), &s).unwrap_err();
     assert_eq!(e.len(), 2);
-    assert!(e[0].contains("unknown metric `latency_mean`"), "{e:?}");
+    assert!(e[0].contains("unknown metric `latency_avg`"), "{e:?}");
+    // upstream 2026 bucket keys: provenance and a tolerance in [0, 1)
+    let e = load(
+        json!({"H100": {"mean_e2el_ms": 1, "regression_tolerance": 1.5, "source": 3}}),
+        &s,
+    )
+    .unwrap_err();
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(
+        e.iter().any(|m| m.contains("regression_tolerance")),
+        "{e:?}"
+    );
     let e = load(json!([1, 2]), &s).unwrap_err();
     assert!(
         e[0].contains("key `baseline`: wrong type: got an array"),

@@ -10,6 +10,7 @@ use super::entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED};
 use super::error::{ConfigError, Ctx};
 use super::marks::MarkExpr;
 use super::naming::{dedup_suffixes, entry_suffix, trial_name};
+use super::runners::{NATIVE_DUPLEX_UNSUPPORTED, STABILITY_UNSUPPORTED};
 use crate::baseline::{Store, Thresholds};
 use crate::plan::{BenchEntry, Dialect, SourceRef, Trial};
 
@@ -77,7 +78,12 @@ pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
                     entry: entry.clone(),
                     step: step.clone(),
                     thresholds,
-                    unsupported: diffusion.then(|| DIFFUSION_UNSUPPORTED.to_string()),
+                    unsupported: match entry.dialect {
+                        Dialect::Omni => None,
+                        Dialect::Diffusion => Some(DIFFUSION_UNSUPPORTED.to_string()),
+                        Dialect::NativeDuplex => Some(NATIVE_DUPLEX_UNSUPPORTED.to_string()),
+                        Dialect::Stability => Some(STABILITY_UNSUPPORTED.to_string()),
+                    },
                 });
             }
         }

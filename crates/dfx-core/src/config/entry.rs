@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::error::{Ctx, json_type};
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
+use super::runners;
 use super::sweep::{SweepKeys, expand_entry};
 use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
@@ -31,14 +32,23 @@ pub(crate) struct EntryDraft {
     pub suffix_parts: [Option<String>; 3],
 }
 
+/// What an entry needs to know of its case.
+pub(crate) struct CaseFacts<'a> {
+    /// The case's `mark` tags (`diffusion` makes its entries diffusion dialect).
+    pub tags: &'a [String],
+    /// `"benchmark_runner": "native-duplex"` on the case.
+    pub native_duplex: bool,
+    /// `server_params.trust_remote_code`.
+    pub trust_remote_code: bool,
+}
+
 /// Builds an entry; `None` for disabled entries and for entries with errors (pushed to
 /// `errs`). Disabled entries are dropped before anything else is checked.
 pub(crate) fn build_entry(
     ctx: &Ctx<'_>,
     raw_index: usize,
     v: &Value,
-    case_tags: &[String],
-    trust_remote_code: bool,
+    case: &CaseFacts<'_>,
     errs: &mut Errs,
     warnings: &mut Vec<String>,
 ) -> Option<EntryDraft> {
@@ -62,10 +72,14 @@ pub(crate) fn build_entry(
         return None;
     }
     let n = errs.len();
-    let draft = if is_diffusion_entry(obj, case_tags) {
+    let draft = if case.native_duplex {
+        runners::native_duplex_entry(&ctx, raw_index, obj, errs)
+    } else if runners::is_stability_entry(obj) {
+        runners::stability_entry(&ctx, raw_index, obj, errs)
+    } else if is_diffusion_entry(obj, case.tags) {
         diffusion_entry(&ctx, raw_index, obj, errs, warnings)
     } else {
-        omni_entry(&ctx, raw_index, obj, trust_remote_code, errs)
+        omni_entry(&ctx, raw_index, obj, case.trust_remote_code, errs)
     };
     draft.filter(|_| errs.len() == n)
 }

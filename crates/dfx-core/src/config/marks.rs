@@ -91,13 +91,29 @@ fn parse_hardware_marks(
     match hw.get("res") {
         None | Some(Value::Null) => {}
         Some(Value::Object(res)) => {
+            // A platform names one label or (upstream since 2026) a list of them:
+            // `{"cuda": ["H100", "B200"]}` runs on either.
+            let accepted = "a hardware label string such as \"H100\", or a list of them";
             for (platform, label) in res {
+                let at = format!("{key}.res.{platform}");
                 match label {
                     Value::String(s) => out.hardware.push(s.clone()),
+                    Value::Array(items) if !items.is_empty() => {
+                        for (i, item) in items.iter().enumerate() {
+                            match item {
+                                Value::String(s) => out.hardware.push(s.clone()),
+                                other => errs.push(ctx.err(
+                                    &format!("{at}[{i}]"),
+                                    format!("wrong type: got {}", json_type(other)),
+                                    accepted,
+                                )),
+                            }
+                        }
+                    }
                     other => errs.push(ctx.err(
-                        &format!("{key}.res.{platform}"),
+                        &at,
                         format!("wrong type: got {}", json_type(other)),
-                        "a hardware label string such as \"H100\"",
+                        accepted,
                     )),
                 }
             }
@@ -313,6 +329,10 @@ mod tests {
         assert_eq!(m.hardware, ["H100", "A3"]);
         assert_eq!(m.num_cards, Some(2));
 
+        let listed = json!([{"hardware_marks": {"res": {"cuda": ["H100", "B200"], "npu": "A3"}}}]);
+        let m = parse_mark_field(&ctx, Some(&listed), &mut errs);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(m.hardware, ["H100", "B200", "A3"]);
         let v = json!(["", 3, {"hardware_marks": {"res": {"cuda": 1}}}, {"hardware_marks": {}}, {"x": 1}]);
         let m = parse_mark_field(&ctx, Some(&v), &mut errs);
         let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();

@@ -112,9 +112,9 @@ impl Bench for FakeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         match entry.dialect {
             Dialect::Omni => Ok(()),
-            Dialect::Diffusion => Err(Unsupported(
-                "the fake bench models audio steps only (diffusion dialect)".into(),
-            )),
+            other => Err(Unsupported(format!(
+                "the fake bench models audio steps only ({other:?} dialect)"
+            ))),
         }
     }
 

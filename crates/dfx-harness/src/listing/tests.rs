@@ -142,6 +142,36 @@ fn snapshot_upstream_reference_configs() {
     }
 }
 
+/// Today's upstream forms (2026): every config loads unchanged and lists its trials,
+/// runnable or ignored with the reason, thresholds with regression tolerances applied.
+#[test]
+fn snapshot_upstream_2026_configs() {
+    let reference = reference_dir();
+    let no_store = tempfile::tempdir().unwrap();
+    for dir in ["upstream/2026/perf/tests", "upstream/2026/stability/tests"] {
+        for file in json_files(&reference.join(dir)) {
+            let mut opts = LoadOptions {
+                files: vec![file.clone()],
+                hardware: "H200".into(),
+                deploy_dir: reference.join("upstream/deploy"),
+                baselines_dir: no_store.path().to_path_buf(),
+                mark: None,
+            };
+            let plan = load_plan(&opts).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!plan.trials.is_empty(), "{} has no trials", file.display());
+            let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+            let kind = dir.split('/').nth(2).unwrap_or("perf");
+            insta::assert_snapshot!(
+                format!("upstream_2026_{kind}_{stem}"),
+                listing(&plan, false)
+            );
+            // another runner label leaves the H200 bucket unused, said in the listing
+            opts.hardware = "B200".into();
+            load_plan(&opts).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
 #[test]
 fn snapshot_perf_configs() {
     let root = repo_root();

@@ -111,7 +111,8 @@ impl Session {
     fn write_panicked(&self, idx: usize, msg: &str) -> Result<String, String> {
         let p = &self.planned[idx];
         let dir = self.run.trial_dir(&p.dir_name);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut doc = template_fallback(msg);
         add_runner_keys(&mut doc, &p.trial, &self.hardware, None);
         let verdict = json!({"passed": false, "failures": [msg], "breaches": [], "warnings": []});

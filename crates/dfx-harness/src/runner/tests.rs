@@ -281,10 +281,9 @@ fn a_panicking_bench_fails_only_its_trial() {
     assert_eq!(entry(&f, 0).outcome, Outcome::Failed);
     // the trial folder still gets a (template) result and a verdict saying why
     let rel = entry(&f, 0).result.expect("a result path");
-    let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(f.session.run.path.join(&rel)).unwrap(),
-    )
-    .unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f.session.run.path.join(&rel)).unwrap())
+            .unwrap();
     assert_eq!(doc["result_source"], "template");
     assert_eq!(doc["completed"], 0);
     let failures = doc["verdict"]["failures"].to_string();

@@ -1,0 +1,214 @@
+//! Entries of upstream's other runners (2026), which carry no sweep keys: the
+//! `native-duplex` runner (`"benchmark_runner": "native-duplex"` on the case: realtime
+//! duplex sessions, `sessions` × `turns`, repeated) and the stability runner (soak entries
+//! with `duration_sec`: batches of `num_prompts_per_batch` until the duration is over).
+//! Each entry becomes one trial whose step stands for its load (`c<sessions>` /
+//! `c<max_concurrency>` / `qps<rate>`); dfx-perf lists them with their baselines and the
+//! reason they do not run yet.
+
+use serde_json::{Map, Value};
+
+use super::entry::EntryDraft;
+use super::error::Ctx;
+use super::value::{Errs, opt_str, opt_uint};
+use crate::baseline::shape::parse_baseline;
+use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS, MIN_RATE};
+use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
+
+/// Why native-duplex trials are listed but not run.
+pub const NATIVE_DUPLEX_UNSUPPORTED: &str = "native-duplex runner (realtime duplex sessions, \
+upstream's run_native_duplex_benchmark.py): dfx-perf has no realtime duplex client yet";
+
+/// Why stability (soak) trials are listed but not run.
+pub const STABILITY_UNSUPPORTED: &str = "stability soak entry (duration_sec, batches of \
+num_prompts_per_batch; upstream's tests/dfx/stability runner): dfx-perf does not run soak \
+entries yet";
+
+/// The runner a case names (`benchmark_runner`), when it is one dfx-perf knows.
+pub(crate) fn is_native_duplex(case_other: &Map<String, Value>) -> bool {
+    case_other.get("benchmark_runner").and_then(Value::as_str) == Some("native-duplex")
+}
+
+/// Whether an entry is a stability soak entry.
+pub(crate) fn is_stability_entry(obj: &Map<String, Value>) -> bool {
+    obj.contains_key("duration_sec") || obj.contains_key("num_prompts_per_batch")
+}
+
+fn draft(
+    raw_index: usize,
+    obj: &Map<String, Value>,
+    dialect: Dialect,
+    step: SweepStep,
+) -> EntryDraft {
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(String::from);
+    EntryDraft {
+        raw_index,
+        entry: BenchEntry {
+            index: 0,
+            suffix: String::new(),
+            dialect,
+            dataset_name: s("dataset_name"),
+            backend: s("backend"),
+            endpoint: s("endpoint"),
+            dataset_path: s("dataset_path"),
+            seed_tts_locale: None,
+            percentile_metrics: None,
+            metric_percentiles: None,
+            extra_body: obj.get("extra_body").and_then(Value::as_object).cloned(),
+            num_warmups: None,
+            burstiness: None,
+            seed: obj.get("seed").and_then(Value::as_u64),
+            task: s("task"),
+            eval_phase: s("eval_phase"),
+            name: s("name"),
+            trust_remote_code: false,
+            raw: obj.clone(),
+        },
+        steps: vec![step],
+        baseline: None,
+        suffix_parts: [s("task"), s("eval_phase"), s("dataset_name")],
+    }
+}
+
+fn step(kind: StepKind, num_prompts: u64) -> SweepStep {
+    let label = match kind {
+        StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
+        StepKind::RequestRate { request_rate } => format!("qps{}", python_float_str(request_rate)),
+    };
+    SweepStep {
+        kind,
+        index: 0,
+        num_prompts,
+        label,
+    }
+}
+
+/// A native-duplex entry: `name` (required), `sessions`, `turns` (positive), `warmups`,
+/// `repeats` (≥ 2 upstream), `workload`, `realtime_input`, `baseline` (with
+/// `regression_tolerance` buckets).
+pub(crate) fn native_duplex_entry(
+    ctx: &Ctx<'_>,
+    raw_index: usize,
+    obj: &Map<String, Value>,
+    errs: &mut Errs,
+) -> Option<EntryDraft> {
+    let n = errs.len();
+    if opt_str(ctx, "name", obj.get("name"), errs).is_none_or(|s| s.trim().is_empty()) {
+        errs.push(ctx.err(
+            "name",
+            "a native-duplex entry needs a name",
+            "a non-empty string",
+        ));
+    }
+    opt_str(ctx, "workload", obj.get("workload"), errs);
+    let count = |key: &str, max: u64, errs: &mut Errs| -> Option<u64> {
+        match opt_uint(ctx, key, obj.get(key), max, errs) {
+            Some(0) => {
+                errs.push(ctx.err(
+                    key,
+                    "invalid value 0",
+                    &format!("an integer from 1 to {max}"),
+                ));
+                None
+            }
+            other => other,
+        }
+    };
+    let sessions = count("sessions", MAX_CONCURRENCY, errs).unwrap_or(1);
+    let turns = count("turns", 10_000, errs).unwrap_or(1);
+    count("warmups", 1_000, errs);
+    if let Some(r) = count("repeats", 1_000, errs)
+        && r < 2
+    {
+        errs.push(ctx.err(
+            "repeats",
+            format!("invalid value {r}"),
+            "at least 2 (upstream's rule)",
+        ));
+    }
+    let conc = u32::try_from(sessions).unwrap_or(1);
+    let mut d = draft(
+        raw_index,
+        obj,
+        Dialect::NativeDuplex,
+        step(
+            StepKind::Concurrency {
+                max_concurrency: conc,
+            },
+            (sessions * turns).min(MAX_PROMPTS),
+        ),
+    );
+    d.baseline = obj
+        .get("baseline")
+        .and_then(|b| parse_baseline(ctx, b, errs));
+    (errs.len() == n).then_some(d)
+}
+
+/// A stability entry: exactly one of `max_concurrency` / `request_rate` (a single value),
+/// `num_prompts_per_batch` (default 20), `duration_sec` (default 300).
+pub(crate) fn stability_entry(
+    ctx: &Ctx<'_>,
+    raw_index: usize,
+    obj: &Map<String, Value>,
+    errs: &mut Errs,
+) -> Option<EntryDraft> {
+    let n = errs.len();
+    let batch = opt_uint(
+        ctx,
+        "num_prompts_per_batch",
+        obj.get("num_prompts_per_batch"),
+        MAX_PROMPTS,
+        errs,
+    )
+    .unwrap_or(20)
+    .max(1);
+    if let Some(v) = obj.get("duration_sec")
+        && !v
+            .as_f64()
+            .is_some_and(|d| d > 0.0 && d <= MAX_TIMEOUT_SECONDS)
+    {
+        errs.push(ctx.err(
+            "duration_sec",
+            format!("invalid value {v}"),
+            &format!("seconds > 0 and at most {MAX_TIMEOUT_SECONDS}"),
+        ));
+    }
+    let conc = obj.get("max_concurrency").filter(|v| !v.is_null());
+    let rate = obj.get("request_rate").filter(|v| !v.is_null());
+    let kind = match (conc, rate) {
+        (Some(c), None) => match c.as_u64().filter(|c| (1..=MAX_CONCURRENCY).contains(c)) {
+            Some(c) => Some(StepKind::Concurrency {
+                max_concurrency: u32::try_from(c).unwrap_or(1),
+            }),
+            None => {
+                errs.push(ctx.err(
+                    "max_concurrency",
+                    format!("invalid value {c}"),
+                    &format!("an integer from 1 to {MAX_CONCURRENCY}"),
+                ));
+                None
+            }
+        },
+        (None, Some(r)) => match r.as_f64().filter(|r| (MIN_RATE..=MAX_RATE).contains(r)) {
+            Some(r) => Some(StepKind::RequestRate { request_rate: r }),
+            None => {
+                errs.push(ctx.err(
+                    "request_rate",
+                    format!("invalid value {r}"),
+                    &format!("a number from {MIN_RATE} to {MAX_RATE}"),
+                ));
+                None
+            }
+        },
+        _ => {
+            errs.push(ctx.err(
+                "max_concurrency/request_rate",
+                "a stability entry needs exactly one of `max_concurrency` and `request_rate`",
+                "one of them, a single value",
+            ));
+            None
+        }
+    };
+    let d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
+    (errs.len() == n).then_some(d)
+}

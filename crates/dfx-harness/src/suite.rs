@@ -94,7 +94,7 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
         ExitCode::from(USAGE)
     })?;
     print_warnings(&plan.warnings);
-    let benches = wiring::benches(&cfg).map_err(|e| usage_error(&e))?;
+    let benches = wiring::benches(&cfg, project).map_err(|e| usage_error(&e))?;
     let planned = plan_trials(&plan, &*launcher, &benches);
     let selected = selection(
         &cfg.libtest,
@@ -128,10 +128,11 @@ fn list(p: &Prepared) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Creates the run folder, runs the selected trials, closes the run (summary.json,
-/// run.json, reports). From the moment the run folder exists, SIGINT / SIGTERM close the
-/// run too ([`interrupt`]).
+/// Stops what earlier runs left behind, creates the run folder, runs the selected trials,
+/// closes the run (summary.json, run.json, reports). From the moment the run folder
+/// exists, SIGINT / SIGTERM close the run too ([`interrupt`]).
 fn execute(p: Prepared, project: &Project) -> ExitCode {
+    let swept = wiring::sweep_leftovers(&p.cfg.results_dir);
     let started = Local::now();
     let run = match RunDir::create(&p.cfg.results_dir, &p.hardware, started) {
         Ok(r) => r,
@@ -142,10 +143,8 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             ));
         }
     };
-    let info = run_info(&p, project, &run, started);
-    if let Err(e) = run.write_run_info(&info) {
-        return usage_error(&format!("cannot write run.json: {e}"));
-    }
+    let mut info = run_info(&p, project, &run, started);
+    info.warnings.extend(swept);
     let Prepared {
         cfg,
         launcher,
@@ -163,7 +162,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     ));
     let closing = Arc::new(Closing {
         run: run.clone(),
-        info,
+        info: info.clone(),
         hardware: hw.clone(),
         assert_baseline: cfg.assert_baseline,
         trials: planned
@@ -175,8 +174,12 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             .collect(),
         selected,
     });
+    // Before run.json exists: a signal from then on always closes the run.
     if let Err(e) = interrupt::install(closing.clone(), progress.clone()) {
         eprintln!("dfx-perf: warning: {e}; an interrupted run leaves no summary.json");
+    }
+    if let Err(e) = run.write_run_info(&info) {
+        return usage_error(&format!("cannot write run.json: {e}"));
     }
     let session = Arc::new(Mutex::new(Session {
         run: run.clone(),

@@ -17,7 +17,7 @@ use dfx_core::server::ServerLauncher;
 use libtest_mimic::{Arguments, Completion, Failed};
 
 use crate::cli::Parsed;
-use crate::finish::{Closing, TrialRef};
+use crate::finish::{CloseGate, Closer, Closing, TrialRef};
 use crate::interrupt;
 use crate::listing::{ListContext, render_verbose};
 use crate::pool::ServerPool;
@@ -130,7 +130,8 @@ fn list(p: &Prepared) -> ExitCode {
 
 /// Stops what earlier runs left behind, creates the run folder, runs the selected trials,
 /// closes the run (summary.json, run.json, reports). From the moment the run folder
-/// exists, SIGINT / SIGTERM close the run too ([`interrupt`]).
+/// exists, SIGINT / SIGTERM close the run instead ([`interrupt`]); the [`CloseGate`]
+/// makes sure only one of the two does.
 fn execute(p: Prepared, project: &Project) -> ExitCode {
     let swept = wiring::sweep_leftovers(&p.cfg.results_dir);
     let started = Local::now();
@@ -173,6 +174,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             })
             .collect(),
         selected,
+        gate: CloseGate::default(),
     });
     // Before run.json exists: a signal from then on always closes the run.
     if let Err(e) = interrupt::install(closing.clone(), progress.clone()) {
@@ -197,6 +199,10 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     );
     let conclusion = libtest_mimic::run(&cfg.libtest, trials);
 
+    if closing.gate.claim(Closer::Main).is_err() {
+        // A signal came first: its handler closes the run and exits with status 130.
+        return interrupt::await_handler(&closing.gate);
+    }
     let mut s = lock(&session);
     s.pool.shutdown();
     let mut p = progress::lock(&progress);
@@ -205,6 +211,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         p.notes.clone_from(&s.pool.notes);
     }
     closing.close(&mut p, None);
+    closing.gate.finish();
     conclusion.exit_code()
 }
 

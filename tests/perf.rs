@@ -1,6 +1,6 @@
 //! The suite: one libtest-mimic trial per sweep step of every selected perf-config entry
 //! (see README.md). Everything lives in `dfx-harness`; this target only says where the
-//! project and the simulator are.
+//! project, the simulator and the guard are.
 
 use std::process::ExitCode;
 
@@ -8,5 +8,6 @@ fn main() -> ExitCode {
     dfx_harness::main(dfx_harness::Project {
         root: env!("CARGO_MANIFEST_DIR").into(),
         sim_bin: env!("CARGO_BIN_EXE_dfx-perf-sim").into(),
+        guard_bin: env!("CARGO_BIN_EXE_dfx-perf-guard").into(),
     })
 }

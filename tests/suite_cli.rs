@@ -15,6 +15,8 @@ mod dfx_perf_cli;
 mod hostile;
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
+#[path = "suite_cli/leftovers.rs"]
+mod leftovers;
 #[path = "suite_cli/sim_baseline.rs"]
 mod sim_baseline;
 #[path = "suite_cli/sim_e2e.rs"]
@@ -119,12 +121,28 @@ fn main() -> ExitCode {
             hostile::mutation_matrix,
         ),
         (
+            "interrupting_at_random_moments_always_records_the_interruption",
+            interrupt::interrupted_at_random_moments,
+        ),
+        (
+            "sigkill_mid_trial_leaves_no_server_behind",
+            leftovers::sigkill_mid_trial_leaves_no_server_behind,
+        ),
+        (
+            "the_next_run_stops_what_a_killed_run_left_behind",
+            leftovers::the_next_run_stops_what_a_killed_run_left_behind,
+        ),
+        (
             "native_bench_against_the_simulator_end_to_end",
             sim_e2e::native_bench_against_the_simulator,
         ),
         (
             "dfx_perf_deploy_prints_a_path_for_the_shell",
             dfx_perf_cli::deploy_lookup_prints_a_path_for_the_shell,
+        ),
+        (
+            "dfx_perf_output_to_a_closed_pipe_is_quiet",
+            dfx_perf_cli::output_to_a_closed_pipe_is_quiet,
         ),
         (
             "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",

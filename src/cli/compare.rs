@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use dfx_report::compare::{self, CompareOptions};
 
 use super::Run;
+use super::out::{out, outln};
 
 /// Exit status of `--fail-on-regression` when a regression is confirmed.
 const EXIT_REGRESSION: u8 = 3;
@@ -65,10 +66,10 @@ impl Run for CompareArgs {
             metrics: self.metrics,
         };
         let c = compare::compare_dirs(&a, &b, &opts)?;
-        print!("{}", compare::render_text(&c));
+        out!("{}", compare::render_text(&c));
         let out = self.out.unwrap_or_else(|| compare::default_out_dir(&c));
         let paths = compare::write_comparison(&c, &out)?;
-        println!(
+        outln!(
             "wrote {} and {}",
             paths.markdown.display(),
             paths.html.display()

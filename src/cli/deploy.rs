@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use dfx_core::deploy::{self, DeployError};
 
 use super::Run;
+use super::out::outln;
 
 /// Exit status for an unknown or invalid deploy name.
 const EXIT_USAGE: u8 = 2;
@@ -34,13 +35,13 @@ impl Run for DeployArgs {
             let width = names.iter().map(String::len).max().unwrap_or(0);
             for n in &names {
                 let path = deploy::resolve(&self.deploy_dir, n)?;
-                println!("{n:<width$}  {}", deploy::summary(&path));
+                outln!("{n:<width$}  {}", deploy::summary(&path));
             }
             return Ok(ExitCode::SUCCESS);
         };
         match deploy::resolve(&self.deploy_dir, &name) {
             Ok(path) => {
-                println!("{}", path.display());
+                outln!("{}", path.display());
                 Ok(ExitCode::SUCCESS)
             }
             Err(e @ (DeployError::NotFound { .. } | DeployError::NotAName { .. })) => {

@@ -4,6 +4,7 @@
 
 mod compare;
 mod deploy;
+mod out;
 mod recalibrate;
 mod report;
 
@@ -61,13 +62,21 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Parses the command line and runs the subcommand; errors exit with status 1.
+/// Parses the command line and runs the subcommand; errors exit with status 1. Output to
+/// a closed pipe is discarded quietly ([`out`]).
 pub fn main() -> ExitCode {
-    match Cli::parse().command.run() {
+    let code = match Cli::parse().command.run() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("dfx-perf: {e:#}");
             ExitCode::FAILURE
         }
+    };
+    match out::failure() {
+        Some(e) => {
+            eprintln!("dfx-perf: cannot write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+        None => code,
     }
 }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use dfx_report::recalibrate::{self, RecalibrateOptions};
 
 use super::Run;
+use super::out::{out, outln};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -71,27 +72,27 @@ impl Run for RecalibrateArgs {
             skip_failed: self.skip_failed,
         };
         let r = recalibrate::plan_from_dirs(&self.runs, &opts)?;
-        print!("{}", recalibrate::render_table(&r));
+        out!("{}", recalibrate::render_table(&r));
         if self.dry_run {
-            println!("dry run: {} not written", r.store.display());
+            outln!("dry run: {} not written", r.store.display());
         } else {
             let applied = recalibrate::apply(&r)?;
             if applied.written > 0 {
-                println!(
+                outln!(
                     "wrote {} threshold(s) to {}",
                     applied.written,
                     applied.store.display()
                 );
             }
             if applied.restored > 0 {
-                println!(
+                outln!(
                     "restored {} kept threshold(s) that the runs read from the store but {} no longer had",
                     applied.restored,
                     applied.store.display()
                 );
             }
             if applied.written + applied.restored == 0 {
-                println!("nothing to write: {} unchanged", applied.store.display());
+                outln!("nothing to write: {} unchanged", applied.store.display());
             }
         }
         if let Some(cfg) = &self.write_config {
@@ -104,17 +105,17 @@ impl Run for RecalibrateArgs {
                 !self.dry_run,
             )?;
             for w in &wb.written {
-                println!("{}: {w}", cfg.display());
+                outln!("{}: {w}", cfg.display());
             }
             for n in &wb.notes {
-                println!("note: {n}");
+                outln!("note: {n}");
             }
             let verb = if self.dry_run {
                 "would update"
             } else {
                 "updated"
             };
-            println!(
+            outln!(
                 "{verb} {} ({} metric list(s))",
                 cfg.display(),
                 wb.written.len()

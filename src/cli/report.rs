@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::Run;
+use super::out::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -18,9 +19,9 @@ impl Run for ReportArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         for dir in &self.runs {
             let p = dfx_report::write_run_reports(dir)?;
-            println!("{}", p.markdown.display());
-            println!("{}", p.html.display());
-            println!("{}", p.junit.display());
+            outln!("{}", p.markdown.display());
+            outln!("{}", p.html.display());
+            outln!("{}", p.junit.display());
         }
         Ok(ExitCode::SUCCESS)
     }

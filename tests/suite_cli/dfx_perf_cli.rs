@@ -62,3 +62,29 @@ pub fn deploy_lookup_prints_a_path_for_the_shell() -> Result<(), Failed> {
     }
     Ok(())
 }
+
+/// `dfx-perf … | head`: output to a reader that has gone away is dropped quietly, and the
+/// command exits with its own status (0 here), as ripgrep does; no panic message.
+pub fn output_to_a_closed_pipe_is_quiet() -> Result<(), Failed> {
+    for args in [&["deploy"][..], &["deploy", "qwen3_tts_tuned"], &["--help"]] {
+        let (reader, writer) = std::io::pipe().map_err(|e| e.to_string())?;
+        // The reader is gone before dfx-perf writes its first byte.
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
+            .current_dir(root())
+            .env_remove("DFX_DEPLOY_DIR")
+            .args(args)
+            .stdout(writer)
+            .output()
+            .map_err(|e| format!("cannot run dfx-perf: {e}"))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(0) || !err.is_empty() {
+            return Err(format!(
+                "dfx-perf {args:?} with stdout closed: expected exit 0 and a silent stderr, got {} {err:?}",
+                out.status
+            )
+            .into());
+        }
+    }
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! Interrupting the suite (SIGINT, SIGTERM) while a trial runs against a real server
 //! process group (dfx-server's `dfx-fake-server` standing in for `vllm-omni serve`), with
-//! the fake bench slowed down by `DFX_FAKE_SLEEP_MS` so the trial lasts long enough.
+//! the fake bench slowed down by `DFX_FAKE_SLEEP_MS` so the trial lasts long enough: at a
+//! chosen trial, and at random moments many times over.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use crate::BASE_TRIALS;
 use crate::support::{Run, check, fake_server_bin, fixture, perf_spawn, run_dirs};
 
 /// How long the suite may take to get to the trial, and to exit after the signal.
-const PATIENCE: Duration = Duration::from_secs(120);
+pub const PATIENCE: Duration = Duration::from_secs(120);
 
 pub fn sigint_during_the_second_trial() -> Result<(), Failed> {
     interrupted("INT", 1)
@@ -27,18 +28,25 @@ pub fn sigterm_during_the_first_trial() -> Result<(), Failed> {
 
 /// The suite, with its output collected by threads (no pipe can fill up), killed on drop
 /// if a check gave up before it ended.
-struct Suite {
-    child: Child,
+pub struct Suite {
+    pub child: Child,
     out: Option<JoinHandle<Vec<u8>>>,
     err: Option<JoinHandle<Vec<u8>>>,
 }
 
 impl Suite {
-    fn exited(&mut self) -> bool {
+    /// Takes over a just-spawned suite with piped stdout and stderr.
+    pub fn new(mut child: Child) -> Suite {
+        let out = child.stdout.take().map(collect);
+        let err = child.stderr.take().map(collect);
+        Suite { child, out, err }
+    }
+
+    pub fn exited(&mut self) -> bool {
         self.child.try_wait().ok().flatten().is_some()
     }
 
-    fn signal(&self, sig: &str) -> Result<(), Failed> {
+    pub fn signal(&self, sig: &str) -> Result<(), Failed> {
         let status = Command::new("kill")
             .args([&format!("-{sig}"), &self.child.id().to_string()])
             .status()
@@ -46,8 +54,9 @@ impl Suite {
         check_plain(status.success(), &format!("kill -{sig} failed"))
     }
 
-    /// Waits (bounded) for the suite to end and returns what it printed.
-    fn finish(mut self) -> Result<Output, Failed> {
+    /// Waits (bounded) for the suite to end and returns what it printed (once every
+    /// holder of its stdout and stderr, a guard too, has closed them).
+    pub fn finish(mut self) -> Result<Output, Failed> {
         let deadline = Instant::now() + PATIENCE;
         let status = loop {
             if let Some(s) = self.child.try_wait().map_err(|e| e.to_string())? {
@@ -87,20 +96,20 @@ fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
     })
 }
 
-fn check_plain(cond: bool, what: &str) -> Result<(), Failed> {
+pub fn check_plain(cond: bool, what: &str) -> Result<(), Failed> {
     if cond { Ok(()) } else { Err(what.into()) }
 }
 
-fn dir_of(trial: &str) -> String {
+pub fn dir_of(trial: &str) -> String {
     trial.replace("::", "__")
 }
 
-fn lines(path: &Path) -> usize {
+pub fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |s| s.lines().count())
 }
 
 /// The process group id the fake server announced in its log.
-fn announced_pgid(server_log: &Path) -> Option<i32> {
+pub fn announced_pgid(server_log: &Path) -> Option<i32> {
     let text = std::fs::read_to_string(server_log).ok()?;
     let line = text.lines().find(|l| l.contains("role=server"))?;
     line.split_whitespace()
@@ -111,7 +120,11 @@ fn announced_pgid(server_log: &Path) -> Option<i32> {
 
 /// Waits until trial `at` has written its first request record and the server announced
 /// its group; returns the run folder and the group id.
-fn wait_for_trial(suite: &mut Suite, results: &Path, at: usize) -> Result<(PathBuf, i32), Failed> {
+pub fn wait_for_trial(
+    suite: &mut Suite,
+    results: &Path,
+    at: usize,
+) -> Result<(PathBuf, i32), Failed> {
     let deadline = Instant::now() + PATIENCE;
     loop {
         if let Some(run_dir) = run_dirs(results).into_iter().next() {
@@ -138,7 +151,7 @@ fn wait_for_trial(suite: &mut Suite, results: &Path, at: usize) -> Result<(PathB
     }
 }
 
-fn read_json(path: &Path, run: &Run) -> Result<Value, Failed> {
+pub fn read_json(path: &Path, run: &Run) -> Result<Value, Failed> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: {e}\n{}", path.display(), run.both()))?;
     Ok(serde_json::from_str(&text).map_err(|e| e.to_string())?)
@@ -146,7 +159,7 @@ fn read_json(path: &Path, run: &Run) -> Result<Value, Failed> {
 
 fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
     let fake_server = fake_server_bin()?.display().to_string();
-    let (mut child, results) = perf_spawn(
+    let (child, results) = perf_spawn(
         &fixture("tts_small.json"),
         &["test_qwen3_tts_base"],
         &[
@@ -155,9 +168,7 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
             ("DFX_FAKE_SLEEP_MS", "300"),
         ],
     )?;
-    let out = child.stdout.take().map(collect);
-    let err = child.stderr.take().map(collect);
-    let mut suite = Suite { child, out, err };
+    let mut suite = Suite::new(child);
     let (run_dir, pgid) = wait_for_trial(&mut suite, results.path(), at)?;
     check_plain(
         !dfx_server::group_members(pgid).is_empty(),
@@ -233,4 +244,176 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
         "the reports are written for the interrupted run too",
         &run,
     )
+}
+
+/// Iterations of [`interrupted_at_random_moments`].
+const RANDOM_ROUNDS: usize = 20;
+/// Upper end of the random delay after run.json appears (the run itself lasts well over
+/// 2 s: a server start and three trials of four 200 ms requests).
+const RANDOM_DELAY_MS: u64 = 1500;
+
+/// A seed that differs from run to run (printed, so a failure can be told apart).
+fn seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(u64::from(std::process::id()));
+    h.finish()
+}
+
+/// xorshift64*: enough to spread the signal over the run.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+/// SIGINT / SIGTERM at a random moment of a run (during a server start, a trial, between
+/// trials), many times: every time exit status 130, a summary.json with the trials done,
+/// the interrupted one and an `interrupted` section, run.json saying `interrupted: true`,
+/// and no process left.
+pub fn interrupted_at_random_moments() -> Result<(), Failed> {
+    let fake_server = fake_server_bin()?.display().to_string();
+    let mut state = seed() | 1;
+    eprintln!("interrupted_at_random_moments: seed {state:#x}");
+    for round in 0..RANDOM_ROUNDS {
+        let sig = if round % 2 == 0 { "INT" } else { "TERM" };
+        // Every other pair of rounds, a server (and grandchild) that ignores SIGTERM: the
+        // handler's teardown then takes the 1 s grace, while the main thread finishes its
+        // trials and gets to the close first.
+        let stubborn = round % 4 >= 2;
+        let delay = Duration::from_millis(next(&mut state) % RANDOM_DELAY_MS);
+        one_random_interruption(&fake_server, sig, stubborn, delay).map_err(|e| {
+            format!(
+                "round {round} (SIG{sig} {delay:?} after run.json, stubborn server: {stubborn}): {}",
+                e.message().unwrap_or_default()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn one_random_interruption(
+    fake_server: &str,
+    sig: &str,
+    stubborn: bool,
+    delay: Duration,
+) -> Result<(), Failed> {
+    let mut env = vec![
+        ("DFX_SERVER", "auto"),
+        ("DFX_SERVER_BIN", fake_server),
+        ("DFX_FAKE_SLEEP_MS", "200"),
+    ];
+    if stubborn {
+        env.extend([
+            ("DFX_FAKE_IGNORE_SIGTERM", "1"),
+            ("DFX_FAKE_GRANDCHILD", "1"),
+            ("DFX_SERVER_GRACE_MS", "1000"),
+        ]);
+    }
+    let (child, results) = perf_spawn(&fixture("tts_small.json"), &["test_qwen3_tts_base"], &env)?;
+    let mut suite = Suite::new(child);
+    let deadline = Instant::now() + PATIENCE;
+    let run_dir = loop {
+        if let Some(d) = run_dirs(results.path()).into_iter().next()
+            && d.join("run.json").is_file()
+        {
+            break d;
+        }
+        check_plain(!suite.exited(), "the suite ended before run.json appeared")?;
+        check_plain(Instant::now() < deadline, "run.json never appeared")?;
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(delay);
+    check_plain(
+        !suite.exited(),
+        "the run ended before the signal (make it longer)",
+    )?;
+    suite.signal(sig)?;
+    let run = Run {
+        out: suite.finish()?,
+        results,
+    };
+    check(run.code() == Some(130), "exit status 130", &run)?;
+    let s = run.summary()?;
+    check(
+        s["interrupted"].is_object(),
+        "summary.json has the interrupted section",
+        &run,
+    )?;
+    let info = read_json(&run_dir.join("run.json"), &run)?;
+    check(
+        info["interrupted"] == true,
+        "run.json says interrupted: true",
+        &run,
+    )?;
+    // The trials done passed; at most the last one was interrupted, and it is the one the
+    // section names; what never ran is the rest, in order.
+    let outcomes = run.outcomes()?;
+    let done = outcomes.len();
+    check(
+        done <= BASE_TRIALS.len(),
+        "no more entries than trials",
+        &run,
+    )?;
+    for (i, (name, outcome)) in outcomes.iter().enumerate() {
+        check(name == BASE_TRIALS[i], "entries in plan order", &run)?;
+        let last_interrupted =
+            i + 1 == done && outcome == "failed" && s["trials"][i]["interrupted"] == true;
+        check(
+            outcome == "passed" || last_interrupted,
+            "done trials passed, only the last may be interrupted",
+            &run,
+        )?;
+        if last_interrupted {
+            check(
+                s["interrupted"]["trial"] == BASE_TRIALS[i],
+                "the section names the interrupted trial",
+                &run,
+            )?;
+        }
+    }
+    if outcomes.last().is_none_or(|(_, o)| o == "passed") {
+        check(
+            s["interrupted"]["trial"].is_null(),
+            "no trial was running",
+            &run,
+        )?;
+    }
+    check(
+        s["interrupted"]["not_run"] == Value::from(BASE_TRIALS[done..].to_vec()),
+        "not_run lists the trials that never started",
+        &run,
+    )?;
+    for log in server_logs(&run_dir) {
+        if let Some(pgid) = announced_pgid(&log) {
+            check(
+                dfx_server::group_members(pgid).is_empty(),
+                &format!("server group {pgid} is gone"),
+                &run,
+            )?;
+        }
+    }
+    let left = crate::leftovers::processes_touching(run.results.path());
+    check(
+        left.is_empty(),
+        &format!("no process may use the results folder: {left:?}"),
+        &run,
+    )?;
+    check(
+        !run.results.path().join(".dfx-live-servers").exists(),
+        "no state file is left",
+        &run,
+    )
+}
+
+/// Every `servers/*/server.log` of a run folder.
+pub fn server_logs(run_dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(run_dir.join("servers"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("server.log"))
+        .filter(|p| p.is_file())
+        .collect()
 }

@@ -157,12 +157,14 @@ impl Run {
     }
 }
 
-/// The run folders (not the `latest` link) under a results folder, sorted.
+/// The run folders (not the `latest` link, not the hidden `.dfx-live-servers` state
+/// folder) under a results folder, sorted.
 pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
         .into_iter()
         .flatten()
         .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .filter(|p| p.is_dir() && !p.is_symlink())
         .collect();

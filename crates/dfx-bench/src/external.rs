@@ -67,6 +67,9 @@ pub struct ExternalSettings {
     /// Time limit of one run; the process group is killed when it is exceeded.
     /// `None`: no limit. Default [`DEFAULT_TIMEOUT`].
     pub timeout: Option<Duration>,
+    /// How the bench's process group is supervised (guard, state file) besides the
+    /// registry that the suite's signal handler tears down.
+    pub supervision: dfx_server::Supervision,
 }
 
 impl Default for ExternalSettings {
@@ -79,6 +82,7 @@ impl Default for ExternalSettings {
             seed: 0,
             extra_env: BTreeMap::new(),
             timeout: Some(DEFAULT_TIMEOUT),
+            supervision: dfx_server::Supervision::default(),
         }
     }
 }
@@ -227,7 +231,13 @@ impl Bench for VllmBench {
         let secret = token
             .as_ref()
             .map(|(from_var, value)| process::Secret { from_var, value });
-        let exit = process::run_logged(&cmd, secret, &log_path, self.settings.timeout);
+        let exit = process::run_logged(
+            &cmd,
+            secret,
+            &log_path,
+            self.settings.timeout,
+            &self.settings.supervision,
+        );
         outcome(exit, &cmd, &log_path)
     }
 }

@@ -1,6 +1,10 @@
 //! Closing a run: `summary.json`, the finish time in `run.json`, the reports. Done exactly
 //! once, by the main thread after the last trial or by the signal handler
-//! ([`crate::interrupt`]), whichever comes first.
+//! ([`crate::interrupt`]), whichever claims the [`CloseGate`] first; the other waits for
+//! it to finish.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::plan::Trial;
@@ -18,8 +22,78 @@ pub struct TrialRef {
     pub dir_name: String,
 }
 
+/// Who closes a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closer {
+    /// The main thread, after libtest ran the last trial.
+    Main,
+    /// The SIGINT/SIGTERM handler.
+    Signal,
+}
+
+/// Decides once who closes the run, and lets the other side wait until the closer is done.
+#[derive(Debug, Default)]
+pub struct CloseGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    owner: Option<Closer>,
+    done: bool,
+}
+
+impl CloseGate {
+    fn state(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Claims the close for `who`. `Ok` when `who` is the first (it then closes the run
+    /// and calls [`CloseGate::finish`]); `Err(owner)` when `owner` claimed it before.
+    pub fn claim(&self, who: Closer) -> Result<(), Closer> {
+        let mut s = self.state();
+        match s.owner {
+            Some(owner) => Err(owner),
+            None => {
+                s.owner = Some(who);
+                Ok(())
+            }
+        }
+    }
+
+    /// Who claimed the close, if anyone did.
+    pub fn owner(&self) -> Option<Closer> {
+        self.state().owner
+    }
+
+    /// The claimant has done its closing work.
+    pub fn finish(&self) {
+        self.state().done = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until the claimant has finished, at most `within`; whether it has.
+    pub fn wait_done(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        let mut s = self.state();
+        while !s.done {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
 /// Everything needed to close a run besides its progress.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Closing {
     pub run: RunDir,
     /// `run.json` as written at the start.
@@ -30,6 +104,8 @@ pub struct Closing {
     pub trials: Vec<TrialRef>,
     /// Plan indices of the selected trials.
     pub selected: Vec<usize>,
+    /// Who closes the run.
+    pub gate: CloseGate,
 }
 
 impl Closing {
@@ -66,5 +142,57 @@ impl Closing {
             eprintln!("dfx-perf: reports not written: {e}");
         }
         eprintln!("dfx-perf: results in {}", self.run.path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Both sides race for the close many times: exactly one closes, the other waits
+    /// until it is done and never closes itself.
+    #[test]
+    fn the_close_happens_exactly_once_and_the_loser_waits_for_it() {
+        for round in 0..200 {
+            let gate = Arc::new(CloseGate::default());
+            let closes = Arc::new(AtomicUsize::new(0));
+            let side = |who: Closer| {
+                let (gate, closes) = (gate.clone(), closes.clone());
+                std::thread::spawn(move || match gate.claim(who) {
+                    Ok(()) => {
+                        // Closing takes a while; the other side must not return before.
+                        std::thread::sleep(Duration::from_micros(200));
+                        closes.fetch_add(1, Ordering::SeqCst);
+                        gate.finish();
+                        (who, true)
+                    }
+                    Err(owner) => {
+                        assert_ne!(owner, who);
+                        assert!(gate.wait_done(Duration::from_secs(30)), "round {round}");
+                        assert_eq!(closes.load(Ordering::SeqCst), 1, "waited for the close");
+                        (who, false)
+                    }
+                })
+            };
+            let (a, b) = (side(Closer::Main), side(Closer::Signal));
+            let (a, b) = (a.join().unwrap(), b.join().unwrap());
+            assert_eq!(closes.load(Ordering::SeqCst), 1, "round {round}");
+            assert!(a.1 != b.1, "one closer, one waiter: {a:?} {b:?}");
+            let winner = if a.1 { a.0 } else { b.0 };
+            assert_eq!(gate.owner(), Some(winner));
+        }
+    }
+
+    #[test]
+    fn waiting_for_a_close_that_never_finishes_is_bounded() {
+        let gate = CloseGate::default();
+        assert_eq!(gate.claim(Closer::Signal), Ok(()));
+        assert_eq!(gate.claim(Closer::Main), Err(Closer::Signal));
+        assert!(!gate.wait_done(Duration::from_millis(20)));
+        gate.finish();
+        assert!(gate.wait_done(Duration::ZERO));
     }
 }

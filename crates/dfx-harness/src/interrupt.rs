@@ -1,4 +1,7 @@
-//! SIGINT / SIGTERM / SIGHUP during a run. The handler (a `ctrlc` thread):
+//! SIGINT / SIGTERM / SIGHUP during a run. The handler (a `ctrlc` thread) first claims the
+//! run's close ([`crate::finish::CloseGate`]). If the main thread claimed it first (its
+//! last trial had ended), that close stands: the handler waits for it and lets the main
+//! thread exit with its own status. Otherwise the handler:
 //!
 //! 1. freezes the run's progress, noting which trial was running (what the main thread
 //!    does after this, e.g. failing requests against the torn-down server, is not recorded)
@@ -9,22 +12,33 @@
 //! 4. closes the run ([`Closing::close`]: summary.json with an `interrupted` section,
 //!    run.json, reports), tears down once more (a start under way at step 1 has registered
 //!    its group by now) and exits with status 130.
+//!
+//! The main thread, finding the close claimed by the handler when libtest returns, waits
+//! for that exit ([`await_handler`]) instead of returning its own status.
 
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::template_fallback;
 use serde_json::json;
 
-use crate::finish::Closing;
+use crate::finish::{CloseGate, Closer, Closing};
 use crate::progress::{Current, Progress, SharedProgress, lock};
 use crate::runner::add_runner_keys;
 use crate::summary::{Interruption, Outcome, SummaryEntry};
 
 /// Exit status of an interrupted run (128 + SIGINT, like a shell).
 pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Longest wait of one side of the close for the other: two teardowns of a stubborn
+/// sglang-omni group (30 s grace + 5 s each) and the writing of the summary and reports.
+const OTHER_SIDE_WAIT: Duration = Duration::from_secs(120);
+
+/// How long the handler lets a main thread that has closed the run return its own status.
+const MAIN_EXIT_WAIT: Duration = Duration::from_secs(5);
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
@@ -40,10 +54,27 @@ pub fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), St
         .map_err(|e| format!("cannot install the signal handler: {e}"))
 }
 
+/// What the main thread does when the handler claimed the close: waits (bounded) for the
+/// handler, which exits the process with status 130; if it never does, returns 130 itself.
+pub fn await_handler(gate: &CloseGate) -> ExitCode {
+    if !gate.wait_done(OTHER_SIDE_WAIT) {
+        eprintln!("dfx-perf: the interrupt handler did not finish in {OTHER_SIDE_WAIT:?}");
+    }
+    // The handler exits right after finishing; returning 130 here ends the same way.
+    ExitCode::from(EXIT_INTERRUPTED as u8)
+}
+
 fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
     let at = Instant::now();
     REQUESTED.store(true, Ordering::SeqCst);
     crate::reserve::release();
+    if closing.gate.claim(Closer::Signal).is_err() {
+        // The main thread is closing the run (its trials are over): that close stands.
+        eprintln!("\ndfx-perf: interrupted while the run was being closed; finishing that first");
+        closing.gate.wait_done(OTHER_SIDE_WAIT);
+        std::thread::sleep(MAIN_EXIT_WAIT);
+        std::process::exit(EXIT_INTERRUPTED)
+    }
     let running = {
         let mut p = lock(progress);
         p.frozen = true;
@@ -70,6 +101,7 @@ fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
         eprintln!("dfx-perf: {e}");
     }
     reap(&late);
+    closing.gate.finish();
     std::process::exit(EXIT_INTERRUPTED)
 }
 

@@ -17,7 +17,7 @@ use dfx_core::server::ServerLauncher;
 use libtest_mimic::{Arguments, Completion, Failed};
 
 use crate::cli::Parsed;
-use crate::finish::{Closing, TrialRef};
+use crate::finish::{CloseGate, Closer, Closing, TrialRef};
 use crate::interrupt;
 use crate::listing::{ListContext, render_verbose};
 use crate::pool::ServerPool;
@@ -129,7 +129,7 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
         ExitCode::from(USAGE)
     })?;
     print_warnings(&plan.warnings);
-    let benches = wiring::benches(&cfg).map_err(|e| usage_error(&e))?;
+    let benches = wiring::benches(&cfg, project).map_err(|e| usage_error(&e))?;
     let planned = plan_trials(&plan, &*launcher, &benches);
     let selected = selection(
         &cfg.libtest,
@@ -163,10 +163,12 @@ fn list(p: &Prepared) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Creates the run folder, runs the selected trials, closes the run (summary.json,
-/// run.json, reports). From the moment the run folder exists, SIGINT / SIGTERM close the
-/// run too ([`interrupt`]).
+/// Stops what earlier runs left behind, creates the run folder, runs the selected trials,
+/// closes the run (summary.json, run.json, reports). From the moment the run folder
+/// exists, SIGINT / SIGTERM close the run instead ([`interrupt`]); the [`CloseGate`]
+/// makes sure only one of the two does.
 fn execute(p: Prepared, project: &Project) -> ExitCode {
+    let swept = wiring::sweep_leftovers(&p.cfg.results_dir);
     let started = Local::now();
     let run = match RunDir::create(&p.cfg.results_dir, &p.hardware, started) {
         Ok(r) => r,
@@ -177,10 +179,8 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             ));
         }
     };
-    let info = run_info(&p, project, &run, started);
-    if let Err(e) = run.write_run_info(&info) {
-        return usage_error(&format!("cannot write run.json: {e}"));
-    }
+    let mut info = run_info(&p, project, &run, started);
+    info.warnings.extend(swept);
     let Prepared {
         cfg,
         launcher,
@@ -198,7 +198,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     ));
     let closing = Arc::new(Closing {
         run: run.clone(),
-        info,
+        info: info.clone(),
         hardware: hw.clone(),
         assert_baseline: cfg.assert_baseline,
         trials: planned
@@ -209,10 +209,15 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             })
             .collect(),
         selected,
+        gate: CloseGate::default(),
     });
     crate::reserve::hold();
+    // Before run.json exists: a signal from then on always closes the run.
     if let Err(e) = interrupt::install(closing.clone(), progress.clone()) {
         eprintln!("dfx-perf: warning: {e}; an interrupted run leaves no summary.json");
+    }
+    if let Err(e) = run.write_run_info(&info) {
+        return usage_error(&format!("cannot write run.json: {e}"));
     }
     let session = Arc::new(Mutex::new(Session {
         run: run.clone(),
@@ -230,6 +235,10 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     );
     let conclusion = libtest_mimic::run(&cfg.libtest, trials);
 
+    if closing.gate.claim(Closer::Main).is_err() {
+        // A signal came first: its handler closes the run and exits with status 130.
+        return interrupt::await_handler(&closing.gate);
+    }
     crate::reserve::release();
     let mut s = lock(&session);
     s.pool.shutdown();
@@ -239,6 +248,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         p.notes.clone_from(&s.pool.notes);
     }
     closing.close(&mut p, None);
+    closing.gate.finish();
     conclusion.exit_code()
 }
 

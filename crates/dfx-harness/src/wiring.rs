@@ -8,12 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use dfx_bench::external::{ExternalSettings, VllmBench};
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::server::ServerLauncher;
-use dfx_server::{AttachLauncher, LauncherConfig, ProcessLauncher};
+use dfx_server::live::{self, LIVE_DIR_NAME};
+use dfx_server::{AttachLauncher, LauncherConfig, ProcessLauncher, Supervision};
 
 use crate::cli::BenchTool;
 use crate::fake::bench::{FakeBench, FakeKnobs};
@@ -32,6 +34,8 @@ pub fn launcher(
 ) -> Result<Box<dyn ServerLauncher + Send>, String> {
     let base = LauncherConfig {
         deploy_dir: cfg.deploy_dir.clone(),
+        grace: grace_override()?,
+        supervision: supervision(cfg, project),
         ..LauncherConfig::default()
     };
     Ok(match &cfg.server {
@@ -60,10 +64,56 @@ pub fn launcher(
     })
 }
 
+/// Hidden test knob `DFX_SERVER_GRACE_MS`: the SIGTERM→SIGKILL grace of started servers
+/// (and of their guards), instead of 15 s (30 s for sglang-omni).
+pub const GRACE_ENV: &str = "DFX_SERVER_GRACE_MS";
+
+fn grace_override() -> Result<Option<Duration>, String> {
+    match std::env::var(GRACE_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| format!("invalid value `{v}` for {GRACE_ENV}: milliseconds expected")),
+        _ => Ok(None),
+    }
+}
+
+/// The state folder of a results folder (absolute, since guards get paths into it).
+pub fn live_dir(results_dir: &Path) -> PathBuf {
+    std::path::absolute(results_dir)
+        .unwrap_or_else(|_| results_dir.to_path_buf())
+        .join(LIVE_DIR_NAME)
+}
+
+/// How the suite supervises the process groups it starts (servers, the external bench):
+/// the project's guard, state files in the results folder's `.dfx-live-servers`.
+pub fn supervision(cfg: &SuiteConfig, project: &Project) -> Supervision {
+    Supervision {
+        guard_bin: Some(project.guard_bin.clone()),
+        live_dir: Some(live_dir(&cfg.results_dir)),
+    }
+}
+
+/// Stops the server (and bench) groups that earlier runs into `results_dir` left behind
+/// and are provably theirs ([`dfx_server::live::sweep`]); the lines saying what was found,
+/// each already printed on stderr, for run.json's warnings.
+pub fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
+    live::sweep(&live_dir(results_dir))
+        .into_iter()
+        .filter(live::Found::worth_telling)
+        .map(|f| {
+            let line = f.to_string();
+            eprintln!("dfx-perf: {line}");
+            line
+        })
+        .collect()
+}
+
 /// The bench slots `--bench` allows, in order of preference (`auto`: native, then
 /// vllm; each bench's `supports` says which entries it implements). An error is a problem
 /// with the settings (reported like a flag error, before anything starts).
-pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
+pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String> {
     let native = || BenchSlot {
         label: "native",
         bench: Ok(Box::new(native_bench(&cfg.bench)) as Box<dyn dfx_core::bench::Bench + Send>),
@@ -76,6 +126,7 @@ pub fn benches(cfg: &SuiteConfig) -> Result<BenchSet, String> {
             seed: cfg.bench.seed.unwrap_or(0),
             auth_token_env: cfg.bench.auth_token_env.clone(),
             sample_rate: cfg.bench.sample_rate,
+            supervision: supervision(cfg, project),
             ..ExternalSettings::default()
         })) as Box<dyn dfx_core::bench::Bench + Send>),
     };
@@ -124,6 +175,14 @@ mod tests {
     use super::*;
     use crate::cli::try_parse_from;
 
+    fn project(dir: &Path) -> Project {
+        Project {
+            root: dir.to_path_buf(),
+            sim_bin: dir.join("sim"),
+            guard_bin: dir.join("guard"),
+        }
+    }
+
     fn config(argv: &[&str]) -> SuiteConfig {
         let dir = tempfile::tempdir().unwrap();
         let parsed = try_parse_from(
@@ -132,11 +191,7 @@ mod tests {
                 .chain(argv.iter().copied()),
         )
         .unwrap();
-        let project = Project {
-            root: dir.path().to_path_buf(),
-            sim_bin: dir.path().join("sim"),
-        };
-        SuiteConfig::from_parsed(parsed, &project).unwrap()
+        SuiteConfig::from_parsed(parsed, &project(dir.path())).unwrap()
     }
 
     #[test]
@@ -180,7 +235,7 @@ mod tests {
     #[test]
     fn bench_choice_gives_the_slots_in_order_of_preference() {
         let labels = |tool: &str| -> Vec<&'static str> {
-            benches(&config(&["--bench", tool]))
+            benches(&config(&["--bench", tool]), &project(Path::new("/p")))
                 .unwrap()
                 .slots
                 .iter()
@@ -190,7 +245,7 @@ mod tests {
         assert_eq!(labels("auto"), ["native", "vllm"]);
         assert_eq!(labels("native"), ["native"]);
         assert_eq!(labels("vllm"), ["vllm"]);
-        let set = benches(&config(&["--bench", "native"])).unwrap();
+        let set = benches(&config(&["--bench", "native"]), &project(Path::new("/p"))).unwrap();
         assert!(set.slots[0].bench.is_ok(), "the native bench is wired");
     }
 }

@@ -1,5 +1,6 @@
-//! Process groups: membership from `/proc`, teardown (SIGTERM, grace, SIGKILL, sweep), the
-//! registry of live server groups, and the SIGINT/SIGTERM handler that empties it.
+//! Process groups: teardown (SIGTERM, grace, SIGKILL, sweep of `/proc`), the registry of
+//! the live groups this process started (servers, bench clients), and the SIGINT/SIGTERM
+//! handler that empties it.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -9,33 +10,14 @@ use dfx_core::server::ServerError;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::procfs::{self, ProcessId};
+use crate::supervise::Entry;
+
+pub use crate::procfs::group_members;
+
 /// How long to wait for the group to vanish after SIGKILL before reporting survivors.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(10);
-
-/// Live processes (zombies excluded) whose process group is `pgid`, from `/proc`.
-pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| matches!(proc_stat(*pid), Some((state, pg)) if pg == pgid && state != 'Z' && state != 'X'))
-        .collect()
-}
-
-/// `(state, pgrp)` of a process from `/proc/<pid>/stat` (the comm field may hold spaces
-/// and parentheses, so fields are counted after the last `)`).
-fn proc_stat(pid: i32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
-}
 
 fn signal_all(groups: &[i32], sig: Signal) {
     for &g in groups {
@@ -94,28 +76,73 @@ pub fn terminate_groups(groups: &[i32], grace: Duration) -> Result<(), ServerErr
     )))
 }
 
-fn registry() -> &'static Mutex<BTreeMap<i32, Duration>> {
-    static LIVE: OnceLock<Mutex<BTreeMap<i32, Duration>>> = OnceLock::new();
+/// Tears down the process group `leader` started, signalling it only while it is still
+/// that group ([`procfs::group_still_of`]): SIGTERM, up to `grace` for it to empty,
+/// SIGKILL, then up to 5 s more. For groups whose leader this process cannot keep
+/// unreaped (the guard's and the leftover sweep's case). Errors name any survivor.
+pub fn terminate_checked(leader: &ProcessId, grace: Duration) -> Result<(), ServerError> {
+    let pgid = leader.pid;
+    for (sig, within) in [(Signal::SIGTERM, grace), (Signal::SIGKILL, KILL_WAIT)] {
+        if !procfs::group_still_of(leader) || group_members(pgid).is_empty() {
+            return Ok(());
+        }
+        if sig == Signal::SIGKILL {
+            tracing::warn!(
+                pgid,
+                "process group still alive {grace:?} after SIGTERM; sending SIGKILL"
+            );
+        }
+        signal_all(&[pgid], sig);
+        if wait_empty(&[pgid], within).is_empty() {
+            return Ok(());
+        }
+    }
+    Err(ServerError::Other(format!(
+        "processes of group {pgid} survived SIGKILL: pids {:?}",
+        group_members(pgid)
+    )))
+}
+
+/// The live groups this process started, with what tears each down completely.
+fn registry() -> &'static Mutex<BTreeMap<i32, Entry>> {
+    static LIVE: OnceLock<Mutex<BTreeMap<i32, Entry>>> = OnceLock::new();
     LIVE.get_or_init(Default::default)
 }
 
-/// Records a live server group and its grace period.
-pub(crate) fn register(pgid: i32, grace: Duration) {
-    registry()
+/// Records a live group.
+pub(crate) fn register(pgid: i32, entry: Entry) {
+    let old = registry()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(pgid, grace);
+        .insert(pgid, entry);
+    if let Some(old) = old {
+        old.finish();
+    }
 }
 
-/// Forgets a group once it has been torn down.
+/// Forgets a group once it has been torn down, and finishes its entry (state file removed,
+/// guard dismissed). Whoever removes an entry finishes it, so that happens once.
 pub(crate) fn unregister(pgid: i32) {
-    registry()
+    let entry = registry()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&pgid);
+    if let Some(entry) = entry {
+        entry.finish();
+    }
 }
 
-/// Process group ids of the servers this process started and has not stopped yet.
+/// Runs `f` on the registry entry of `pgid`, if it is registered.
+pub(crate) fn with_entry<T>(pgid: i32, f: impl FnOnce(&mut Entry) -> T) -> Option<T> {
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_mut(&pgid)
+        .map(f)
+}
+
+/// Process group ids of the groups (servers, bench clients) this process started and has
+/// not stopped yet.
 pub fn live_groups() -> Vec<i32> {
     registry()
         .lock()
@@ -125,11 +152,12 @@ pub fn live_groups() -> Vec<i32> {
         .collect()
 }
 
-/// Tears down every live server group (longest registered grace applies to all).
+/// Tears down every live group (the longest registered grace applies to all), then
+/// dismisses their guards and removes their state files.
 pub fn teardown_all() -> Result<(), ServerError> {
     let (groups, grace): (Vec<i32>, Duration) = {
         let map = registry().lock().unwrap_or_else(|p| p.into_inner());
-        let grace = map.values().copied().max().unwrap_or_default();
+        let grace = map.values().map(|e| e.grace).max().unwrap_or_default();
         (map.keys().copied().collect(), grace)
     };
     let result = terminate_groups(&groups, grace);

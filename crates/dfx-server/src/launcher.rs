@@ -17,6 +17,7 @@ use crate::command::{self, CommandInputs, HOST, ServerCommand};
 use crate::exe::{self, ExeLookup};
 use crate::managed::ManagedServer;
 use crate::probe;
+use crate::supervise::Supervision;
 
 /// Default SIGTERM→SIGKILL grace (upstream: 15 s for vllm-omni, 30 s for sglang-omni).
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(15);
@@ -47,6 +48,8 @@ pub struct LauncherConfig {
     /// Deploy folder, where a relative sglang-omni `serve_args.config` is looked up by name
     /// (default `deploy`, like the config loader's).
     pub deploy_dir: PathBuf,
+    /// Guard executable and state folder for every started server (none by default).
+    pub supervision: Supervision,
 }
 
 impl Default for LauncherConfig {
@@ -60,6 +63,7 @@ impl Default for LauncherConfig {
             poll_interval: Duration::from_millis(200),
             port: None,
             deploy_dir: PathBuf::from("deploy"),
+            supervision: Supervision::default(),
         }
     }
 }
@@ -225,7 +229,13 @@ impl ProcessLauncher {
                 command: line,
                 source,
             })?;
-        let mut server = ManagedServer::adopt(child, port, log_path, self.grace(spec));
+        let mut server = ManagedServer::adopt(
+            child,
+            port,
+            log_path,
+            self.grace(spec),
+            &self.config.supervision,
+        );
         server.wait_ready(self.ready_timeout(spec, ctx), self.config.poll_interval)?;
         tracing::info!(port, pgid = server.pgid(), "server ready");
         Ok(server)

@@ -10,16 +10,26 @@
 //! process. Teardown (on [`RunningServer::stop`], on drop, on panic, and on SIGINT/SIGTERM
 //! once [`install_signal_handlers`] ran) is SIGTERM to the group, a grace period, SIGKILL to
 //! the group, and a sweep of `/proc` until no member is left.
+//!
+//! When the process that started a group dies without tearing it down (`kill -9`), two
+//! mechanisms stop it ([`supervise`]): a guard process ([`guard`], [`guardian`]) that sees
+//! its pipe close and tears the group down, and a state file ([`live`]) with which the
+//! next run finds and stops what the guard could not.
 
 pub mod attach;
 pub mod command;
 pub mod exe;
 pub mod group;
+pub mod guard;
+pub mod guardian;
 pub mod launcher;
+pub mod live;
 pub mod logtail;
 pub mod managed;
 pub mod owner;
 pub mod probe;
+pub mod procfs;
+pub mod supervise;
 
 use dfx_core::server::{RunningServer, ServerError};
 
@@ -28,6 +38,7 @@ pub use command::{ServerCommand, build as build_command};
 pub use group::{group_members, install_signal_handlers, live_groups, teardown_all};
 pub use launcher::{LauncherConfig, ProcessLauncher};
 pub use managed::{LOG_TAIL_LINES, ManagedServer};
+pub use supervise::{Supervision, Watch, WatchSpec};
 
 /// `Some(ServerError::DiedDuringTrial)` (status and log tail) when `server` has exited; the
 /// harness calls it after a trial and then starts a fresh server for the next one.

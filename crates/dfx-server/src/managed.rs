@@ -11,6 +11,7 @@ use crate::command::HOST;
 use crate::group::{self, describe_wait};
 use crate::logtail;
 use crate::probe::{Probe, http_get};
+use crate::supervise::{Supervision, Watch, WatchSpec};
 
 /// Lines of server log carried by every failure message.
 pub const LOG_TAIL_LINES: usize = 40;
@@ -28,13 +29,26 @@ pub struct ManagedServer {
     grace: Duration,
     exit: Option<String>,
     stopped: bool,
+    watch: Watch,
 }
 
 impl ManagedServer {
-    /// Takes ownership of a freshly spawned group leader and registers its group.
-    pub(crate) fn adopt(child: Child, port: u16, log: PathBuf, grace: Duration) -> Self {
+    /// Takes ownership of a freshly spawned group leader and supervises its group
+    /// (registry, guard, state file: [`Supervision::watch`]).
+    pub(crate) fn adopt(
+        child: Child,
+        port: u16,
+        log: PathBuf,
+        grace: Duration,
+        supervision: &Supervision,
+    ) -> Self {
         let pgid = child.id() as i32;
-        group::register(pgid, grace);
+        let watch = supervision.watch(WatchSpec {
+            leader: pgid,
+            what: "server",
+            grace,
+            log: Some(&log),
+        });
         ManagedServer {
             child,
             pgid,
@@ -43,12 +57,18 @@ impl ManagedServer {
             grace,
             exit: None,
             stopped: false,
+            watch,
         }
     }
 
     /// The process group id (= the server's pid).
     pub fn pgid(&self) -> i32 {
         self.pgid
+    }
+
+    /// The pid of the guard watching the group, if one runs.
+    pub fn guard_pid(&self) -> Option<u32> {
+        self.watch.guard_pid()
     }
 
     /// The exit status without reaping the leader (`WNOWAIT`): while it stays a zombie its
@@ -78,7 +98,7 @@ impl ManagedServer {
         }
         // Reap the leader; it was kept as a zombie until the group was empty.
         let _ = self.child.wait();
-        group::unregister(self.pgid);
+        self.watch.release();
         result
     }
 
@@ -108,6 +128,7 @@ impl ManagedServer {
                 http_get(HOST, self.port, "/health", probe_timeout)
             {
                 self.check_listener_owner()?;
+                self.watch.refresh();
                 if code == 404 {
                     tracing::info!(
                         port = self.port,

@@ -12,10 +12,18 @@ use common::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// Starts the helper in `mode`; returns it, its server's pgid and the start folder.
+/// Starts the helper in `mode` (its server supervised by a guard, with a state file in
+/// `<dir>/live`); returns it and its server's pgid.
 fn start_helper(mode: &str, dir: &std::path::Path) -> (Child, i32) {
+    let live = dir.join("live");
     let mut child = Command::new(HELPER)
-        .args([mode, FAKE, dir.to_str().unwrap()])
+        .args([
+            mode,
+            FAKE,
+            dir.to_str().unwrap(),
+            GUARD,
+            live.to_str().unwrap(),
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -28,6 +36,7 @@ fn start_helper(mode: &str, dir: &std::path::Path) -> (Child, i32) {
     let pgid: i32 = line
         .trim()
         .strip_prefix("READY pgid=")
+        .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("helper said {line:?}"))
         .parse()
         .unwrap();
@@ -37,6 +46,7 @@ fn start_helper(mode: &str, dir: &std::path::Path) -> (Child, i32) {
         2,
         "server and grandchild must be running"
     );
+    assert!(live.is_dir(), "a state file while the server runs");
     (child, pgid)
 }
 
@@ -70,6 +80,10 @@ fn interrupted_with(sig: Signal) {
     assert!(stderr_of(&mut child).contains("dfx-perf: interrupted; stopping 1 server group(s)"));
     assert_log_processes_gone(&dir.path().join("server.log"));
     assert_gone(pgid, &[]);
+    assert!(
+        !dir.path().join("live").exists(),
+        "the handler removed the state file"
+    );
 }
 
 #[test]

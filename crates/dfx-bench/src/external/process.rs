@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dfx_server::{Supervision, Watch, WatchSpec};
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
@@ -55,12 +56,15 @@ const GRACE: Duration = Duration::from_secs(5);
 /// command line and the environment it sets, the token redacted) and waits for it, at
 /// most `timeout`. The child leads its own process group; when it ends (or is killed),
 /// any member of that group still running is killed before the leader is reaped, so its
-/// id cannot have been reused.
+/// id cannot have been reused. The group is supervised like a server's
+/// ([`Supervision::watch`]): the suite's SIGINT/SIGTERM handler tears it down, and its
+/// guard does if the suite dies.
 pub fn run_logged(
     cmd: &BenchCommand,
     secret: Option<Secret<'_>>,
     log_path: &Path,
     timeout: Option<Duration>,
+    supervision: &Supervision,
 ) -> Exit {
     let log = match open_log(cmd, secret.as_ref(), log_path) {
         Ok(log) => log,
@@ -94,9 +98,16 @@ pub fn run_logged(
             return Exit::NotStarted(msg);
         }
     };
+    let watch = supervision.watch(WatchSpec {
+        leader: child.id() as i32,
+        what: "vllm bench",
+        grace: GRACE,
+        log: Some(log_path),
+    });
     let mut guard = GroupGuard {
         child,
         reaped: false,
+        watch,
     };
     let exit = guard.wait(timeout);
     if let Exit::TimedOut(d) = &exit {
@@ -150,6 +161,8 @@ pub fn shell_quote(arg: &str) -> String {
 struct GroupGuard {
     child: Child,
     reaped: bool,
+    /// Released once the leader is reaped.
+    watch: Watch,
 }
 
 impl GroupGuard {
@@ -206,6 +219,7 @@ impl GroupGuard {
         let _ = killpg(self.pgid(), Signal::SIGKILL);
         let status = self.child.wait();
         self.reaped = true;
+        self.watch.release();
         let status = match status {
             Ok(s) => s,
             Err(e) => return Exit::NotStarted(format!("waiting for vllm bench failed: {e}")),
@@ -226,6 +240,7 @@ impl Drop for GroupGuard {
         if !self.reaped {
             let _ = killpg(self.pgid(), Signal::SIGKILL);
             let _ = self.child.wait();
+            self.watch.release();
         }
     }
 }

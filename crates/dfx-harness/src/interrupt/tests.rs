@@ -52,6 +52,7 @@ fn closing(dir: &std::path::Path) -> Closing {
         trials,
         // c2 is filtered out.
         selected: vec![0, 2, 3],
+        gate: crate::finish::CloseGate::default(),
     }
 }
 

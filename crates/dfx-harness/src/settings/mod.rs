@@ -21,6 +21,9 @@ pub struct Project {
     pub root: PathBuf,
     /// The simulator executable (`env!("CARGO_BIN_EXE_dfx-perf-sim")`).
     pub sim_bin: PathBuf,
+    /// The guard executable (`env!("CARGO_BIN_EXE_dfx-perf-guard")`), started next to every
+    /// server and external bench group to stop it if the suite dies (`dfx_server::guard`).
+    pub guard_bin: PathBuf,
 }
 
 /// How servers are obtained.
@@ -412,6 +415,7 @@ mod tests {
         Project {
             root: dir.to_path_buf(),
             sim_bin: dir.join("sim"),
+            guard_bin: dir.join("guard"),
         }
     }
 

@@ -1,27 +1,44 @@
 //! Test support: starts one fake server through [`dfx_server::ProcessLauncher`] the way the
-//! harness does, prints `READY pgid=<pgid>`, then either waits to be interrupted
-//! (`wait`, with the SIGINT/SIGTERM handler installed) or panics once a line arrives on
-//! stdin (`panic`).
+//! harness does, prints `READY pgid=<pgid> guard=<pid or ->`, then either waits to be
+//! interrupted (`wait`, with the SIGINT/SIGTERM handler installed) or panics once a line
+//! arrives on stdin (`panic`). With a guard executable and a state folder the server is
+//! supervised like the suite's (guard process, state file).
 //!
-//! Usage: `dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir>`.
+//! Usage: `dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir> [<guard-exe>
+//! <state-dir>]`.
 
 use std::io::Write;
 use std::time::Duration;
 
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
-use dfx_server::{LauncherConfig, ProcessLauncher, install_signal_handlers};
+use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, install_signal_handlers};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [mode, exe, dir] = args.as_slice() else {
-        eprintln!("usage: dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir>");
-        std::process::exit(2);
+    let (mode, exe, dir, supervision) = match args.as_slice() {
+        [mode, exe, dir] => (mode, exe, dir, Supervision::default()),
+        [mode, exe, dir, guard, live] => (
+            mode,
+            exe,
+            dir,
+            Supervision {
+                guard_bin: Some(guard.into()),
+                live_dir: Some(live.into()),
+            },
+        ),
+        _ => {
+            eprintln!(
+                "usage: dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir> [<guard-exe> <state-dir>]"
+            );
+            std::process::exit(2);
+        }
     };
     install_signal_handlers().expect("signal handlers");
     let mut launcher = ProcessLauncher::new(LauncherConfig {
         server_bin: Some(exe.into()),
         grace: Some(Duration::from_millis(300)),
         poll_interval: Duration::from_millis(50),
+        supervision,
         ..LauncherConfig::default()
     });
     let spec = ServerSpec {
@@ -45,7 +62,10 @@ fn main() {
         ready_timeout: Duration::from_secs(30),
     };
     let server = launcher.start_managed(&spec, &ctx).expect("server start");
-    println!("READY pgid={}", server.pgid());
+    let guard = server
+        .guard_pid()
+        .map_or_else(|| "-".to_string(), |p| p.to_string());
+    println!("READY pgid={} guard={guard}", server.pgid());
     std::io::stdout().flush().expect("flush");
     match mode.as_str() {
         "panic" => {

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
-use dfx_server::{LauncherConfig, ProcessLauncher, group_members};
+use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, group_members};
 
 pub const FAKE: &str = env!("CARGO_BIN_EXE_dfx-fake-server");
 pub const HELPER: &str = env!("CARGO_BIN_EXE_dfx-launch-helper");
+pub const GUARD: &str = env!("CARGO_BIN_EXE_dfx-server-guard");
 
 /// A vllm-omni spec for the fake server with extra environment.
 pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
@@ -34,6 +35,11 @@ pub fn config() -> LauncherConfig {
         server_bin: Some(FAKE.into()),
         grace: Some(Duration::from_millis(300)),
         poll_interval: Duration::from_millis(50),
+        // Every server of these tests has a guard (no state files: see tests/guard.rs).
+        supervision: Supervision {
+            guard_bin: Some(GUARD.into()),
+            live_dir: None,
+        },
         ..LauncherConfig::default()
     }
 }

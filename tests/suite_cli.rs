@@ -15,6 +15,8 @@ mod dfx_perf_cli;
 mod hostile;
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
+#[path = "suite_cli/judge.rs"]
+mod judge;
 #[path = "suite_cli/leftovers.rs"]
 mod leftovers;
 #[path = "suite_cli/sim_baseline.rs"]
@@ -131,6 +133,10 @@ fn main() -> ExitCode {
         (
             "the_next_run_stops_what_a_killed_run_left_behind",
             leftovers::the_next_run_stops_what_a_killed_run_left_behind,
+        ),
+        (
+            "judge_server_is_started_used_and_stopped_with_the_main_server",
+            judge::judge_server_is_started_used_and_stopped,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

@@ -80,6 +80,20 @@ pub fn fake_server_bin() -> Result<&'static PathBuf, Failed> {
     .map_err(|e| Failed::from(e.clone()))
 }
 
+/// dfx-bench's `dfx-fake-vllm` (a stand-in for `vllm bench serve --omni` that records
+/// its argv), built by (and located through) cargo once.
+pub fn fake_vllm_bin() -> Result<&'static PathBuf, Failed> {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        built(
+            &["build", "-p", "dfx-bench", "--bin", "dfx-fake-vllm"],
+            "dfx-fake-vllm",
+        )
+    })
+    .as_ref()
+    .map_err(|e| Failed::from(e.clone()))
+}
+
 /// Runs `cargo <args> --message-format=json` and returns the executable of `target`.
 fn built(args: &[&str], target: &str) -> Result<PathBuf, String> {
     let out = cargo()

@@ -141,6 +141,7 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
         port,
         out_dir: dir.to_path_buf(),
         hardware: "na".into(),
+        judge_url: None,
     };
     let settings = NativeSettings {
         auth_token_env: None,

@@ -108,6 +108,7 @@ fn main() {
         port,
         out_dir: out.path().to_path_buf(),
         hardware: "na".into(),
+        judge_url: None,
     };
     let settings = NativeSettings {
         auth_token_env: None,

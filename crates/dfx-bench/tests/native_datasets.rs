@@ -25,6 +25,7 @@ fn ctx<'a>(t: &'a dfx_core::plan::Trial, s: &Scripted, out: &Path) -> BenchConte
         port,
         out_dir: out.to_path_buf(),
         hardware: "SIM".into(),
+        judge_url: None,
     }
 }
 
@@ -170,6 +171,7 @@ fn missing_dataset_leaves_no_result_and_names_every_place() {
         port: 9,
         out_dir: tmp.path().join("out"),
         hardware: "SIM".into(),
+        judge_url: None,
     };
     let s = NativeSettings {
         dataset_roots: vec![tmp.path().join("root")],

@@ -36,6 +36,7 @@ fn ctx<'a>(
         port: url.1,
         out_dir: out.to_path_buf(),
         hardware: "SIM".into(),
+        judge_url: None,
     }
 }
 
@@ -369,6 +370,7 @@ fn connection_refused_is_a_transport_failure() {
         port,
         out_dir: tmp.path().join("out"),
         hardware: "SIM".into(),
+        judge_url: None,
     };
     let outcome = NativeBench::new(settings()).run(&c);
     let doc = outcome.result.unwrap();

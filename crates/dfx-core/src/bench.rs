@@ -44,6 +44,9 @@ pub struct BenchContext<'a> {
     pub out_dir: PathBuf,
     /// Hardware label of the run (`H100`, `SIM`, `na`).
     pub hardware: String,
+    /// `http://host:port` of the case's judge server, when it has one and it is up
+    /// (`--omniinteract-judge-base-url` of the external bench).
+    pub judge_url: Option<String>,
 }
 
 /// What a bench run produced.

@@ -65,6 +65,50 @@ pub struct ServerSpec {
     pub env: BTreeMap<String, String>,
     /// Per-case readiness timeout (`server_params.ready_timeout_s`), overriding the global.
     pub ready_timeout: Option<Duration>,
+    /// The judge server the case starts beside this one (`judge_server_params`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Box<JudgeSpec>>,
+}
+
+/// A second server a case starts beside its main one (upstream's `judge_server_params`,
+/// OmniInteract): started after the main server, readied, supervised and stopped with it;
+/// its URL reaches the bench as `--omniinteract-judge-base-url`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeSpec {
+    /// The judge's own server: `model`, `use_omni` (default false), `extra_cli_args`.
+    pub server: ServerSpec,
+    /// `cuda_visible_devices`: indices (comma-separated) into the parent's
+    /// `CUDA_VISIBLE_DEVICES` (upstream's default `"1"`); with the parent's variable unset
+    /// they are device numbers themselves.
+    pub device_indices: Vec<usize>,
+    /// `required` (default true): a judge that does not start fails the case's trials;
+    /// otherwise they run without it, with a warning.
+    pub required: bool,
+}
+
+impl JudgeSpec {
+    /// The judge's `CUDA_VISIBLE_DEVICES` given the parent's value: each index picks an
+    /// element of the parent's list; an index past its end is an error naming both.
+    pub fn visible_devices(&self, parent: Option<&str>) -> Result<String, String> {
+        let picked: Result<Vec<String>, String> = match parent.map(str::trim) {
+            Some(p) if !p.is_empty() => {
+                let list: Vec<&str> = p.split(',').map(str::trim).collect();
+                self.device_indices
+                    .iter()
+                    .map(|&i| {
+                        list.get(i).map(|d| d.to_string()).ok_or_else(|| {
+                            format!(
+                                "judge_server_params.cuda_visible_devices index {i} is past the \
+                                 end of the parent's CUDA_VISIBLE_DEVICES={p}"
+                            )
+                        })
+                    })
+                    .collect()
+            }
+            _ => Ok(self.device_indices.iter().map(usize::to_string).collect()),
+        };
+        picked.map(|v| v.join(","))
+    }
 }
 
 /// Why a launcher cannot run a spec at all (the trials are ignored with this reason on a

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use dfx_core::baseline::{Direction, ThresholdSource};
-use dfx_core::plan::{StepKind, python_float_str};
+use dfx_core::plan::{Dialect, StepKind, python_float_str};
 use dfx_core::server::ServerType;
 
 use crate::select::{BenchSet, Disposition, PlannedTrial};
@@ -78,6 +78,26 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
         "    server     #{} {server_type} {}{deploy} (launcher {})",
         p.server_group, t.server.model, ctx.launcher
     );
+    if let Some(j) = &t.server.judge {
+        let devices: Vec<String> = j.device_indices.iter().map(usize::to_string).collect();
+        let _ = writeln!(
+            out,
+            "    judge      {} (use_omni {}, devices [{}] of CUDA_VISIBLE_DEVICES, {})",
+            j.server.model,
+            j.server.use_omni,
+            devices.join(","),
+            if j.required { "required" } else { "not required" }
+        );
+    }
+    let runner = match t.entry.dialect {
+        Dialect::Omni => None,
+        Dialect::Diffusion => Some("diffusion"),
+        Dialect::NativeDuplex => Some("native-duplex"),
+        Dialect::Stability => Some("stability"),
+    };
+    if let Some(r) = runner {
+        let _ = writeln!(out, "    runner     {r}");
+    }
     match &p.disposition {
         Disposition::Run { slot } => {
             let _ = writeln!(out, "    bench      {}", ctx.benches.label(*slot));

@@ -25,6 +25,7 @@ pub fn spec(model: &str) -> ServerSpec {
         use_omni: true,
         env: BTreeMap::new(),
         ready_timeout: None,
+        judge: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn spec(server_type: ServerType, p: Value) -> ServerSpec {
             })
             .unwrap_or_default(),
         ready_timeout: None,
+        judge: None,
     }
 }
 

@@ -83,12 +83,35 @@ fn record(args: &[String]) -> std::io::Result<()> {
     let env: BTreeMap<String, String> = std::env::vars()
         .filter(|(k, _)| k.starts_with("VLLM_") || k == "OPENAI_API_KEY")
         .collect();
-    let line = serde_json::json!({ "argv": args, "env": env });
+    // Like the real client's OmniInteract scorer, talk to the judge it was given.
+    let judge = value_of(args, "--omniinteract-judge-base-url").map(|u| judge_status(u));
+    let line = serde_json::json!({ "argv": args, "env": env, "judge_models_status": judge });
     let mut f = std::fs::File::options()
         .create(true)
         .append(true)
         .open(path)?;
     writeln!(f, "{line}")
+}
+
+/// The status line of `GET <url>/v1/models` (loopback `http://host:port` only), or the
+/// error.
+fn judge_status(url: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    let Some(addr) = url.strip_prefix("http://").map(|a| a.trim_end_matches('/')) else {
+        return format!("not an http:// URL: {url}");
+    };
+    let run = || -> std::io::Result<String> {
+        let mut s = std::net::TcpStream::connect(addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(
+            s,
+            "GET /v1/models HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut line = String::new();
+        BufReader::new(s).read_line(&mut line)?;
+        Ok(line.trim().to_string())
+    };
+    run().unwrap_or_else(|e| format!("error: {e}"))
 }
 
 fn write_copy(to: &std::path::Path) -> ExitCode {

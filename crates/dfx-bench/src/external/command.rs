@@ -82,6 +82,10 @@ pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand
     if !sets(raw, "seed") {
         args.extend(["--seed".into(), inputs.seed.to_string()]);
     }
+    // The case's judge server (upstream: `--omniinteract-judge-base-url http://host:port`).
+    if let Some(url) = &ctx.judge_url {
+        args.extend(["--omniinteract-judge-base-url".into(), url.clone()]);
+    }
     let mut env = BTreeMap::new();
     if let Some(rate) = inputs.sample_rate {
         env.insert(SAMPLE_RATE_ENV.to_string(), rate.to_string());

@@ -153,6 +153,7 @@ pub fn context<'a>(trial: &'a Trial, out_dir: &Path, hardware: &str) -> BenchCon
         port: 8091,
         out_dir: out_dir.to_path_buf(),
         hardware: hardware.into(),
+        judge_url: None,
     }
 }
 

@@ -282,6 +282,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
             use_omni: true,
             env: BTreeMap::new(),
             ready_timeout: None,
+            judge: None,
         }),
         entry: Arc::new(entry),
         step: SweepStep {

@@ -89,7 +89,12 @@ pub(crate) fn build_case(
         errs,
         warnings,
     );
-    draft.server = server.spec.map(Arc::new);
+    let judge =
+        super::judge::parse_judge(&ctx, raw.other.get("judge_server_params"), errs, warnings);
+    draft.server = server.spec.map(|mut s| {
+        s.judge = judge.map(Box::new);
+        Arc::new(s)
+    });
     let accepted = "a list of benchmark entry objects, or {\"$ref\": \"<file holding that list, relative to this config>\"}";
     let referenced = raw
         .benchmark_params

@@ -17,6 +17,7 @@ mod assemble;
 mod case;
 pub(crate) mod entry;
 pub mod error;
+mod judge;
 pub mod marks;
 pub mod naming;
 pub mod raw;

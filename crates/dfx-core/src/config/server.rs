@@ -131,6 +131,7 @@ pub(crate) fn build_server(
             use_omni,
             env,
             ready_timeout,
+            judge: None,
         }),
         _ => None,
     };

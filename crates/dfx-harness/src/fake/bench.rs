@@ -363,6 +363,7 @@ mod tests {
             port: 9,
             out_dir: dir.path().to_path_buf(),
             hardware: "H100".into(),
+            judge_url: None,
         };
         (FakeBench { knobs }.run(&ctx), dir)
     }

@@ -87,6 +87,7 @@ fn interrupted_progress(c: &Closing) -> (Progress, Current, Instant) {
             port: 9,
             rel_dir: "servers/02-test_a".into(),
             started: true,
+            judge_url: None,
         }),
     };
     (progress, current, started + Duration::from_millis(2500))

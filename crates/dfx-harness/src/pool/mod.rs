@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dfx_core::fsutil::sanitize_component;
-use dfx_core::server::{RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext};
+use dfx_core::server::{
+    JudgeSpec, RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext,
+};
 
 /// Launcher plus the server it currently keeps alive.
 pub struct ServerPool {
@@ -30,6 +32,14 @@ struct Live {
     server: Box<dyn RunningServer>,
     /// `servers/<NN>-<name>`, relative to the run folder.
     rel_dir: String,
+    /// The case's judge server, when it has one and it started.
+    judge: Option<Judge>,
+}
+
+/// A live judge server (`servers/<NN>-<name>-judge`).
+struct Judge {
+    server: Box<dyn RunningServer>,
+    rel_dir: String,
 }
 
 /// What a trial needs to know about the server it runs against.
@@ -42,6 +52,8 @@ pub struct ServerInfo {
     pub rel_dir: String,
     /// Whether this trial started the server (false: reused).
     pub started: bool,
+    /// The judge server's `http://host:port`, when the case has one and it is up.
+    pub judge_url: Option<String>,
 }
 
 /// Why a trial got no server.
@@ -55,6 +67,8 @@ pub enum AcquireError {
     FailedBefore(String),
     #[error("the run was interrupted: no server is started any more")]
     Interrupted,
+    #[error("the judge server (judge_server_params, required) failed: {0}")]
+    Judge(String),
     #[error("cannot create the server folder {dir}: {source}")]
     Folder {
         dir: PathBuf,
@@ -102,8 +116,18 @@ impl ServerPool {
         if let Some(live) = &mut self.live
             && *live.spec == **spec
         {
+            let judge_exit = live.judge.as_mut().and_then(|j| j.server.exit_status());
             match live.server.exit_status() {
-                None => return Ok(info(live, false)),
+                None if judge_exit.is_none() => return Ok(info(live, false)),
+                None => {
+                    let note = format!(
+                        "judge server of {} exited with {} between trials; starting both anew",
+                        live.rel_dir,
+                        judge_exit.unwrap_or_default()
+                    );
+                    eprintln!("dfx-perf: {note}");
+                    self.notes.push(note);
+                }
                 Some(status) => {
                     let note = format!(
                         "server {} exited with {status} between trials; starting a new one",
@@ -147,12 +171,24 @@ impl ServerPool {
         };
         match self.launcher.start(spec, &ctx) {
             Ok(server) => {
-                self.failed = None;
-                let live = Live {
+                let mut live = Live {
                     spec: spec.clone(),
                     server,
                     rel_dir,
+                    judge: None,
                 };
+                if let Some(j) = &spec.judge {
+                    match self.start_judge(j, name) {
+                        Ok(judge) => live.judge = judge,
+                        Err(e) => {
+                            self.live = Some(live);
+                            self.stop_live();
+                            self.failed = Some((spec.clone(), e.to_string()));
+                            return Err(e);
+                        }
+                    }
+                }
+                self.failed = None;
                 let out = info(&live, true);
                 self.live = Some(live);
                 Ok(out)
@@ -164,30 +200,97 @@ impl ServerPool {
         }
     }
 
+    /// Starts the judge of a case in its own folder (`<NN>-<name>-judge`), with
+    /// `CUDA_VISIBLE_DEVICES` mapped from the parent's. `Ok(None)` when it is skipped or
+    /// failed but not required (noted); `Err` when a required judge cannot start.
+    fn start_judge(&mut self, j: &JudgeSpec, name: &str) -> Result<Option<Judge>, AcquireError> {
+        if self.launcher.name() == "attach" {
+            let note = format!(
+                "attach mode: the judge server of {name} ({}) is not started; trials run without it",
+                j.server.model
+            );
+            eprintln!("dfx-perf: {note}");
+            self.notes.push(note);
+            return Ok(None);
+        }
+        let failed = |me: &mut Self, why: String| {
+            if j.required {
+                Err(AcquireError::Judge(why))
+            } else {
+                let note = format!("judge server of {name} not started (not required): {why}");
+                eprintln!("dfx-perf: {note}");
+                me.notes.push(note);
+                Ok(None)
+            }
+        };
+        let parent = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        let devices = match j.visible_devices(parent.as_deref()) {
+            Ok(d) => d,
+            Err(why) => return failed(self, why),
+        };
+        let mut spec = j.server.clone();
+        spec.env.insert("CUDA_VISIBLE_DEVICES".into(), devices);
+        self.starts += 1;
+        let rel_dir = format!(
+            "servers/{:02}-{}-judge",
+            self.starts,
+            sanitize_component(name)
+        );
+        let dir = self
+            .servers_dir
+            .join(rel_dir.trim_start_matches("servers/"));
+        std::fs::create_dir_all(&dir).map_err(|source| AcquireError::Folder {
+            dir: dir.clone(),
+            source,
+        })?;
+        eprintln!("dfx-perf: starting judge server {rel_dir} ({})", spec.model);
+        let ctx = StartContext {
+            dir,
+            ready_timeout: self.ready_timeout,
+        };
+        match self.launcher.start(&spec, &ctx) {
+            Ok(server) => Ok(Some(Judge { server, rel_dir })),
+            Err(e) => failed(self, format!("{rel_dir}: {e}")),
+        }
+    }
+
     /// Called after every trial that used a server: when the server exited during the
     /// trial, it is cleaned up and the error (exit status, log tail) returned.
     pub fn check_after_trial(&mut self) -> Result<(), ServerError> {
         let Some(live) = &mut self.live else {
             return Ok(());
         };
-        let Some(status) = live.server.exit_status() else {
+        let died = match live.server.exit_status() {
+            Some(status) => Some((status, &live.server)),
+            None => live
+                .judge
+                .as_mut()
+                .filter(|_| live.spec.judge.as_ref().is_some_and(|j| j.required))
+                .and_then(|j| j.server.exit_status().map(|s| (s, &j.server))),
+        };
+        let Some((status, dead)) = died else {
             return Ok(());
         };
-        let live = self.live.take().expect("checked above");
         let err = ServerError::DiedDuringTrial {
             status,
-            log: live.server.log_path().unwrap_or_default(),
-            log_tail: live.server.log_tail(40),
+            log: dead.log_path().unwrap_or_default(),
+            log_tail: dead.log_tail(40),
         };
-        if let Err(e) = live.server.stop() {
-            self.notes
-                .push(format!("cleaning up {} after it died: {e}", live.rel_dir));
-        }
+        // Stops (and so cleans up) the dead one and its partner.
+        self.stop_live();
         Err(err)
     }
 
     fn stop_live(&mut self) {
-        if let Some(live) = self.live.take() {
+        if let Some(mut live) = self.live.take() {
+            if let Some(judge) = live.judge.take() {
+                eprintln!("dfx-perf: stopping judge server {}", judge.rel_dir);
+                if let Err(e) = judge.server.stop() {
+                    let note = format!("stopping {}: {e}", judge.rel_dir);
+                    eprintln!("dfx-perf: {note}");
+                    self.notes.push(note);
+                }
+            }
             eprintln!("dfx-perf: stopping server {}", live.rel_dir);
             if let Err(e) = live.server.stop() {
                 let note = format!("stopping {}: {e}", live.rel_dir);
@@ -216,6 +319,7 @@ fn info(live: &Live, started: bool) -> ServerInfo {
         port: live.server.port(),
         rel_dir: live.rel_dir.clone(),
         started,
+        judge_url: live.judge.as_ref().map(|j| j.server.base_url()),
     }
 }
 

@@ -215,6 +215,7 @@ impl Session {
             port: server.port,
             out_dir: dir.to_path_buf(),
             hardware: self.hardware.clone(),
+            judge_url: server.judge_url.clone(),
         };
         let outcome = bench.run(&ctx);
         let mut failures = Vec::new();

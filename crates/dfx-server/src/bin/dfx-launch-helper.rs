@@ -56,6 +56,7 @@ fn main() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .into(),
         ready_timeout: None,
+        judge: None,
     };
     let ctx = StartContext {
         dir: dir.into(),

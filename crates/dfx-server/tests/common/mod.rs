@@ -27,6 +27,7 @@ pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
         ready_timeout: None,
+        judge: None,
     }
 }
 

@@ -84,7 +84,7 @@ fn record(args: &[String]) -> std::io::Result<()> {
         .filter(|(k, _)| k.starts_with("VLLM_") || k == "OPENAI_API_KEY")
         .collect();
     // Like the real client's OmniInteract scorer, talk to the judge it was given.
-    let judge = value_of(args, "--omniinteract-judge-base-url").map(|u| judge_status(u));
+    let judge = value_of(args, "--omniinteract-judge-base-url").map(judge_status);
     let line = serde_json::json!({ "argv": args, "env": env, "judge_models_status": judge });
     let mut f = std::fs::File::options()
         .create(true)

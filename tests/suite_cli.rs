@@ -23,6 +23,8 @@ mod leftovers;
 mod sim_baseline;
 #[path = "suite_cli/sim_e2e.rs"]
 mod sim_e2e;
+#[path = "suite_cli/stability.rs"]
+mod stability;
 #[path = "suite_cli/support.rs"]
 mod support;
 
@@ -137,6 +139,10 @@ fn main() -> ExitCode {
         (
             "judge_server_is_started_used_and_stopped_with_the_main_server",
             judge::judge_server_is_started_used_and_stopped,
+        ),
+        (
+            "stability_soak_runs_batches_until_its_scaled_duration",
+            stability::stability_soak_against_the_simulator,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

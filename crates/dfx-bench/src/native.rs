@@ -23,6 +23,8 @@ pub mod record;
 pub mod request;
 pub mod schedule;
 pub mod selection;
+pub mod soak;
+mod soak_run;
 pub mod stats;
 pub mod summary;
 
@@ -64,6 +66,8 @@ pub struct NativeSettings {
     pub max_body_bytes: u64,
     /// Progress line on stderr when it is a terminal.
     pub progress: bool,
+    /// Factor on every soak entry's `duration_sec` (`--duration-scale`, default 1).
+    pub duration_scale: f64,
 }
 
 impl Default for NativeSettings {
@@ -79,6 +83,7 @@ impl Default for NativeSettings {
             lag_threshold: Duration::from_secs(1),
             max_body_bytes: 512 * 1024 * 1024,
             progress: true,
+            duration_scale: 1.0,
         }
     }
 }
@@ -126,6 +131,16 @@ impl Bench for NativeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
+        let soak = entry.dialect == Dialect::Stability;
+        if soak && backend == Some(BACKEND) {
+            return Ok(());
+        }
+        if soak {
+            return Err(Unsupported(format!(
+                "native bench runs stability soak entries for backend {BACKEND} only; got {}",
+                backend.unwrap_or("(none)")
+            )));
+        }
         if entry.dialect != Dialect::Omni {
             return Err(Unsupported(format!(
                 "native bench runs sweep entries of the omni dialect, not {:?} entries",
@@ -144,6 +159,10 @@ impl Bench for NativeBench {
     }
 
     fn preflight(&self, trial: &Trial) -> Result<Option<String>, String> {
+        if trial.entry.dialect == Dialect::Stability {
+            return soak::plan(&trial.entry.raw, trial.step.num_prompts, 1.0)
+                .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)));
+        }
         prepare::preflight(&self.settings, trial).map(Some)
     }
 
@@ -193,6 +212,9 @@ impl NativeBench {
     ) -> Result<BenchOutcome, String> {
         if let Err(Unsupported(why)) = self.supports(&ctx.trial.entry) {
             return Err(why);
+        }
+        if ctx.trial.entry.dialect == Dialect::Stability {
+            return self.run_soak(ctx, log);
         }
         let mut p = prepare::prepare(&self.settings, ctx, self.reuse_connections)?;
         for n in &p.notes {
@@ -257,6 +279,21 @@ impl NativeBench {
             "warmups: {} sent, {warm_failed} failed",
             warm.len()
         ));
+        let n = ctx.trial.step.num_prompts;
+        self.conclude_measured(ctx, log, p, &measured, n, peak_inflight)
+    }
+
+    /// The result of `measured` requests (of `num_prompts` sent), its summary block, the
+    /// request errors and the open-loop validity.
+    fn conclude_measured(
+        &self,
+        ctx: &BenchContext<'_>,
+        log: &mut BenchLog,
+        p: &prepare::Prepared,
+        measured: &[RequestRecord],
+        num_prompts: u64,
+        peak_inflight: usize,
+    ) -> BenchOutcome {
         let trial = ctx.trial;
         let facts = StepFacts {
             date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
@@ -267,18 +304,18 @@ impl NativeBench {
                 .unwrap_or_else(|| BACKEND.into()),
             model_id: trial.server.model.clone(),
             tokenizer_id: tokenizer_id(&trial.entry, &trial.server.model),
-            num_prompts: trial.step.num_prompts,
+            num_prompts,
             request_rate: trial.step.request_rate(),
             burstiness: trial.entry.burstiness.unwrap_or(1.0),
             max_concurrency: trial.step.max_concurrency(),
             sample_rate: p.sample_rate,
             peak_inflight,
         };
-        let doc = aggregate::result_doc(&measured, &facts, &p.selection);
+        let doc = aggregate::result_doc(measured, &facts, &p.selection);
         let block = summary::serving_block(
             &doc,
             &p.selection,
-            aggregate::upstream_continuity_ok_rate(&measured),
+            aggregate::upstream_continuity_ok_rate(measured),
         );
         let extras = summary::extras_block(&doc, &p.selection);
         // stderr: stdout belongs to libtest's output (`--format json` is a JSON stream);
@@ -287,11 +324,11 @@ impl NativeBench {
         log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
         log.write(&block);
         log.write(&extras);
-        let errors = distinct_errors(&measured);
+        let errors = distinct_errors(measured);
         for e in &errors {
             log.write(&format!("request error: {e}"));
         }
-        let invalid_load = self.invalid_load(&measured, trial.step.request_rate());
+        let invalid_load = self.invalid_load(measured, trial.step.request_rate());
         if let Some(why) = &invalid_load {
             log.write(&format!("invalid load: {why}"));
         }

@@ -86,7 +86,11 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
             j.server.model,
             j.server.use_omni,
             devices.join(","),
-            if j.required { "required" } else { "not required" }
+            if j.required {
+                "required"
+            } else {
+                "not required"
+            }
         );
     }
     let runner = match t.entry.dialect {

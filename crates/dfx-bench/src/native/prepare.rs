@@ -220,15 +220,51 @@ pub fn prepare(
     }
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
     let ds = load_dataset(settings, trial, kind, locale, &mut notes)?;
-    let seed = entry.seed.unwrap_or(settings.seed);
-    let n = trial.step.num_prompts as usize;
-    let w = entry.warmups(&trial.step) as usize;
-    let rows_measured = dataset::select(ds.rows.len(), n, seed);
-    let rows_warm = dataset::select(ds.rows.len(), w, seed ^ 0x7761_726d);
+    let source = RowSource {
+        kind,
+        rows: &ds.rows,
+        n: trial.step.num_prompts as usize,
+        warmups: entry.warmups(&trial.step) as usize,
+        seed: entry.seed.unwrap_or(settings.seed),
+        prefix: request_id_prefix(entry),
+    };
+    prepare_rows(settings, ctx, reuse, &source, selection, notes)
+}
+
+/// Where a step's requests come from: `n` measured and `warmups` warmup requests drawn
+/// from `rows` with `seed`, measured ones named `<prefix><i>`.
+pub struct RowSource<'a> {
+    pub kind: DatasetKind,
+    pub rows: &'a [Row],
+    pub n: usize,
+    pub warmups: usize,
+    pub seed: u64,
+    pub prefix: String,
+}
+
+/// Prepares one step from `source` (a dataset's rows, or the soak's random texts).
+pub fn prepare_rows(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    reuse: bool,
+    source: &RowSource<'_>,
+    selection: Selection,
+    mut notes: Vec<String>,
+) -> Result<Prepared, String> {
+    let (trial, entry) = (ctx.trial, &ctx.trial.entry);
+    let (kind, n, w, seed) = (source.kind, source.n, source.warmups, source.seed);
+    let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
+    let rows_measured = dataset::select(source.rows.len(), n, seed);
+    let rows_warm = dataset::select(source.rows.len(), w, seed ^ 0x7761_726d);
     let model = trial.server.model.as_str();
     let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
-    let prefix = request_id_prefix(entry);
-    let (measured, warmups) = jobs(&template, &ds.rows, &rows_measured, &rows_warm, &prefix)?;
+    let (measured, warmups) = jobs(
+        &template,
+        source.rows,
+        &rows_measured,
+        &rows_warm,
+        &source.prefix,
+    )?;
     let (load, shape) = load_shape(ctx, n, seed)?;
     let sample_rate = sample_rate(settings, model, &mut notes);
     let token = token(settings, &mut notes);
@@ -271,7 +307,7 @@ fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, String> {
 }
 
 /// `request_id_prefix` from the entry, else `bench-<8 hex>-` (upstream's shape).
-fn request_id_prefix(entry: &dfx_core::plan::BenchEntry) -> String {
+pub fn request_id_prefix(entry: &dfx_core::plan::BenchEntry) -> String {
     for key in ["request_id_prefix", "request-id-prefix"] {
         if let Some(p) = entry.raw.get(key).and_then(|v| v.as_str()) {
             return p.to_string();

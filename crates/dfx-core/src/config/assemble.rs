@@ -10,7 +10,7 @@ use super::entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED};
 use super::error::{ConfigError, Ctx};
 use super::marks::MarkExpr;
 use super::naming::{dedup_suffixes, entry_suffix, trial_name};
-use super::runners::{NATIVE_DUPLEX_UNSUPPORTED, STABILITY_UNSUPPORTED};
+use super::runners::NATIVE_DUPLEX_UNSUPPORTED;
 use crate::baseline::{Store, Thresholds};
 use crate::plan::{BenchEntry, Dialect, SourceRef, Trial};
 
@@ -82,7 +82,8 @@ pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
                         Dialect::Omni => None,
                         Dialect::Diffusion => Some(DIFFUSION_UNSUPPORTED.to_string()),
                         Dialect::NativeDuplex => Some(NATIVE_DUPLEX_UNSUPPORTED.to_string()),
-                        Dialect::Stability => Some(STABILITY_UNSUPPORTED.to_string()),
+                        // The benches decide: the native one soaks openai-audio-speech.
+                        Dialect::Stability => None,
                     },
                 });
             }

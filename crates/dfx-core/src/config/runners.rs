@@ -3,8 +3,9 @@
 //! duplex sessions, `sessions` × `turns`, repeated) and the stability runner (soak entries
 //! with `duration_sec`: batches of `num_prompts_per_batch` until the duration is over).
 //! Each entry becomes one trial whose step stands for its load (`c<sessions>` /
-//! `c<max_concurrency>` / `qps<rate>`); dfx-perf lists them with their baselines and the
-//! reason they do not run yet.
+//! `c<max_concurrency>` / `qps<rate>`). Native-duplex trials are listed with their
+//! baselines and the reason they do not run yet; stability trials go to the benches (the
+//! native bench soaks `openai-audio-speech` entries).
 
 use serde_json::{Map, Value};
 
@@ -18,11 +19,6 @@ use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 /// Why native-duplex trials are listed but not run.
 pub const NATIVE_DUPLEX_UNSUPPORTED: &str = "native-duplex runner (realtime duplex sessions, \
 upstream's run_native_duplex_benchmark.py): dfx-perf has no realtime duplex client yet";
-
-/// Why stability (soak) trials are listed but not run.
-pub const STABILITY_UNSUPPORTED: &str = "stability soak entry (duration_sec, batches of \
-num_prompts_per_batch; upstream's tests/dfx/stability runner): dfx-perf does not run soak \
-entries yet";
 
 /// The runner a case names (`benchmark_runner`), when it is one dfx-perf knows.
 pub(crate) fn is_native_duplex(case_other: &Map<String, Value>) -> bool {
@@ -52,8 +48,8 @@ fn draft(
             endpoint: s("endpoint"),
             dataset_path: s("dataset_path"),
             seed_tts_locale: None,
-            percentile_metrics: None,
-            metric_percentiles: None,
+            percentile_metrics: s("percentile-metrics").or_else(|| s("percentile_metrics")),
+            metric_percentiles: s("metric-percentiles").or_else(|| s("metric_percentiles")),
             extra_body: obj.get("extra_body").and_then(Value::as_object).cloned(),
             num_warmups: None,
             burstiness: None,

@@ -184,6 +184,11 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "SECS", env = "DFX_READ_TIMEOUT")]
     pub read_timeout: Option<f64>,
 
+    /// Stability (soak) entries: multiply every `duration_sec` by this factor, so CI can
+    /// shorten a day to seconds (`--duration-scale 0.0001`). Default: 1.
+    #[arg(long, value_name = "FACTOR", env = "DFX_DURATION_SCALE")]
+    pub duration_scale: Option<f64>,
+
     /// Folder holding the deploy YAML files. Default: deploy.
     #[arg(long, value_name = "DIR", env = "DFX_DEPLOY_DIR")]
     pub deploy_dir: Option<PathBuf>,

@@ -272,10 +272,20 @@ impl Session {
         let trial = &self.planned[idx].trial;
         let mut doc = std::mem::take(&mut p.doc);
         add_runner_keys(&mut doc, trial, &self.hardware, p.bench);
+        // A soak sends batches until its time is over: every request it sent must have
+        // completed (upstream: failed == 0), however many that was.
+        let expected = match trial.entry.dialect {
+            dfx_core::plan::Dialect::Stability => doc
+                .get("num_prompts")
+                .and_then(Value::as_u64)
+                .filter(|n| *n > 0)
+                .unwrap_or(trial.step.num_prompts),
+            _ => trial.step.num_prompts,
+        };
         let verdict = if p.judged {
             judge(
                 &doc,
-                trial.step.num_prompts,
+                expected,
                 &trial.thresholds,
                 &p.errors,
                 self.assert_baseline,

@@ -24,6 +24,8 @@ pub struct BenchOptions {
     pub sample_rate: Option<u32>,
     pub request_timeout: Option<Duration>,
     pub read_timeout: Option<Duration>,
+    /// `--duration-scale`: factor on every soak entry's `duration_sec`.
+    pub duration_scale: Option<f64>,
 }
 
 impl BenchOptions {
@@ -61,6 +63,17 @@ impl BenchOptions {
                 &format!("Hz from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE}, e.g. 24000 or 48000"),
             ));
         }
+        if let Some(f) = s.duration_scale
+            && !(f > 0.0 && f <= 1000.0)
+        {
+            errors.push(err(
+                "--duration-scale",
+                "DFX_DURATION_SCALE",
+                f,
+                "not a usable factor",
+                "a number > 0 and at most 1000, e.g. 0.001",
+            ));
+        }
         BenchOptions {
             tool: s.bench,
             vllm_bin: s.vllm_bin.clone(),
@@ -76,6 +89,7 @@ impl BenchOptions {
                 errors,
             ),
             read_timeout: seconds(s.read_timeout, "--read-timeout", "DFX_READ_TIMEOUT", errors),
+            duration_scale: s.duration_scale,
         }
     }
 }

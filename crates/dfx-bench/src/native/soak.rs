@@ -1,0 +1,241 @@
+//! Stability (soak) entries of upstream's stability runner, run natively for
+//! `openai-audio-speech`: batches of `num_prompts_per_batch` requests at the entry's
+//! `max_concurrency` (or `request_rate`), each batch with fresh random-length texts drawn
+//! from `random_input_len` (`{min, max}`, `[lo, hi]`, `"lo-hi"` or a number; words stand
+//! for tokens), until `duration_sec` × `--duration-scale` is over (checked before each
+//! batch, like upstream, so the last batch may run past it).
+//!
+//! The result is the whole soak's document (every measured request of every batch) plus a
+//! `stability` section: the batches with their own figures (also in `batches.jsonl`) and
+//! the drift between the first and the last quarter of the batches (TTFP and RTF medians,
+//! error rate). Request ids carry the batch: `<prefix>b<batch>-<i>`.
+
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Map, Value, json};
+
+use super::dataset::{DatasetKind, Row};
+use super::record::RequestRecord;
+use super::stats;
+
+/// A soak's parameters, read from the entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SoakPlan {
+    /// Seconds of soak after `--duration-scale`.
+    pub seconds: f64,
+    /// Requests per batch.
+    pub batch: usize,
+    /// Text length range in words (inclusive).
+    pub words: (u64, u64),
+}
+
+/// Upper bound of a text length, words (a TTS request of 1000 tokens is already long).
+const MAX_WORDS: u64 = 4000;
+
+/// Reads the soak parameters of a stability entry (`duration_sec` default 300, the batch
+/// is the step's `num_prompts`, `random_input_len` default 20 words).
+pub fn plan(raw: &Map<String, Value>, batch: u64, scale: f64) -> Result<SoakPlan, String> {
+    let duration = raw
+        .get("duration_sec")
+        .and_then(Value::as_f64)
+        .unwrap_or(300.0);
+    let words = match raw.get("random_input_len") {
+        None | Some(Value::Null) => (20, 20),
+        Some(v) => range(v).ok_or_else(|| {
+            format!("random_input_len {v}: accepted a number, [lo, hi], {{\"min\": lo, \"max\": hi}} or \"lo-hi\"")
+        })?,
+    };
+    let (lo, hi) = (words.0.clamp(1, MAX_WORDS), words.1.clamp(1, MAX_WORDS));
+    Ok(SoakPlan {
+        seconds: duration * scale,
+        batch: usize::try_from(batch.max(1)).unwrap_or(1),
+        words: (lo.min(hi), lo.max(hi)),
+    })
+}
+
+/// Upstream's accepted range forms; reversed bounds are swapped.
+fn range(v: &Value) -> Option<(u64, u64)> {
+    let pair = match v {
+        Value::Number(n) => (n.as_u64()?, n.as_u64()?),
+        Value::Array(a) if a.len() == 2 => (a[0].as_u64()?, a[1].as_u64()?),
+        Value::Object(o) => (o.get("min")?.as_u64()?, o.get("max")?.as_u64()?),
+        Value::String(s) => match s.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => (s.trim().parse().ok()?, s.trim().parse().ok()?),
+        },
+        _ => return None,
+    };
+    Some((pair.0.min(pair.1), pair.0.max(pair.1)))
+}
+
+const WORDS: [&str; 24] = [
+    "the", "quiet", "river", "carries", "light", "across", "stone", "bridges", "while", "morning",
+    "voices", "gather", "near", "open", "windows", "and", "distant", "bells", "answer", "every",
+    "small", "question", "with", "patience",
+];
+
+/// `n` rows of random texts for batch `b` (seeded: the same seed gives the same soak).
+pub fn rows(plan: &SoakPlan, seed: u64, b: usize, n: usize) -> Vec<Row> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (b as u64).wrapping_mul(0x9E37_79B9));
+    (0..n)
+        .map(|i| {
+            let len = rng.random_range(plan.words.0..=plan.words.1);
+            let text: Vec<&str> = (0..len)
+                .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+                .collect();
+            Row {
+                line: i + 1,
+                utt_id: format!("soak-b{b}-{i}"),
+                ref_text: String::new(),
+                ref_wav: Default::default(),
+                text: format!("{}.", text.join(" ")),
+                voice_description: None,
+            }
+        })
+        .collect()
+}
+
+/// The dataset kind soak requests use: text only, the voice from `extra_body`.
+pub const KIND: DatasetKind = DatasetKind::SeedTtsText;
+
+/// The batch a measured request belongs to, from its id `<prefix>b<batch>-<i>`.
+pub fn batch_of(r: &RequestRecord) -> Option<usize> {
+    let id = r.request_id.as_deref()?;
+    let tail = &id[id.rfind('b')? + 1..];
+    tail.split('-').next()?.parse().ok()
+}
+
+/// Moves each measured record's times from its batch's clock to the soak's (`offsets[b]`
+/// seconds from the soak's start to batch `b`'s start).
+pub fn rebase(records: &mut [RequestRecord], offsets: &[f64]) {
+    for r in records {
+        let off = batch_of(r)
+            .and_then(|b| offsets.get(b))
+            .copied()
+            .unwrap_or(0.0);
+        r.planned_send_s += off;
+        r.actual_send_s += off;
+        r.end_s += off;
+    }
+}
+
+/// Figures of one group of requests: count, failures, error rate, TTFP and RTF medians.
+fn figures(rs: &[&RequestRecord]) -> Value {
+    let ok: Vec<&&RequestRecord> = rs.iter().filter(|r| r.ok).collect();
+    let med = |xs: Vec<f64>| {
+        if xs.is_empty() {
+            Value::Null
+        } else {
+            json!(stats::Sorted::new(xs).median())
+        }
+    };
+    json!({
+        "requests": rs.len(),
+        "failed": rs.len() - ok.len(),
+        "error_rate": if rs.is_empty() { 0.0 } else { (rs.len() - ok.len()) as f64 / rs.len() as f64 },
+        "median_audio_ttfp_ms": med(ok.iter().filter_map(|r| r.ttfp_s).map(|s| s * 1000.0).collect()),
+        "median_audio_rtf": med(ok.iter().filter_map(|r| r.rtf).collect()),
+    })
+}
+
+/// The `stability` section: every batch's figures and the first-vs-last-quarter drift.
+pub fn section(plan: &SoakPlan, scale: f64, measured: &[RequestRecord], started: &[f64]) -> Value {
+    let n = started.len();
+    let of = |b: usize| -> Vec<&RequestRecord> {
+        measured.iter().filter(|r| batch_of(r) == Some(b)).collect()
+    };
+    let batches: Vec<Value> = (0..n)
+        .map(|b| {
+            let mut v = figures(&of(b));
+            v["batch"] = json!(b);
+            v["started_s"] = json!(started[b]);
+            v
+        })
+        .collect();
+    let q = n.div_ceil(4).max(1);
+    let group =
+        |range: std::ops::Range<usize>| -> Vec<&RequestRecord> { range.flat_map(of).collect() };
+    let (first, last) = (
+        figures(&group(0..q.min(n))),
+        figures(&group(n.saturating_sub(q)..n)),
+    );
+    let ratio = |k: &str| match (first[k].as_f64(), last[k].as_f64()) {
+        (Some(a), Some(b)) if a > 0.0 => json!(b / a),
+        _ => Value::Null,
+    };
+    json!({
+        "duration_sec": plan.seconds / scale,
+        "duration_scale": scale,
+        "soak_seconds": plan.seconds,
+        "num_prompts_per_batch": plan.batch,
+        "random_input_words": [plan.words.0, plan.words.1],
+        "batches_run": n,
+        "batches": batches,
+        "drift": {
+            "first_quarter": first,
+            "last_quarter": last,
+            "ttfp_ratio": ratio("median_audio_ttfp_ms"),
+            "rtf_ratio": ratio("median_audio_rtf"),
+            "error_rate_change": last["error_rate"].as_f64().unwrap_or(0.0) - first["error_rate"].as_f64().unwrap_or(0.0),
+        }
+    })
+}
+
+/// Seconds from `start` to `t`.
+pub fn since(start: Instant, t: Instant) -> f64 {
+    t.saturating_duration_since(start).as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_in_upstream_forms() {
+        for (v, want) in [
+            (json!(5), (5, 5)),
+            (json!([9, 3]), (3, 9)),
+            (json!({"min": 0, "max": 1000}), (0, 1000)),
+            (json!("10-20"), (10, 20)),
+            (json!("7"), (7, 7)),
+        ] {
+            assert_eq!(range(&v), Some(want), "{v}");
+        }
+        assert_eq!(range(&json!("x")), None);
+        let p = plan(
+            &json!({"random_input_len": {"min": 0, "max": 99999}})
+                .as_object()
+                .unwrap()
+                .clone(),
+            50,
+            0.001,
+        )
+        .unwrap();
+        assert_eq!(p.words, (1, MAX_WORDS));
+        assert!((p.seconds - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rows_are_seeded_and_within_the_range() {
+        let p = SoakPlan {
+            seconds: 1.0,
+            batch: 4,
+            words: (2, 5),
+        };
+        let a = rows(&p, 7, 1, 4);
+        assert_eq!(
+            a.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
+            rows(&p, 7, 1, 4)
+                .iter()
+                .map(|r| r.text.clone())
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            a.iter()
+                .all(|r| (2..=5).contains(&r.text.split(' ').count()))
+        );
+        assert_ne!(a[0].text, rows(&p, 7, 2, 4)[0].text);
+    }
+}

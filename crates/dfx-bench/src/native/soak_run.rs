@@ -1,0 +1,137 @@
+//! The soak loop of [`NativeBench`] (see [`super::soak`]): batch after batch on one
+//! runtime, one records file and one connection pool, until the soak's time is over.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dfx_core::bench::{BenchContext, BenchOutcome};
+
+use super::driver::{self, InFlight, Load, PhaseCtx};
+use super::log::BenchLog;
+use super::prepare::{self, RowSource};
+use super::progress::Progress;
+use super::record::RecordSink;
+use super::selection::Selection;
+use super::{NativeBench, fds, soak};
+
+/// Most batches of one soak, whatever its duration (a bound on the loop, not a limit a
+/// real soak reaches: a day of 10 s batches is 8640).
+const MAX_BATCHES: usize = 1_000_000;
+
+impl NativeBench {
+    /// Runs a stability entry: batches until `duration_sec × --duration-scale` is over.
+    pub(super) fn run_soak(
+        &self,
+        ctx: &BenchContext<'_>,
+        log: &mut BenchLog,
+    ) -> Result<BenchOutcome, String> {
+        let (trial, entry) = (ctx.trial, &ctx.trial.entry);
+        let s = &self.settings;
+        let plan = soak::plan(&entry.raw, trial.step.num_prompts, s.duration_scale)?;
+        let selection = Selection::parse(
+            entry.percentile_metrics.as_deref(),
+            entry.metric_percentiles.as_deref(),
+        )?;
+        log.write(&format!(
+            "soak: {:.1} s (duration_sec × {}), batches of {}, texts of {}–{} words",
+            plan.seconds, s.duration_scale, plan.batch, plan.words.0, plan.words.1
+        ));
+        let seed = entry.seed.unwrap_or(s.seed);
+        let prefix = prepare::request_id_prefix(entry);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("dfx-native")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        let progress = Progress::new(&trial.name, 0, false);
+        let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
+        let start = Instant::now();
+        let deadline = Duration::try_from_secs_f64(plan.seconds)
+            .ok()
+            .and_then(|d| start.checked_add(d))
+            .unwrap_or(start);
+        let (mut started, mut last, mut peak) = (Vec::new(), None, 0);
+        for b in 0..MAX_BATCHES {
+            if b > 0 && Instant::now() >= deadline {
+                break;
+            }
+            let rows = soak::rows(&plan, seed, b, plan.batch);
+            let source = RowSource {
+                kind: soak::KIND,
+                rows: &rows,
+                n: plan.batch,
+                warmups: if b == 0 {
+                    entry.warmups(&trial.step) as usize
+                } else {
+                    0
+                },
+                seed: seed.wrapping_add(b as u64),
+                prefix: format!("{prefix}b{b}-"),
+            };
+            let mut p = prepare::prepare_rows(
+                s,
+                ctx,
+                self.reuse_connections,
+                &source,
+                selection.clone(),
+                Vec::new(),
+            )?;
+            if b == 0 {
+                for n in &p.notes {
+                    log.write(n);
+                }
+                if let Some(note) = fds::ensure(plan.batch.max(p.warmups.len()))? {
+                    log.write(&note);
+                }
+            }
+            let mut phase = PhaseCtx {
+                target: p.target.clone(),
+                warmup: true,
+                sample_rate: p.sample_rate,
+                records: sink.sender(),
+                inflight: Arc::new(InFlight::default()),
+            };
+            let warmups = std::mem::take(&mut p.warmups);
+            if !warmups.is_empty() {
+                let concurrency = warmups.len();
+                driver::run_phase(&rt, &phase, warmups, Load::Closed { concurrency });
+            }
+            phase.warmup = false;
+            let measured = std::mem::take(&mut p.measured);
+            let base = driver::run_phase(&rt, &phase, measured, p.load.clone());
+            peak = peak.max(phase.inflight.peak());
+            started.push(soak::since(start, base));
+            last = Some(p);
+        }
+        let (records, problem) = sink.finish();
+        rt.shutdown_timeout(Duration::from_secs(5));
+        if let Some(problem) = problem {
+            log.write(&format!("warning: {problem}"));
+        }
+        let p = last.ok_or("the soak ran no batch")?;
+        let mut measured: Vec<_> = records.into_iter().filter(|r| !r.warmup).collect();
+        soak::rebase(&mut measured, &started);
+        measured.sort_by(|a, b| a.actual_send_s.total_cmp(&b.actual_send_s));
+        let section = soak::section(&plan, s.duration_scale, &measured, &started);
+        write_batches(&ctx.out_dir, &section, log);
+        let sent = measured.len() as u64;
+        let mut outcome = self.conclude_measured(ctx, log, &p, &measured, sent, peak);
+        if let Some(doc) = outcome.result.as_mut() {
+            doc.insert("stability".into(), section);
+        }
+        Ok(outcome)
+    }
+}
+
+/// `batches.jsonl`: one line of figures per batch.
+fn write_batches(dir: &std::path::Path, section: &serde_json::Value, log: &mut BenchLog) {
+    let lines: Vec<String> = section["batches"]
+        .as_array()
+        .map(|b| b.iter().map(|v| v.to_string()).collect())
+        .unwrap_or_default();
+    let path = dir.join("batches.jsonl");
+    if let Err(e) = dfx_core::fsutil::write_atomic(&path, (lines.join("\n") + "\n").as_bytes()) {
+        log.write(&format!("warning: cannot write {}: {e}", path.display()));
+    }
+}

@@ -1,7 +1,8 @@
 //! A stability (soak) entry in upstream's form, run natively against the sped-up
 //! simulator with `--duration-scale` shortening its day to seconds: batches until the time
 //! is over, every request completed, per-batch figures in `batches.jsonl` and the result,
-//! the first-vs-last-quarter drift, batch-tagged request ids.
+//! the first-vs-last-quarter drift (with the simulator's resident memory read from
+//! `/proc`), batch-tagged request ids.
 
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
@@ -82,6 +83,9 @@ pub fn stability_soak_against_the_simulator() -> Result<(), Failed> {
                 .as_f64()
                 .is_some_and(|v| v > 0.0)
             && drift["ttfp_ratio"].is_number()
+            && drift["last_quarter"]["server_rss_mb"]
+                .as_f64()
+                .is_some_and(|v| v > 0.0)
             && drift["error_rate_change"] == 0.0,
         &format!("drift between the first and the last quarter: {drift}"),
         &run,

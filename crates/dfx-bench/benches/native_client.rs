@@ -142,6 +142,7 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
         out_dir: dir.to_path_buf(),
         hardware: "na".into(),
         judge_url: None,
+        server_group: None,
     };
     let settings = NativeSettings {
         auth_token_env: None,

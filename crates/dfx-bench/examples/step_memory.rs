@@ -109,6 +109,7 @@ fn main() {
         out_dir: out.path().to_path_buf(),
         hardware: "na".into(),
         judge_url: None,
+        server_group: None,
     };
     let settings = NativeSettings {
         auth_token_env: None,

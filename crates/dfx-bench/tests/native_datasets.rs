@@ -26,6 +26,7 @@ fn ctx<'a>(t: &'a dfx_core::plan::Trial, s: &Scripted, out: &Path) -> BenchConte
         out_dir: out.to_path_buf(),
         hardware: "SIM".into(),
         judge_url: None,
+        server_group: None,
     }
 }
 
@@ -172,6 +173,7 @@ fn missing_dataset_leaves_no_result_and_names_every_place() {
         out_dir: tmp.path().join("out"),
         hardware: "SIM".into(),
         judge_url: None,
+        server_group: None,
     };
     let s = NativeSettings {
         dataset_roots: vec![tmp.path().join("root")],

@@ -37,6 +37,7 @@ fn ctx<'a>(
         out_dir: out.to_path_buf(),
         hardware: "SIM".into(),
         judge_url: None,
+        server_group: None,
     }
 }
 
@@ -371,6 +372,7 @@ fn connection_refused_is_a_transport_failure() {
         out_dir: tmp.path().join("out"),
         hardware: "SIM".into(),
         judge_url: None,
+        server_group: None,
     };
     let outcome = NativeBench::new(settings()).run(&c);
     let doc = outcome.result.unwrap();

@@ -47,6 +47,9 @@ pub struct BenchContext<'a> {
     /// `http://host:port` of the case's judge server, when it has one and it is up
     /// (`--omniinteract-judge-base-url` of the external bench).
     pub judge_url: Option<String>,
+    /// The server's process group when the suite runs it on this machine (resource
+    /// samples from `/proc`).
+    pub server_group: Option<u32>,
 }
 
 /// What a bench run produced.

@@ -206,6 +206,11 @@ pub trait RunningServer: Send {
     fn log_tail(&self, lines: usize) -> String;
     /// The log file of this start, if any.
     fn log_path(&self) -> Option<PathBuf>;
+    /// The process group of a server this machine runs (its leader's pid), for samples
+    /// of its resources; `None` for attached or in-process servers.
+    fn process_group(&self) -> Option<u32> {
+        None
+    }
     /// Tears the server down (process group: SIGTERM, grace, SIGKILL, sweep).
     fn stop(self: Box<Self>) -> Result<(), ServerError>;
 }

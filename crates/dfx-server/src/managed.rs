@@ -195,6 +195,10 @@ impl RunningServer for ManagedServer {
         Some(self.log.clone())
     }
 
+    fn process_group(&self) -> Option<u32> {
+        u32::try_from(self.pgid).ok()
+    }
+
     fn stop(mut self: Box<Self>) -> Result<(), ServerError> {
         self.teardown()
     }

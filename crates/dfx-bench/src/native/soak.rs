@@ -8,7 +8,8 @@
 //! The result is the whole soak's document (every measured request of every batch) plus a
 //! `stability` section: the batches with their own figures (also in `batches.jsonl`) and
 //! the drift between the first and the last quarter of the batches (TTFP and RTF medians,
-//! error rate). Request ids carry the batch: `<prefix>b<batch>-<i>`.
+//! error rate, the server group's resident memory from `/proc` when it runs on this
+//! machine). Request ids carry the batch: `<prefix>b<batch>-<i>`.
 
 use std::time::Instant;
 
@@ -141,7 +142,14 @@ fn figures(rs: &[&RequestRecord]) -> Value {
 }
 
 /// The `stability` section: every batch's figures and the first-vs-last-quarter drift.
-pub fn section(plan: &SoakPlan, scale: f64, measured: &[RequestRecord], started: &[f64]) -> Value {
+/// `rss_mb[b]` is the server group's resident memory after batch `b`, when it is local.
+pub fn section(
+    plan: &SoakPlan,
+    scale: f64,
+    measured: &[RequestRecord],
+    started: &[f64],
+    rss_mb: &[Option<f64>],
+) -> Value {
     let n = started.len();
     let of = |b: usize| -> Vec<&RequestRecord> {
         measured.iter().filter(|r| batch_of(r) == Some(b)).collect()
@@ -151,6 +159,7 @@ pub fn section(plan: &SoakPlan, scale: f64, measured: &[RequestRecord], started:
             let mut v = figures(&of(b));
             v["batch"] = json!(b);
             v["started_s"] = json!(started[b]);
+            v["server_rss_mb"] = json!(rss_mb.get(b).copied().flatten());
             v
         })
         .collect();
@@ -161,6 +170,20 @@ pub fn section(plan: &SoakPlan, scale: f64, measured: &[RequestRecord], started:
         figures(&group(0..q.min(n))),
         figures(&group(n.saturating_sub(q)..n)),
     );
+    let rss = |range: std::ops::Range<usize>| -> Value {
+        let v: Vec<f64> = range
+            .filter_map(|b| rss_mb.get(b).copied().flatten())
+            .collect();
+        if v.is_empty() {
+            Value::Null
+        } else {
+            json!(stats::mean(&v))
+        }
+    };
+    let mut first = first;
+    let mut last = last;
+    first["server_rss_mb"] = rss(0..q.min(n));
+    last["server_rss_mb"] = rss(n.saturating_sub(q)..n);
     let ratio = |k: &str| match (first[k].as_f64(), last[k].as_f64()) {
         (Some(a), Some(b)) if a > 0.0 => json!(b / a),
         _ => Value::Null,
@@ -178,9 +201,41 @@ pub fn section(plan: &SoakPlan, scale: f64, measured: &[RequestRecord], started:
             "last_quarter": last,
             "ttfp_ratio": ratio("median_audio_ttfp_ms"),
             "rtf_ratio": ratio("median_audio_rtf"),
+            "server_rss_ratio": ratio("server_rss_mb"),
             "error_rate_change": last["error_rate"].as_f64().unwrap_or(0.0) - first["error_rate"].as_f64().unwrap_or(0.0),
         }
     })
+}
+
+/// Resident memory of every process in group `pgid`, MiB (`/proc`; `None` when no
+/// member is found, e.g. the group is gone or this is not Linux).
+pub fn group_rss_mb(pgid: u32) -> Option<f64> {
+    let mut kb = 0u64;
+    let mut found = false;
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
+        let pgrp = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|p| p.parse::<u32>().ok());
+        if pgrp != Some(pgid) {
+            continue;
+        }
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        if let Some(v) = status.lines().find_map(|l| l.strip_prefix("VmRSS:")) {
+            kb += v
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0);
+            found = true;
+        }
+    }
+    found.then(|| kb as f64 / 1024.0)
 }
 
 /// Seconds from `start` to `t`.

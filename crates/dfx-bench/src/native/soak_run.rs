@@ -51,7 +51,7 @@ impl NativeBench {
             .ok()
             .and_then(|d| start.checked_add(d))
             .unwrap_or(start);
-        let (mut started, mut last, mut peak) = (Vec::new(), None, 0);
+        let (mut started, mut rss, mut last, mut peak) = (Vec::new(), Vec::new(), None, 0);
         for b in 0..MAX_BATCHES {
             if b > 0 && Instant::now() >= deadline {
                 break;
@@ -102,6 +102,7 @@ impl NativeBench {
             let base = driver::run_phase(&rt, &phase, measured, p.load.clone());
             peak = peak.max(phase.inflight.peak());
             started.push(soak::since(start, base));
+            rss.push(ctx.server_group.and_then(soak::group_rss_mb));
             last = Some(p);
         }
         let (records, problem) = sink.finish();
@@ -113,7 +114,7 @@ impl NativeBench {
         let mut measured: Vec<_> = records.into_iter().filter(|r| !r.warmup).collect();
         soak::rebase(&mut measured, &started);
         measured.sort_by(|a, b| a.actual_send_s.total_cmp(&b.actual_send_s));
-        let section = soak::section(&plan, s.duration_scale, &measured, &started);
+        let section = soak::section(&plan, s.duration_scale, &measured, &started, &rss);
         write_batches(&ctx.out_dir, &section, log);
         let sent = measured.len() as u64;
         let mut outcome = self.conclude_measured(ctx, log, &p, &measured, sent, peak);

@@ -154,6 +154,7 @@ pub fn context<'a>(trial: &'a Trial, out_dir: &Path, hardware: &str) -> BenchCon
         out_dir: out_dir.to_path_buf(),
         hardware: hardware.into(),
         judge_url: None,
+        server_group: None,
     }
 }
 

@@ -364,6 +364,7 @@ mod tests {
             out_dir: dir.path().to_path_buf(),
             hardware: "H100".into(),
             judge_url: None,
+            server_group: None,
         };
         (FakeBench { knobs }.run(&ctx), dir)
     }

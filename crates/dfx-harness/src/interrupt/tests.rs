@@ -88,6 +88,7 @@ fn interrupted_progress(c: &Closing) -> (Progress, Current, Instant) {
             rel_dir: "servers/02-test_a".into(),
             started: true,
             judge_url: None,
+            process_group: None,
         }),
     };
     (progress, current, started + Duration::from_millis(2500))

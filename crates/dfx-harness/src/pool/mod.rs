@@ -54,6 +54,8 @@ pub struct ServerInfo {
     pub started: bool,
     /// The judge server's `http://host:port`, when the case has one and it is up.
     pub judge_url: Option<String>,
+    /// The server's process group on this machine, when the suite started it.
+    pub process_group: Option<u32>,
 }
 
 /// Why a trial got no server.
@@ -320,6 +322,7 @@ fn info(live: &Live, started: bool) -> ServerInfo {
         rel_dir: live.rel_dir.clone(),
         started,
         judge_url: live.judge.as_ref().map(|j| j.server.base_url()),
+        process_group: live.server.process_group(),
     }
 }
 

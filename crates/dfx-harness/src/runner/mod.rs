@@ -216,6 +216,7 @@ impl Session {
             out_dir: dir.to_path_buf(),
             hardware: self.hardware.clone(),
             judge_url: server.judge_url.clone(),
+            server_group: server.process_group,
         };
         let outcome = bench.run(&ctx);
         let mut failures = Vec::new();

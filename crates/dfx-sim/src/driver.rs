@@ -40,8 +40,13 @@ impl Clock {
         (at.saturating_duration_since(self.start).as_nanos() as f64 * self.speed) as VTime
     }
 
+    /// Wall time of virtual time `v`; a time past what `Instant` holds (not reachable
+    /// with a bounded speed factor) saturates to a day from the start rather than panic.
     pub fn real(&self, v: VTime) -> Instant {
-        self.start + Duration::from_nanos((v as f64 / self.speed) as u64)
+        let d = Duration::from_nanos((v as f64 / self.speed) as u64);
+        self.start
+            .checked_add(d)
+            .unwrap_or_else(|| self.start + Duration::from_secs(86_400))
     }
 }
 

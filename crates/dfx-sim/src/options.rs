@@ -135,11 +135,16 @@ pub struct SimConfig {
     pub engine: EngineConfig,
 }
 
+/// Speed factor range (the suite's `--sim-speed` bounds: dfx-core's `bounds`).
+pub const MIN_SPEED: f64 = 0.01;
+/// See [`MIN_SPEED`].
+pub const MAX_SPEED: f64 = 1_000.0;
+
 impl SimConfig {
     fn resolve(o: &SimOptions) -> Result<SimConfig, SimError> {
-        if !(o.speed.is_finite() && o.speed > 0.0) {
+        if !(MIN_SPEED..=MAX_SPEED).contains(&o.speed) {
             return Err(SimError::Args(format!(
-                "speed factor must be a positive number, got {}",
+                "speed factor must be from {MIN_SPEED} to {MAX_SPEED}, got {}",
                 o.speed
             )));
         }

@@ -142,6 +142,7 @@ pub fn group_still_of(leader: &ProcessId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     #[test]
     fn stat_fields_are_counted_after_the_command_name() {
@@ -166,10 +167,22 @@ mod tests {
     fn this_process_is_found_and_a_wrong_start_time_is_not() {
         let me = ProcessId::me().unwrap();
         assert!(me.is_running());
-        assert!(group_still_of(&ProcessId {
-            pid: nix::unistd::getpgrp().as_raw(),
-            start_time: stat(nix::unistd::getpgrp().as_raw()).unwrap().start_time,
-        }));
+        // A group of our own whose leader is alive (the test's own group leader may have
+        // exited already, e.g. under a CI shell): found while it runs, gone once reaped.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let leader = ProcessId {
+            pid,
+            start_time: stat(pid).unwrap().start_time,
+        };
+        assert!(group_still_of(&leader));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!group_still_of(&leader));
         let other = ProcessId {
             start_time: me.start_time + 1,
             ..me

@@ -142,6 +142,7 @@ impl ServerPool {
             spec.model
         );
         let ctx = StartContext {
+            storage_dir: self.servers_dir.parent().map(|run| run.join("storage")),
             dir,
             ready_timeout: self.ready_timeout,
         };

@@ -20,6 +20,7 @@
 //!   client (`run_diffusion_benchmark.py` → `diffusion_benchmark_serving.py`).
 
 mod command;
+pub mod diffusion;
 mod flags;
 pub mod parity;
 mod process;
@@ -245,7 +246,7 @@ impl Bench for VllmBench {
 /// Combines how the process ended with what it left.
 fn outcome(exit: process::Exit, cmd: &BenchCommand, log_path: &std::path::Path) -> BenchOutcome {
     let log_tail = result::log_tail(log_path, result::TAIL_LINES);
-    let failure = exit.failure();
+    let failure = exit.failure("vllm bench");
     if let process::Exit::NotStarted(_) = exit {
         return BenchOutcome {
             exit: failure,

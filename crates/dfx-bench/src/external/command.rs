@@ -27,6 +27,8 @@ pub struct BenchCommand {
     pub env: BTreeMap<String, String>,
     /// Where vllm writes its result (`--result-dir` joined with `--result-filename`).
     pub result_path: PathBuf,
+    /// Working folder of the child; `None`: the suite's.
+    pub cwd: Option<PathBuf>,
 }
 
 /// Settings-derived inputs of [`build`] that do not come from the context.
@@ -92,6 +94,7 @@ pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand
         args,
         env,
         result_path: ctx.out_dir.join(file_name),
+        cwd: None,
     }
 }
 

@@ -128,7 +128,8 @@ pub fn flow_text(raw: &Map<String, Value>, step: &SweepStep) -> String {
 /// one-element list); when it does not match the step (never, for a plan built from the
 /// same entry) the validated rate is printed as a Python float.
 fn rate_text(raw: &Map<String, Value>, index: usize, rate: f64) -> String {
-    let written = match raw.get("request_rate") {
+    // `request-rate` is the diffusion dialect's spelling.
+    let written = match raw.get("request_rate").or_else(|| raw.get("request-rate")) {
         Some(Value::Array(items)) if items.len() == 1 => items.first(),
         Some(Value::Array(items)) => items.get(index),
         Some(other) => Some(other),

@@ -34,7 +34,7 @@ use std::time::Duration;
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Dialect};
 
-pub use command::{BenchCommand, SAMPLE_RATE_ENV, TOKEN_ENV};
+pub use command::{BenchCommand, SAMPLE_RATE_ENV, TOKEN_ENV, stamp_now, upstream_file_name};
 pub use flags::EXCLUDED_KEYS;
 pub use result::{ResultFileError, read_result, request_errors};
 

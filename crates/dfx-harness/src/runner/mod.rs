@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use dfx_core::bench::BenchContext;
+use dfx_core::checks;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::{ResultDoc, template_fallback};
 use dfx_core::verdict::{Verdict, judge};
@@ -274,13 +275,24 @@ impl Session {
         let mut doc = std::mem::take(&mut p.doc);
         add_runner_keys(&mut doc, trial, &self.hardware, p.bench);
         let verdict = if p.judged {
-            judge(
+            let mut v = judge(
                 &doc,
                 trial.step.num_prompts,
                 &trial.thresholds,
                 &p.errors,
                 self.assert_baseline,
-            )
+            );
+            if p.fallback.is_none() {
+                v.failures.extend(checks::fixed_length_failures(
+                    &trial.entry,
+                    &doc,
+                    trial.step.num_prompts,
+                ));
+                v.failures
+                    .extend(checks::omniinteract_failures(&trial.entry, &doc));
+                v.passed = v.failures.is_empty();
+            }
+            v
         } else {
             Verdict {
                 passed: false,

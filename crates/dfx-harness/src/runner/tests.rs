@@ -477,3 +477,20 @@ fn upstream_folder_holds_every_trial_under_upstreams_file_name() {
         }
     }
 }
+
+#[test]
+fn fixed_length_workloads_are_checked_on_the_result() {
+    let mut t = concurrency_trial("test_a", "fixed", 1, 2);
+    let mut e: BenchEntry = (*t.entry).clone();
+    e.raw.insert(
+        "extra_body".into(),
+        json!({"sampling_params_list": [{"min_tokens": 5, "max_tokens": 5}]}),
+    );
+    t.entry = Arc::new(e);
+    let mut f = fixture(vec![t], fake(FakeKnobs::default()), false);
+    let err = f.session.run_trial(0).unwrap_err();
+    assert!(
+        err.contains("Fixed stage workload: the result has no request_stage_metrics"),
+        "{err}"
+    );
+}

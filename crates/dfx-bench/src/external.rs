@@ -20,6 +20,7 @@
 //!   client (`run_diffusion_benchmark.py` → `diffusion_benchmark_serving.py`).
 
 mod command;
+pub mod diffusion;
 mod flags;
 pub mod parity;
 mod process;
@@ -33,7 +34,7 @@ use std::time::Duration;
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Dialect};
 
-pub use command::{BenchCommand, SAMPLE_RATE_ENV, TOKEN_ENV};
+pub use command::{BenchCommand, SAMPLE_RATE_ENV, TOKEN_ENV, stamp_now, upstream_file_name};
 pub use flags::EXCLUDED_KEYS;
 pub use result::{ResultFileError, read_result, request_errors};
 
@@ -245,7 +246,7 @@ impl Bench for VllmBench {
 /// Combines how the process ended with what it left.
 fn outcome(exit: process::Exit, cmd: &BenchCommand, log_path: &std::path::Path) -> BenchOutcome {
     let log_tail = result::log_tail(log_path, result::TAIL_LINES);
-    let failure = exit.failure();
+    let failure = exit.failure("vllm bench");
     if let process::Exit::NotStarted(_) = exit {
         return BenchOutcome {
             exit: failure,

@@ -15,14 +15,17 @@ pub enum BenchKind {
     Native,
     /// `vllm bench serve --omni`.
     Vllm,
+    /// Upstream's `benchmarks/diffusion/diffusion_benchmark_serving.py`.
+    Diffusion,
 }
 
 impl BenchKind {
-    /// `native` / `vllm`.
+    /// `native` / `vllm` / `diffusion`.
     pub fn as_str(self) -> &'static str {
         match self {
             BenchKind::Native => "native",
             BenchKind::Vllm => "vllm",
+            BenchKind::Diffusion => "diffusion",
         }
     }
 }

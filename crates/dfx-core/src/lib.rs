@@ -11,6 +11,7 @@
 pub mod baseline;
 pub mod bench;
 pub mod bounds;
+pub mod checks;
 pub mod config;
 pub mod deploy;
 pub mod describe;

@@ -84,6 +84,19 @@ pub struct BenchEntry {
     /// The entry exactly as written (key order preserved), for the external bench, which
     /// turns every non-excluded key into a flag.
     pub raw: Map<String, Value>,
+    /// Keys of the entry's case that bear on how it runs and is judged.
+    pub case: CaseKeys,
+}
+
+/// Case-level keys an entry needs (validated at load).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CaseKeys {
+    /// `benchmark_endpoint` (legacy `benchmark_backend`) as written: the diffusion
+    /// endpoint of every entry of the case.
+    pub benchmark_endpoint: Option<String>,
+    /// `omniinteract_aggregate_min_ia_qtf1`: the floor of the IA-QTF1 pooled over every
+    /// evaluated OmniInteract subset of the test.
+    pub omniinteract_aggregate_min_ia_qtf1: Option<f64>,
 }
 
 /// Whether a sweep step is a closed-loop concurrency step or an open-loop rate step.

@@ -181,3 +181,12 @@ fn every_error_of_every_file_is_reported() {
     assert_eq!(e.0.len(), 4, "{e}");
     insta::assert_snapshot!("all_errors_collected", fx.scrub(&e.to_string()));
 }
+
+error_snapshot!(bad_inline_deploy_config, {
+    let mut case = tts_case("test_a", json!({}));
+    case["server_params"]["serve_args"] = json!({
+        "deploy-config-inline": {"type": "toml", "content": {"a": 1}},
+        "x-inline": {"type": "yaml"}
+    });
+    json!([case]).to_string()
+});

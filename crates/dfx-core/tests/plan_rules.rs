@@ -341,7 +341,7 @@ fn store_fills_thresholds_where_no_hardware_bucket_exists() {
 }
 
 #[test]
-fn diffusion_dialect_is_loaded_and_listed_as_ignored() {
+fn diffusion_dialect_is_loaded_with_endpoints_and_evaluated_baselines() {
     let dir = PathBuf::from("tests/fixtures");
     let fx = Fx::new();
     let plan = load_plan(&fx.opts(&[dir.join("diffusion_dialect.json")], "H100")).unwrap();
@@ -351,11 +351,43 @@ fn diffusion_dialect_is_loaded_and_listed_as_ignored() {
         .filter(|t| t.entry.dialect == Dialect::Diffusion)
         .collect();
     assert_eq!(diffusion.len(), 4);
-    assert!(
-        diffusion
-            .iter()
-            .all(|t| t.unsupported.as_deref() == Some(DIFFUSION_UNSUPPORTED))
+    // The harness decides whether they run (diffusion bench configured or not).
+    assert!(diffusion.iter().all(|t| t.unsupported.is_none()));
+    assert!(DIFFUSION_UNSUPPORTED.contains("--diffusion-script"));
+    let endpoints: Vec<_> = diffusion
+        .iter()
+        .map(|t| t.entry.endpoint.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        endpoints,
+        [
+            "/v1/chat/completions",
+            "/v1/videos",
+            "/v1/chat/completions",
+            "/v1/chat/completions"
+        ]
     );
+    let first: Vec<_> = diffusion[0]
+        .thresholds
+        .items
+        .iter()
+        .map(|t| (t.metric.as_str(), t.value, t.direction.symbol()))
+        .collect();
+    assert_eq!(
+        first,
+        [
+            ("throughput_qps", 0.3, ">="),
+            ("latency_mean", 3.5, "<="),
+            ("peak_memory_mb_mean", 67000.0, "<=")
+        ]
+    );
+    let i2v: Vec<_> = diffusion[1]
+        .thresholds
+        .items
+        .iter()
+        .map(|t| t.metric.as_str())
+        .collect();
+    assert_eq!(i2v, ["throughput_qps"]);
     let tts = plan
         .trials
         .iter()

@@ -5,12 +5,14 @@
 use std::collections::HashSet;
 
 use dfx_core::bench::Bench;
+use dfx_core::config::DIFFUSION_UNSUPPORTED;
 use dfx_core::config::{ConfigError, ConfigErrors};
 use dfx_core::fsutil::sanitize_component;
-use dfx_core::plan::{Plan, Trial};
+use dfx_core::plan::{Dialect, Plan, Trial};
 use dfx_core::server::ServerLauncher;
 
-/// One candidate bench: `native`, `vllm` or `fake`, or why it does not exist here.
+/// One candidate bench: `native`, `vllm`, `fake` or `diffusion`, or why it does not exist
+/// here.
 pub struct BenchSlot {
     pub label: &'static str,
     pub bench: Result<Box<dyn Bench + Send>, String>,
@@ -45,7 +47,12 @@ impl BenchSet {
         self.slots.get(slot)?.bench.as_ref().ok().map(|b| &**b)
     }
 
-    /// The label of a slot (`native`, `vllm`, `fake`).
+    /// Whether a slot with this label exists.
+    pub fn has(&self, label: &str) -> bool {
+        self.slots.iter().any(|s| s.label == label)
+    }
+
+    /// The label of a slot (`native`, `vllm`, `fake`, `diffusion`).
     pub fn label(&self, slot: usize) -> &'static str {
         self.slots.get(slot).map_or("?", |s| s.label)
     }
@@ -149,7 +156,9 @@ fn decide(trial: &Trial, launcher: &dyn ServerLauncher, benches: &BenchSet) -> D
             reason: reasons.join("; "),
         },
         Err(why) => {
-            if trial.unsupported.is_none() {
+            if trial.entry.dialect == Dialect::Diffusion && !benches.has("diffusion") {
+                reasons.push(format!("unsupported: {DIFFUSION_UNSUPPORTED}"));
+            } else if trial.unsupported.is_none() {
                 reasons.push(why);
             }
             Disposition::Skip {

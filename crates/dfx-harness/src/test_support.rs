@@ -51,6 +51,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         name: None,
         trust_remote_code: false,
         raw: Map::new(),
+        case: Default::default(),
     }
 }
 

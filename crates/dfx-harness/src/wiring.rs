@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dfx_bench::external::diffusion::{DiffusionBench, DiffusionSettings};
 use dfx_bench::external::{ExternalSettings, VllmBench};
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::server::ServerLauncher;
@@ -111,8 +112,10 @@ pub fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
 }
 
 /// The bench slots `--bench` allows, in order of preference (`auto`: native, then
-/// vllm; each bench's `supports` says which entries it implements). An error is a problem
-/// with the settings (reported like a flag error, before anything starts).
+/// vllm; each bench's `supports` says which entries it implements), followed by the
+/// diffusion driver when `--diffusion-script` / `--vllm-omni-dir` is given (it runs
+/// diffusion-dialect entries only, whichever bench `--bench` names). An error is a problem with the settings (reported like a flag error,
+/// before anything starts).
 pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String> {
     let native = || BenchSlot {
         label: "native",
@@ -130,7 +133,14 @@ pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String>
             ..ExternalSettings::default()
         })) as Box<dyn dfx_core::bench::Bench + Send>),
     };
-    let slots = match cfg.bench.tool {
+    let diffusion_settings = DiffusionSettings {
+        script: cfg.bench.diffusion_script.clone(),
+        vllm_omni_dir: cfg.bench.vllm_omni_dir.clone(),
+        python: cfg.bench.python.clone(),
+        supervision: supervision(cfg, project),
+        ..DiffusionSettings::default()
+    };
+    let mut slots = match cfg.bench.tool {
         BenchTool::Fake => vec![BenchSlot {
             label: "fake",
             bench: Ok(Box::new(FakeBench {
@@ -141,6 +151,12 @@ pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String>
         BenchTool::Vllm => vec![vllm()],
         BenchTool::Auto => vec![native(), vllm()],
     };
+    if diffusion_settings.configured() {
+        slots.push(BenchSlot {
+            label: "diffusion",
+            bench: Ok(Box::new(DiffusionBench::new(diffusion_settings))),
+        });
+    }
     Ok(BenchSet { slots })
 }
 

@@ -3,8 +3,10 @@
 //!
 //! vllm-omni: `<exe> serve <model> --host 127.0.0.1 --port <port> [--omni] <serve_args…>
 //! <extra_cli_args…> [--stage-overrides <json>] [--deploy-config <path>]
-//! [--stage-init-timeout 600 --init-timeout 900]`, environment `VLLM_WORKER_MULTIPROC_METHOD=spawn`
-//! plus `server_params.env`.
+//! [--stage-init-timeout 600] [--init-timeout 900]`, environment
+//! `VLLM_WORKER_MULTIPROC_METHOD=spawn` plus `server_params.env`. Each default timeout is
+//! added only when `serve_args` + `extra_cli_args` do not already name that flag
+//! (`--flag value` or `--flag=value`), as upstream's `_merge_omni_default_server_args`.
 //!
 //! sglang-omni (upstream `tests/dfx/perf/scripts/sglang_omni_server.py`): `<exe> serve
 //! --model-path <model> --host 127.0.0.1 --port <port> <serve_args…>`, where booleans are
@@ -68,7 +70,13 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
     if spec.use_omni {
         args.push("--omni".into());
     }
-    args.extend(vllm_serve_args(&spec.serve_args));
+    let own = vllm_serve_args(&spec.serve_args);
+    let given: Vec<&str> = own
+        .iter()
+        .chain(&spec.extra_cli_args)
+        .filter_map(|a| flag_name_of(a))
+        .collect();
+    args.extend(own.iter().cloned());
     args.extend(spec.extra_cli_args.iter().cloned());
     if let Some(o) = spec.stage_overrides.as_ref().filter(|o| !is_falsy(o)) {
         args.extend(["--stage-overrides".into(), o.to_string()]);
@@ -77,7 +85,11 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
         args.extend(["--deploy-config".into(), p.display().to_string()]);
     }
     if spec.use_omni {
-        args.extend(["--stage-init-timeout", "600", "--init-timeout", "900"].map(String::from));
+        for (flag, value) in DEFAULT_SERVER_ARGS {
+            if !given.contains(&flag) {
+                args.extend([flag.to_string(), value.to_string()]);
+            }
+        }
     }
     let mut env = BTreeMap::from([("VLLM_WORKER_MULTIPROC_METHOD".into(), "spawn".into())]);
     env.extend(spec.env.clone());
@@ -86,6 +98,16 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
         args,
         env,
     }
+}
+
+/// The init timeouts upstream adds to a `--omni` server when the case does not set them.
+pub const DEFAULT_SERVER_ARGS: [(&str, &str); 2] =
+    [("--stage-init-timeout", "600"), ("--init-timeout", "900")];
+
+/// The flag name of an argument (`--x` of `--x` or `--x=1`); `None` for values.
+fn flag_name_of(arg: &str) -> Option<&str> {
+    arg.starts_with("--")
+        .then(|| arg.split_once('=').map_or(arg, |(name, _)| name))
 }
 
 /// Upstream skipped `stage_overrides` when falsy (`{}`, `null`).
@@ -273,6 +295,69 @@ mod tests {
             assert_eq!(String::from_utf8(out.stdout).unwrap(), word);
         }
         assert_eq!(shell_quote("--port=8000"), "--port=8000");
+    }
+
+    fn spec(extra: &[&str], use_omni: bool) -> ServerSpec {
+        ServerSpec {
+            server_type: ServerType::VllmOmni,
+            model: "m".into(),
+            deploy: None,
+            stage_overrides: None,
+            serve_args: ServeArgs::default(),
+            extra_cli_args: extra.iter().map(|s| s.to_string()).collect(),
+            use_omni,
+            env: BTreeMap::new(),
+            ready_timeout: None,
+            judge: None,
+        }
+    }
+
+    fn tail(extra: &[&str], use_omni: bool) -> Vec<String> {
+        let inputs = CommandInputs {
+            exe: Path::new("vllm-omni"),
+            port: 1,
+            deploy_config: None,
+            deploy_dir: Path::new("deploy"),
+            force_vllm_form: false,
+        };
+        let args = build(&spec(extra, use_omni), inputs).unwrap().args;
+        let start = args.iter().position(|a| a == "1").unwrap() + 1;
+        args[start..].to_vec()
+    }
+
+    #[test]
+    fn default_timeouts_only_for_flags_not_given() {
+        let both = [
+            "--omni",
+            "--stage-init-timeout",
+            "600",
+            "--init-timeout",
+            "900",
+        ];
+        assert_eq!(tail(&[], true), both);
+        assert_eq!(
+            tail(
+                &["--stage-init-timeout", "1800", "--init-timeout", "1800"],
+                true
+            ),
+            [
+                "--omni",
+                "--stage-init-timeout",
+                "1800",
+                "--init-timeout",
+                "1800"
+            ]
+        );
+        assert_eq!(
+            tail(&["--stage-init-timeout=1800"], true),
+            [
+                "--omni",
+                "--stage-init-timeout=1800",
+                "--init-timeout",
+                "900"
+            ]
+        );
+        assert!(tail(&[], false).is_empty());
     }
 
     #[test]

@@ -10,8 +10,12 @@ use std::time::Duration;
 
 use dfx_core::fsutil::{sanitize_component, write_atomic};
 use dfx_core::server::{
-    RunningServer, ServerError, ServerLauncher, ServerSpec, ServerType, StartContext, Unavailable,
+    RunningServer, ServeArgs, ServerError, ServerLauncher, ServerSpec, ServerType, StartContext,
+    Unavailable,
 };
+
+use dfx_core::server::inline;
+use serde_json::Value;
 
 use crate::command::{self, CommandInputs, HOST, ServerCommand};
 use crate::exe::{self, ExeLookup};
@@ -172,6 +176,8 @@ impl ProcessLauncher {
             Some(d) => Some(d.source.clone()),
             None => None,
         };
+        let with_files = write_inline_files(spec, dir)?;
+        let spec = with_files.as_ref().unwrap_or(spec);
         let mut cmd = command::build(
             spec,
             CommandInputs {
@@ -211,7 +217,16 @@ impl ProcessLauncher {
     ) -> Result<ManagedServer, ServerError> {
         std::fs::create_dir_all(&ctx.dir)?;
         let port = self.pick_port()?;
-        let cmd = self.command(spec, port, &ctx.dir)?;
+        let mut cmd = self.command(spec, port, &ctx.dir)?;
+        if let Some(storage) = &ctx.storage_dir
+            && !cmd.env.contains_key(STORAGE_ENV)
+            && std::env::var_os(STORAGE_ENV).is_none()
+        {
+            std::fs::create_dir_all(storage)?;
+            let storage = std::path::absolute(storage).unwrap_or_else(|_| storage.clone());
+            cmd.env
+                .insert(STORAGE_ENV.into(), storage.display().to_string());
+        }
         let line = cmd.shell_line();
         write_atomic(&ctx.dir.join("command.txt"), cmd.describe().as_bytes())?;
         let log_path = ctx.dir.join("server.log");
@@ -240,6 +255,46 @@ impl ProcessLauncher {
         tracing::info!(port, pgid = server.pgid(), "server ready");
         Ok(server)
     }
+}
+
+/// Where vllm-omni stores generated media; upstream's runner points it at
+/// `<results>/storage`.
+pub const STORAGE_ENV: &str = "VLLM_OMNI_STORAGE_PATH";
+
+/// When `serve_args` has `*-inline` keys: a copy of `spec` where each is replaced, in
+/// place, by its base key naming the file written into `dir` (`deploy-config-inline` →
+/// `deploy-config: <dir>/deploy-config.yaml`). `None` when there are none.
+fn write_inline_files(spec: &ServerSpec, dir: &Path) -> Result<Option<ServerSpec>, ServerError> {
+    let ServeArgs::Map(map) = &spec.serve_args else {
+        return Ok(None);
+    };
+    if !map.keys().any(|k| k.ends_with(inline::INLINE_SUFFIX)) {
+        return Ok(None);
+    }
+    let mut out = serde_json::Map::new();
+    for (k, v) in map {
+        match inline::render(k, v) {
+            None => {
+                out.insert(k.clone(), v.clone());
+            }
+            Some(Err(why)) => {
+                return Err(ServerError::InvalidSpec(format!(
+                    "serve_args.{k}: invalid inline file: {why}"
+                )));
+            }
+            Some(Ok(file)) => {
+                std::fs::create_dir_all(dir)?;
+                let name = format!("{}.{}", sanitize_component(&file.base), file.ext);
+                let path = std::path::absolute(dir.join(name))?;
+                write_atomic(&path, file.text.as_bytes())?;
+                out.insert(file.base, Value::String(path.display().to_string()));
+            }
+        }
+    }
+    Ok(Some(ServerSpec {
+        serve_args: ServeArgs::Map(out),
+        ..spec.clone()
+    }))
 }
 
 impl ServerLauncher for ProcessLauncher {

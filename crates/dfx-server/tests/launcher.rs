@@ -305,6 +305,40 @@ fn missing_executable_is_unavailable_with_the_reason() {
 }
 
 #[test]
+fn inline_deploy_config_is_written_in_place_and_storage_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(dir.path(), LONG);
+    let mut s = spec(&[]);
+    let serve_args = serde_json::json!({
+        "trust-remote-code": true,
+        "deploy-config-inline": {"type": "yaml", "content": {"pipeline": "p", "stages": [{"stage_id": 0}]}},
+        "max-num-seqs": 1
+    });
+    s.serve_args = dfx_core::server::ServeArgs::Map(serve_args.as_object().unwrap().clone());
+    let server = launcher().start(&s, &ctx).unwrap();
+    let file = std::path::absolute(ctx.dir.join("deploy-config.yaml")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "pipeline: p\nstages:\n- stage_id: 0\n"
+    );
+    let command = std::fs::read_to_string(ctx.dir.join("command.txt")).unwrap();
+    assert!(
+        command.contains(&format!(
+            "--trust-remote-code --deploy-config {} --max-num-seqs 1 --stage-init-timeout 600 --init-timeout 900",
+            file.display()
+        )),
+        "{command}"
+    );
+    let storage = std::path::absolute(dir.path().join("storage")).unwrap();
+    assert!(
+        command.contains(&format!("VLLM_OMNI_STORAGE_PATH={}", storage.display())),
+        "{command}"
+    );
+    assert!(storage.is_dir());
+    server.stop().unwrap();
+}
+
+#[test]
 fn edited_deploy_copy_is_written_and_passed() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);

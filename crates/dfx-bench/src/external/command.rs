@@ -27,6 +27,8 @@ pub struct BenchCommand {
     pub env: BTreeMap<String, String>,
     /// Where vllm writes its result (`--result-dir` joined with `--result-filename`).
     pub result_path: PathBuf,
+    /// Working folder of the child; `None`: the suite's.
+    pub cwd: Option<PathBuf>,
 }
 
 /// Settings-derived inputs of [`build`] that do not come from the context.
@@ -96,6 +98,7 @@ pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand
         args,
         env,
         result_path: ctx.out_dir.join(file_name),
+        cwd: None,
     }
 }
 
@@ -107,23 +110,35 @@ fn sets(raw: &Map<String, Value>, key: &str) -> bool {
     )
 }
 
-/// Upstream's result file name:
-/// `result_{test_name}[_{hw}]_{dataset_name}_{flow}_{num_prompts}_in{ri}_out{ro}_{stamp}.json`
-/// with `hw` omitted for `H100`, `ri`/`ro` the entry's random input/output lengths or
-/// `na`. Every part goes through upstream's filename-token replacement (`/ \ : * ? " < >
-/// |` → `_`), which upstream forgot for `test_name` and `dataset_name`.
+/// Upstream's result file name of `ctx`'s step ([`upstream_file_name`]).
 pub fn result_file_name(ctx: &BenchContext<'_>, stamp: &str) -> String {
-    let trial = ctx.trial;
+    upstream_file_name(ctx.trial, &ctx.hardware, stamp)
+}
+
+/// Upstream's result file name:
+/// `result_{test_name}[_{name}][_{hw}]_{dataset_name}_{flow}_{num_prompts}_in{ri}_out{ro}_{stamp}.json`
+/// with `hw` omitted for `H100`, `ri`/`ro` the entry's random input/output lengths or
+/// `na`, `flow` the step's rate or concurrency as written. `name` (the entry's `name`,
+/// when a non-empty string) follows the test name: upstream's newest runner puts it into
+/// the name at a position not found in its sources; there the nightly tools' parser keeps
+/// it as part of `test_name`, as it does the hardware token. Every part goes through
+/// upstream's filename-token replacement (`/ \ : * ? " < > |` → `_`), which upstream
+/// forgot for `test_name` and `dataset_name`.
+pub fn upstream_file_name(trial: &dfx_core::plan::Trial, hardware: &str, stamp: &str) -> String {
     let raw = &trial.entry.raw;
-    let hw = token_or_na(Some(&ctx.hardware));
+    let hw = token_or_na(Some(hardware));
     let hw_part = if hw == "H100" {
         String::new()
     } else {
         format!("_{hw}")
     };
     let dataset = replace_bad(trial.entry.dataset_name.as_deref().unwrap_or(""));
+    let name_part = match trial.entry.name.as_deref().map(str::trim) {
+        Some(n) if !n.is_empty() => format!("_{}", token_or_na(Some(n))),
+        _ => String::new(),
+    };
     format!(
-        "result_{test}{hw_part}_{dataset}_{flow}_{n}_in{ri}_out{ro}_{stamp}.json",
+        "result_{test}{name_part}{hw_part}_{dataset}_{flow}_{n}_in{ri}_out{ro}_{stamp}.json",
         test = replace_bad(&trial.test_name),
         flow = replace_bad(&flags::flow_text(raw, &trial.step)),
         n = trial.step.num_prompts,

@@ -6,22 +6,38 @@ use serde_json::{Map, Value};
 
 use super::pyfmt;
 
-/// Entry keys that are never bench flags (`docs/config.md` ("Exclude set")). Upstream's
-/// runner lacks `name`; dfx-perf adds it because `name` is the entry's identity, not a
-/// flag.
+/// Entry keys that are never bench flags (`docs/config.md` ("Exclude set")): upstream's
+/// current set (`run_benchmark.py`, 2026), which also holds the accuracy gates, the judge
+/// and the warmup keys of the diffusion-style entries.
 pub const EXCLUDED_KEYS: &[&str] = &[
     "request_rate",
     "baseline",
     "num_prompts",
     "max_concurrency",
+    "num_warmups",
     "task",
     "enabled",
     "eval_phase",
     "trust_remote_code",
-    "num_warmups",
-    "name",
     "expected_duplex_audio_turns_per_session",
+    "omniinteract_min_ia_qtf1",
+    "omniinteract_aggregate_min_ia_qtf1",
+    "omniinteract_aggregate_subsets",
+    "omniinteract_aggregate_group",
+    "judge_server_params",
+    "name",
+    "enable_negative_prompt",
+    "random_request_config",
+    "num_input_images",
+    "warmup_requests",
+    "warmup_concurrency",
+    "warmup_num_inference_steps",
 ];
+
+/// Whether the key is upstream's `extra_body` / `extra-body` (skipped when it is `{}`).
+fn is_extra_body(key: &str) -> bool {
+    key == "extra_body" || key == "extra-body"
+}
 
 /// `--key-with-dashes` for an entry key: every `_` becomes `-` (a key written with dashes,
 /// like `percentile-metrics`, stays as written).
@@ -31,7 +47,7 @@ pub fn flag_name(key: &str) -> String {
 
 /// Every non-excluded key of the entry as written, in file order: `true` → bare flag,
 /// `false`/`null` → nothing, object or list → compact JSON, number → Python's `str`,
-/// string → itself.
+/// string → itself. An empty `extra_body` (`{}`) is not passed, as upstream does.
 ///
 /// Upstream renders lists with Python's `str(list)` (`['a', 'b']`), which no `vllm bench`
 /// flag can parse; dfx-perf renders them as compact JSON like objects (`docs/config.md`
@@ -45,6 +61,7 @@ pub fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
         let flag = flag_name(key);
         match value {
             Value::Null | Value::Bool(false) => {}
+            Value::Object(o) if o.is_empty() && is_extra_body(key) => {}
             Value::Bool(true) => args.push(flag),
             Value::Object(_) | Value::Array(_) => {
                 args.push(flag);
@@ -111,7 +128,8 @@ pub fn flow_text(raw: &Map<String, Value>, step: &SweepStep) -> String {
 /// one-element list); when it does not match the step (never, for a plan built from the
 /// same entry) the validated rate is printed as a Python float.
 fn rate_text(raw: &Map<String, Value>, index: usize, rate: f64) -> String {
-    let written = match raw.get("request_rate") {
+    // `request-rate` is the diffusion dialect's spelling.
+    let written = match raw.get("request_rate").or_else(|| raw.get("request-rate")) {
         Some(Value::Array(items)) if items.len() == 1 => items.first(),
         Some(Value::Array(items)) => items.get(index),
         Some(other) => Some(other),
@@ -143,7 +161,8 @@ mod tests {
             "random_range_ratio": 0.0, "random_input_len": 100, "ignore_eos": true,
             "disable_tqdm": false, "label": null,
             "random_mm_bucket_config": {"(0, 60, 3)": 1.0},
-            "percentile-metrics": "ttft,e2el", "goodput": ["e2el:500", "ttft:100"]
+            "percentile-metrics": "ttft,e2el", "goodput": ["e2el:500", "ttft:100"],
+            "extra_body": {}, "omniinteract_min_ia_qtf1": 0.5, "warmup_requests": 2
         }));
         assert_eq!(
             entry_flags(&raw),

@@ -27,14 +27,15 @@ pub enum Exit {
 }
 
 impl Exit {
-    /// The user-facing message when the run did not end with status 0.
-    pub fn failure(&self) -> Option<String> {
+    /// The user-facing message when the run of `what` (`vllm bench`) did not end with
+    /// status 0.
+    pub fn failure(&self, what: &str) -> Option<String> {
         match self {
             Exit::Code(0) => None,
-            Exit::Code(n) => Some(format!("vllm bench exited with status {n}")),
-            Exit::Signal(s) => Some(format!("vllm bench was killed by signal {s}")),
+            Exit::Code(n) => Some(format!("{what} exited with status {n}")),
+            Exit::Signal(s) => Some(format!("{what} was killed by signal {s}")),
             Exit::TimedOut(d) => Some(format!(
-                "vllm bench did not finish within {} s and was killed",
+                "{what} did not finish within {} s and was killed",
                 d.as_secs()
             )),
             Exit::NotStarted(why) => Some(why.clone()),
@@ -66,6 +67,19 @@ pub fn run_logged(
     timeout: Option<Duration>,
     supervision: &Supervision,
 ) -> Exit {
+    run_logged_as("vllm bench", cmd, secret, log_path, timeout, supervision)
+}
+
+/// [`run_logged`] for a child named `what` in messages and state files (`vllm bench`,
+/// `diffusion benchmark`), started in `cmd.cwd` when set.
+pub fn run_logged_as(
+    what: &'static str,
+    cmd: &BenchCommand,
+    secret: Option<Secret<'_>>,
+    log_path: &Path,
+    timeout: Option<Duration>,
+    supervision: &Supervision,
+) -> Exit {
     let log = match open_log(cmd, secret.as_ref(), log_path) {
         Ok(log) => log,
         Err(e) => return Exit::NotStarted(format!("cannot write {}: {e}", log_path.display())),
@@ -84,23 +98,23 @@ pub fn run_logged(
         .stdout(out)
         .stderr(err)
         .process_group(0);
+    if let Some(dir) = &cmd.cwd {
+        command.current_dir(dir);
+    }
     if let Some(s) = &secret {
         command.env(TOKEN_ENV, s.value);
     }
     let child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let msg = format!(
-                "could not start vllm bench ({}): {e}",
-                cmd.program.display()
-            );
+            let msg = format!("could not start {what} ({}): {e}", cmd.program.display());
             let _ = writeln!(&log, "# dfx-perf: {msg}");
             return Exit::NotStarted(msg);
         }
     };
     let watch = supervision.watch(WatchSpec {
         leader: child.id() as i32,
-        what: "vllm bench",
+        what,
         grace: GRACE,
         log: Some(log_path),
     });
@@ -130,6 +144,9 @@ fn open_log(cmd: &BenchCommand, secret: Option<&Secret<'_>>, path: &Path) -> std
         .map(|a| shell_quote(&a))
         .collect();
     writeln!(f, "# dfx-perf: {}", line.join(" "))?;
+    if let Some(dir) = &cmd.cwd {
+        writeln!(f, "# dfx-perf: cwd {}", shell_quote(&dir.to_string_lossy()))?;
+    }
     for (k, v) in &cmd.env {
         writeln!(f, "# dfx-perf: env {k}={}", shell_quote(v))?;
     }
@@ -222,7 +239,7 @@ impl GroupGuard {
         self.watch.release();
         let status = match status {
             Ok(s) => s,
-            Err(e) => return Exit::NotStarted(format!("waiting for vllm bench failed: {e}")),
+            Err(e) => return Exit::NotStarted(format!("waiting for the bench failed: {e}")),
         };
         if let Some(limit) = timed_out {
             return Exit::TimedOut(limit);

@@ -73,6 +73,24 @@ pub fn compact_json(value: &Value) -> String {
     out
 }
 
+/// `json.dumps(value, separators=(",", ":"))` (`ensure_ascii` left at its default, true):
+/// like [`compact_json`] with every non-ASCII character escaped as `\uXXXX` (surrogate
+/// pairs beyond the BMP), as upstream's diffusion runner renders objects and lists.
+pub fn compact_json_ascii(value: &Value) -> String {
+    let mut out = String::new();
+    for c in compact_json(value).chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buf = [0u16; 2];
+            for unit in c.encode_utf16(&mut buf) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
 fn write_json(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
@@ -112,6 +130,15 @@ fn write_str(s: &str, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ascii_json_escapes_like_python() {
+        let v = serde_json::json!({"é": ["😀", 1.0, "a\"b"]});
+        assert_eq!(
+            super::compact_json_ascii(&v),
+            r#"{"\u00e9":["\ud83d\ude00",1.0,"a\"b"]}"#
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -195,8 +195,12 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
         d.insert(k.into(), Value::from(v));
     }
     for &m in &sel.metrics {
-        // With no success upstream keeps e2el and duration (zeros) and drops the rest.
-        let always = matches!(m, Metric::E2el | Metric::Audio(AudioMetric::Duration));
+        // With no success upstream keeps e2el and duration (zeros) and drops the rest;
+        // its newer bench always writes the underrun statistics once selected.
+        let always = matches!(
+            m,
+            Metric::E2el | Metric::Audio(AudioMetric::Duration | AudioMetric::Underrun)
+        );
         if completed > 0 || always {
             let (s, scale) = samples(&ok, m);
             put_stats(&mut d, m.stem(), &s, scale, ps);

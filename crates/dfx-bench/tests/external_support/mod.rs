@@ -95,6 +95,7 @@ pub fn entry_from_raw(
         name: s("name"),
         trust_remote_code,
         raw,
+        case: Default::default(),
     }
 }
 

@@ -257,6 +257,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         name: None,
         trust_remote_code: false,
         raw: Map::new(),
+        case: Default::default(),
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -6,7 +6,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::case::CaseDraft;
-use super::entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED};
 use super::error::{ConfigError, Ctx};
 use super::marks::MarkExpr;
 use super::naming::{dedup_suffixes, entry_suffix, trial_name};
@@ -52,17 +51,10 @@ pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
                 suffix: suffix.clone(),
                 ..draft.entry.clone()
             });
-            let diffusion = entry.dialect == Dialect::Diffusion;
             for step in &draft.steps {
-                let thresholds = match (&draft.baseline, diffusion) {
-                    (_, true) if entry.raw.get("baseline").is_some_and(|b| !b.is_null()) => {
-                        Thresholds {
-                            note: Some(DIFFUSION_BASELINE_NOTE.into()),
-                            ..Thresholds::default()
-                        }
-                    }
-                    (Some(b), false) => b.resolve(step, hardware),
-                    _ => Thresholds::default(),
+                let thresholds = match &draft.baseline {
+                    Some(b) => b.resolve(step, hardware),
+                    None => Thresholds::default(),
                 };
                 trials.push(Trial {
                     name: trial_name(test, &suffix, &step.label),
@@ -78,9 +70,10 @@ pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
                     entry: entry.clone(),
                     step: step.clone(),
                     thresholds,
+                    // Diffusion entries run when a diffusion bench is configured; the
+                    // harness gives `DIFFUSION_UNSUPPORTED` as the reason otherwise.
                     unsupported: match entry.dialect {
-                        Dialect::Omni => None,
-                        Dialect::Diffusion => Some(DIFFUSION_UNSUPPORTED.to_string()),
+                        Dialect::Omni | Dialect::Diffusion => None,
                         Dialect::NativeDuplex => Some(NATIVE_DUPLEX_UNSUPPORTED.to_string()),
                         // The benches decide: the native one soaks openai-audio-speech.
                         Dialect::Stability => None,
@@ -142,7 +135,7 @@ pub(crate) fn apply_store(store: &Store, trials: &mut [Trial], warnings: &mut Ve
 }
 
 /// One warning per entry whose trials have no thresholds for this hardware although the
-/// entry has a baseline (diffusion entries are ignored trials and say so themselves).
+/// entry has a baseline.
 pub(crate) fn note_warnings(trials: &[Trial], warnings: &mut Vec<String>) {
     let mut done: BTreeSet<(String, usize, usize)> = BTreeSet::new();
     for t in trials.iter().filter(|t| t.unsupported.is_none()) {

@@ -11,6 +11,7 @@ use super::marks::{CaseMarks, parse_mark_field};
 use super::raw::{RawCase, from_object};
 use super::server::build_server;
 use super::value::{Errs, opt_str};
+use crate::plan::CaseKeys;
 use crate::server::ServerSpec;
 
 /// A validated case. Fields that failed validation are `None`/empty and their errors were
@@ -28,9 +29,10 @@ pub(crate) struct CaseDraft {
 
 /// Case keys of upstream's 2026 configs that dfx-perf reads (or shows) without a field of
 /// its own in [`RawCase`]; `omniinteract_*` accuracy gates are accepted too.
-const KNOWN_CASE_KEYS: [&str; 3] = [
+const KNOWN_CASE_KEYS: [&str; 4] = [
     "benchmark_runner",
     "benchmark_endpoint",
+    "benchmark_backend",
     "judge_server_params",
 ];
 
@@ -81,6 +83,7 @@ pub(crate) fn build_case(
     }
     opt_str(&ctx, "description", raw.description.as_ref(), errs);
     draft.marks = parse_mark_field(&ctx, raw.mark.as_ref(), errs);
+    let case_keys = case_keys(&ctx, &raw.other, errs);
     let server = build_server(
         &ctx,
         raw.server_type.as_ref(),
@@ -112,6 +115,7 @@ pub(crate) fn build_case(
                         tags: &draft.marks.tags,
                         native_duplex,
                         trust_remote_code: server.trust_remote_code,
+                        keys: case_keys.clone(),
                     },
                     errs,
                     warnings,
@@ -209,5 +213,38 @@ fn test_name(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<String
             ));
             None
         }
+    }
+}
+
+/// The case-level keys every entry carries: `benchmark_endpoint` (or legacy
+/// `benchmark_backend`), a string; `omniinteract_aggregate_min_ia_qtf1`, a finite number.
+fn case_keys(ctx: &Ctx<'_>, other: &serde_json::Map<String, Value>, errs: &mut Errs) -> CaseKeys {
+    let endpoint = match other.get("benchmark_endpoint") {
+        Some(v) => opt_str(ctx, "benchmark_endpoint", Some(v), errs),
+        None => opt_str(
+            ctx,
+            "benchmark_backend",
+            other.get("benchmark_backend"),
+            errs,
+        ),
+    };
+    let key = "omniinteract_aggregate_min_ia_qtf1";
+    let floor = match other.get(key) {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64().filter(|x| x.is_finite()) {
+            Some(x) => Some(x),
+            None => {
+                errs.push(ctx.err(
+                    key,
+                    format!("wrong type: got {}", json_type(v)),
+                    "a finite number (the pooled IA-QTF1 floor, e.g. 0.2)",
+                ));
+                None
+            }
+        },
+    };
+    CaseKeys {
+        benchmark_endpoint: endpoint,
+        omniinteract_aggregate_min_ia_qtf1: floor,
     }
 }

@@ -10,15 +10,16 @@ use super::sweep::{SweepKeys, expand_entry};
 use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
-use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep};
+use crate::plan::{BenchEntry, CaseKeys, Dialect, StepKind, SweepStep};
 
-/// Why diffusion-dialect trials are listed but never run.
+/// Why diffusion-dialect trials cannot run when no diffusion bench is configured.
 pub const DIFFUSION_UNSUPPORTED: &str = "diffusion dialect (image/video generation, kebab-case \
-keys): dfx-perf lists it but does not run it; upstream runs it with \
-tests/dfx/perf/scripts/run_diffusion_benchmark.py";
+keys): runs only through upstream's diffusion benchmark script; point dfx-perf at it with \
+--diffusion-script PATH (DFX_DIFFUSION_SCRIPT) or --vllm-omni-dir DIR (DFX_VLLM_OMNI_DIR)";
 
-/// Note on the thresholds of diffusion entries.
-pub const DIFFUSION_BASELINE_NOTE: &str = "diffusion dialect: its baseline uses the diffusion benchmark's metric names and is not evaluated";
+/// Note on the thresholds of a diffusion entry whose baseline could not be read.
+pub const DIFFUSION_BASELINE_NOTE: &str =
+    "diffusion dialect: its baseline could not be read and is not evaluated";
 
 /// An enabled entry, validated, waiting for its index and suffix.
 #[derive(Debug, Clone)]
@@ -40,6 +41,8 @@ pub(crate) struct CaseFacts<'a> {
     pub native_duplex: bool,
     /// `server_params.trust_remote_code`.
     pub trust_remote_code: bool,
+    /// Case-level keys copied into every entry.
+    pub keys: CaseKeys,
 }
 
 /// Builds an entry; `None` for disabled entries and for entries with errors (pushed to
@@ -77,9 +80,9 @@ pub(crate) fn build_entry(
     } else if runners::is_stability_entry(obj) {
         runners::stability_entry(&ctx, raw_index, obj, errs)
     } else if is_diffusion_entry(obj, case.tags) {
-        diffusion_entry(&ctx, raw_index, obj, errs, warnings)
+        diffusion_entry(&ctx, raw_index, obj, &case.keys, errs, warnings)
     } else {
-        omni_entry(&ctx, raw_index, obj, case.trust_remote_code, errs)
+        omni_entry(&ctx, raw_index, obj, case, errs)
     };
     draft.filter(|_| errs.len() == n)
 }
@@ -88,9 +91,10 @@ fn omni_entry(
     ctx: &Ctx<'_>,
     raw_index: usize,
     obj: &Map<String, Value>,
-    trust_remote_code: bool,
+    case: &CaseFacts<'_>,
     errs: &mut Errs,
 ) -> Option<EntryDraft> {
+    let trust_remote_code = case.trust_remote_code;
     let raw: RawOmniEntry = from_object(obj)
         .map_err(|e| errs.push(ctx.err("", e, "")))
         .ok()?;
@@ -159,6 +163,7 @@ fn omni_entry(
         name: s("name", &raw.name, errs),
         trust_remote_code,
         raw: obj.clone(),
+        case: case.keys.clone(),
     };
     let keys = SweepKeys {
         rate: ("request_rate", raw.request_rate.as_ref()),
@@ -184,12 +189,16 @@ fn omni_entry(
     })
 }
 
-/// Diffusion entries are listed, never run, so they are read leniently: a sweep that
-/// cannot be expanded becomes one `c1` listing step and a warning instead of an error.
+/// Diffusion entries are read leniently (they run only when the diffusion driver is
+/// configured): a sweep that cannot be expanded becomes one `c1` step and a warning, a
+/// baseline that cannot be read a warning and no thresholds, a task without a default
+/// endpoint (and no case `benchmark_endpoint`) a warning and no endpoint (the driver then
+/// refuses the entry with that reason).
 fn diffusion_entry(
     ctx: &Ctx<'_>,
     raw_index: usize,
     obj: &Map<String, Value>,
+    case_keys: &CaseKeys,
     errs: &mut Errs,
     warnings: &mut Vec<String>,
 ) -> Option<EntryDraft> {
@@ -226,13 +235,36 @@ fn diffusion_entry(
             label: "c1".into(),
         }]
     });
+    let endpoint =
+        match diffusion_endpoint(case_keys.benchmark_endpoint.as_deref(), task.as_deref()) {
+            Ok(ep) => Some(ep),
+            Err(why) => {
+                warnings.push(ctx.err("task", why, "").to_string());
+                None
+            }
+        };
+    let mut baseline_errs = Errs::new();
+    let baseline = raw
+        .baseline
+        .as_ref()
+        .and_then(|b| parse_baseline(ctx, b, &mut baseline_errs));
+    let baseline = if baseline_errs.is_empty() {
+        baseline
+    } else {
+        warnings.extend(
+            baseline_errs
+                .iter()
+                .map(|e| format!("{e} ({DIFFUSION_BASELINE_NOTE})")),
+        );
+        None
+    };
     let entry = BenchEntry {
         index: 0,
         suffix: String::new(),
         dialect: Dialect::Diffusion,
         dataset_name: dataset.clone(),
         backend: None,
-        endpoint: None,
+        endpoint,
         dataset_path: None,
         seed_tts_locale: None,
         percentile_metrics: None,
@@ -246,12 +278,39 @@ fn diffusion_entry(
         name,
         trust_remote_code: false,
         raw: obj.clone(),
+        case: case_keys.clone(),
     };
     Some(EntryDraft {
         raw_index,
         entry,
         steps,
-        baseline: None,
+        baseline,
         suffix_parts: [task, None, dataset],
     })
+}
+
+/// Upstream's diffusion endpoint: the case's `benchmark_endpoint` normalised
+/// (`vllm-omni` → `/v1/chat/completions`, `openai` → `/v1/images/generations`, a leading
+/// `/` added), else by task (default `t2i`): `t2v`/`i2v`/`ti2v`/`v2v` → `/v1/videos`,
+/// `t2i`/`i2i`/`ti2i` → `/v1/chat/completions`; any other task is an error.
+pub fn diffusion_endpoint(
+    case_endpoint: Option<&str>,
+    task: Option<&str>,
+) -> Result<String, String> {
+    if let Some(ep) = case_endpoint.map(str::trim).filter(|e| !e.is_empty()) {
+        return Ok(match ep {
+            "vllm-omni" => "/v1/chat/completions".into(),
+            "openai" => "/v1/images/generations".into(),
+            e if e.starts_with('/') => e.into(),
+            e => format!("/{e}"),
+        });
+    }
+    match task.unwrap_or("t2i") {
+        "t2v" | "i2v" | "ti2v" | "v2v" => Ok("/v1/videos".into()),
+        "t2i" | "i2i" | "ti2i" => Ok("/v1/chat/completions".into()),
+        other => Err(format!(
+            "task `{other}` has no default diffusion endpoint (t2v, i2v, ti2v, v2v → /v1/videos; \
+             t2i, i2i, ti2i → /v1/chat/completions); set the case's `benchmark_endpoint`"
+        )),
+    }
 }

@@ -7,8 +7,9 @@
 //!
 //! Decisions beyond upstream (`docs/config.md` ("Decisions beyond upstream")):
 //! - diffusion-dialect entries (kebab-case keys such as `num-prompts`, or a case tagged
-//!   `diffusion`) are loaded and listed as ignored trials (`Trial::unsupported`), never run;
-//!   their baselines are not evaluated;
+//!   `diffusion`) are loaded leniently, with their endpoint resolved and their baselines
+//!   parsed; they run only through the diffusion driver (the harness lists them as ignored
+//!   with [`DIFFUSION_UNSUPPORTED`] when it is not configured);
 //! - an omni entry without a sweep is a config error;
 //! - `server_params.ready_timeout_s` (seconds, positive) sets `ServerSpec::ready_timeout`;
 //! - unknown case and `server_params` keys are warnings; unknown entry keys are bench flags.
@@ -27,7 +28,7 @@ mod server;
 pub(crate) mod sweep;
 pub(crate) mod value;
 
-pub use entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED};
+pub use entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED, diffusion_endpoint};
 pub use error::{ConfigError, ConfigErrors};
 pub use marks::MarkExpr;
 pub use runners::NATIVE_DUPLEX_UNSUPPORTED;

@@ -59,6 +59,7 @@ fn draft(
             name: s("name"),
             trust_remote_code: false,
             raw: obj.clone(),
+            case: Default::default(),
         },
         steps: vec![step],
         baseline: None,

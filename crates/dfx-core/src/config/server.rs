@@ -212,7 +212,18 @@ fn parse_serve_args(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> ServeA
     let key = "server_params.serve_args";
     match v {
         None => ServeArgs::default(),
-        Some(Value::Object(m)) => ServeArgs::Map(m.clone()),
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                if let Some(Err(why)) = crate::server::inline::render(k, v) {
+                    errs.push(ctx.err(
+                        &format!("{key}.{k}"),
+                        format!("invalid inline file: {why}"),
+                        crate::server::inline::ACCEPTED,
+                    ));
+                }
+            }
+            ServeArgs::Map(m.clone())
+        }
         Some(Value::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {

@@ -147,6 +147,21 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "PATH", env = "DFX_VLLM_BIN")]
     pub vllm_bin: Option<PathBuf>,
 
+    /// Upstream's diffusion benchmark script
+    /// (`benchmarks/diffusion/diffusion_benchmark_serving.py` of a vllm-omni checkout):
+    /// diffusion-dialect entries run through it (else they are ignored with the reason).
+    #[arg(long, value_name = "PATH", env = "DFX_DIFFUSION_SCRIPT")]
+    pub diffusion_script: Option<PathBuf>,
+
+    /// A vllm-omni checkout: its diffusion benchmark script runs the diffusion entries,
+    /// from its `tests/` folder (where upstream runs it).
+    #[arg(long, value_name = "DIR", env = "DFX_VLLM_OMNI_DIR")]
+    pub vllm_omni_dir: Option<PathBuf>,
+
+    /// Python interpreter for the diffusion benchmark script (default: `python3` on PATH).
+    #[arg(long, value_name = "PATH", env = "DFX_PYTHON")]
+    pub python: Option<PathBuf>,
+
     /// Tokenizer (name or path) for token counts.
     #[arg(long, value_name = "NAME|PATH", env = "DFX_TOKENIZER")]
     pub tokenizer: Option<String>,

@@ -168,6 +168,7 @@ impl ServerPool {
             spec.model
         );
         let ctx = StartContext {
+            storage_dir: self.servers_dir.parent().map(|run| run.join("storage")),
             dir,
             ready_timeout: self.ready_timeout,
         };
@@ -249,6 +250,7 @@ impl ServerPool {
         let ctx = StartContext {
             dir,
             ready_timeout: self.ready_timeout,
+            storage_dir: self.servers_dir.parent().map(|run| run.join("storage")),
         };
         match self.launcher.start(&spec, &ctx) {
             Ok(server) => Ok(Some(Judge { server, rel_dir })),

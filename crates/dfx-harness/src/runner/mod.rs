@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use dfx_core::bench::BenchContext;
+use dfx_core::checks;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::{ResultDoc, template_fallback};
 use dfx_core::verdict::{Verdict, judge};
@@ -17,6 +18,8 @@ use crate::progress::{Current, SharedProgress, lock};
 use crate::results::RunDir;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
+
+pub mod upstream;
 
 /// How a trial that did not fail ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -284,13 +287,24 @@ impl Session {
             _ => trial.step.num_prompts,
         };
         let verdict = if p.judged {
-            judge(
+            let mut v = judge(
                 &doc,
                 expected,
                 &trial.thresholds,
                 &p.errors,
                 self.assert_baseline,
-            )
+            );
+            if p.fallback.is_none() {
+                v.failures.extend(checks::fixed_length_failures(
+                    &trial.entry,
+                    &doc,
+                    trial.step.num_prompts,
+                ));
+                v.failures
+                    .extend(checks::omniinteract_failures(&trial.entry, &doc));
+                v.passed = v.failures.is_empty();
+            }
+            v
         } else {
             Verdict {
                 passed: false,
@@ -313,6 +327,20 @@ impl Session {
         let result_path = dir.join("result.json");
         if let Err(e) = write_json_atomic(&result_path, &doc) {
             write_errors.push(format!("cannot write {}: {e}", result_path.display()));
+        }
+        if p.judged {
+            let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+            let run_stamp = self.run.id.get(..15).unwrap_or(&self.run.id).to_string();
+            if let Err(e) = upstream::write(
+                &self.run.path.join(upstream::DIR_NAME),
+                trial,
+                &self.hardware,
+                &doc,
+                &run_stamp,
+                &stamp,
+            ) {
+                eprintln!("dfx-perf: warning: {}: upstream copy: {e}", trial.name);
+            }
         }
         let verdict_doc = json!({"trial": trial.name, "passed": passed, "failures": failures,
             "breaches": verdict.breaches, "warnings": verdict.warnings,
@@ -378,8 +406,9 @@ impl Produced {
 }
 
 /// The runner's keys, like upstream (`baseline` always, `random_input_len` /
-/// `random_output_len` when the entry has them, `Hardware`: empty when unknown), then
-/// dfx-perf's (`result_source` when the bench did not set it, `bench`, `trial`).
+/// `random_output_len` when the entry has them, `Hardware`: empty when unknown,
+/// `test_name`, `name`: the entry's `name` or `null`), then dfx-perf's (`result_source`
+/// when the bench did not set it, `bench`, `trial`).
 pub fn add_runner_keys(
     doc: &mut ResultDoc,
     trial: &dfx_core::plan::Trial,
@@ -403,6 +432,8 @@ pub fn add_runner_keys(
         hardware
     };
     doc.insert("Hardware".into(), json!(hw));
+    doc.insert("test_name".into(), json!(trial.test_name));
+    doc.insert("name".into(), json!(trial.entry.name));
     if !doc.contains_key("result_source") {
         doc.insert("result_source".into(), json!(bench.unwrap_or("none")));
     }

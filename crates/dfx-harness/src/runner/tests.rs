@@ -106,6 +106,8 @@ fn result_json_carries_the_runner_keys_and_dfx_keys() {
     assert_eq!(doc["result_source"], json!("fake"));
     assert_eq!(doc["bench"], json!("fake"));
     assert_eq!(doc["trial"], json!("test_a::clone::c1"));
+    assert_eq!(doc["test_name"], json!("test_a"));
+    assert_eq!(doc["name"], Value::Null);
     assert_eq!(doc["verdict"]["passed"], json!(true));
     assert_eq!(doc["completed"], json!(4));
     let dir = f.session.run.trial_dir(&f.session.planned[0].dir_name);
@@ -369,4 +371,126 @@ fn after_an_interruption_the_main_thread_records_nothing() {
     let progress = crate::progress::lock(&f.session.progress);
     assert!(progress.current.is_none());
     assert!(progress.entries[0].is_some());
+}
+
+/// Upstream's `_parse_from_filename` (tools/nightly), as docs/research/upstream-2026.md §7
+/// describes it: prefix `result_test_` stripped, split on `_`, from the right: timestamp,
+/// `out…`, `in…`, num_prompts, flow (`max_concurrency` only when an integer), dataset
+/// (kept only for `random` / `random-mm`), the rest joined = test_name.
+fn parse_upstream_name(file: &str) -> Option<serde_json::Map<String, Value>> {
+    let core = file.strip_suffix(".json")?.strip_prefix("result_test_")?;
+    let parts: Vec<&str> = core.split('_').collect();
+    if parts.len() < 5 {
+        return None;
+    }
+    let mut out = serde_json::Map::new();
+    let mut idx = parts.len() - 1;
+    if parts[idx].len() >= 15 {
+        out.insert("date".into(), json!(parts[idx]));
+    }
+    idx -= 1;
+    if let Some(ro) = parts[idx].strip_prefix("out") {
+        out.insert("random_output_len".into(), json!(ro));
+        idx -= 1;
+        if let Some(ri) = parts[idx].strip_prefix("in") {
+            out.insert("random_input_len".into(), json!(ri));
+            idx -= 1;
+        }
+    }
+    if idx < 3 {
+        return None;
+    }
+    out.insert("num_prompts".into(), json!(parts[idx].parse::<u64>().ok()?));
+    if let Ok(c) = parts[idx - 1].parse::<u64>() {
+        out.insert("max_concurrency".into(), json!(c));
+    }
+    out.insert("flow".into(), json!(parts[idx - 1]));
+    let dataset = parts[idx - 2];
+    if dataset == "random" || dataset == "random-mm" {
+        out.insert("dataset_name".into(), json!(dataset));
+    }
+    out.insert("test_name".into(), json!(parts[..idx - 2].join("_")));
+    Some(out)
+}
+
+#[test]
+fn upstream_folder_holds_every_trial_under_upstreams_file_name() {
+    let mut named = concurrency_trial("test_qwen3_tts", "fast", 4, 8);
+    let mut e: BenchEntry = (*named.entry).clone();
+    e.name = Some("fast".into());
+    e.dataset_name = Some("random".into());
+    e.raw.insert("random_input_len".into(), json!(100));
+    named.entry = Arc::new(e);
+    let trials = vec![
+        concurrency_trial("test_qwen3_tts", "clone", 1, 4),
+        concurrency_trial("test_qwen3_tts", "clone", 2, 6),
+        crate::test_support::rate_trial("test_qwen3_tts", "clone", 0.5, 4),
+        named,
+    ];
+    let mut f = fixture_hw(trials.clone(), fake(FakeKnobs::default()), false, "H20");
+    for i in 0..trials.len() {
+        f.session.run_trial(i).unwrap();
+    }
+    let dir = f.session.run.path.join("upstream");
+    type Doc = serde_json::Map<String, Value>;
+    let mut parsed: Vec<(String, Doc, Doc)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let fields = parse_upstream_name(&name).unwrap_or_else(|| panic!("{name}"));
+            let doc = serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+            (name, fields, doc)
+        })
+        .collect();
+    assert_eq!(parsed.len(), trials.len(), "{parsed:?}");
+    for t in &trials {
+        let at = parsed
+            .iter()
+            .position(|(_, fields, doc)| {
+                doc["trial"] == json!(t.name)
+                    && fields["num_prompts"] == json!(t.step.num_prompts)
+                    && fields.get("max_concurrency").cloned()
+                        == t.step.max_concurrency().map(|c| json!(c))
+                    && fields["test_name"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("qwen3_tts")
+                    && fields["test_name"].as_str().unwrap().ends_with("_H20")
+            })
+            .unwrap_or_else(|| panic!("{} not found in {parsed:?}", t.name));
+        let (name, fields, doc) = parsed.remove(at);
+        assert_eq!(doc["test_name"], json!("test_qwen3_tts"), "{name}");
+        assert!(!doc.contains_key("verdict"), "{name}");
+        assert_eq!(fields["date"].as_str().unwrap().len(), 15, "{name}");
+        if t.entry.name.is_some() {
+            assert_eq!(fields["test_name"], json!("qwen3_tts_fast_H20"));
+            assert_eq!(fields["dataset_name"], json!("random"));
+            assert_eq!(fields["random_input_len"], json!("100"));
+            assert_eq!(fields["random_output_len"], json!("na"));
+            assert_eq!(doc["name"], json!("fast"));
+        } else {
+            assert_eq!(doc["name"], Value::Null);
+        }
+        if t.step.request_rate().is_some() {
+            assert_eq!(fields["flow"], json!("0.5"), "{name}");
+        }
+    }
+}
+
+#[test]
+fn fixed_length_workloads_are_checked_on_the_result() {
+    let mut t = concurrency_trial("test_a", "fixed", 1, 2);
+    let mut e: BenchEntry = (*t.entry).clone();
+    e.raw.insert(
+        "extra_body".into(),
+        json!({"sampling_params_list": [{"min_tokens": 5, "max_tokens": 5}]}),
+    );
+    t.entry = Arc::new(e);
+    let mut f = fixture(vec![t], fake(FakeKnobs::default()), false);
+    let err = f.session.run_trial(0).unwrap_err();
+    assert!(
+        err.contains("Fixed stage workload: the result has no request_stage_metrics"),
+        "{err}"
+    );
 }

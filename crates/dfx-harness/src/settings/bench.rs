@@ -1,4 +1,5 @@
-//! The benches' settings: validation of `--bench`, `--vllm-bin`, `--tokenizer`,
+//! The benches' settings: validation of `--bench`, `--vllm-bin`, `--diffusion-script`,
+//! `--vllm-omni-dir`, `--python`, `--tokenizer`,
 //! `--dataset-root`, `--seed`, `--auth-token-env`, `--sample-rate`, `--request-timeout`,
 //! `--read-timeout` into [`BenchOptions`].
 
@@ -16,6 +17,12 @@ use crate::cli::{BenchTool, SuiteFlags};
 pub struct BenchOptions {
     pub tool: BenchTool,
     pub vllm_bin: Option<PathBuf>,
+    /// `--diffusion-script` (checked to be a file).
+    pub diffusion_script: Option<PathBuf>,
+    /// `--vllm-omni-dir` (checked to hold the diffusion script).
+    pub vllm_omni_dir: Option<PathBuf>,
+    /// `--python` for the diffusion script.
+    pub python: Option<PathBuf>,
     pub tokenizer: Option<String>,
     pub dataset_roots: Vec<PathBuf>,
     pub seed: Option<u64>,
@@ -49,6 +56,8 @@ impl BenchOptions {
             }
         }
         check_executable(&s.vllm_bin, "--vllm-bin", "DFX_VLLM_BIN", errors);
+        check_executable(&s.python, "--python", "DFX_PYTHON", errors);
+        check_diffusion(s, errors);
         if let Some(var) = &s.auth_token_env {
             check_token_var(var, &lookup, errors);
         }
@@ -77,6 +86,9 @@ impl BenchOptions {
         BenchOptions {
             tool: s.bench,
             vllm_bin: s.vllm_bin.clone(),
+            diffusion_script: s.diffusion_script.clone(),
+            vllm_omni_dir: s.vllm_omni_dir.clone(),
+            python: s.python.clone(),
             tokenizer: s.tokenizer.clone(),
             dataset_roots,
             seed: s.seed,
@@ -91,6 +103,34 @@ impl BenchOptions {
             read_timeout: seconds(s.read_timeout, "--read-timeout", "DFX_READ_TIMEOUT", errors),
             duration_scale: s.duration_scale,
         }
+    }
+}
+
+/// `--diffusion-script` must be a file; `--vllm-omni-dir` a folder holding the script.
+fn check_diffusion(s: &SuiteFlags, errors: &mut Vec<FlagError>) {
+    use dfx_bench::external::diffusion::SCRIPT_IN_CHECKOUT;
+    if let Some(p) = &s.diffusion_script
+        && !p.is_file()
+    {
+        errors.push(err(
+            "--diffusion-script",
+            "DFX_DIFFUSION_SCRIPT",
+            p.display(),
+            "no such file",
+            "the path of benchmarks/diffusion/diffusion_benchmark_serving.py in a vllm-omni checkout",
+        ));
+    }
+    if let Some(d) = &s.vllm_omni_dir
+        && s.diffusion_script.is_none()
+        && !d.join(SCRIPT_IN_CHECKOUT).is_file()
+    {
+        errors.push(err(
+            "--vllm-omni-dir",
+            "DFX_VLLM_OMNI_DIR",
+            d.display(),
+            &format!("holds no {SCRIPT_IN_CHECKOUT}"),
+            "the root folder of a vllm-omni checkout",
+        ));
     }
 }
 

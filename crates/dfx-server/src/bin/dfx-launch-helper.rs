@@ -60,6 +60,7 @@ fn main() {
     };
     let ctx = StartContext {
         dir: dir.into(),
+        storage_dir: None,
         ready_timeout: Duration::from_secs(30),
     };
     let server = launcher.start_managed(&spec, &ctx).expect("server start");

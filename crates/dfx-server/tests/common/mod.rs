@@ -52,6 +52,7 @@ pub fn launcher() -> ProcessLauncher {
 pub fn ctx(dir: &Path, ready_timeout: Duration) -> StartContext {
     StartContext {
         dir: dir.join("server-0"),
+        storage_dir: Some(dir.join("storage")),
         ready_timeout,
     }
 }

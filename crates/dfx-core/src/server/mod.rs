@@ -18,6 +18,8 @@ pub enum ServerType {
     SglangOmni,
 }
 
+pub mod inline;
+
 /// `serve_args` as written: an object (rendered `--key-with-dashes value`, order kept) or a
 /// list of raw strings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -169,8 +171,12 @@ pub enum ServerError {
 /// Per-start context the harness hands to a launcher.
 #[derive(Debug, Clone)]
 pub struct StartContext {
-    /// Folder for this server start (`server.log`, `command.txt`, edited deploy copy).
+    /// Folder for this server start (`server.log`, `command.txt`, edited deploy copy,
+    /// inline files).
     pub dir: PathBuf,
+    /// `VLLM_OMNI_STORAGE_PATH` for the server (upstream: `<results>/storage`), unless the
+    /// case's `env` or the suite's environment sets it. `None`: not set.
+    pub storage_dir: Option<PathBuf>,
     /// Global readiness timeout; a spec's own `ready_timeout` wins.
     pub ready_timeout: Duration,
 }

@@ -1,0 +1,158 @@
+//! Upstream's result checks beyond completion (`run_benchmark.py` `assert_result`,
+//! docs/research/upstream-2026.md §1.11), as trial failures with clear messages:
+//!
+//! - **fixed-length workloads**: for every stage `s` of `extra_body.sampling_params_list`
+//!   with an integer `max_tokens > 0` and `min_tokens == max_tokens`, every one of the
+//!   `num_prompts` entries of the result's `request_stage_metrics` must have
+//!   `["<s>"]["num_tokens_out"] == max_tokens`;
+//! - **OmniInteract accuracy** (entries with `omniinteract_evaluate`): `accuracy.status ==
+//!   "ok"`, `accuracy.failed == 0`, `accuracy.evaluated ≥ 1`, a finite
+//!   `accuracy.summary.IA_QTF1`, at least the entry's `omniinteract_min_ia_qtf1`;
+//! - the **pooled IA-QTF1** over a test's subsets ([`pooled_ia_qtf1`]), checked against the
+//!   case's `omniinteract_aggregate_min_ia_qtf1` by the runner once every subset ran.
+
+use serde_json::Value;
+
+use crate::plan::BenchEntry;
+use crate::result::ResultDoc;
+
+/// The fixed stages of an entry: `(stage index, expected num_tokens_out)`.
+pub fn fixed_stages(entry: &BenchEntry) -> Vec<(usize, u64)> {
+    let body = entry
+        .raw
+        .get("extra_body")
+        .or_else(|| entry.raw.get("extra-body"));
+    let Some(Value::Array(list)) = body.and_then(|b| b.get("sampling_params_list")) else {
+        return Vec::new();
+    };
+    list.iter()
+        .enumerate()
+        .filter_map(|(s, p)| {
+            let max = p.get("max_tokens")?.as_u64().filter(|m| *m > 0)?;
+            (p.get("min_tokens")?.as_u64()? == max).then_some((s, max))
+        })
+        .collect()
+}
+
+/// Failures of the fixed-length check (empty when it passes or does not apply).
+pub fn fixed_length_failures(entry: &BenchEntry, doc: &ResultDoc, num_prompts: u64) -> Vec<String> {
+    let stages = fixed_stages(entry);
+    if stages.is_empty() {
+        return Vec::new();
+    }
+    let Some(Value::Array(reqs)) = doc.get("request_stage_metrics") else {
+        return vec![format!(
+            "Fixed stage workload: the result has no request_stage_metrics list (expected {num_prompts} requests)"
+        )];
+    };
+    if reqs.len() as u64 != num_prompts {
+        return vec![format!(
+            "Fixed stage workload: request_stage_metrics has {} entries, expected {num_prompts}",
+            reqs.len()
+        )];
+    }
+    let mut out = Vec::new();
+    for (i, r) in reqs.iter().enumerate() {
+        for &(s, want) in &stages {
+            let got = r.get(s.to_string()).and_then(|m| m.get("num_tokens_out"));
+            if got.and_then(Value::as_u64) != Some(want) {
+                out.push(format!(
+                    "Fixed stage workload: request {i} stage {s} num_tokens_out {} != {want} (min_tokens == max_tokens)",
+                    got.map_or("missing".to_string(), Value::to_string)
+                ));
+            }
+        }
+    }
+    out.truncate(5);
+    out
+}
+
+/// Failures of the per-entry OmniInteract accuracy check (empty when it passes or the
+/// entry does not evaluate).
+pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc) -> Vec<String> {
+    if !truthy(entry.raw.get("omniinteract_evaluate")) {
+        return Vec::new();
+    }
+    let acc = doc.get("omniinteract").and_then(|o| o.get("accuracy"));
+    let Some(acc) = acc.filter(|a| a.is_object()) else {
+        return vec!["OmniInteract: the result has no omniinteract.accuracy object".into()];
+    };
+    let mut out = Vec::new();
+    if acc.get("status").and_then(Value::as_str) != Some("ok") {
+        out.push(format!(
+            "OmniInteract accuracy status {} (expected \"ok\")",
+            show(acc.get("status"))
+        ));
+    }
+    if acc.get("failed").and_then(Value::as_u64) != Some(0) {
+        out.push(format!(
+            "OmniInteract accuracy failed {} (expected 0)",
+            show(acc.get("failed"))
+        ));
+    }
+    if acc
+        .get("evaluated")
+        .and_then(Value::as_u64)
+        .is_none_or(|n| n < 1)
+    {
+        out.push(format!(
+            "OmniInteract subset evaluated {} cases (skipped={})",
+            show(acc.get("evaluated")),
+            show(acc.get("skipped"))
+        ));
+    }
+    match acc
+        .get("summary")
+        .and_then(|s| s.get("IA_QTF1"))
+        .and_then(Value::as_f64)
+    {
+        Some(f) if f.is_finite() => {
+            if let Some(min) = entry
+                .raw
+                .get("omniinteract_min_ia_qtf1")
+                .and_then(Value::as_f64)
+                && f < min
+            {
+                out.push(format!(
+                    "OmniInteract IA_QTF1 {f} < omniinteract_min_ia_qtf1 {min}"
+                ));
+            }
+        }
+        _ => out.push("OmniInteract accuracy.summary.IA_QTF1 is missing or not finite".into()),
+    }
+    out
+}
+
+/// `(TP, FP, FN)` of a subset's `accuracy.summary.Global_TP/FP/FN` (all finite).
+pub fn global_counts(doc: &ResultDoc) -> Option<(f64, f64, f64)> {
+    let s = doc.get("omniinteract")?.get("accuracy")?.get("summary")?;
+    let g = |k: &str| s.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+    Some((g("Global_TP")?, g("Global_FP")?, g("Global_FN")?))
+}
+
+/// The pooled IA-QTF1 `2PR/(P+R)`, `P = TP/(TP+FP)`, `R = TP/(TP+FN)` (each 0 when its
+/// denominator is 0; the result 0 when `P+R = 0`).
+pub fn pooled_ia_qtf1(counts: &[(f64, f64, f64)]) -> f64 {
+    let (tp, fp, fn_) = counts
+        .iter()
+        .fold((0.0, 0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1, a.2 + c.2));
+    let ratio = |n: f64, d: f64| if d == 0.0 { 0.0 } else { n / d };
+    let (p, r) = (ratio(tp, tp + fp), ratio(tp, tp + fn_));
+    if p + r == 0.0 {
+        0.0
+    } else {
+        2.0 * p * r / (p + r)
+    }
+}
+
+fn truthy(v: Option<&Value>) -> bool {
+    !matches!(v, None | Some(Value::Null) | Some(Value::Bool(false)))
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or("missing".into(), Value::to_string)
+}
+
+#[cfg(test)]
+#[path = "checks_tests.rs"]
+mod tests;

@@ -1,0 +1,98 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::plan::{BenchEntry, Dialect};
+
+fn entry(raw: Value) -> BenchEntry {
+    BenchEntry {
+        index: 0,
+        suffix: "s".into(),
+        dialect: Dialect::Omni,
+        dataset_name: None,
+        backend: None,
+        endpoint: None,
+        dataset_path: None,
+        seed_tts_locale: None,
+        percentile_metrics: None,
+        metric_percentiles: None,
+        extra_body: None,
+        num_warmups: None,
+        burstiness: None,
+        seed: None,
+        task: None,
+        eval_phase: None,
+        name: None,
+        trust_remote_code: false,
+        raw: raw.as_object().unwrap().clone(),
+        case: Default::default(),
+    }
+}
+
+fn doc(v: Value) -> ResultDoc {
+    v.as_object().unwrap().clone()
+}
+
+#[test]
+fn fixed_length_stages_must_match_every_request() {
+    let e = entry(json!({"extra_body": {"sampling_params_list": [
+        {"min_tokens": 900, "max_tokens": 900}, {"max_tokens": 10}, {"min_tokens": 1536, "max_tokens": 1536}
+    ]}}));
+    assert_eq!(fixed_stages(&e), [(0, 900), (2, 1536)]);
+    let ok = json!({"0": {"num_tokens_out": 900}, "2": {"num_tokens_out": 1536}});
+    let bad = json!({"0": {"num_tokens_out": 899}, "2": {"num_tokens_out": 1536}});
+    assert!(
+        fixed_length_failures(&e, &doc(json!({"request_stage_metrics": [ok, ok]})), 2).is_empty()
+    );
+    let f = fixed_length_failures(&e, &doc(json!({"request_stage_metrics": [ok, bad]})), 2);
+    assert_eq!(
+        f,
+        [
+            "Fixed stage workload: request 1 stage 0 num_tokens_out 899 != 900 (min_tokens == max_tokens)"
+        ]
+    );
+    let f = fixed_length_failures(&e, &doc(json!({"request_stage_metrics": [ok]})), 2);
+    assert_eq!(
+        f,
+        ["Fixed stage workload: request_stage_metrics has 1 entries, expected 2"]
+    );
+    assert!(fixed_length_failures(&e, &doc(json!({})), 2)[0].contains("no request_stage_metrics"));
+    // No fixed stage: nothing required.
+    assert!(fixed_length_failures(&entry(json!({})), &doc(json!({})), 2).is_empty());
+}
+
+#[test]
+fn omniinteract_accuracy_gates() {
+    let e = entry(json!({"omniinteract_evaluate": true, "omniinteract_min_ia_qtf1": 0.5}));
+    let acc = |status: &str, failed: u64, evaluated: u64, f1: Value| {
+        doc(
+            json!({"omniinteract": {"accuracy": {"status": status, "failed": failed,
+            "evaluated": evaluated, "skipped": 3, "summary": {"IA_QTF1": f1}}}}),
+        )
+    };
+    assert!(omniinteract_failures(&e, &acc("ok", 0, 4, json!(0.6))).is_empty());
+    assert_eq!(
+        omniinteract_failures(&e, &acc("error", 1, 0, json!(0.4))),
+        [
+            "OmniInteract accuracy status \"error\" (expected \"ok\")",
+            "OmniInteract accuracy failed 1 (expected 0)",
+            "OmniInteract subset evaluated 0 cases (skipped=3)",
+            "OmniInteract IA_QTF1 0.4 < omniinteract_min_ia_qtf1 0.5",
+        ]
+    );
+    assert!(omniinteract_failures(&e, &acc("ok", 0, 1, json!(null)))[0].contains("not finite"));
+    assert!(omniinteract_failures(&e, &doc(json!({})))[0].contains("no omniinteract.accuracy"));
+    assert!(omniinteract_failures(&entry(json!({})), &doc(json!({}))).is_empty());
+}
+
+#[test]
+fn pooled_f1_over_subsets() {
+    let d = doc(
+        json!({"omniinteract": {"accuracy": {"summary": {"Global_TP": 3, "Global_FP": 1, "Global_FN": 2}}}}),
+    );
+    assert_eq!(global_counts(&d), Some((3.0, 1.0, 2.0)));
+    // P = 6/8, R = 6/9 → 2PR/(P+R)
+    let f = pooled_ia_qtf1(&[(3.0, 1.0, 2.0), (3.0, 1.0, 1.0)]);
+    let (p, r) = (6.0 / 8.0, 6.0 / 9.0);
+    assert!((f - 2.0 * p * r / (p + r)).abs() < 1e-12);
+    assert_eq!(pooled_ia_qtf1(&[(0.0, 0.0, 0.0)]), 0.0);
+}

@@ -101,13 +101,29 @@ fn point(run: &RunRecord, trial: Option<&TrialRecord>, metric: &str) -> Point {
     let fp = &run.fingerprint;
     let repeat_key = fp.git_sha.as_ref().map(|sha| {
         let configs: Vec<&String> = fp.config_hashes.values().collect();
-        format!("{sha} {configs:?}")
+        format!("{sha} {configs:?} {}", flags_key(&fp.flags))
     });
     Point {
         run_id: run.run_id.clone(),
         value,
         repeat_key,
     }
+}
+
+/// The run's flags without those that do not change what is measured (where results
+/// and the history go).
+fn flags_key(flags: &serde_json::Value) -> String {
+    let Some(list) = flags.as_array() else {
+        return flags.to_string();
+    };
+    list.iter()
+        .filter(|f| {
+            let name = f.get("flag").and_then(serde_json::Value::as_str);
+            !matches!(name, Some("--results-dir" | "--history"))
+        })
+        .map(|f| format!("{}={}", f["flag"], f["value"]))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The points of `trial`'s `metric` over `runs`.

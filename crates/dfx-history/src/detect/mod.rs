@@ -88,11 +88,10 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
         .filter_map(|(i, p)| p.value.as_ref().ok().map(|v| (i, *v)))
         .collect();
     let xs: Vec<f64> = clean.iter().map(|c| c.1).collect();
-    let keyed: Vec<(f64, &str)> = clean
+    let keys: Vec<Option<&str>> = clean
         .iter()
-        .filter_map(|(i, v)| Some((*v, points[*i].repeat_key.as_deref()?)))
+        .map(|(i, _)| points[*i].repeat_key.as_deref())
         .collect();
-    let repeats = repeat_noise(&keyed);
     let cps = edivisive::change_points(&xs, &opts.ed);
     let mut bounds = vec![0];
     bounds.extend(cps.iter().copied());
@@ -100,6 +99,7 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
     let mut out: Vec<Change> = Vec::new();
     for w in bounds.windows(3) {
         let (a, b) = (&xs[w[0]..w[1]], &xs[w[1]..w[2]]);
+        let repeats = segment_repeat_noise(&xs, &keys, w);
         let noise = repeats.unwrap_or_else(|| mad_noise(&[a, b]));
         if let Some(c) = judge(a, b, dir, noise, opts) {
             out.push(Change {
@@ -110,7 +110,8 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
             });
         }
     }
-    for c in streaks(&xs, dir, opts, repeats) {
+    let all = [0, xs.len()];
+    for c in streaks(&xs, dir, opts, segment_repeat_noise(&xs, &keys, &all)) {
         let index = clean[c.index].0;
         match out.iter_mut().find(|o| o.index == index) {
             Some(o) => o.methods.push(Method::Consecutive),
@@ -119,6 +120,22 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
     }
     out.sort_by_key(|c| c.index);
     out
+}
+
+/// The spread of repeats within the segments `bounds` delimits: values that share a
+/// repeat key *and* a segment, so a change between two runs of one commit (a fault, the
+/// machine) never counts as noise.
+fn segment_repeat_noise(xs: &[f64], keys: &[Option<&str>], bounds: &[usize]) -> Option<f64> {
+    let mut keyed: Vec<(f64, String)> = Vec::new();
+    for (seg, w) in bounds.windows(2).enumerate() {
+        for i in w[0]..w[1] {
+            if let Some(k) = keys[i] {
+                keyed.push((xs[i], format!("{seg}:{k}")));
+            }
+        }
+    }
+    let refs: Vec<(f64, &str)> = keyed.iter().map(|(x, k)| (*x, k.as_str())).collect();
+    repeat_noise(&refs)
 }
 
 /// Whether the step from segment `a` to `b` is a real change: the medians differ by

@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
+#[path = "suite_cli/history_e2e.rs"]
+mod history_e2e;
 #[path = "suite_cli/hostile.rs"]
 mod hostile;
 #[path = "suite_cli/interrupt.rs"]
@@ -131,6 +133,10 @@ fn main() -> ExitCode {
         (
             "the_next_run_stops_what_a_killed_run_left_behind",
             leftovers::the_next_run_stops_what_a_killed_run_left_behind,
+        ),
+        (
+            "history_check_finds_a_slowdown_at_the_run_it_started",
+            history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

@@ -127,7 +127,9 @@ fn list(store: &mut dyn HistoryStore) -> anyhow::Result<ExitCode> {
             r.trials,
             r.failed,
             if r.interrupted { ", INTERRUPTED" } else { "" },
-            r.git_sha.as_deref().map_or("-", |s| &s[..s.len().min(10)]),
+            r.git_sha
+                .as_deref()
+                .map_or_else(|| "-".to_string(), |s| s.chars().take(10).collect()),
         );
     }
     Ok(ExitCode::SUCCESS)

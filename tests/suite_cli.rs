@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
+#[path = "suite_cli/history_e2e.rs"]
+mod history_e2e;
 #[path = "suite_cli/hostile.rs"]
 mod hostile;
 #[path = "suite_cli/interrupt.rs"]
@@ -143,6 +145,10 @@ fn main() -> ExitCode {
         (
             "stability_soak_runs_batches_until_its_scaled_duration",
             stability::stability_soak_against_the_simulator,
+        ),
+        (
+            "history_check_finds_a_slowdown_at_the_run_it_started",
+            history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

@@ -4,6 +4,7 @@
 
 mod compare;
 mod deploy;
+mod history;
 mod out;
 mod recalibrate;
 mod report;
@@ -47,6 +48,8 @@ subcommands! {
     Compare(compare::CompareArgs),
     /// Recalibrate baselines/<hardware>.json from runs of one hardware.
     Recalibrate(recalibrate::RecalibrateArgs),
+    /// The run history: add runs, list them, show a trial, check for regressions.
+    History(history::HistoryArgs),
 }
 
 /// Parses a percentage flag (`25%` or `25`) into a fraction.

@@ -104,6 +104,8 @@ pub struct Closing {
     pub trials: Vec<TrialRef>,
     /// Plan indices of the selected trials.
     pub selected: Vec<usize>,
+    /// `--history`: the run is added there once closed.
+    pub history: Option<dfx_history::HistorySpec>,
     /// Who closes the run.
     pub gate: CloseGate,
 }
@@ -141,7 +143,32 @@ impl Closing {
         if let Err(e) = wiring::write_reports(&self.run.path) {
             eprintln!("dfx-perf: reports not written: {e}");
         }
+        if let Some(spec) = &self.history {
+            add_to_history(spec, &self.run.path);
+        }
         eprintln!("dfx-perf: results in {}", self.run.path.display());
+    }
+}
+
+/// Adds the closed run folder to the history. A failure is a warning: the run folder is
+/// complete either way and `dfx-perf history add` can add it later.
+fn add_to_history(spec: &dfx_history::HistorySpec, dir: &std::path::Path) {
+    let added =
+        dfx_history::read_run(dir).and_then(|run| Ok((dfx_history::open(spec)?.add(&run)?, run)));
+    match added {
+        Ok((outcome, run)) => eprintln!(
+            "dfx-perf: history: {} {}",
+            run.run_id,
+            match outcome {
+                dfx_history::AddOutcome::Added => "added",
+                dfx_history::AddOutcome::Unchanged => "already stored",
+                dfx_history::AddOutcome::Replaced => "replaced",
+            }
+        ),
+        Err(e) => eprintln!(
+            "dfx-perf: warning: run not added to the history ({e}); add it later with `dfx-perf history add {}`",
+            dir.display()
+        ),
     }
 }
 

@@ -209,6 +209,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
             })
             .collect(),
         selected,
+        history: cfg.history.clone(),
         gate: CloseGate::default(),
     });
     crate::reserve::hold();

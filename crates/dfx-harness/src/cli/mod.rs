@@ -212,6 +212,12 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "DIR", env = "DFX_BASELINES_DIR")]
     pub baselines_dir: Option<PathBuf>,
 
+    /// Run history to add this run to when it ends (also after an interruption): a
+    /// SQLite file or postgres://user@host/db. A failure to write it is a warning.
+    #[arg(long, value_name = "DB", env = "DFX_HISTORY")]
+    #[serde(serialize_with = "redacted")]
+    pub history: Option<String>,
+
     /// List the selected trials with their step, server, bench, thresholds and the
     /// reason a trial is ignored, then exit (`--list` keeps libtest's format).
     #[arg(long, env = "DFX_LIST_VERBOSE", action = ArgAction::SetTrue,
@@ -264,6 +270,14 @@ where
 /// `--help`) on error, like any clap program.
 pub fn parse_env() -> Parsed {
     try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
+
+/// The history location without a password (run.json records the flags).
+fn redacted<S: serde::Serializer>(v: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(url) => s.serialize_str(&dfx_history::store::redact(url)),
+        None => s.serialize_none(),
+    }
 }
 
 fn provenance(matches: &clap::ArgMatches, flags: &SuiteFlags) -> Vec<FlagRecord> {

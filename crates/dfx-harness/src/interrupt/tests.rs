@@ -52,6 +52,7 @@ fn closing(dir: &std::path::Path) -> Closing {
         trials,
         // c2 is filtered out.
         selected: vec![0, 2, 3],
+        history: None,
         gate: crate::finish::CloseGate::default(),
     }
 }
@@ -183,4 +184,35 @@ fn closing_writes_the_interruption_once() {
     progress.entries[3] = Some(SummaryEntry::new(&c.trials[3].trial, Outcome::Passed));
     c.close(&mut progress, None);
     assert_eq!(read(&c.run.path.join("summary.json")), summary);
+}
+
+#[test]
+fn an_interrupted_run_is_added_to_the_history_marked_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = closing(dir.path());
+    let db = dir.path().join("history.sqlite");
+    c.history = Some(dfx_history::HistorySpec::Sqlite(db.clone()));
+    let (mut progress, current, at) = interrupted_progress(&c);
+    let i = mark_interrupted(&mut progress, &c, Some(&current), at);
+    c.close(&mut progress, Some(i));
+    let mut store = dfx_history::open(&dfx_history::HistorySpec::Sqlite(db)).unwrap();
+    let runs = store.load(None).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].interrupted);
+    let c3 = runs[0].trial("test_a::s::c3").unwrap();
+    assert!(c3.interrupted, "{c3:?}");
+}
+
+#[test]
+fn a_history_that_cannot_be_written_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = closing(dir.path());
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    let db = blocker.join("history.sqlite");
+    c.history = Some(dfx_history::HistorySpec::Sqlite(db));
+    let (mut progress, _, _) = interrupted_progress(&c);
+    c.close(&mut progress, None);
+    assert!(c.run.path.join("summary.json").is_file());
+    assert!(c.run.path.join("report.md").is_file());
 }

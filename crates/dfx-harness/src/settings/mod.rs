@@ -71,6 +71,8 @@ pub struct SuiteConfig {
     pub bench: BenchOptions,
     pub deploy_dir: PathBuf,
     pub baselines_dir: PathBuf,
+    /// `--history`: where each run is added when it ends.
+    pub history: Option<dfx_history::HistorySpec>,
     pub list_verbose: bool,
     /// Every dfx-perf flag with a value and where it came from (run.json).
     pub flags: Vec<FlagRecord>,
@@ -175,6 +177,19 @@ impl SuiteConfig {
             std::env::var("SGLANG_OMNI_SERVER_TIMEOUT").ok(),
             &mut errors,
         );
+        let history = s.history.as_deref().and_then(|h| {
+            dfx_history::HistorySpec::parse(h)
+                .map_err(|e| {
+                    errors.push(err(
+                        "--history",
+                        "DFX_HISTORY",
+                        dfx_history::store::redact(h),
+                        &e.to_string(),
+                        "a SQLite file path (target/dfx-perf/history.sqlite) or postgres://user@host/db",
+                    ))
+                })
+                .ok()
+        });
         let server = server_choice(&s, &mut errors, &mut notes);
         if s.mark.as_deref().is_some_and(|m| m.trim().is_empty()) {
             errors.push(err(
@@ -205,6 +220,7 @@ impl SuiteConfig {
             baselines_dir: s
                 .baselines_dir
                 .unwrap_or_else(|| project.root.join("baselines")),
+            history,
             list_verbose,
             flags: provenance,
             notes,

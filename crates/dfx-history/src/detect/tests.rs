@@ -1,0 +1,243 @@
+//! The detector on synthetic series: a step found at the right index, noise alone and a
+//! single outlier not flagged, the consecutive rule, an all-failed run classified as such,
+//! an e2el change explained by audio length, repeats' spread used as the noise.
+
+use std::collections::BTreeMap;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+use super::*;
+use crate::check::{self, Verdict};
+use crate::model::{Fingerprint, RunRecord, TrialOutcome, TrialRecord};
+
+fn points(xs: &[f64]) -> Vec<Point> {
+    xs.iter()
+        .enumerate()
+        .map(|(i, x)| Point {
+            run_id: format!("r{i}"),
+            value: Ok(*x),
+            repeat_key: None,
+        })
+        .collect()
+}
+
+fn noisy(n: usize, level: f64, sd: f64, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let dist = Normal::new(0.0, sd).unwrap();
+    (0..n).map(|_| level + dist.sample(&mut rng)).collect()
+}
+
+const LOWER: Direction = Direction::LowerIsBetter;
+
+#[test]
+fn a_step_change_is_found_at_the_right_index() {
+    for (seed, at) in [(1, 3), (2, 8), (3, 15)] {
+        let mut xs = noisy(20, 100.0, 2.0, seed);
+        for x in &mut xs[at..] {
+            *x *= 1.3;
+        }
+        let found = detect(&points(&xs), LOWER, &DetectOptions::default());
+        assert_eq!(found.len(), 1, "seed {seed}: {found:?}");
+        assert_eq!(found[0].index, at, "seed {seed}: {found:?}");
+        assert!(found[0].is_regression() && found[0].worse_by > 0.25);
+        assert!(found[0].methods.contains(&Method::EDivisive));
+    }
+}
+
+#[test]
+fn a_step_in_a_short_series_is_found_by_both_methods() {
+    let xs = [100.0, 101.0, 99.5, 130.0, 131.0, 129.0, 130.5, 130.2];
+    let found = detect(&points(&xs), LOWER, &DetectOptions::default());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].index, 3);
+    assert_eq!(
+        found[0].methods,
+        vec![Method::EDivisive, Method::Consecutive]
+    );
+}
+
+#[test]
+fn noise_alone_is_not_flagged() {
+    for seed in 0..40 {
+        let xs = noisy(25, 100.0, 3.0, seed);
+        let found = detect(&points(&xs), LOWER, &DetectOptions::default());
+        assert!(found.is_empty(), "seed {seed}: {found:?} in {xs:?}");
+    }
+}
+
+#[test]
+fn a_single_outlier_is_not_flagged() {
+    for at in [0, 5, 10, 18, 19] {
+        let mut xs = noisy(20, 100.0, 2.0, at as u64);
+        xs[at] = 250.0;
+        let found = detect(&points(&xs), LOWER, &DetectOptions::default());
+        assert!(found.is_empty(), "outlier at {at}: {found:?}");
+    }
+}
+
+#[test]
+fn an_improvement_is_not_a_regression() {
+    let mut xs = noisy(12, 100.0, 1.0, 7);
+    for x in &mut xs[6..] {
+        *x *= 0.7;
+    }
+    let found = detect(&points(&xs), LOWER, &DetectOptions::default());
+    assert_eq!(found.len(), 1);
+    assert!(!found[0].is_regression());
+    let found = detect(
+        &points(&xs),
+        Direction::HigherIsBetter,
+        &DetectOptions::default(),
+    );
+    assert!(found[0].is_regression(), "a lower throughput is worse");
+}
+
+#[test]
+fn the_consecutive_rule_needs_k_runs_beyond_x_percent() {
+    let opts = DetectOptions {
+        streak_runs: 3,
+        streak_change: 0.10,
+        ..DetectOptions::default()
+    };
+    let two = [100.0, 100.0, 100.0, 100.0, 100.0, 115.0, 115.0];
+    assert!(streaks(&two, LOWER, &opts, None).is_empty());
+    let three = [100.0, 100.0, 100.0, 100.0, 115.0, 115.0, 115.0];
+    let s = streaks(&three, LOWER, &opts, None);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].index, 4);
+    let below = [100.0, 100.0, 100.0, 108.0, 108.0, 108.0, 108.0];
+    assert!(streaks(&below, LOWER, &opts, None).is_empty());
+}
+
+#[test]
+fn repeats_spread_is_the_noise_when_present() {
+    // Two commits, three repeats each: the repeats' spread (sd 0.5) is the noise.
+    let xs = [100.0, 100.5, 99.5, 112.0, 112.5, 111.5];
+    let mut pts = points(&xs);
+    for (i, p) in pts.iter_mut().enumerate() {
+        p.repeat_key = Some(if i < 3 { "a".into() } else { "b".into() });
+    }
+    let found = detect(&pts, LOWER, &DetectOptions::default());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].noise_from_repeats);
+    assert!((found[0].noise - 0.5).abs() < 1e-9, "{}", found[0].noise);
+}
+
+fn trial(metrics: &[(&str, f64)], failed: bool) -> TrialRecord {
+    TrialRecord {
+        name: "t::e::c1".into(),
+        seq: 0,
+        outcome: if failed {
+            TrialOutcome::Failed
+        } else {
+            TrialOutcome::Passed
+        },
+        interrupted: false,
+        unclean: failed.then(|| "fallback result".into()),
+        failures: if failed {
+            vec!["server exited during startup".into()]
+        } else {
+            vec![]
+        },
+        metrics: metrics
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<BTreeMap<_, _>>(),
+        thresholds: vec![],
+        needs_data: true,
+    }
+}
+
+fn run(i: usize, t: TrialRecord) -> RunRecord {
+    RunRecord {
+        run_id: format!("2026010{i}-000000-H100"),
+        hardware_identity: "H100".into(),
+        started: None,
+        sort_key: format!("{i:04}"),
+        finished: Some("x".into()),
+        interrupted: false,
+        fingerprint: Fingerprint::default(),
+        trials: vec![t],
+    }
+}
+
+#[test]
+fn an_all_failed_run_is_classified_as_such_not_as_a_change() {
+    let mut runs: Vec<RunRecord> = (0..8)
+        .map(|i| {
+            let e = 1000.0 + i as f64;
+            run(
+                i,
+                trial(&[("median_e2el_ms", e), ("median_audio_rtf", 0.2)], false),
+            )
+        })
+        .collect();
+    // Runs 5 and 6: the server never came up; the template result has zeros.
+    for i in [5, 6] {
+        runs[i] = run(
+            i,
+            trial(&[("median_e2el_ms", 0.0), ("median_audio_rtf", 0.0)], true),
+        );
+    }
+    let r = check::check("H100", &runs, &DetectOptions::default(), &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    let failed: Vec<&str> = r.failed_runs.iter().map(|f| f.run_id.as_str()).collect();
+    assert_eq!(failed, [runs[5].run_id.as_str(), runs[6].run_id.as_str()]);
+    assert!(r.failed_runs[0].reason.contains("server exited"));
+    let s = check::series(&runs, "t::e::c1", "median_e2el_ms");
+    assert!(matches!(s[5].value, Err(Gap::RunFailed(_))));
+}
+
+#[test]
+fn an_e2el_change_explained_by_audio_length_is_not_a_regression() {
+    let runs: Vec<RunRecord> = (0..8)
+        .map(|i| {
+            let longer = if i >= 4 { 1.4 } else { 1.0 };
+            let jitter = 1.0 + 0.002 * (i % 3) as f64;
+            let m = [
+                ("median_e2el_ms", 2000.0 * longer * jitter),
+                ("median_audio_duration_s", 10.0 * longer),
+                ("median_audio_rtf", 0.2 * jitter),
+            ];
+            run(i, trial(&m, false))
+        })
+        .collect();
+    let r = check::check("H100", &runs, &DetectOptions::default(), &[]);
+    let e2el: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.metric == "median_e2el_ms")
+        .collect();
+    assert_eq!(e2el.len(), 1, "{:?}", r.findings);
+    assert_eq!(e2el[0].run_index, 4);
+    match &e2el[0].verdict {
+        Verdict::ExplainedByAudioLength(why) => assert!(why.contains("longer audio, same RTF")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(r.regressions().count(), 0, "{:?}", r.findings);
+}
+
+#[test]
+fn an_e2el_change_with_a_slower_rtf_is_a_regression() {
+    let runs: Vec<RunRecord> = (0..8)
+        .map(|i| {
+            let slow = if i >= 4 { 1.4 } else { 1.0 };
+            let m = [
+                ("median_e2el_ms", 2000.0 * slow + i as f64),
+                ("median_audio_duration_s", 10.0),
+                ("median_audio_rtf", 0.2 * slow),
+            ];
+            run(i, trial(&m, false))
+        })
+        .collect();
+    let r = check::check("H100", &runs, &DetectOptions::default(), &[]);
+    let metrics: Vec<&str> = r.regressions().map(|f| f.metric.as_str()).collect();
+    assert_eq!(
+        metrics,
+        ["median_audio_rtf", "median_e2el_ms"],
+        "{:?}",
+        r.findings
+    );
+}

@@ -1,0 +1,266 @@
+//! A run folder read into a [`RunRecord`]: dfx-report's loader for `run.json` and
+//! `summary.json` (or the trials rebuilt from `trials/*/result.json` when the run died
+//! before its summary), plus every numeric key of each result file, the fingerprint and
+//! the hashes of the config and deploy files.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use dfx_report::run::{Outcome, Run, TrialSummary};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::HistoryError;
+use crate::model::{Fingerprint, Gpu, RunRecord, Threshold, TrialOutcome, TrialRecord};
+
+/// Longest run id accepted (the harness writes about 30 characters).
+const MAX_RUN_ID: usize = 200;
+
+/// sha256 of `bytes`, lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reads the run folder `dir`. Errors name the folder or file and what is wrong.
+pub fn read_run(dir: &Path) -> Result<RunRecord, HistoryError> {
+    let run = dfx_report::load_run(dir)?;
+    let raw = raw_run_json(dir)?;
+    validate_run_id(dir, &run.run_id)?;
+    let trials = run
+        .trials
+        .iter()
+        .enumerate()
+        .map(|(i, t)| trial_record(&run, i, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = run.info.started.clone();
+    Ok(RunRecord {
+        sort_key: sort_key(started.as_deref(), &run.run_id),
+        hardware_identity: run.hardware_identity(),
+        run_id: run.run_id.clone(),
+        started,
+        finished: run.info.finished.clone(),
+        interrupted: raw
+            .get("interrupted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        fingerprint: fingerprint(&run, &raw),
+        trials,
+    })
+}
+
+fn raw_run_json(dir: &Path) -> Result<Map<String, Value>, HistoryError> {
+    let path = dir.join("run.json");
+    if !path.is_file() {
+        return Ok(Map::new());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|source| HistoryError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| HistoryError::BadRun {
+        path,
+        problem: format!("not a JSON object: {e}"),
+    })
+}
+
+fn validate_run_id(dir: &Path, id: &str) -> Result<(), HistoryError> {
+    let ok = !id.is_empty() && id.len() <= MAX_RUN_ID && !id.chars().any(char::is_control);
+    if ok {
+        return Ok(());
+    }
+    Err(HistoryError::BadRun {
+        path: dir.to_path_buf(),
+        problem: format!(
+            "run id {id:?} cannot be stored (accepted: 1 to {MAX_RUN_ID} printable characters)"
+        ),
+    })
+}
+
+/// The UTC start time when `started` parses as RFC 3339, else the run id (which starts
+/// with the local start time).
+fn sort_key(started: Option<&str>, run_id: &str) -> String {
+    started
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+                .to_string()
+        })
+        .unwrap_or_else(|| run_id.to_string())
+}
+
+fn trial_record(run: &Run, seq: usize, t: &TrialSummary) -> Result<TrialRecord, HistoryError> {
+    let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
+    if let Some(rel) = &t.result_path {
+        let path = run.dir.join(rel);
+        if path.is_file() {
+            numeric_keys(&path, &mut metrics)?;
+        }
+    }
+    for (k, v) in &t.metrics {
+        if let Some(x) = v.as_f64().filter(|x| x.is_finite()) {
+            metrics.insert(k.clone(), x);
+        }
+    }
+    let outcome = match t.outcome {
+        Outcome::Passed => TrialOutcome::Passed,
+        Outcome::Failed => TrialOutcome::Failed,
+        Outcome::Ignored => TrialOutcome::Ignored,
+    };
+    let mut thresholds: Vec<Threshold> = t
+        .thresholds
+        .iter()
+        .map(|th| Threshold {
+            metric: th.metric.clone(),
+            value: th.value,
+            direction: direction_name(th.direction).into(),
+            source: source_text(&th.source),
+        })
+        .collect();
+    thresholds.sort_by(|a, b| a.metric.cmp(&b.metric));
+    let interrupted = t
+        .failures
+        .iter()
+        .chain(&t.warnings)
+        .any(|f| f.contains("interrupted"));
+    Ok(TrialRecord {
+        name: t.name.clone(),
+        seq: seq as i64,
+        outcome,
+        interrupted,
+        unclean: t.unclean_reason(),
+        failures: t.failures.clone(),
+        needs_data: thresholds.is_empty() && outcome != TrialOutcome::Ignored,
+        metrics,
+        thresholds,
+    })
+}
+
+fn direction_name(d: dfx_core::baseline::Direction) -> &'static str {
+    match d {
+        dfx_core::baseline::Direction::HigherIsBetter => "higher_is_better",
+        dfx_core::baseline::Direction::LowerIsBetter => "lower_is_better",
+    }
+}
+
+/// `inline`, or `store:baselines/H100.json`.
+fn source_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => {
+            let from = o.get("from").and_then(Value::as_str).unwrap_or("?");
+            match o.get("file").and_then(Value::as_str) {
+                Some(f) => format!("{from}:{f}"),
+                None => from.to_string(),
+            }
+        }
+        _ => "?".into(),
+    }
+}
+
+/// Every finite top-level number of a result file.
+fn numeric_keys(path: &Path, into: &mut BTreeMap<String, f64>) -> Result<(), HistoryError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let doc: Map<String, Value> =
+        serde_json::from_str(&text).map_err(|e| HistoryError::BadRun {
+            path: path.to_path_buf(),
+            problem: format!("not a JSON object: {e}"),
+        })?;
+    for (k, v) in doc {
+        if let Some(x) = v.as_f64().filter(|x| x.is_finite()) {
+            into.insert(k, x);
+        }
+    }
+    Ok(())
+}
+
+fn fingerprint(run: &Run, raw: &Map<String, Value>) -> Fingerprint {
+    let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
+    Fingerprint {
+        dfx_perf_version: run.info.dfx_perf_version.clone(),
+        git_sha: run.info.git_sha.clone(),
+        hardware: run.hardware.clone(),
+        sim_speed: run.info.sim_speed,
+        bench_tool: run.info.bench_tool.clone(),
+        hostname: text("hostname"),
+        gpu: raw.get("gpu").and_then(gpu),
+        server_versions: string_map(raw.get("server_versions")),
+        config_hashes: config_hashes(&run.info.config_files),
+        deploy_hashes: deploy_hashes(&run.dir),
+        flags: run.info.flags.clone(),
+    }
+}
+
+fn gpu(v: &Value) -> Option<Gpu> {
+    let o = v.as_object()?;
+    Some(Gpu {
+        name: o.get("name").and_then(Value::as_str).map(str::to_string),
+        driver: o.get("driver").and_then(Value::as_str).map(str::to_string),
+        memory_mib: o.get("memory_mib").and_then(Value::as_f64),
+    })
+}
+
+fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The recorded hash of each config file (objects with `sha256`), else the hash of the
+/// file as it is now when it can be read, else nothing for that path.
+fn config_hashes(files: &[Value]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for f in files {
+        let (path, recorded) = match f {
+            Value::String(p) => (p.clone(), None),
+            Value::Object(o) => (
+                o.get("path")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string(),
+                o.get("sha256").and_then(Value::as_str).map(str::to_string),
+            ),
+            _ => continue,
+        };
+        let hash = recorded.or_else(|| std::fs::read(&path).ok().map(|b| sha256_hex(&b)));
+        if let Some(h) = hash {
+            out.insert(path, h);
+        }
+    }
+    out
+}
+
+/// sha256 of every `servers/*/deploy-*.yaml` the run wrote (the deploy files its servers
+/// were started with).
+fn deploy_hashes(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(servers) = std::fs::read_dir(dir.join("servers")) else {
+        return out;
+    };
+    for server in servers.flatten() {
+        let Ok(files) = std::fs::read_dir(server.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if name.starts_with("deploy-")
+                && name.ends_with(".yaml")
+                && let Ok(bytes) = std::fs::read(f.path())
+            {
+                let key = format!("{}/{name}", server.file_name().to_string_lossy());
+                out.insert(key, sha256_hex(&bytes));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,94 @@
+//! The SQLite backend (rusqlite, SQLite compiled in): one file, nothing to install.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
+use rusqlite::{Connection, ToSql};
+
+use super::sql::{Backend, Val};
+use crate::HistoryError;
+
+/// A SQLite history file.
+pub struct Sqlite {
+    conn: Connection,
+    name: String,
+}
+
+impl Sqlite {
+    /// Opens (creating it and its folder when missing) the SQLite file at `path`.
+    pub fn open(path: &Path) -> Result<Self, HistoryError> {
+        let name = format!("sqlite:{}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| HistoryError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let err = |source| HistoryError::Sqlite {
+            db: name.clone(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(err)?;
+        Ok(Sqlite { conn, name })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> HistoryError {
+        HistoryError::Sqlite {
+            db: self.name.clone(),
+            source,
+        }
+    }
+}
+
+impl ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Val::Null => ToSqlOutput::Owned(SqlValue::Null),
+            Val::Int(i) => ToSqlOutput::Owned(SqlValue::Integer(*i)),
+            Val::Real(x) => ToSqlOutput::Owned(SqlValue::Real(*x)),
+            Val::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        })
+    }
+}
+
+fn from_ref(v: ValueRef<'_>) -> Val {
+    match v {
+        ValueRef::Null => Val::Null,
+        ValueRef::Integer(i) => Val::Int(i),
+        ValueRef::Real(x) => Val::Real(x),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Val::Text(String::from_utf8_lossy(t).into()),
+    }
+}
+
+impl Backend for Sqlite {
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), HistoryError> {
+        self.conn.execute_batch(sql).map_err(|e| self.err(e))
+    }
+
+    fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, HistoryError> {
+        self.conn
+            .execute(sql, rusqlite::params_from_iter(params))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, HistoryError> {
+        let run = || -> rusqlite::Result<Vec<Vec<Val>>> {
+            let mut stmt = self.conn.prepare(sql)?;
+            let n = stmt.column_count();
+            let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+                (0..n).map(|i| row.get_ref(i).map(from_ref)).collect()
+            })?;
+            rows.collect()
+        };
+        run().map_err(|e| self.err(e))
+    }
+}

@@ -1,0 +1,149 @@
+//! The history store on both backends: SQLite always, PostgreSQL when
+//! `DFX_TEST_POSTGRES_URL` names a server (each check gets its own database, dropped
+//! afterwards). Idempotent adds, round trips, replacement, interrupted runs, migrations
+//! from an empty database and from the previous version, a newer schema refused.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Backends, Check, write_run};
+use dfx_history::store::{HistoryStore, SqlStore, schema};
+use dfx_history::{AddOutcome, HistoryError, read_run};
+use libtest_mimic::Failed;
+
+const CHECKS: &[(&str, Check)] = &[
+    ("adding_a_run_twice_stores_it_once", add_twice),
+    ("a_stored_run_reads_back_equal", round_trip),
+    ("a_changed_run_replaces_the_stored_one", replaced),
+    ("an_interrupted_run_is_stored_as_such", interrupted),
+    ("migrations_from_an_empty_database", from_empty),
+    ("migrations_from_the_previous_version", from_previous),
+    ("a_newer_schema_is_refused", newer_refused),
+];
+
+fn main() {
+    common::run_checks(CHECKS);
+}
+
+fn ensure(ok: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
+    if ok { Ok(()) } else { Err(msg().into()) }
+}
+
+fn add_twice(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let run = read_run(&write_run(tmp, "20260101-010000-H100", 100.0, false))?;
+    let mut store = b.open()?;
+    ensure(store.add(&run)? == AddOutcome::Added, || "first add".into())?;
+    ensure(store.add(&run)? == AddOutcome::Unchanged, || {
+        "second add".into()
+    })?;
+    let again = read_run(&run_dir(tmp, "20260101-010000-H100"))?;
+    ensure(store.add(&again)? == AddOutcome::Unchanged, || {
+        "re-read".into()
+    })?;
+    let list = store.list()?;
+    ensure(list.len() == 1 && list[0].trials == 2, || {
+        format!("{list:?}")
+    })
+}
+
+fn run_dir(tmp: &Path, id: &str) -> std::path::PathBuf {
+    tmp.join(id)
+}
+
+fn round_trip(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let mut store = b.open()?;
+    let runs: Vec<_> = ["20260102-010000-H100", "20260101-010000-H100"]
+        .iter()
+        .map(|id| read_run(&write_run(tmp, id, 100.0, false)))
+        .collect::<Result<_, _>>()?;
+    for r in &runs {
+        store.add(r)?;
+    }
+    let loaded = store.load(Some("H100"))?;
+    ensure(loaded.len() == 2, || format!("{} runs", loaded.len()))?;
+    ensure(loaded[0] == runs[1] && loaded[1] == runs[0], || {
+        format!("oldest first, equal:\n{:?}\n{:?}", loaded[0], runs[1])
+    })?;
+    ensure(loaded[0].content_hash() == runs[1].content_hash(), || {
+        "hash".into()
+    })?;
+    ensure(store.load(Some("H20"))?.is_empty(), || {
+        "other hardware".into()
+    })
+}
+
+fn replaced(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let mut store = b.open()?;
+    let id = "20260101-010000-H100";
+    store.add(&read_run(&write_run(tmp, id, 100.0, false))?)?;
+    let changed = read_run(&write_run(tmp, id, 150.0, false))?;
+    ensure(store.add(&changed)? == AddOutcome::Replaced, || {
+        "replace".into()
+    })?;
+    let loaded = store.load(None)?;
+    let v = loaded[0].trials[0].metrics.get("median_e2el_ms").copied();
+    ensure(loaded.len() == 1 && v == Some(150.0), || format!("{v:?}"))
+}
+
+fn interrupted(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let mut store = b.open()?;
+    store.add(&read_run(&write_run(
+        tmp,
+        "20260101-010000-H100",
+        100.0,
+        true,
+    ))?)?;
+    let list = store.list()?;
+    ensure(list[0].interrupted, || format!("{list:?}"))?;
+    ensure(store.load(None)?[0].interrupted, || "load".into())
+}
+
+fn from_empty(b: &Backends, _tmp: &Path) -> Result<(), Failed> {
+    let mut store = b.open()?;
+    let v = store.schema_version()?;
+    ensure(v == schema::latest(), || format!("version {v}"))?;
+    ensure(store.list()?.is_empty(), || "empty".into())
+}
+
+fn from_previous(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let previous = schema::latest() - 1;
+    let mut old = SqlStore::at_version(b.backend()?, previous)?;
+    ensure(old.schema_version()? == previous, || "at previous".into())?;
+    // A run as the previous version stored it (no needs_data column yet).
+    let db = old.backend();
+    for sql in common::V1_ROWS {
+        db.batch(sql)?;
+    }
+    drop(old);
+    let mut store = b.open()?;
+    ensure(store.schema_version()? == schema::latest(), || {
+        "migrated".into()
+    })?;
+    let runs = store.load(None)?;
+    ensure(runs.len() == 1 && runs[0].trials.len() == 1, || {
+        format!("{runs:?}")
+    })?;
+    let t = &runs[0].trials[0];
+    ensure(
+        !t.needs_data && t.metrics.get("median_e2el_ms") == Some(&120.0),
+        || format!("{t:?}"),
+    )?;
+    let new = read_run(&write_run(tmp, "20260105-010000-H100", 100.0, false))?;
+    ensure(store.add(&new)? == AddOutcome::Added, || {
+        "add after migration".into()
+    })
+}
+
+fn newer_refused(b: &Backends, _tmp: &Path) -> Result<(), Failed> {
+    let mut store = SqlStore::new(b.backend()?)?;
+    store.backend().batch(
+        "INSERT INTO dfx_history_migrations (version, name, applied_at) VALUES (99, 'future', 'x')",
+    )?;
+    drop(store);
+    match b.open() {
+        Err(HistoryError::SchemaTooNew { found: 99, .. }) => Ok(()),
+        Err(e) => Err(format!("wrong error: {e}").into()),
+        Ok(_) => Err("a newer schema was opened".into()),
+    }
+}

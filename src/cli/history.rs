@@ -1,0 +1,275 @@
+//! `dfx-perf history add|list|show|check`: the run history (SQLite file or PostgreSQL,
+//! `--history` / `DFX_HISTORY`) and regression detection across runs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use dfx_history::check::{self, CheckReport, Verdict};
+use dfx_history::detect::{DetectOptions, Method};
+use dfx_history::{AddOutcome, HistorySpec, HistoryStore, RunRecord};
+
+use super::Run;
+use super::out::outln;
+
+/// Exit status of `history check --fail-on-regression` when a regression is found.
+const REGRESSION_STATUS: u8 = 3;
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// The history: a SQLite file (created when missing) or postgres://user@host/db.
+    #[arg(
+        long,
+        global = true,
+        env = "DFX_HISTORY",
+        default_value = "target/dfx-perf/history.sqlite",
+        value_name = "DB"
+    )]
+    pub history: String,
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum HistoryCommand {
+    /// Add run folders to the history (adding a run twice stores it once).
+    Add {
+        /// Run folders (`<results-dir>/<run-id>/`).
+        #[arg(required = true, value_name = "RUN")]
+        runs: Vec<PathBuf>,
+    },
+    /// List the stored runs, oldest first.
+    List,
+    /// One trial over the stored runs: outcome and metric values per run.
+    Show {
+        /// Trial name (`test::suffix::step`).
+        trial: String,
+        /// Metric to show (repeatable; default: TTFP, E2EL, RTF medians, audio throughput).
+        #[arg(long, value_name = "M")]
+        metric: Vec<String>,
+        /// Only runs of this hardware identity.
+        #[arg(long, value_name = "LABEL")]
+        hardware: Option<String>,
+    },
+    /// Find change points per trial × metric; a CI gate with --fail-on-regression.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Only the last N runs of each hardware identity.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(2..))]
+    pub last: u64,
+    /// Exit with status 3 when a regression is found.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Only this hardware identity (e.g. `H100`, `SIMx5 (sim speed 5)`).
+    #[arg(long, value_name = "LABEL")]
+    pub hardware: Option<String>,
+    /// Smallest relative change that counts.
+    #[arg(long, default_value = "5%", value_parser = super::percent)]
+    pub min_change: f64,
+    /// The consecutive rule: how many worse runs in a row flag a regression.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub consecutive: u64,
+    /// The consecutive rule: how much worse each of them must be.
+    #[arg(long, default_value = "10%", value_parser = super::percent)]
+    pub consecutive_change: f64,
+    /// Metrics to check besides the defaults and the thresholded ones (comma separated).
+    #[arg(long, value_delimiter = ',', value_name = "METRIC")]
+    pub metrics: Vec<String>,
+}
+
+impl Run for HistoryArgs {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        let spec = HistorySpec::parse(&self.history)
+            .map_err(|e| anyhow::anyhow!("--history (DFX_HISTORY): {e}"))?;
+        let mut store = dfx_history::open(&spec)?;
+        match self.command {
+            HistoryCommand::Add { runs } => add(&mut *store, &runs),
+            HistoryCommand::List => list(&mut *store),
+            HistoryCommand::Show {
+                trial,
+                metric,
+                hardware,
+            } => show(&mut *store, &trial, &metric, hardware.as_deref()),
+            HistoryCommand::Check(args) => run_check(&mut *store, &args),
+        }
+    }
+}
+
+fn add(store: &mut dyn HistoryStore, runs: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    for dir in runs {
+        let run = dfx_history::read_run(dir)?;
+        let what = match store.add(&run)? {
+            AddOutcome::Added => "added",
+            AddOutcome::Unchanged => "already stored",
+            AddOutcome::Replaced => "replaced",
+        };
+        outln!(
+            "{what}: {} ({} trials) in {}",
+            run.run_id,
+            run.trials.len(),
+            store.describe()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(store: &mut dyn HistoryStore) -> anyhow::Result<ExitCode> {
+    let runs = store.list()?;
+    outln!("{}: {} run(s)", store.describe(), runs.len());
+    for r in runs {
+        outln!(
+            "{}  {}  {} trials, {} failed{}  {}",
+            r.run_id,
+            r.hardware,
+            r.trials,
+            r.failed,
+            if r.interrupted { ", INTERRUPTED" } else { "" },
+            r.git_sha
+                .as_deref()
+                .map_or_else(|| "-".to_string(), |s| s.chars().take(10).collect()),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(
+    store: &mut dyn HistoryStore,
+    trial: &str,
+    metrics: &[String],
+    hardware: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let runs = store.load(hardware)?;
+    let with: Vec<&RunRecord> = runs.iter().filter(|r| r.trial(trial).is_some()).collect();
+    if with.is_empty() {
+        anyhow::bail!(
+            "trial `{trial}`: not in any stored run of {}",
+            store.describe()
+        );
+    }
+    let metrics: Vec<String> = if metrics.is_empty() {
+        [
+            "median_audio_ttfp_ms",
+            "median_e2el_ms",
+            "median_audio_rtf",
+            "audio_throughput",
+        ]
+        .map(String::from)
+        .to_vec()
+    } else {
+        metrics.to_vec()
+    };
+    outln!("run\thardware\toutcome\t{}", metrics.join("\t"));
+    for r in with {
+        let Some(t) = r.trial(trial) else { continue };
+        let values: Vec<String> = metrics
+            .iter()
+            .map(|m| {
+                t.metrics
+                    .get(m)
+                    .map_or("-".into(), |v| dfx_report::fmt::num(*v))
+            })
+            .collect();
+        let mut outcome = t.outcome.as_str().to_string();
+        if let Some(why) = &t.unclean {
+            outcome.push_str(&format!(" ({why})"));
+        }
+        outln!(
+            "{}\t{}\t{outcome}\t{}",
+            r.run_id,
+            r.hardware_identity,
+            values.join("\t")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_check(store: &mut dyn HistoryStore, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let opts = DetectOptions {
+        min_change: args.min_change,
+        streak_runs: args.consecutive as usize,
+        streak_change: args.consecutive_change,
+        ..DetectOptions::default()
+    };
+    let mut by_hw: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
+    for r in store.load(args.hardware.as_deref())? {
+        by_hw
+            .entry(r.hardware_identity.clone())
+            .or_default()
+            .push(r);
+    }
+    if by_hw.is_empty() {
+        outln!("{}: no runs stored; nothing to check", store.describe());
+    }
+    let mut regressions = 0;
+    for (hw, runs) in by_hw {
+        let skip = runs.len().saturating_sub(args.last as usize);
+        let report = check::check(&hw, &runs[skip..], &opts, &args.metrics);
+        regressions += report.regressions().count();
+        print_report(&report);
+    }
+    outln!("{regressions} regression(s)");
+    if regressions > 0 && args.fail_on_regression {
+        return Ok(ExitCode::from(REGRESSION_STATUS));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(r: &CheckReport) {
+    outln!(
+        "{}: {} run(s), {} … {}",
+        r.hardware,
+        r.runs.len(),
+        r.runs.first().map_or("-", String::as_str),
+        r.runs.last().map_or("-", String::as_str)
+    );
+    for f in &r.failed_runs {
+        outln!(
+            "  FAILED RUN   {}: every trial failed, not a slowdown ({})",
+            f.run_id,
+            f.reason
+        );
+    }
+    for id in &r.interrupted_runs {
+        outln!("  interrupted  {id}: its unfinished trials are left out");
+    }
+    for f in &r.findings {
+        let (word, note) = match &f.verdict {
+            Verdict::Regression => ("REGRESSION ", String::new()),
+            Verdict::Improvement => ("improvement", String::new()),
+            Verdict::ExplainedByAudioLength(why) => ("explained  ", format!(" — {why}")),
+        };
+        let c = &f.change;
+        let methods: Vec<&str> = c
+            .methods
+            .iter()
+            .map(|m| match m {
+                Method::EDivisive => "e-divisive",
+                Method::Consecutive => "consecutive",
+            })
+            .collect();
+        outln!(
+            "  {word}  {} {} at run {}/{} ({}): {} -> {} ({:+.1} % worse; noise {}{}; {}){note}",
+            f.trial,
+            f.metric,
+            f.run_index + 1,
+            r.runs.len(),
+            f.run_id,
+            dfx_report::fmt::num(c.before),
+            dfx_report::fmt::num(c.after),
+            c.worse_by * 100.0,
+            dfx_report::fmt::num(c.noise),
+            if c.noise_from_repeats {
+                " from repeats"
+            } else {
+                ""
+            },
+            methods.join("+"),
+        );
+    }
+    if r.findings.is_empty() {
+        outln!("  no change points");
+    }
+}

@@ -1,0 +1,112 @@
+//! The run history end to end against the simulator: seven short runs of the suite with
+//! `--history`, the last four with `--sim-faults slowdown=1.3`; `dfx-perf history check`
+//! must report the change at the fourth run for the latency metrics of every trial, at no
+//! other run, and exit 3 with `--fail-on-regression`.
+
+use std::process::{Command, Output};
+
+use libtest_mimic::Failed;
+
+use crate::support::{fixture, perf_in};
+
+const RUNS: usize = 7;
+const SLOW_FROM: usize = 4;
+const TRIALS: [&str; 2] = [
+    "test_sim_smoke::default_voice_seed-tts-text::c1",
+    "test_sim_smoke::default_voice_seed-tts-text::c4",
+];
+const LATENCY: [&str; 3] = ["median_audio_ttfp_ms", "median_e2el_ms", "median_audio_rtf"];
+
+fn dfx_perf(args: &[&str]) -> Result<Output, Failed> {
+    Ok(Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
+        .args(args)
+        .env_remove("DFX_HISTORY")
+        .output()
+        .map_err(|e| format!("cannot run dfx-perf: {e}"))?)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n{}{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
+    let tmp = tempfile::tempdir()?;
+    let db = tmp.path().join("history.sqlite");
+    let db_arg = db.display().to_string();
+    let config = fixture("sim_tts.json");
+    for i in 1..=RUNS {
+        let mut args = vec![
+            "--server",
+            "sim",
+            "--sim-speed",
+            "5",
+            "--bench",
+            "native",
+            "--hardware",
+            "SIMx5",
+            "--history",
+            &db_arg,
+        ];
+        if i >= SLOW_FROM {
+            args.extend(["--sim-faults", "slowdown=1.3"]);
+        }
+        let out = perf_in(tmp.path(), &config, &args)?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(0) || !stderr.contains("history: ") {
+            return Err(format!("run {i}: {}", text(&out)).into());
+        }
+    }
+    let list = dfx_perf(&["history", "--history", &db_arg, "list"])?;
+    let listed = String::from_utf8_lossy(&list.stdout);
+    if !listed.contains(&format!("{RUNS} run(s)")) {
+        return Err(format!("history list: {}", text(&list)).into());
+    }
+    let latest = tmp.path().join("latest").display().to_string();
+    let again = dfx_perf(&["history", "--history", &db_arg, "add", &latest])?;
+    if !String::from_utf8_lossy(&again.stdout).contains("already stored") {
+        return Err(format!("adding twice: {}", text(&again)).into());
+    }
+    let check = dfx_perf(&[
+        "history",
+        "--history",
+        &db_arg,
+        "check",
+        "--fail-on-regression",
+    ])?;
+    let out = String::from_utf8_lossy(&check.stdout).into_owned();
+    if check.status.code() != Some(3) {
+        return Err(format!("exit status 3 expected: {}", text(&check)).into());
+    }
+    let findings: Vec<&str> = out.lines().filter(|l| l.contains(" at run ")).collect();
+    let at = format!(" at run {SLOW_FROM}/{RUNS} ");
+    if let Some(bad) = findings
+        .iter()
+        .find(|l| !l.contains(&at) || !l.contains("REGRESSION"))
+    {
+        return Err(
+            format!("a finding other than the slowdown at run {SLOW_FROM}: {bad}\n{out}").into(),
+        );
+    }
+    for trial in TRIALS {
+        for metric in LATENCY {
+            let needle = format!("{trial} {metric} ");
+            if !findings.iter().any(|l| l.contains(&needle)) {
+                return Err(format!("no change found for {trial} {metric}:\n{out}").into());
+            }
+        }
+    }
+    let other: Vec<&&str> = findings
+        .iter()
+        .filter(|l| !LATENCY.iter().any(|m| l.contains(&format!(" {m} "))))
+        .filter(|l| !l.contains(" mean_e2el_ms ") && !l.contains(" audio_throughput "))
+        .collect();
+    if !other.is_empty() {
+        return Err(format!("unexpected metrics: {other:?}").into());
+    }
+    Ok(())
+}

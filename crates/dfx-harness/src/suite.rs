@@ -228,6 +228,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         hardware: hw,
         assert_baseline: cfg.assert_baseline,
         progress: progress.clone(),
+        upstream_results_dir: cfg.upstream_results_dir.clone(),
     }));
     let trials = build_trials(
         &lock(&session).planned,

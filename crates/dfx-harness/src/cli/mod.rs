@@ -212,6 +212,12 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "DIR", env = "DFX_BASELINES_DIR")]
     pub baselines_dir: Option<PathBuf>,
 
+    /// Also copy every trial's result, under upstream's file name, into this flat folder
+    /// (upstream's nightly report tools read such a folder; it may gather many runs).
+    /// Every run folder has its own `upstream/` copy regardless.
+    #[arg(long, value_name = "DIR", env = "DFX_UPSTREAM_RESULTS_DIR")]
+    pub upstream_results_dir: Option<PathBuf>,
+
     /// Run history to add this run to when it ends (also after an interruption): a
     /// SQLite file or postgres://user@host/db. A failure to write it is a warning.
     #[arg(long, value_name = "DB", env = "DFX_HISTORY")]

@@ -41,6 +41,8 @@ pub struct Session {
     /// Summary entries, the trial in progress, server starts (shared with the signal
     /// handler).
     pub progress: SharedProgress,
+    /// `--upstream-results-dir`: a flat folder that also gets each upstream-named result.
+    pub upstream_results_dir: Option<PathBuf>,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -331,15 +333,14 @@ impl Session {
         if p.judged {
             let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
             let run_stamp = self.run.id.get(..15).unwrap_or(&self.run.id).to_string();
-            if let Err(e) = upstream::write(
-                &self.run.path.join(upstream::DIR_NAME),
-                trial,
-                &self.hardware,
-                &doc,
-                &run_stamp,
-                &stamp,
-            ) {
-                eprintln!("dfx-perf: warning: {}: upstream copy: {e}", trial.name);
+            let dirs = std::iter::once(self.run.path.join(upstream::DIR_NAME))
+                .chain(self.upstream_results_dir.clone());
+            for up in dirs {
+                if let Err(e) =
+                    upstream::write(&up, trial, &self.hardware, &doc, &run_stamp, &stamp)
+                {
+                    eprintln!("dfx-perf: warning: {}: upstream copy: {e}", trial.name);
+                }
             }
         }
         let verdict_doc = json!({"trial": trial.name, "passed": passed, "failures": failures,

@@ -58,6 +58,7 @@ fn fixture_hw(
         hardware: hw.into(),
         assert_baseline,
         progress: crate::progress::Progress::shared(vec![None; n]),
+        upstream_results_dir: None,
     };
     Fixture {
         session,
@@ -428,10 +429,20 @@ fn upstream_folder_holds_every_trial_under_upstreams_file_name() {
         named,
     ];
     let mut f = fixture_hw(trials.clone(), fake(FakeKnobs::default()), false, "H20");
+    let flat = tempfile::tempdir().unwrap();
+    f.session.upstream_results_dir = Some(flat.path().join("nightly"));
     for i in 0..trials.len() {
         f.session.run_trial(i).unwrap();
     }
     let dir = f.session.run.path.join("upstream");
+    // --upstream-results-dir gets the same files
+    let names = |d: &std::path::Path| -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(names(&dir), names(&flat.path().join("nightly")));
     type Doc = serde_json::Map<String, Value>;
     let mut parsed: Vec<(String, Doc, Doc)> = std::fs::read_dir(&dir)
         .unwrap()

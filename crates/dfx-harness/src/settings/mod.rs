@@ -71,6 +71,9 @@ pub struct SuiteConfig {
     pub bench: BenchOptions,
     pub deploy_dir: PathBuf,
     pub baselines_dir: PathBuf,
+    /// `--upstream-results-dir`: a flat folder that also gets each result under
+    /// upstream's file name.
+    pub upstream_results_dir: Option<PathBuf>,
     /// `--history`: where each run is added when it ends.
     pub history: Option<dfx_history::HistorySpec>,
     pub list_verbose: bool,
@@ -221,6 +224,7 @@ impl SuiteConfig {
                 .baselines_dir
                 .unwrap_or_else(|| project.root.join("baselines")),
             history,
+            upstream_results_dir: s.upstream_results_dir.clone(),
             list_verbose,
             flags: provenance,
             notes,

@@ -197,3 +197,32 @@ fn sglang_refuses_vllm_only_params_and_missing_config() {
         "{e}"
     );
 }
+
+/// The judge server of today's OmniInteract config (`judge_server_params`, loaded by
+/// dfx-core from the reference copy): a plain `serve <model>` without `--omni` or the
+/// init timeouts, its extra args, and the device its index picks from the parent's
+/// `CUDA_VISIBLE_DEVICES=4,5`.
+#[test]
+fn test_gander_omniinteract_judge() {
+    let reference = dfx_core::reference::reference_dir().unwrap_or_else(|e| panic!("{e}"));
+    let none = tempfile::tempdir().unwrap();
+    let plan = dfx_core::config::load_plan(&dfx_core::config::LoadOptions {
+        files: vec![reference.join("upstream/2026/perf/tests/test_gander_omniinteract.json")],
+        hardware: "H100".into(),
+        deploy_dir: reference.join("upstream/deploy"),
+        baselines_dir: none.path().to_path_buf(),
+        mark: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let judge = plan.trials[0]
+        .server
+        .judge
+        .as_deref()
+        .expect("the case has a judge");
+    let mut spec = judge.server.clone();
+    spec.env.insert(
+        "CUDA_VISIBLE_DEVICES".into(),
+        judge.visible_devices(Some("4,5")).unwrap(),
+    );
+    insta::assert_snapshot!(render(&spec, None));
+}

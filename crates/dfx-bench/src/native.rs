@@ -185,6 +185,16 @@ impl Bench for NativeBench {
     }
 }
 
+/// The client's runtime: two workers, as many as the machines it is sized for have cores.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dfx-native")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))
+}
+
 /// The most connections a step opens at once: its warmups (all sent together) or its
 /// measured load, whichever is larger.
 fn peak_connections(p: &prepare::Prepared) -> usize {
@@ -223,12 +233,7 @@ impl NativeBench {
         if let Some(note) = fds::ensure(peak_connections(&p))? {
             log.write(&note);
         }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("dfx-native")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        let rt = runtime()?;
         let progress = Progress::new(&ctx.trial.name, p.measured.len(), self.settings.progress);
         let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
         let mut phase = PhaseCtx {

@@ -38,12 +38,7 @@ impl NativeBench {
         ));
         let seed = entry.seed.unwrap_or(s.seed);
         let prefix = prepare::request_id_prefix(entry);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("dfx-native")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        let rt = super::runtime()?;
         let progress = Progress::new(&trial.name, 0, false);
         let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
         let start = Instant::now();

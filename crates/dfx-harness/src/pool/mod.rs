@@ -152,9 +152,19 @@ impl ServerPool {
         self.start(spec, name)
     }
 
-    fn start(&mut self, spec: &Arc<ServerSpec>, name: &str) -> Result<ServerInfo, AcquireError> {
+    /// The next start's folder `servers/<NN>-<name><suffix>` (created) and its context;
+    /// returns the folder relative to the run folder too.
+    fn next_start(
+        &mut self,
+        name: &str,
+        suffix: &str,
+    ) -> Result<(String, StartContext), AcquireError> {
         self.starts += 1;
-        let rel_dir = format!("servers/{:02}-{}", self.starts, sanitize_component(name));
+        let rel_dir = format!(
+            "servers/{:02}-{}{suffix}",
+            self.starts,
+            sanitize_component(name)
+        );
         let dir = self
             .servers_dir
             .join(rel_dir.trim_start_matches("servers/"));
@@ -162,16 +172,21 @@ impl ServerPool {
             dir: dir.clone(),
             source,
         })?;
-        eprintln!(
-            "dfx-perf: starting server {rel_dir} ({} {})",
-            self.launcher.name(),
-            spec.model
-        );
         let ctx = StartContext {
             storage_dir: self.servers_dir.parent().map(|run| run.join("storage")),
             dir,
             ready_timeout: self.ready_timeout,
         };
+        Ok((rel_dir, ctx))
+    }
+
+    fn start(&mut self, spec: &Arc<ServerSpec>, name: &str) -> Result<ServerInfo, AcquireError> {
+        let (rel_dir, ctx) = self.next_start(name, "")?;
+        eprintln!(
+            "dfx-perf: starting server {rel_dir} ({} {})",
+            self.launcher.name(),
+            spec.model
+        );
         match self.launcher.start(spec, &ctx) {
             Ok(server) => {
                 let mut live = Live {
@@ -233,25 +248,8 @@ impl ServerPool {
         };
         let mut spec = j.server.clone();
         spec.env.insert("CUDA_VISIBLE_DEVICES".into(), devices);
-        self.starts += 1;
-        let rel_dir = format!(
-            "servers/{:02}-{}-judge",
-            self.starts,
-            sanitize_component(name)
-        );
-        let dir = self
-            .servers_dir
-            .join(rel_dir.trim_start_matches("servers/"));
-        std::fs::create_dir_all(&dir).map_err(|source| AcquireError::Folder {
-            dir: dir.clone(),
-            source,
-        })?;
+        let (rel_dir, ctx) = self.next_start(name, "-judge")?;
         eprintln!("dfx-perf: starting judge server {rel_dir} ({})", spec.model);
-        let ctx = StartContext {
-            dir,
-            ready_timeout: self.ready_timeout,
-            storage_dir: self.servers_dir.parent().map(|run| run.join("storage")),
-        };
         match self.launcher.start(&spec, &ctx) {
             Ok(server) => Ok(Some(Judge { server, rel_dir })),
             Err(e) => failed(self, format!("{rel_dir}: {e}")),

@@ -185,6 +185,33 @@ impl Bench for NativeBench {
     }
 }
 
+/// Runs a prepared step on `rt`, its records going to `sink`: the warmups (all at once,
+/// then discarded from the statistics), then the measured requests with the step's load.
+/// Returns when the measured phase started and its exact peak of requests in flight.
+fn run_prepared(
+    rt: &tokio::runtime::Runtime,
+    sink: &RecordSink,
+    p: &mut prepare::Prepared,
+) -> (std::time::Instant, usize) {
+    let mut phase = PhaseCtx {
+        target: p.target.clone(),
+        warmup: true,
+        sample_rate: p.sample_rate,
+        records: sink.sender(),
+        inflight: Arc::new(InFlight::default()),
+    };
+    let warmups = std::mem::take(&mut p.warmups);
+    if !warmups.is_empty() {
+        let concurrency = warmups.len();
+        driver::run_phase(rt, &phase, warmups, Load::Closed { concurrency });
+    }
+    phase.warmup = false;
+    phase.inflight = Arc::new(InFlight::default());
+    let measured = std::mem::take(&mut p.measured);
+    let base = driver::run_phase(rt, &phase, measured, p.load.clone());
+    (base, phase.inflight.peak())
+}
+
 /// The client's runtime: two workers, as many as the machines it is sized for have cores.
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -236,31 +263,7 @@ impl NativeBench {
         let rt = runtime()?;
         let progress = Progress::new(&ctx.trial.name, p.measured.len(), self.settings.progress);
         let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
-        let mut phase = PhaseCtx {
-            target: p.target.clone(),
-            warmup: true,
-            sample_rate: p.sample_rate,
-            records: sink.sender(),
-            inflight: Arc::new(InFlight::default()),
-        };
-        let warm_n = p.warmups.len();
-        if warm_n > 0 {
-            let warmups = std::mem::take(&mut p.warmups);
-            driver::run_phase(
-                &rt,
-                &phase,
-                warmups,
-                Load::Closed {
-                    concurrency: warm_n,
-                },
-            );
-        }
-        phase.warmup = false;
-        phase.inflight = Arc::new(InFlight::default());
-        let measured = std::mem::take(&mut p.measured);
-        driver::run_phase(&rt, &phase, measured, p.load.clone());
-        let peak_inflight = phase.inflight.peak();
-        drop(phase);
+        let (_, peak_inflight) = run_prepared(&rt, &sink, &mut p);
         let (records, problem) = sink.finish();
         rt.shutdown_timeout(Duration::from_secs(5));
         if let Some(problem) = problem {

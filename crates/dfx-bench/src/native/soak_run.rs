@@ -1,12 +1,10 @@
 //! The soak loop of [`NativeBench`] (see [`super::soak`]): batch after batch on one
 //! runtime, one records file and one connection pool, until the soak's time is over.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dfx_core::bench::{BenchContext, BenchOutcome};
 
-use super::driver::{self, InFlight, Load, PhaseCtx};
 use super::log::BenchLog;
 use super::prepare::{self, RowSource};
 use super::progress::Progress;
@@ -80,22 +78,8 @@ impl NativeBench {
                     log.write(&note);
                 }
             }
-            let mut phase = PhaseCtx {
-                target: p.target.clone(),
-                warmup: true,
-                sample_rate: p.sample_rate,
-                records: sink.sender(),
-                inflight: Arc::new(InFlight::default()),
-            };
-            let warmups = std::mem::take(&mut p.warmups);
-            if !warmups.is_empty() {
-                let concurrency = warmups.len();
-                driver::run_phase(&rt, &phase, warmups, Load::Closed { concurrency });
-            }
-            phase.warmup = false;
-            let measured = std::mem::take(&mut p.measured);
-            let base = driver::run_phase(&rt, &phase, measured, p.load.clone());
-            peak = peak.max(phase.inflight.peak());
+            let (base, batch_peak) = super::run_prepared(&rt, &sink, &mut p);
+            peak = peak.max(batch_peak);
             started.push(soak::since(start, base));
             rss.push(ctx.server_group.and_then(soak::group_rss_mb));
             last = Some(p);

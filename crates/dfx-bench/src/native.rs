@@ -17,8 +17,10 @@ pub mod dataset;
 pub mod driver;
 pub mod fds;
 pub mod log;
+pub mod omni;
 pub mod prepare;
 pub mod progress;
+pub mod random;
 pub mod record;
 pub mod request;
 pub mod schedule;
@@ -68,6 +70,9 @@ pub struct NativeSettings {
     pub progress: bool,
     /// Factor on every soak entry's `duration_sec` (`--duration-scale`, default 1).
     pub duration_scale: f64,
+    /// A local Hugging Face `tokenizer.json` (`--tokenizer`): token counts of the
+    /// `random` datasets. Without it they are approximate (`dfx_tokenizer`).
+    pub tokenizer: Option<PathBuf>,
 }
 
 impl Default for NativeSettings {
@@ -84,6 +89,7 @@ impl Default for NativeSettings {
             max_body_bytes: 512 * 1024 * 1024,
             progress: true,
             duration_scale: 1.0,
+            tokenizer: None,
         }
     }
 }
@@ -150,6 +156,9 @@ impl Bench for NativeBench {
         if backend == Some(BACKEND) && dataset.is_some_and(|d| DATASETS.contains(&d)) {
             return Ok(());
         }
+        if omni::is_chat(entry) {
+            return omni::supports(entry).map_err(Unsupported);
+        }
         Err(Unsupported(format!(
             "native bench implements backend {BACKEND} with datasets {}; got backend {} dataset {}",
             DATASETS.join(", "),
@@ -162,6 +171,9 @@ impl Bench for NativeBench {
         if trial.entry.dialect == Dialect::Stability {
             return soak::plan(&trial.entry.raw, trial.step.num_prompts, 1.0)
                 .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)));
+        }
+        if omni::is_chat(&trial.entry) {
+            return omni::preflight(&self.settings, trial).map(Some);
         }
         prepare::preflight(&self.settings, trial).map(Some)
     }
@@ -252,6 +264,9 @@ impl NativeBench {
         }
         if ctx.trial.entry.dialect == Dialect::Stability {
             return self.run_soak(ctx, log);
+        }
+        if omni::is_chat(&ctx.trial.entry) {
+            return omni::run(&self.settings, ctx, log);
         }
         let mut p = prepare::prepare(&self.settings, ctx, self.reuse_connections)?;
         for n in &p.notes {

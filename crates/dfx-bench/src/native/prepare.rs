@@ -49,7 +49,7 @@ fn sample_rate(settings: &NativeSettings, model: &str, notes: &mut Vec<String>) 
 }
 
 /// The bearer token, read from the configured variable (never logged).
-fn token(settings: &NativeSettings, notes: &mut Vec<String>) -> Option<String> {
+pub(crate) fn token(settings: &NativeSettings, notes: &mut Vec<String>) -> Option<String> {
     let var = settings.auth_token_env.as_deref()?;
     match std::env::var(var) {
         Ok(t) if !t.is_empty() => {
@@ -175,7 +175,11 @@ fn jobs(
 }
 
 /// The step's load shape, and its description for bench.log.
-fn load_shape(ctx: &BenchContext<'_>, n: usize, seed: u64) -> Result<(Load, String), String> {
+pub(crate) fn load_shape(
+    ctx: &BenchContext<'_>,
+    n: usize,
+    seed: u64,
+) -> Result<(Load, String), String> {
     let (entry, step) = (&ctx.trial.entry, &ctx.trial.step);
     let burstiness = entry.burstiness.unwrap_or(1.0);
     Ok(match step.request_rate() {

@@ -10,25 +10,25 @@ use dfx_core::result::ResultDoc;
 
 use super::selection::{Metric, Selection, percentile_word};
 
-fn f(doc: &ResultDoc, key: &str) -> f64 {
+pub(crate) fn f(doc: &ResultDoc, key: &str) -> f64 {
     doc.get(key).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
-fn i(doc: &ResultDoc, key: &str) -> i64 {
+pub(crate) fn i(doc: &ResultDoc, key: &str) -> i64 {
     doc.get(key)
         .and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|x| x as i64)))
         .unwrap_or(0)
 }
 
-fn row(out: &mut String, label: &str, value: impl std::fmt::Display) {
+pub(crate) fn row(out: &mut String, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{label:<40} {value:<10}");
 }
 
-fn row2(out: &mut String, label: &str, value: f64) {
+pub(crate) fn row2(out: &mut String, label: &str, value: f64) {
     row(out, label, format!("{value:.2}"));
 }
 
-fn title(out: &mut String, text: &str, fill: char) {
+pub(crate) fn title(out: &mut String, text: &str, fill: char) {
     let pad = 50usize.saturating_sub(text.chars().count());
     let (l, r) = (pad / 2, pad - pad / 2);
     let fill_l: String = std::iter::repeat_n(fill, l).collect();

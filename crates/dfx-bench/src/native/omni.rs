@@ -1,0 +1,385 @@
+//! The native bench's `openai-chat-omni` backend (alias `daily-omni`) with the `random`
+//! and `random-mm` datasets (`docs/bench.md`, "openai-chat-omni"): bodies as vllm-omni
+//! sends them, the event stream framed incrementally and timestamped per body read,
+//! upstream's text and audio metrics, a result in upstream's key order.
+//!
+//! A step: [`preflight`] checks the entry before any server starts; [`run`] draws the
+//! prompts and item shapes, sends the warmups (the first request, again), then the
+//! measured requests with their bodies built lazily ([`driver`]), writes each record as
+//! it ends ([`record`]), and builds the result ([`aggregate`]) and the block ([`summary`]).
+
+pub mod aggregate;
+pub mod client;
+pub mod driver;
+pub mod record;
+pub mod request;
+pub mod sse;
+pub mod stream;
+pub mod summary;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dfx_core::bench::{BenchContext, BenchOutcome};
+use dfx_core::plan::{BenchEntry, Trial};
+
+use self::aggregate::{ChatFacts, ChatSelection};
+use self::client::ChatTarget;
+use self::driver::{ChatPhase, CountFn, Ready};
+use self::record::{ChatRecord, ChatSample, ChatSink};
+use self::request::ChatTemplate;
+use super::NativeSettings;
+use super::client::Limits;
+use super::driver::Load;
+use super::log::BenchLog;
+use super::random::{self, RequestSpec, text::Counter};
+
+/// Backends served here (`daily-omni` is upstream's alias of the chat function).
+pub const CHAT_BACKENDS: [&str; 2] = ["openai-chat-omni", "daily-omni"];
+/// Datasets served here.
+pub const CHAT_DATASETS: [&str; 2] = ["random", "random-mm"];
+/// The only endpoint the chat function accepts.
+pub const CHAT_ENDPOINT: &str = "/v1/chat/completions";
+/// Encoded bodies the generator may hold ahead of the sends.
+pub const LOOKAHEAD_BYTES: u64 = 128 * 1024 * 1024;
+/// Most bodies queued ahead, whatever their size.
+pub const MAX_LOOKAHEAD: usize = 16;
+
+/// Whether `entry` names a chat-omni backend.
+pub fn is_chat(entry: &BenchEntry) -> bool {
+    entry
+        .backend
+        .as_deref()
+        .is_some_and(|b| CHAT_BACKENDS.contains(&b))
+}
+
+/// Whether the native bench can serve a chat entry, with the reason when not.
+pub fn supports(entry: &BenchEntry) -> Result<(), String> {
+    let dataset = entry.dataset_name.as_deref().unwrap_or("(none)");
+    if !CHAT_DATASETS.contains(&dataset) {
+        return Err(format!(
+            "native bench runs openai-chat-omni with datasets {} only; got dataset {dataset}",
+            CHAT_DATASETS.join(", ")
+        ));
+    }
+    match entry.endpoint.as_deref() {
+        Some(CHAT_ENDPOINT) => Ok(()),
+        other => Err(format!(
+            "native bench runs openai-chat-omni on endpoint {CHAT_ENDPOINT} only; got {}",
+            other.unwrap_or("(none: upstream's default /v1/completions)")
+        )),
+    }
+}
+
+fn selection(entry: &BenchEntry) -> Result<ChatSelection, String> {
+    ChatSelection::parse(
+        entry.percentile_metrics.as_deref(),
+        entry.metric_percentiles.as_deref(),
+    )
+}
+
+fn counter(settings: &NativeSettings) -> Result<Counter, String> {
+    match &settings.tokenizer {
+        Some(p) => Counter::load(p),
+        None => Ok(Counter::Approximate),
+    }
+}
+
+fn template(trial: &Trial) -> Result<ChatTemplate, String> {
+    let e = &trial.entry;
+    ChatTemplate::new(
+        &trial.server.model,
+        &e.raw,
+        e.extra_body.as_ref(),
+        e.percentile_metrics.as_deref(),
+    )
+}
+
+/// Checks everything [`run`] needs of `trial`, before any server starts; the error names
+/// the entry key. Returns the dataset's description for the log.
+pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+    let entry = &trial.entry;
+    supports(entry)?;
+    selection(entry)?;
+    template(trial)?;
+    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let counter = counter(settings)?;
+    Ok(describe(&plan, &counter))
+}
+
+fn describe(plan: &random::RandomPlan, counter: &Counter) -> String {
+    let t = &plan.text;
+    let mut s = format!(
+        "random prompts: input {} output {} prefix {} range ratio {}/{}; tokens {}",
+        t.input_len,
+        t.output_len,
+        t.prefix_len,
+        t.ratio_in,
+        t.ratio_out,
+        if counter.is_real() {
+            "from the tokenizer"
+        } else {
+            "approximate (words of a fixed vocabulary; set --tokenizer for real counts)"
+        }
+    );
+    if let Some(mm) = &plan.mm {
+        let (lo, hi) = mm.items_range();
+        s.push_str(&format!(
+            "; random-mm: {lo}..={hi} items per request, buckets {:?}, limits {:?}",
+            mm.buckets, mm.limits
+        ));
+    }
+    s
+}
+
+fn items_label(spec: &RequestSpec) -> String {
+    let mut counts: Vec<(&str, u32)> = Vec::new();
+    for it in &spec.items {
+        match counts.iter_mut().find(|c| c.0 == it.modality()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((it.modality(), 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(m, n)| format!("{m}:{n}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn sample(spec: &RequestSpec, id: Option<String>, body_bytes: usize) -> ChatSample {
+    ChatSample {
+        request_id: id,
+        prompt_len: spec.prompt.prompt_len,
+        max_tokens: spec.prompt.output_len,
+        items: items_label(spec),
+        body_bytes: body_bytes as u64,
+    }
+}
+
+/// How many bodies may wait ready: [`LOOKAHEAD_BYTES`] over the largest body, 1 to
+/// [`MAX_LOOKAHEAD`].
+pub fn lookahead(specs: &[RequestSpec]) -> usize {
+    let largest = specs
+        .iter()
+        .map(|s| {
+            let media: u64 = s.items.iter().map(|i| i.raw_bytes()).sum();
+            media / 3 * 4 + s.prompt.text.len() as u64 + 1024
+        })
+        .max()
+        .unwrap_or(1024);
+    ((LOOKAHEAD_BYTES / largest.max(1)) as usize).clamp(1, MAX_LOOKAHEAD)
+}
+
+/// Runs one step of a chat entry.
+pub fn run(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    log: &mut BenchLog,
+) -> Result<BenchOutcome, String> {
+    let (trial, entry) = (ctx.trial, &ctx.trial.entry);
+    supports(entry)?;
+    let sel = selection(entry)?;
+    let template = Arc::new(template(trial)?);
+    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let counter = Arc::new(counter(settings)?);
+    log.write(&describe(&plan, &counter));
+    if !counter.is_real() {
+        log.write("token counts are approximate: no --tokenizer (result key dfx_tokenizer: approximate); total_input_tokens uses the server's usage.prompt_tokens when it reports them");
+    }
+    if !sel.ignored.is_empty() {
+        log.write(&format!(
+            "percentile-metrics: {} select nothing for openai-chat-omni",
+            sel.ignored.join(",")
+        ));
+    }
+    let n = trial.step.num_prompts as usize;
+    let seed = entry.seed.unwrap_or(settings.seed);
+    let specs = plan.requests(&counter, n, seed);
+    let ahead = lookahead(&specs);
+    let (load, shape) = super::prepare::load_shape(ctx, n, seed)?;
+    let mut notes = Vec::new();
+    let token = super::prepare::token(settings, &mut notes);
+    for n in &notes {
+        log.write(n);
+    }
+    let headers = super::request::base_headers(token.as_deref())?;
+    let url = format!("{}{}", ctx.base_url.trim_end_matches('/'), CHAT_ENDPOINT);
+    let limits = Limits {
+        request_timeout: settings.request_timeout,
+        read_timeout: settings.read_timeout,
+        max_body_bytes: settings.max_body_bytes,
+    };
+    let target = Arc::new(ChatTarget::new(&url, headers, limits)?);
+    let warmups = entry.warmups(&trial.step) as usize;
+    let prefix = super::prepare::request_id_prefix(entry);
+    log.write(&format!(
+        "load: {n} measured request(s) after {warmups} warmup(s) (the first request, resent), {shape}; seed {seed}; POST {url}; bodies built {ahead} ahead"
+    ));
+    let Some(first_spec) = specs.first() else {
+        return Err("num_prompts: no request to send".into());
+    };
+    let t = Instant::now();
+    let first = Bytes::from(template.body(first_spec)?);
+    log.write(&format!(
+        "first body: {} bytes, built in {:.1} ms",
+        first.len(),
+        t.elapsed().as_secs_f64() * 1000.0
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dfx-native-chat")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+    let sink = ChatSink::start(&ctx.out_dir.join("records.jsonl"))?;
+    let c2 = counter.clone();
+    let count: CountFn = Arc::new(move |s: &str| c2.count(s));
+    if warmups > 0 {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(warmups);
+        for _ in 0..warmups {
+            let _ = tx.try_send((Ok(first.clone()), sample(first_spec, None, first.len())));
+        }
+        drop(tx);
+        let phase = ChatPhase::new(target.clone(), true, sink.sender(), count.clone());
+        driver::run_phase(
+            &rt,
+            &phase,
+            rx,
+            warmups,
+            Load::Closed {
+                concurrency: warmups,
+            },
+        );
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(ahead);
+    let producer = {
+        let (template, prefix) = (template.clone(), prefix.clone());
+        let first = first.clone();
+        std::thread::Builder::new()
+            .name("dfx-chat-bodies".into())
+            .spawn(move || {
+                for (i, spec) in specs.iter().enumerate() {
+                    let body = if i == 0 {
+                        Ok(first.clone())
+                    } else {
+                        template.body(spec).map(Bytes::from)
+                    };
+                    let len = body.as_ref().map_or(0, |b| b.len());
+                    let s = sample(spec, Some(format!("{prefix}{i}")), len);
+                    if tx.blocking_send((body, s)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the body generator: {e}"))?
+    };
+    drop(first);
+    let phase = ChatPhase::new(target, false, sink.sender(), count);
+    driver::run_phase(&rt, &phase, rx, n, load);
+    let _ = producer.join();
+    let peak = phase.peak();
+    drop(phase);
+    let (records, problem) = sink.finish();
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if let Some(p) = problem {
+        log.write(&format!("warning: {p}"));
+    }
+    Ok(conclude(
+        settings,
+        ctx,
+        log,
+        records,
+        peak,
+        &sel,
+        counter.is_real(),
+    ))
+}
+
+fn conclude(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    log: &mut BenchLog,
+    records: Vec<ChatRecord>,
+    peak: usize,
+    sel: &ChatSelection,
+    real: bool,
+) -> BenchOutcome {
+    let trial = ctx.trial;
+    let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.warmup);
+    measured.sort_by_key(|r| r.index);
+    let warm_failed = warm.iter().filter(|r| !r.ok).count();
+    log.write(&format!(
+        "warmups: {} sent, {warm_failed} failed",
+        warm.len()
+    ));
+    let facts = ChatFacts {
+        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+        backend: trial.entry.backend.clone().unwrap_or_default(),
+        model_id: trial.server.model.clone(),
+        tokenizer_id: super::tokenizer_id(&trial.entry, &trial.server.model),
+        num_prompts: trial.step.num_prompts,
+        request_rate: trial.step.request_rate(),
+        burstiness: trial.entry.burstiness.unwrap_or(1.0),
+        max_concurrency: trial.step.max_concurrency(),
+        peak_inflight: peak,
+        real_tokenizer: real,
+    };
+    let doc = aggregate::result_doc(&measured, &facts, sel);
+    let block = summary::serving_block(&doc, sel);
+    let extras = summary::extras_block(&doc);
+    eprint!("{block}{extras}");
+    log.write(&block);
+    log.write(&extras);
+    let mut notes: Vec<&String> = Vec::new();
+    for r in &measured {
+        for n in &r.notes {
+            if notes.len() < 5 && !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    for n in notes {
+        log.write(&format!("stream note: {n}"));
+    }
+    let mut errors: Vec<(String, usize)> = Vec::new();
+    for e in measured.iter().filter_map(|r| r.error.as_ref()) {
+        match errors.iter_mut().find(|(m, _)| m == e) {
+            Some((_, k)) => *k += 1,
+            None => errors.push((e.clone(), 1)),
+        }
+    }
+    let errors: Vec<String> = errors
+        .into_iter()
+        .take(5)
+        .map(|(m, k)| if k > 1 { format!("{m} (×{k})") } else { m })
+        .collect();
+    for e in &errors {
+        log.write(&format!("request error: {e}"));
+    }
+    let th = settings.lag_threshold.as_secs_f64();
+    let invalid_load = trial.step.request_rate().and_then(|rate| {
+        let late: Vec<&ChatRecord> = measured.iter().filter(|r| r.lag_s > th).collect();
+        let worst = late.iter().map(|r| r.lag_s).fold(0.0, f64::max);
+        (!late.is_empty()).then(|| {
+            format!(
+                "open-loop send lag up to {:.0} ms on {} of {} request(s) (threshold {:.0} ms): the server was not offered {rate} req/s",
+                worst * 1000.0,
+                late.len(),
+                measured.len(),
+                th * 1000.0
+            )
+        })
+    });
+    if let Some(why) = &invalid_load {
+        log.write(&format!("invalid load: {why}"));
+    }
+    BenchOutcome {
+        result: Some(doc),
+        exit: None,
+        log_tail: log.tail(),
+        errors,
+        invalid_load,
+    }
+}

@@ -1,0 +1,275 @@
+//! One streamed chat-omni request: send, frame the event stream incrementally
+//! ([`super::sse`]), timestamp every message at the body read that completed it, and
+//! classify how it ended. Same limits as the TTS client (`client::Limits`): body cap,
+//! read timeout (stall), total timeout.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use reqwest::header::HeaderMap;
+
+use super::sse::{SseMessage, SseParser};
+use super::stream::StreamState;
+use crate::native::client::Limits;
+
+/// How a failed chat request failed (`error_counts` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatFailure {
+    /// A non-200 status.
+    Http(u16),
+    /// Connection refused/reset, malformed HTTP.
+    Transport,
+    /// No byte for the read timeout.
+    Stall,
+    /// The total request timeout.
+    Timeout,
+    /// The body exceeded the size cap.
+    Oversize,
+    /// The stream carried an `error` chunk.
+    StreamError,
+    /// A message that is not `data: <JSON>`, or non-UTF-8 bytes.
+    Malformed,
+}
+
+impl ChatFailure {
+    /// `http_500`, `transport`, `stall`, `timeout`, `oversize`, `stream_error`,
+    /// `malformed`.
+    pub fn key(&self) -> String {
+        match self {
+            ChatFailure::Http(s) => format!("http_{s}"),
+            ChatFailure::Transport => "transport".into(),
+            ChatFailure::Stall => "stall".into(),
+            ChatFailure::Timeout => "timeout".into(),
+            ChatFailure::Oversize => "oversize".into(),
+            ChatFailure::StreamError => "stream_error".into(),
+            ChatFailure::Malformed => "malformed".into(),
+        }
+    }
+}
+
+/// Everything observed about one chat request.
+#[derive(Debug, Clone)]
+pub struct ChatExchange {
+    pub send_at: Instant,
+    pub end_at: Instant,
+    pub status: Option<u16>,
+    pub bytes: u64,
+    pub reads: u64,
+    pub failure: Option<(ChatFailure, String)>,
+    pub stream: StreamState,
+}
+
+impl ChatExchange {
+    /// Whether the request succeeded.
+    pub fn ok(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    fn fail(mut self, class: ChatFailure, msg: String) -> ChatExchange {
+        self.end_at = Instant::now();
+        self.failure = Some((class, msg));
+        self
+    }
+}
+
+/// A configured HTTP client for one chat endpoint.
+#[derive(Debug, Clone)]
+pub struct ChatTarget {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    limits: Limits,
+}
+
+impl ChatTarget {
+    /// A pooled HTTP/1.1 client (`TCP_NODELAY`) for `url`.
+    pub fn new(url: &str, headers: HeaderMap, limits: Limits) -> Result<Self, String> {
+        let url = reqwest::Url::parse(url).map_err(|e| format!("bad server URL {url:?}: {e}"))?;
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .http1_only()
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(ChatTarget {
+            client,
+            url,
+            headers,
+            limits,
+        })
+    }
+
+    /// A request that was never sent because its body could not be built.
+    pub fn refused(&self, why: String) -> ChatExchange {
+        let now = Instant::now();
+        ChatExchange {
+            send_at: now,
+            end_at: now,
+            status: None,
+            bytes: 0,
+            reads: 0,
+            failure: Some((ChatFailure::Transport, format!("request body: {why}"))),
+            stream: StreamState::default(),
+        }
+    }
+
+    /// Sends one request and reads the whole stream. Never panics on server input.
+    pub async fn execute(&self, body: Bytes, request_id: Option<&str>) -> ChatExchange {
+        let mut rb = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(body);
+        if let Some(id) = request_id {
+            rb = rb.header("x-request-id", id);
+        }
+        let request = rb.build();
+        let send_at = Instant::now();
+        let x = ChatExchange {
+            send_at,
+            end_at: send_at,
+            status: None,
+            bytes: 0,
+            reads: 0,
+            failure: None,
+            stream: StreamState::default(),
+        };
+        let request = match request {
+            Ok(r) => r,
+            Err(e) => return x.fail(ChatFailure::Transport, e.to_string()),
+        };
+        let deadline = send_at + self.limits.request_timeout;
+        let head = tokio::time::timeout_at(
+            self.timer(send_at, deadline).into(),
+            self.client.execute(request),
+        )
+        .await;
+        let mut response = match head {
+            Err(_) => {
+                let class = self.expired(send_at, deadline);
+                return x.fail(class, self.expired_msg(class));
+            }
+            Ok(Err(e)) => return x.fail(ChatFailure::Transport, chain(&e)),
+            Ok(Ok(r)) => r,
+        };
+        let mut x = x;
+        let status = response.status();
+        x.status = Some(status.as_u16());
+        if status != reqwest::StatusCode::OK {
+            let reason = status.canonical_reason().unwrap_or("");
+            let mut excerpt = Vec::new();
+            let until = self.timer(Instant::now(), deadline);
+            while excerpt.len() < 512 {
+                match tokio::time::timeout_at(until.into(), response.chunk()).await {
+                    Ok(Ok(Some(c))) => excerpt.extend_from_slice(&c),
+                    _ => break,
+                }
+            }
+            let text = String::from_utf8_lossy(&excerpt);
+            let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let msg = format!(
+                "HTTP {} {reason}: {}",
+                status.as_u16(),
+                text.chars().take(200).collect::<String>()
+            );
+            return x.fail(
+                ChatFailure::Http(status.as_u16()),
+                msg.trim_end_matches([' ', ':']).to_string(),
+            );
+        }
+        self.read_stream(response, deadline, x).await
+    }
+
+    async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        deadline: Instant,
+        mut x: ChatExchange,
+    ) -> ChatExchange {
+        let mut parser = SseParser::new();
+        let mut last = Instant::now();
+        loop {
+            let next =
+                tokio::time::timeout_at(self.timer(last, deadline).into(), response.chunk()).await;
+            let chunk = match next {
+                Err(_) => {
+                    let class = self.expired(last, deadline);
+                    return x.fail(class, self.expired_msg(class));
+                }
+                Ok(Err(e)) => return x.fail(ChatFailure::Transport, chain(&e)),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(c))) if c.is_empty() => continue,
+                Ok(Ok(Some(c))) => c,
+            };
+            last = Instant::now();
+            let t = (last - x.send_at).as_secs_f64();
+            x.reads += 1;
+            x.bytes += chunk.len() as u64;
+            if x.bytes > self.limits.max_body_bytes {
+                let msg = format!("body exceeded the {} byte cap", self.limits.max_body_bytes);
+                return x.fail(ChatFailure::Oversize, msg);
+            }
+            match parser.feed(&chunk) {
+                Ok(msgs) => take(&mut x.stream, t, msgs),
+                Err(e) => return x.fail(ChatFailure::Malformed, e.to_string()),
+            }
+        }
+        let t = (last - x.send_at).as_secs_f64();
+        match parser.finish() {
+            Ok(m) => take(&mut x.stream, t, m.into_iter().collect()),
+            Err(e) => return x.fail(ChatFailure::Malformed, e.to_string()),
+        }
+        x.end_at = Instant::now();
+        if let Some(e) = x.stream.error.clone() {
+            return x.fail(ChatFailure::StreamError, format!("stream error: {e}"));
+        }
+        x
+    }
+
+    fn timer(&self, since: Instant, deadline: Instant) -> Instant {
+        (since + self.limits.read_timeout).min(deadline)
+    }
+
+    fn expired(&self, since: Instant, deadline: Instant) -> ChatFailure {
+        if deadline <= since + self.limits.read_timeout {
+            ChatFailure::Timeout
+        } else {
+            ChatFailure::Stall
+        }
+    }
+
+    fn expired_msg(&self, class: ChatFailure) -> String {
+        match class {
+            ChatFailure::Timeout => format!(
+                "request timed out after {:.1} s (total timeout)",
+                self.limits.request_timeout.as_secs_f64()
+            ),
+            _ => format!(
+                "stream stalled: no byte for {:.1} s (read timeout)",
+                self.limits.read_timeout.as_secs_f64()
+            ),
+        }
+    }
+}
+
+fn take(s: &mut StreamState, t: f64, msgs: Vec<SseMessage>) {
+    for m in msgs {
+        if let SseMessage::Json(v) = m {
+            s.on_message(t, &v);
+        }
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}

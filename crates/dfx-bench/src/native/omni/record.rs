@@ -1,0 +1,265 @@
+//! Per-request figures of a chat-omni request with upstream's definitions
+//! (`docs/bench.md`, "openai-chat-omni"), and its `records.jsonl` line: the text
+//! timeline (token message times and counts, ITLs) and the audio timeline (chunk times
+//! and frames).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::client::ChatExchange;
+use crate::native::record::Dispatch;
+
+/// Identity of a request.
+#[derive(Debug, Clone)]
+pub struct ChatSample {
+    pub request_id: Option<String>,
+    /// Prompt length from the dataset (tokenizer or approximation).
+    pub prompt_len: u64,
+    pub max_tokens: u64,
+    /// `image:1,audio:1`-style item summary.
+    pub items: String,
+    pub body_bytes: u64,
+}
+
+/// One chat request as written to `records.jsonl`. Times in seconds; `*_send_s` and
+/// `end_s` relative to the phase start, the timelines relative to the send.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatRecord {
+    pub index: usize,
+    pub warmup: bool,
+    pub request_id: Option<String>,
+    pub items: String,
+    pub body_bytes: u64,
+    pub max_tokens: u64,
+    pub planned_send_s: f64,
+    pub actual_send_s: f64,
+    pub queue_s: f64,
+    pub lag_s: f64,
+    /// Time the body waited for its generator after the request was due (look-ahead
+    /// starved); part of `lag_s`.
+    pub body_wait_s: f64,
+    pub end_s: f64,
+    pub status: Option<u16>,
+    pub ok: bool,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    pub bytes: u64,
+    pub reads: u64,
+    /// Prompt tokens: the server's `usage.prompt_tokens` when positive, else the dataset's.
+    pub prompt_len: u64,
+    pub prompt_len_source: &'static str,
+    /// Output tokens for the statistics (upstream's rule).
+    pub output_len: u64,
+    pub ttft_s: f64,
+    pub tpot_s: Option<f64>,
+    pub e2el_s: f64,
+    pub text_latency_s: f64,
+    pub itl_s: Vec<f64>,
+    pub token_t_s: Vec<f64>,
+    pub token_n: Vec<u64>,
+    pub audio_ttfp_s: f64,
+    pub audio_last_s: Option<f64>,
+    pub audio_duration_s: f64,
+    pub audio_frames: u64,
+    pub audio_rtf: f64,
+    pub audio_sample_rate: Option<u32>,
+    pub audio_channels: Option<u16>,
+    pub audio_dropped_chunks: u32,
+    pub audio_chunk_t_s: Vec<f64>,
+    pub audio_chunk_frames: Vec<u64>,
+    pub images: u64,
+    pub stage_metrics: Option<Map<String, Value>>,
+    pub notes: Vec<String>,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    crate::native::stats::mean(xs)
+}
+
+/// TPOT (vllm-omni's rule): the mean ITL when positive, else the text latency after the
+/// first token over the remaining tokens when positive, else stage 0's own timings when
+/// its token count matches.
+fn tpot(
+    output_len: u64,
+    itl: &mut Vec<f64>,
+    ttft: f64,
+    text_latency: f64,
+    st: &Map<String, Value>,
+) -> Option<f64> {
+    if output_len <= 1 {
+        return None;
+    }
+    if !itl.is_empty() {
+        let m = mean(itl);
+        if m > 0.0 {
+            return Some(m);
+        }
+    }
+    let x = (text_latency - ttft) / (output_len - 1) as f64;
+    if x > 0.0 {
+        return Some(x);
+    }
+    let s0 = st.get("0")?.as_object()?;
+    if s0.get("num_tokens_out").and_then(Value::as_u64) != Some(output_len) {
+        return None;
+    }
+    if let Some(v) = s0.get("vllm_itls_ms").and_then(Value::as_array) {
+        let ms: Vec<f64> = v.iter().filter_map(Value::as_f64).collect();
+        if ms.len() as u64 == output_len - 1 {
+            *itl = ms.iter().map(|m| m / 1000.0).collect();
+            return Some(mean(itl));
+        }
+    }
+    s0.get("vllm_tpot_ms")
+        .and_then(Value::as_f64)
+        .filter(|t| *t > 0.0)
+        .map(|t| t / 1000.0)
+}
+
+impl ChatRecord {
+    /// The record of a finished request; `counter` counts output text when the server
+    /// reported no tokens.
+    pub fn new(
+        d: &Dispatch,
+        s: ChatSample,
+        x: ChatExchange,
+        base: Instant,
+        body_wait_s: f64,
+        count: &dyn Fn(&str) -> Option<u64>,
+    ) -> Self {
+        let rel = |t: Instant| t.saturating_duration_since(base).as_secs_f64();
+        let queue_s = d.slot.saturating_duration_since(d.dispatched).as_secs_f64();
+        let lag_s =
+            (x.send_at.saturating_duration_since(d.planned).as_secs_f64() - queue_s).max(0.0);
+        let ok = x.ok();
+        let st = x.stream;
+        let output_len = match st.output_tokens {
+            0 if !st.text.is_empty() => count(&st.text).unwrap_or(1),
+            n => n,
+        };
+        let ttft = st.ttft_s.unwrap_or(0.0);
+        let duration = st.audio_duration_s();
+        let mut itl = st.itl_s;
+        let text_latency = ttft + itl.iter().sum::<f64>();
+        let tpot_s = if ok {
+            tpot(output_len, &mut itl, ttft, text_latency, &st.stage_metrics)
+        } else {
+            None
+        };
+        let audio_last = st.audio_last_s;
+        let rtf = match audio_last {
+            Some(t) if duration > 0.0 => t / duration,
+            _ => 0.0,
+        };
+        let (prompt_len, source) = match st.prompt_tokens {
+            Some(p) => (p, "server"),
+            None => (s.prompt_len, "dataset"),
+        };
+        ChatRecord {
+            index: d.index,
+            warmup: d.warmup,
+            request_id: s.request_id,
+            items: s.items,
+            body_bytes: s.body_bytes,
+            max_tokens: s.max_tokens,
+            planned_send_s: rel(d.planned),
+            actual_send_s: rel(x.send_at),
+            queue_s,
+            lag_s,
+            body_wait_s,
+            end_s: rel(x.end_at),
+            status: x.status,
+            ok,
+            error_class: x.failure.as_ref().map(|f| f.0.key()),
+            error: x.failure.as_ref().map(|f| f.1.clone()),
+            bytes: x.bytes,
+            reads: x.reads,
+            prompt_len,
+            prompt_len_source: source,
+            output_len,
+            ttft_s: ttft,
+            tpot_s,
+            e2el_s: st.last_msg_s.unwrap_or(0.0),
+            text_latency_s: text_latency,
+            itl_s: itl,
+            token_t_s: st.token_t_s,
+            token_n: st.token_n,
+            audio_ttfp_s: st.audio_first_s.unwrap_or(0.0),
+            audio_last_s: audio_last,
+            audio_duration_s: duration,
+            audio_frames: st.audio_frames,
+            audio_rtf: rtf,
+            audio_sample_rate: st.audio_format.map(|f| f.2),
+            audio_channels: st.audio_format.map(|f| f.0),
+            audio_dropped_chunks: st.audio_dropped,
+            audio_chunk_t_s: st.audio_t_s,
+            audio_chunk_frames: st.audio_chunk_frames,
+            images: st.images,
+            stage_metrics: (!st.stage_metrics.is_empty()).then_some(st.stage_metrics),
+            notes: st.notes,
+        }
+    }
+}
+
+/// Writes chat records as they arrive (one flushed line each) and collects them, the
+/// timelines dropped from the kept copy except the ITLs the statistics need.
+pub struct ChatSink {
+    tx: mpsc::Sender<ChatRecord>,
+    handle: std::thread::JoinHandle<(Vec<ChatRecord>, Option<String>)>,
+}
+
+impl ChatSink {
+    /// Starts the writer thread.
+    pub fn start(path: &Path) -> Result<ChatSink, String> {
+        let (tx, rx) = mpsc::channel::<ChatRecord>();
+        let path = path.to_path_buf();
+        let handle = std::thread::Builder::new()
+            .name("dfx-chat-records".into())
+            .spawn(move || {
+                let mut problem = None;
+                let mut file = match std::fs::File::create(&path) {
+                    Ok(f) => Some(std::io::BufWriter::new(f)),
+                    Err(e) => {
+                        problem = Some(format!("cannot write {}: {e}", path.display()));
+                        None
+                    }
+                };
+                let mut all = Vec::new();
+                for mut rec in rx {
+                    if let Some(f) = file.as_mut() {
+                        let line = serde_json::to_string(&rec).unwrap_or_default();
+                        if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+                            problem = Some(format!("cannot write {}: {e}", path.display()));
+                            file = None;
+                        }
+                    }
+                    rec.audio_chunk_t_s = Vec::new();
+                    rec.audio_chunk_frames = Vec::new();
+                    rec.token_n = Vec::new();
+                    rec.token_t_s = Vec::new();
+                    all.push(rec);
+                }
+                (all, problem)
+            })
+            .map_err(|e| format!("cannot start the records writer: {e}"))?;
+        Ok(ChatSink { tx, handle })
+    }
+
+    /// A sender for request tasks.
+    pub fn sender(&self) -> mpsc::Sender<ChatRecord> {
+        self.tx.clone()
+    }
+
+    /// Waits for every record (all senders dropped) and returns them.
+    pub fn finish(self) -> (Vec<ChatRecord>, Option<String>) {
+        drop(self.tx);
+        self.handle
+            .join()
+            .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into())))
+    }
+}

@@ -255,3 +255,120 @@ pub fn wav_info(b: &[u8]) -> Option<(WavFormat, u64)> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A standalone mono/stereo 16-bit WAV of `frames` frames.
+    pub fn wav_b64(frames: usize, rate: u32, channels: u16) -> String {
+        let data = frames * 2 * channels as usize;
+        let mut b = b"RIFF".to_vec();
+        b.extend_from_slice(&(36 + data as u32).to_le_bytes());
+        b.extend_from_slice(b"WAVEfmt ");
+        b.extend_from_slice(&16u32.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&channels.to_le_bytes());
+        b.extend_from_slice(&rate.to_le_bytes());
+        b.extend_from_slice(&(rate * 2 * u32::from(channels)).to_le_bytes());
+        b.extend_from_slice(&(2 * channels).to_le_bytes());
+        b.extend_from_slice(&16u16.to_le_bytes());
+        b.extend_from_slice(b"data");
+        b.extend_from_slice(&(data as u32).to_le_bytes());
+        b.extend(std::iter::repeat_n(0u8, data));
+        base64::engine::general_purpose::STANDARD.encode(b)
+    }
+
+    fn text(content: &str, completion: u64) -> Value {
+        json!({"choices": [{"delta": {"content": content}}], "modality": "text",
+               "usage": {"prompt_tokens": 40, "completion_tokens": completion}})
+    }
+
+    fn audio(content: &str) -> Value {
+        json!({"choices": [{"delta": {"role": "assistant", "content": content}}], "modality": "audio",
+               "usage": {"completion_tokens": 0}})
+    }
+
+    #[test]
+    fn text_timing_by_cumulative_usage() {
+        let mut s = StreamState::default();
+        // Role chunk: 0 tokens, records nothing.
+        s.on_message(0.05, &text("", 0));
+        // A modality-less chunk with content: ignored for timing.
+        s.on_message(0.07, &json!({"choices": [{"delta": {"content": "zz"}}]}));
+        // First token message carries 2 tokens: one zero gap.
+        s.on_message(0.10, &text("ab", 2));
+        s.on_message(0.16, &text("c", 3));
+        // 3 tokens in 0.09 s: three gaps of 0.03.
+        s.on_message(0.25, &text("def", 6));
+        assert_eq!(s.ttft_s, Some(0.10));
+        let want = [0.0, 0.06, 0.03, 0.03, 0.03];
+        assert_eq!(s.itl_s.len(), want.len());
+        for (a, b) in s.itl_s.iter().zip(want) {
+            assert!((a - b).abs() < 1e-12, "{:?}", s.itl_s);
+        }
+        assert_eq!(s.token_n, vec![2, 1, 3]);
+        assert_eq!(s.output_tokens, 6);
+        assert_eq!(s.prompt_tokens, Some(40));
+        assert_eq!(s.text, "abcdef");
+        assert_eq!(s.last_msg_s, Some(0.25));
+    }
+
+    #[test]
+    fn text_without_usage_counts_token_ids_or_one() {
+        let mut s = StreamState::default();
+        let ids = json!({"choices": [{"delta": {"content": "xy"}, "token_ids": [1, 2]}], "modality": "text"});
+        s.on_message(0.2, &ids);
+        let one = json!({"choices": [{"delta": {"content": "z"}}], "modality": "text"});
+        s.on_message(0.3, &one);
+        assert_eq!(s.ttft_s, Some(0.2));
+        assert_eq!(s.itl_s.len(), 2);
+        assert!((s.itl_s[1] - 0.1).abs() < 1e-12);
+        // No usage at all: output tokens stay 0 (the record falls back to a count).
+        assert_eq!(s.output_tokens, 0);
+    }
+
+    #[test]
+    fn audio_frames_from_wav_headers_and_mismatch_dropped() {
+        let mut s = StreamState::default();
+        s.on_message(0.30, &audio(""));
+        s.on_message(0.40, &audio(&wav_b64(2400, 24_000, 1)));
+        s.on_message(0.50, &audio(&wav_b64(1200, 48_000, 1)));
+        s.on_message(0.60, &audio(&wav_b64(4800, 24_000, 1)));
+        s.on_message(
+            0.65,
+            &json!({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 0},
+            "metrics": {"stage_metrics": {"0": {"final_output_type": "text", "num_tokens_out": 12},
+                                           "1": {"audio_frames": 7200}}}}),
+        );
+        assert_eq!(s.audio_first_s, Some(0.30));
+        assert_eq!(s.audio_last_s, Some(0.60));
+        assert_eq!(s.audio_frames, 7200);
+        assert_eq!(s.audio_format, Some((1, 2, 24_000)));
+        assert_eq!(s.audio_dropped, 1);
+        assert_eq!(s.audio_chunk_frames, vec![0, 2400, 0, 4800]);
+        assert!((s.audio_duration_s() - 0.3).abs() < 1e-12);
+        assert!(s.notes[0].contains("differs"), "{:?}", s.notes);
+        assert_eq!(s.output_tokens, 12);
+        assert_eq!(s.prompt_tokens, Some(9));
+        assert_eq!(s.last_msg_s, Some(0.65));
+        assert_eq!(s.stage_metrics.len(), 2);
+        assert_eq!(s.ttft_s, None);
+    }
+
+    #[test]
+    fn error_chunk_and_bad_audio() {
+        let mut s = StreamState::default();
+        s.on_message(0.1, &audio("!!!not base64"));
+        s.on_message(0.2, &audio("UklGRg=="));
+        s.on_message(
+            0.3,
+            &json!({"error": {"message": "engine died", "code": 500}}),
+        );
+        assert_eq!(s.error.as_deref(), Some("engine died"));
+        assert_eq!(s.audio_frames, 0);
+        assert_eq!(s.notes.len(), 2);
+        assert_eq!(wav_info(b"RIFF"), None);
+    }
+}

@@ -172,6 +172,7 @@ pub fn native_bench(o: &BenchOptions) -> NativeBench {
         request_timeout: o.request_timeout.unwrap_or(d.request_timeout),
         read_timeout: o.read_timeout.unwrap_or(d.read_timeout),
         duration_scale: o.duration_scale.unwrap_or(d.duration_scale),
+        tokenizer: o.native_tokenizer.clone(),
         progress: std::io::stderr().is_terminal(),
         ..d
     })

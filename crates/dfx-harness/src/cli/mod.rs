@@ -162,7 +162,8 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "PATH", env = "DFX_PYTHON")]
     pub python: Option<PathBuf>,
 
-    /// Tokenizer (name or path) for token counts.
+    /// Tokenizer for token counts: a local `tokenizer.json` (or a folder holding one; the
+    /// native bench loads it for the random datasets) or a hub id (external bench only).
     #[arg(long, value_name = "NAME|PATH", env = "DFX_TOKENIZER")]
     pub tokenizer: Option<String>,
 

@@ -24,6 +24,9 @@ pub struct BenchOptions {
     /// `--python` for the diffusion script.
     pub python: Option<PathBuf>,
     pub tokenizer: Option<String>,
+    /// The local `tokenizer.json` that `--tokenizer` names (a file, or a folder holding
+    /// one), checked to load; `None` for a hub id, which only the external bench uses.
+    pub native_tokenizer: Option<PathBuf>,
     pub dataset_roots: Vec<PathBuf>,
     pub seed: Option<u64>,
     /// Name of the variable holding the API token (checked to be set).
@@ -83,6 +86,7 @@ impl BenchOptions {
                 "a number > 0 and at most 1000, e.g. 0.001",
             ));
         }
+        let native_tokenizer = local_tokenizer(s.tokenizer.as_deref(), errors);
         BenchOptions {
             tool: s.bench,
             vllm_bin: s.vllm_bin.clone(),
@@ -90,6 +94,7 @@ impl BenchOptions {
             vllm_omni_dir: s.vllm_omni_dir.clone(),
             python: s.python.clone(),
             tokenizer: s.tokenizer.clone(),
+            native_tokenizer,
             dataset_roots,
             seed: s.seed,
             auth_token_env: s.auth_token_env.clone(),
@@ -104,6 +109,39 @@ impl BenchOptions {
             duration_scale: s.duration_scale,
         }
     }
+}
+
+/// `--tokenizer` for the native bench: a `tokenizer.json` file, or a folder holding one,
+/// that loads. A value that is no local path and does not look like one (a hub id such
+/// as `Qwen/Qwen3-Omni-30B-A3B-Instruct`) is left to the external bench.
+fn local_tokenizer(value: Option<&str>, errors: &mut Vec<FlagError>) -> Option<PathBuf> {
+    let v = value?;
+    let p = PathBuf::from(v);
+    let file = if p.is_dir() {
+        p.join("tokenizer.json")
+    } else {
+        p.clone()
+    };
+    let looks_local = v.starts_with(['/', '.', '~']) || v.ends_with(".json") || p.is_dir();
+    if !file.is_file() && !looks_local {
+        return None;
+    }
+    let problem = if file.is_file() {
+        match dfx_bench::native::random::text::Counter::load(&file) {
+            Ok(_) => return Some(file),
+            Err(e) => e,
+        }
+    } else {
+        format!("no tokenizer file at {}", file.display())
+    };
+    errors.push(err(
+        "--tokenizer",
+        "DFX_TOKENIZER",
+        v,
+        &problem,
+        "a Hugging Face tokenizer.json (or a folder holding one), or a hub id for the external bench",
+    ));
+    None
 }
 
 /// `--diffusion-script` must be a file; `--vllm-omni-dir` a folder holding the script.
@@ -253,6 +291,33 @@ mod tests {
         assert_eq!(o.request_timeout, Some(Duration::from_secs(30)));
         assert_eq!(o.read_timeout, Some(Duration::from_millis(500)));
         assert_eq!(o.seed, Some(7));
+    }
+
+    #[test]
+    fn tokenizer_paths_are_checked_and_hub_ids_left_alone() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../dfx-bench/tests/fixtures/tokenizer"
+        );
+        let o = options(&["--tokenizer", fixture], &[]).unwrap();
+        assert_eq!(
+            o.native_tokenizer,
+            Some(PathBuf::from(fixture).join("tokenizer.json"))
+        );
+        let o = options(&["--tokenizer", "Qwen/Qwen3-Omni-30B-A3B-Instruct"], &[]).unwrap();
+        assert_eq!(o.native_tokenizer, None);
+        assert_eq!(
+            o.tokenizer.as_deref(),
+            Some("Qwen/Qwen3-Omni-30B-A3B-Instruct")
+        );
+        let e = options(&["--tokenizer", "/nonexistent/tokenizer.json"], &[]).unwrap_err();
+        assert_eq!((e[0].flag, e[0].env), ("--tokenizer", "DFX_TOKENIZER"));
+        assert!(e[0].problem.contains("no tokenizer file"), "{:?}", e[0]);
+        let tmp = tempfile::tempdir().unwrap();
+        let bad = tmp.path().join("tokenizer.json");
+        std::fs::write(&bad, "{}").unwrap();
+        let e = options(&["--tokenizer", bad.to_str().unwrap()], &[]).unwrap_err();
+        assert!(e[0].problem.contains("cannot load"), "{:?}", e[0]);
     }
 
     #[test]

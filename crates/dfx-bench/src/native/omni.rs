@@ -220,6 +220,22 @@ pub fn run(
     let Some(first_spec) = specs.first() else {
         return Err("num_prompts: no request to send".into());
     };
+    let in_flight = match &load {
+        Load::Closed { concurrency } => *concurrency,
+        Load::Open { cap: Some(c), .. } => *c,
+        Load::Open { offsets, cap: None } => {
+            let span = offsets.last().copied().unwrap_or(0.0);
+            let rate = if span > 0.0 {
+                offsets.len() as f64 / span
+            } else {
+                f64::INFINITY
+            };
+            super::fds::open_loop_in_flight(rate, offsets.len())
+        }
+    };
+    if let Some(note) = super::fds::ensure(in_flight.max(warmups))? {
+        log.write(&note);
+    }
     let t = Instant::now();
     let first = Bytes::from(template.body(first_spec)?);
     log.write(&format!(

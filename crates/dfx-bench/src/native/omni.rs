@@ -42,7 +42,7 @@ pub const CHAT_DATASETS: [&str; 2] = ["random", "random-mm"];
 /// The only endpoint the chat function accepts.
 pub const CHAT_ENDPOINT: &str = "/v1/chat/completions";
 /// Encoded bodies the generator may hold ahead of the sends.
-pub const LOOKAHEAD_BYTES: u64 = 128 * 1024 * 1024;
+pub const LOOKAHEAD_BYTES: u64 = 64 * 1024 * 1024;
 /// Most bodies queued ahead, whatever their size.
 pub const MAX_LOOKAHEAD: usize = 16;
 

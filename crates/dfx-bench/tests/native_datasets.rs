@@ -209,10 +209,17 @@ fn supports_names_backend_and_dataset() {
     let mut entry = (*trial(TrialSpec::default()).entry).clone();
     assert!(b.supports(&entry).is_ok());
     entry.dataset_name = Some("random".into());
-    entry.backend = Some("openai-chat-omni".into());
+    entry.backend = Some("openai-foo".into());
     let why = b.supports(&entry).unwrap_err().0;
     assert_eq!(
         why,
-        "native bench implements backend openai-audio-speech with datasets seed-tts, seed-tts-text, seed-tts-design; got backend openai-chat-omni dataset random"
+        "native bench implements backend openai-audio-speech with datasets seed-tts, seed-tts-text, seed-tts-design; got backend openai-foo dataset random"
+    );
+    // A chat entry the chat backend cannot serve names the endpoint it needs.
+    entry.backend = Some("openai-chat-omni".into());
+    let why = b.supports(&entry).unwrap_err().0;
+    assert!(
+        why.contains("endpoint /v1/chat/completions only; got /v1/audio/speech"),
+        "{why}"
     );
 }

@@ -447,3 +447,31 @@ fn entries_refused_at_load_with_the_key() {
         .supports(&t.entry)
         .unwrap();
 }
+
+#[test]
+fn shipped_qwen3_omni_config_is_served_natively() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut opts = dfx_core::config::LoadOptions::for_repo(&root, "H100");
+    opts.files = vec![root.join("perf-configs/test_qwen3_omni_async_chunk.json")];
+    let plan = dfx_core::config::load_plan(&opts).unwrap();
+    assert_eq!(
+        plan.trials.len(),
+        9,
+        "{:?}",
+        plan.trials.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+    let bench = NativeBench::new(NativeSettings::default());
+    for t in &plan.trials {
+        bench
+            .supports(&t.entry)
+            .unwrap_or_else(|u| panic!("{}: {}", t.name, u.0));
+        let what = bench
+            .preflight(&t)
+            .unwrap_or_else(|e| panic!("{}: {e}", t.name));
+        assert!(
+            what.is_some_and(|w| w.contains("random prompts")),
+            "{}",
+            t.name
+        );
+    }
+}

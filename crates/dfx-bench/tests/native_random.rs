@@ -466,7 +466,7 @@ fn shipped_qwen3_omni_config_is_served_natively() {
             .supports(&t.entry)
             .unwrap_or_else(|u| panic!("{}: {}", t.name, u.0));
         let what = bench
-            .preflight(&t)
+            .preflight(t)
             .unwrap_or_else(|e| panic!("{}: {e}", t.name));
         assert!(
             what.is_some_and(|w| w.contains("random prompts")),

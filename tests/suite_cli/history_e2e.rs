@@ -108,5 +108,58 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     if !other.is_empty() {
         return Err(format!("unexpected metrics: {other:?}").into());
     }
+    rolling_baselines_fill_the_needs_data_trials(&db_arg, tmp.path())
+}
+
+/// `recalibrate --from-history` on the same history: the trials had no threshold for
+/// SIMx5 (needs data); the last three runs (all slow, all good) give them thresholds, and
+/// asking for more good runs than exist writes nothing.
+fn rolling_baselines_fill_the_needs_data_trials(
+    db: &str,
+    dir: &std::path::Path,
+) -> Result<(), Failed> {
+    let baselines = dir.join("baselines");
+    let b = baselines.display().to_string();
+    let args = |window: &'static str, min: &'static str| {
+        vec![
+            "recalibrate",
+            "--from-history",
+            "--history",
+            db,
+            "--hardware",
+            "SIMx5",
+            "--window",
+            window,
+            "--min-runs",
+            min,
+            "--baselines-dir",
+            b.as_str(),
+        ]
+    };
+    let none = dfx_perf(&args("9", "9"))?;
+    let none_out = text(&none);
+    if none.status.code() != Some(0)
+        || !none_out.contains("needs data: 7 good run(s), at least 9 wanted")
+        || baselines.join("SIMx5.json").exists()
+    {
+        return Err(format!("min-runs 9 of 7 runs must write nothing: {none_out}").into());
+    }
+    let out = dfx_perf(&args("3", "3"))?;
+    let shown = text(&out);
+    let stored = std::fs::read_to_string(baselines.join("SIMx5.json"))
+        .map_err(|e| format!("no SIMx5.json written: {e}\n{shown}"))?;
+    let doc: serde_json::Value = serde_json::from_str(&stored)?;
+    for trial in TRIALS {
+        let e2el = doc[trial]["median_e2el_ms"].as_f64();
+        if e2el.is_none_or(|v| v <= 0.0) {
+            return Err(format!("{trial}: no median_e2el_ms threshold: {stored}\n{shown}").into());
+        }
+    }
+    let used = shown.lines().filter(|l| l.ends_with("  used")).count();
+    if used != 2 * 3 || !shown.contains("needs data") {
+        return Err(
+            format!("3 runs used per trial and the needs-data line expected:\n{shown}").into(),
+        );
+    }
     Ok(())
 }

@@ -16,7 +16,7 @@ h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}h3{margin-to
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .5em;vertical-align:top}\
 th{background:#f4f4f4;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}\
 table.facts td:first-child{font-weight:600;background:#fafafa}\
-tr.failed td{background:#fdecec}tr.ignored td{color:#888}\
+tr.failed td{background:#fdecec}tr.ignored td{color:#888}.needs{color:#a15c00;font-weight:600}\
 .verdict{font-weight:600}.verdict.failed,.v-worse{color:#b00}.verdict.passed,.v-better{color:#070}\
 .breach{color:#b00;font-weight:600}.v-unconfirmed{color:#a60}\
 .grid{display:flex;flex-wrap:wrap;gap:1em}\
@@ -110,7 +110,9 @@ fn trial_row(out: &mut String, t: &TrialSummary) {
     }
     let views = threshold_views(t);
     out.push_str("<td class=\"thr\">");
-    if views.is_empty() {
+    if t.needs_data() {
+        out.push_str("<span class=\"needs\">needs data</span>");
+    } else if views.is_empty() {
         out.push('-');
     }
     for (i, v) in views.iter().enumerate() {

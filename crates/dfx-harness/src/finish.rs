@@ -138,6 +138,7 @@ impl Closing {
         let mut info = self.info.clone();
         info.finished = Some(chrono::Local::now().to_rfc3339());
         info.interrupted = interrupted;
+        info.server_versions = crate::fingerprint::server_versions();
         if let Err(e) = self.run.write_run_info(&info) {
             eprintln!("dfx-perf: cannot update run.json: {e}");
         }

@@ -76,6 +76,9 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     if !String::from_utf8_lossy(&again.stdout).contains("already stored") {
         return Err(format!("adding twice: {}", text(&again)).into());
     }
+    // These do not depend on what the detector finds: checked before its findings.
+    trend_report_is_written(&db_arg, tmp.path())?;
+    rolling_baselines_fill_the_needs_data_trials(&db_arg, tmp.path())?;
     let check = dfx_perf(&[
         "history",
         "--history",
@@ -113,7 +116,22 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     if !other.is_empty() {
         return Err(format!("unexpected metrics: {other:?}").into());
     }
-    rolling_baselines_fill_the_needs_data_trials(&db_arg, tmp.path())
+    Ok(())
+}
+
+/// `history report` writes the page (a chart per trial × metric) and the summary.
+fn trend_report_is_written(db: &str, dir: &std::path::Path) -> Result<(), Failed> {
+    let out_dir = dir.join("trend");
+    let o = out_dir.display().to_string();
+    let rep = dfx_perf(&["history", "--history", db, "report", "--out", &o])?;
+    let page = std::fs::read_to_string(out_dir.join("history.html"))
+        .map_err(|e| format!("no history.html: {e}\n{}", text(&rep)))?;
+    let md = std::fs::read_to_string(out_dir.join("history.md"))?;
+    let charts = page.matches("<svg class=\"chart\"").count();
+    if charts < TRIALS.len() * LATENCY.len() || !md.contains("regression(s)") {
+        return Err(format!("{charts} charts; history.md:\n{md}").into());
+    }
+    Ok(())
 }
 
 /// `recalibrate --from-history` on the same history: the trials had no threshold for

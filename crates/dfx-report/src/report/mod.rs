@@ -8,6 +8,7 @@ mod markdown;
 
 pub use charts::run_charts;
 pub use html::render_html;
+pub use html::{page_end, page_start};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 

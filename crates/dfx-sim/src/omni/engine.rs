@@ -47,6 +47,9 @@ pub struct OmniEngineConfig {
 pub struct OmniJob {
     /// Routing id (assigned by the driver).
     pub id: u64,
+    /// CPU pre-processing before the request reaches the thinker queue (chat template,
+    /// media decoding), seconds; overlaps with GPU work of other requests.
+    pub preprocess_s: f64,
     /// Prefill cost of this request (pre-processing, media encoders, prompt tokens), s.
     pub prefill_s: f64,
     /// Text tokens to generate (≥ 1).
@@ -160,6 +163,8 @@ pub struct OmniEngine {
     cfg: OmniEngineConfig,
     now: VTime,
     reqs: HashMap<u64, ReqState>,
+    /// Requests in pre-processing: (ready at, id), in submission order.
+    pending: Vec<(VTime, u64)>,
     thinker: Stage,
     talker: Stage,
     codec_queue: VecDeque<Chunk>,
@@ -176,6 +181,7 @@ impl OmniEngine {
             cfg,
             now: 0,
             reqs: HashMap::new(),
+            pending: Vec::new(),
             thinker: Stage::default(),
             talker: Stage::default(),
             codec_queue: VecDeque::new(),
@@ -203,7 +209,8 @@ impl OmniEngine {
 
     /// When the next stage step completes, if any stage is busy.
     pub fn next_event(&self) -> Option<VTime> {
-        [self.thinker.busy, self.talker.busy, self.codec_busy]
+        let ready = self.pending.iter().map(|(t, _)| *t).min();
+        [self.thinker.busy, self.talker.busy, self.codec_busy, ready]
             .into_iter()
             .flatten()
             .min()
@@ -215,6 +222,7 @@ impl OmniEngine {
         self.now = self.now.max(at);
         job.text_tokens = job.text_tokens.max(1);
         let id = job.id;
+        let ready = self.now + secs(job.preprocess_s * self.cfg.slowdown);
         self.reqs.insert(
             id,
             ReqState {
@@ -226,8 +234,22 @@ impl OmniEngine {
                 frames_chunked: 0,
             },
         );
-        self.thinker.waiting.push_back(id);
+        self.pending.push((ready, id));
+        self.release(self.now);
         self.kick();
+    }
+
+    /// Moves requests whose pre-processing is over into the thinker queue.
+    fn release(&mut self, now: VTime) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].0 <= now {
+                let (_, id) = self.pending.remove(i);
+                self.thinker.waiting.push_back(id);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Forgets a request (client gone): it leaves every queue and batch.
@@ -240,6 +262,7 @@ impl OmniEngine {
             s.running.retain(|x| *x != id);
         }
         self.codec_queue.retain(|c| c.id != id);
+        self.pending.retain(|(_, x)| *x != id);
     }
 
     /// Processes every event due at or before `until`, appending the emissions.
@@ -255,6 +278,7 @@ impl OmniEngine {
             if self.codec_busy == Some(t) {
                 self.complete_codec(t, out);
             }
+            self.release(t);
             self.kick();
         }
         self.now = self.now.max(until);

@@ -146,21 +146,24 @@ pub struct OmniPlan {
     pub draw: u64,
 }
 
-/// Prefill seconds of a request: overhead, prompt tokens, media encoders.
+/// GPU prefill seconds of a request: prompt tokens and media encoders.
 pub fn prefill_s(p: &OmniProfile, req: &ChatRequest) -> f64 {
     let t = &p.thinker;
     let media: f64 = req
         .media
         .iter()
-        .map(|m| {
-            let enc = match m {
-                MediaInfo::Audio { duration_s, .. } => t.audio_encode_per_s * duration_s,
-                other => t.vision_encode_per_token_s * media::tokens(&p.media, other) as f64,
-            };
-            t.media_item_s + enc
+        .map(|m| match m {
+            MediaInfo::Audio { duration_s, .. } => t.audio_encode_per_s * duration_s,
+            other => t.vision_encode_per_token_s * media::tokens(&p.media, other) as f64,
         })
         .sum();
-    t.request_overhead_s + t.prefill_per_token_s * req.prompt_tokens() as f64 + media
+    t.prefill_per_token_s * req.prompt_tokens() as f64 + media
+}
+
+/// CPU pre-processing seconds of a request: fixed overhead and media decoding.
+pub fn preprocess_s(p: &OmniProfile, req: &ChatRequest) -> f64 {
+    let t = &p.thinker;
+    t.request_overhead_s + t.media_item_s * req.media.len() as f64
 }
 
 /// Output length and audio length of a validated request (deterministic in the request
@@ -195,6 +198,7 @@ pub fn plan(cfg: &OmniConfig, seed: u64, req: &ChatRequest) -> OmniPlan {
     OmniPlan {
         job: OmniJob {
             id: 0,
+            preprocess_s: preprocess_s(&cfg.profile, req),
             prefill_s: prefill_s(&cfg.profile, req),
             text_tokens: tokens.max(1),
             audio_frames: frames,

@@ -45,13 +45,14 @@ pub struct ThinkerParams {
     pub step_per_seq_s: f64,
     /// Prefill cost per prompt token (text, template and media tokens).
     pub prefill_per_token_s: f64,
-    /// Fixed per-request cost paid in the admitting step (pre-processing, template).
+    /// Fixed per-request CPU pre-processing (chat template, request handling), before
+    /// the request joins the thinker queue.
     pub request_overhead_s: f64,
     /// Audio encoder cost per second of input audio.
     pub audio_encode_per_s: f64,
     /// Vision encoder cost per vision token (images and videos).
     pub vision_encode_per_token_s: f64,
-    /// Decode of one media item (image, video or audio container), seconds.
+    /// CPU decoding of one media item (image, video or audio container), seconds.
     pub media_item_s: f64,
     /// Continuous-batching limit (`stages[0].max_num_seqs`).
     pub max_num_seqs: usize,
@@ -153,19 +154,19 @@ fn qwen3_omni() -> OmniProfile {
             template_tokens: 3,
         },
         thinker: ThinkerParams {
-            step_base_s: 0.0047,
-            step_per_seq_s: 0.00012,
+            step_base_s: 0.0046,
+            step_per_seq_s: 0.00025,
             prefill_per_token_s: 0.000_02,
             request_overhead_s: 0.06,
             audio_encode_per_s: 0.0025,
-            vision_encode_per_token_s: 0.000_09,
+            vision_encode_per_token_s: 0.000_13,
             media_item_s: 0.012,
             max_num_seqs: 64,
             contention: 0.35,
         },
         talker: TalkerStageParams {
-            step_base_s: 0.0072,
-            step_per_seq_s: 0.00045,
+            step_base_s: 0.0067,
+            step_per_seq_s: 0.0009,
             prefill_s: 0.02,
             max_num_seqs: 64,
             contention: 0.15,

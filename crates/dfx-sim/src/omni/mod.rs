@@ -10,6 +10,7 @@
 
 mod driver;
 pub mod engine;
+pub mod fixtures;
 pub(crate) mod http;
 pub mod media;
 pub mod profile;

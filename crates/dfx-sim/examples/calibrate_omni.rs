@@ -5,6 +5,12 @@
 //! 100 text tokens in and out, `ignore_eos`) and prints model against target.
 //!
 //! `cargo run --release -p dfx-sim --example calibrate_omni [-- --seeds N] [--no-async-chunk]`
+//!
+//! `-- --http K [--prompts N]`: instead, starts the simulator in process at speed K and
+//! sends the first entry (one 60 s × 3 ch × 48 kHz WAV labelled `audio/mpeg` per
+//! request, as random-mm does) over HTTP with the bench's body, N requests one after the
+//! other, measuring E2EL and audio RTF from the parsed SSE stream as the bench does
+//! (times × K to read as simulated time).
 
 use dfx_sim::SimOptions;
 use dfx_sim::omni::media::MediaInfo;
@@ -215,8 +221,96 @@ fn measure(cfg: &OmniConfig, e: &Entry, seeds: u64) -> Summary {
     acc
 }
 
+/// Mean E2EL (last JSON message) and audio RTF (last audio / Σ WAV duration) over HTTP.
+async fn http_entry(speed: f64, prompts: usize, text_only: bool) -> (f64, f64) {
+    use base64::Engine as _;
+    use futures_util::StreamExt;
+    let mut o = SimOptions::new("Qwen/Qwen3-Omni-30B-A3B-Instruct").speed(speed);
+    o.extra_flags.push(("--async-chunk".into(), None));
+    let h = dfx_sim::spawn(o).await.expect("simulator");
+    let url = format!("{}/v1/chat/completions", h.base_url());
+    let wav = omni::fixtures::wav(60.0, 3, 48_000);
+    let audio = omni::fixtures::data_url("audio/mpeg", &wav);
+    let c = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let (mut e2el, mut rtf) = (0.0, 0.0);
+    for i in 0..prompts {
+        let mut body = serde_json::json!({
+            "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": format!("random prompt number {i} with some words in it")},
+                {"type": "audio_url", "audio_url": {"url": audio}}]}],
+            "temperature": 0.0, "max_tokens": 100, "stream": true,
+            "stream_options": {"include_usage": true, "continuous_usage_stats": true},
+            "ignore_eos": true,
+        });
+        if text_only {
+            body["modalities"] = serde_json::json!(["text"]);
+        }
+        let sent = std::time::Instant::now();
+        let r = c.post(&url).json(&body).send().await.expect("send");
+        let mut s = r.bytes_stream();
+        let (mut buf, mut last, mut last_audio, mut samples) = (String::new(), 0.0, 0.0, 0u64);
+        while let Some(chunk) = s.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk.expect("body")));
+            while let Some(k) = buf.find("\n\n") {
+                let ev: String = buf.drain(..k + 2).collect();
+                let data = ev.trim().trim_start_matches("data: ");
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+                    continue;
+                };
+                let t = sent.elapsed().as_secs_f64() * speed;
+                last = t;
+                if v["modality"] == "audio" {
+                    last_audio = t;
+                    let b = v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
+                    let w = base64::engine::general_purpose::STANDARD
+                        .decode(b)
+                        .unwrap_or_default();
+                    samples += (w.len().saturating_sub(44) / 2) as u64;
+                }
+            }
+        }
+        e2el += last * 1000.0 / prompts as f64;
+        if samples > 0 {
+            rtf += last_audio / (samples as f64 / 24_000.0) / prompts as f64;
+        }
+    }
+    let _ = h.shutdown().await;
+    (e2el, rtf)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(speed) = args
+        .iter()
+        .position(|a| a == "--http")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse::<f64>().ok())
+    {
+        let prompts = args
+            .iter()
+            .position(|a| a == "--prompts")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(5);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (e, r) = rt.block_on(http_entry(speed, prompts, false));
+        println!(
+            "HTTP x{speed}, {prompts} sequential requests, 60 s audio item: mean_e2el_ms {e:.1} (target 3646.8), mean_audio_rtf {r:.4} (target 0.1098)"
+        );
+        let (e, _) = rt.block_on(http_entry(speed, prompts, true));
+        println!(
+            "HTTP x{speed}, same with modalities [\"text\"]: mean_e2el_ms {e:.1} (target 756.8)"
+        );
+        return;
+    }
     let seeds = args
         .iter()
         .position(|a| a == "--seeds")

@@ -377,7 +377,7 @@ pub fn static_info(cfg: &SimConfig, child_pid: Option<u32>) -> Value {
         "profiles": profile::NAMES,
         "deploy": cfg.deploy,
         "engine": cfg.engine,
-        "omni": cfg.omni,
+        "omni_model": cfg.omni,
         "omni_profiles": crate::omni::profile::NAMES,
         "child_pid": child_pid,
         "limits": {

@@ -443,8 +443,8 @@ async fn thinker_max_num_seqs_one_serialises_requests() {
         .json()
         .await
         .unwrap();
-    assert_eq!(info["omni"]["engine"]["thinker"]["max_num_seqs"], 1);
-    assert_eq!(info["omni"]["engine"]["async_chunk"], true);
+    assert_eq!(info["omni_model"]["engine"]["thinker"]["max_num_seqs"], 1);
+    assert_eq!(info["omni_model"]["engine"]["async_chunk"], true);
     let u = url(&h);
     let body = bench_body(40, vec![], json!({"modalities": ["text"]}));
     let (a, b) = tokio::join!(stream(&u, &body), stream(&u, &body));
@@ -487,7 +487,7 @@ async fn models_and_info_show_the_omni_profile() {
         .json()
         .await
         .unwrap();
-    assert_eq!(info["omni"]["profile"]["name"], "minicpm-o-2.6");
+    assert_eq!(info["omni_model"]["profile"]["name"], "minicpm-o-2.6");
     h.shutdown().await.unwrap();
     // A TTS model does not serve chat.
     let h = start(SimOptions::new("Qwen/Qwen3-TTS-12Hz-1.7B-Base").speed(50.0)).await;
@@ -502,5 +502,44 @@ async fn models_and_info_show_the_omni_profile() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+    h.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn faults_apply_to_chat() {
+    let h = start(fast(50.0).fault("error500=1").unwrap()).await;
+    let r = common::client::client()
+        .post(url(&h))
+        .json(&bench_body(5, vec![], json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], 500);
+    h.shutdown().await.unwrap();
+    // A truncated stream ends without [DONE] after 3 content chunks.
+    let h = start(fast(50.0).fault("truncate-after-chunks=3").unwrap()).await;
+    let r = common::client::client()
+        .post(url(&h))
+        .json(&bench_body(20, vec![], json!({})))
+        .send()
+        .await
+        .unwrap();
+    let mut s = r.bytes_stream();
+    let mut text = String::new();
+    let mut cut = false;
+    while let Some(c) = s.next().await {
+        match c {
+            Ok(b) => text.push_str(&String::from_utf8_lossy(&b)),
+            Err(_) => {
+                cut = true;
+                break;
+            }
+        }
+    }
+    assert!(cut, "connection aborted");
+    assert!(!text.contains("[DONE]"));
+    assert_eq!(text.matches("data: ").count(), 4, "role + 3 chunks: {text}");
     h.shutdown().await.unwrap();
 }

@@ -357,3 +357,48 @@ fn cancelled_requests_leave_every_stage() {
     assert_eq!(e.in_flight(), 0);
     assert_eq!(e.next_event(), None);
 }
+
+/// The first entries of `perf-configs/test_qwen3_omni_async_chunk.json` in virtual time
+/// (one 60 s × 3 ch audio item, 100 tokens in and out, 0.1 req/s): within ±10 % of the
+/// H100 baselines (examples/calibrate_omni.rs measures every entry).
+#[test]
+fn qwen3_omni_lands_near_the_h100_baselines() {
+    let mut o = crate::SimOptions::new("Qwen/Qwen3-Omni-30B-A3B-Instruct");
+    o.extra_flags.push(("--async-chunk".into(), None));
+    let cfg = o.resolve().unwrap().omni.unwrap();
+    assert!(cfg.engine.async_chunk);
+    let audio = MediaInfo::Audio {
+        duration_s: 60.0,
+        channels: 3,
+        sample_rate: 48_000,
+    };
+    let jobs = |want_audio: bool| -> Vec<OmniJob> {
+        (0..10)
+            .map(|i| {
+                let req = ChatRequest {
+                    stream: true,
+                    include_usage: true,
+                    continuous_usage: true,
+                    max_tokens: 100,
+                    ignore_eos: true,
+                    want_audio,
+                    stage_metrics: false,
+                    seed: None,
+                    text_tokens: 100,
+                    template_tokens: 8,
+                    media_tokens: media::tokens(&cfg.profile.media, &audio),
+                    media: vec![audio],
+                    text: format!("prompt {i}"),
+                };
+                super::plan(&cfg, 0, &req).job
+            })
+            .collect()
+    };
+    let near = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.10;
+    let s = vbench::summarize(&vbench::run(&cfg.engine, &jobs(true), Load::Rate(0.1), 11));
+    assert!(near(s.mean_e2el_ms, 3646.797), "{s:?}");
+    assert!(near(s.mean_audio_rtf, 0.1098), "{s:?}");
+    let t = vbench::summarize(&vbench::run(&cfg.engine, &jobs(false), Load::Rate(0.1), 11));
+    assert!(near(t.mean_e2el_ms, 756.8415), "{t:?}");
+    assert_eq!(t.mean_audio_rtf, 0.0);
+}

@@ -66,9 +66,25 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// `v` as JSON, cut to `n` characters (error messages never echo a whole payload).
+fn short(v: &Value, n: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= n {
+        s
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
+
 fn wrong(key: &str, want: &str, got: &Value) -> ApiError {
     ApiError::bad(
-        format!("`{key}` must be {want}, got {} {got:.60}", type_name(got)),
+        format!(
+            "`{key}` must be {want}, got {} {}",
+            type_name(got),
+            short(got, 60)
+        ),
         Some(key),
     )
 }
@@ -231,7 +247,7 @@ fn read_messages(
                 if ["system", "user", "assistant", "tool", "developer"].contains(&r.as_str()) => {}
             Some(v) => {
                 return Err(ApiError::bad(
-                    format!("unknown message role {v:.40}"),
+                    format!("unknown message role {}", short(v, 40)),
                     Some("messages"),
                 ));
             }
@@ -327,7 +343,7 @@ pub fn parse(
         Some(v) if v.as_u64() == Some(1) => {}
         Some(v) => {
             return Err(ApiError::bad(
-                format!("only `n: 1` is served, got {v:.20}"),
+                format!("only `n: 1` is served, got {}", short(v, 20)),
                 Some("n"),
             ));
         }
@@ -347,7 +363,7 @@ pub fn parse(
                     Some("audio") if !profile.text_only => audio = true,
                     _ => {
                         return Err(ApiError::bad(
-                            format!("unsupported modality {m:.30}"),
+                            format!("unsupported modality {}", short(m, 30)),
                             Some("modalities"),
                         ));
                     }
@@ -389,7 +405,7 @@ pub fn parse(
             Some(Value::String(f)) if f == "wav" => {}
             Some(v) => {
                 return Err(ApiError::bad(
-                    format!("audio format {v:.20} is not produced (wav only)"),
+                    format!("audio format {} is not produced (wav only)", short(v, 20)),
                     Some("audio.format"),
                 ));
             }
@@ -416,7 +432,7 @@ pub fn parse(
             Some(n) if n >= 1 => u32::try_from(n).unwrap_or(u32::MAX),
             _ => {
                 return Err(ApiError::bad(
-                    format!("`max_tokens` must be at least 1, got {v:.30}"),
+                    format!("`max_tokens` must be at least 1, got {}", short(v, 30)),
                     Some("max_tokens"),
                 ));
             }

@@ -402,3 +402,59 @@ fn qwen3_omni_lands_near_the_h100_baselines() {
     assert!(near(t.mean_e2el_ms, 756.8415), "{t:?}");
     assert_eq!(t.mean_audio_rtf, 0.0);
 }
+
+#[test]
+fn errors_never_echo_a_whole_payload() {
+    let big = "x".repeat(100_000);
+    let e = parse(&json!({"messages": big})).unwrap_err();
+    assert!(e.message.len() < 300, "{}", e.message.len());
+    let e = parse(&json!({"messages": [{"role": big, "content": "a"}]})).unwrap_err();
+    assert!(e.message.len() < 300, "{}", e.message.len());
+}
+
+#[test]
+fn deploy_stages_set_the_omni_stage_limits() {
+    let yaml = "async_chunk: true\nstages:\n  - stage_id: 0\n    max_num_seqs: 8\n  - stage_id: 1\n    max_num_seqs: 4\n  - stage_id: 2\n    max_num_seqs: 2\n";
+    let cfg = crate::SimOptions::new("Qwen/Qwen3-Omni-30B-A3B-Instruct")
+        .deploy_yaml(yaml)
+        .stage_overrides(json!({"1": {"max_num_seqs": 3}}))
+        .resolve()
+        .unwrap()
+        .omni
+        .unwrap();
+    let e = &cfg.engine;
+    assert_eq!(
+        (
+            e.thinker.max_num_seqs,
+            e.talker.max_num_seqs,
+            e.code2wav.max_num_seqs
+        ),
+        (8, 3, 2)
+    );
+    assert!(e.async_chunk && e.shared_gpu);
+    let mut o = crate::SimOptions::new("Qwen/Qwen3-Omni-30B-A3B-Instruct").deploy_yaml(yaml);
+    o.extra_flags.push(("--no-async-chunk".into(), None));
+    assert!(
+        !o.resolve().unwrap().omni.unwrap().engine.async_chunk,
+        "the flag wins"
+    );
+    let split = crate::SimOptions::new("Qwen/Qwen3-Omni-30B-A3B-Instruct")
+        .stage_overrides(
+            json!({"0": {"devices": "0,1"}, "1": {"devices": "2"}, "2": {"devices": "3"}}),
+        )
+        .resolve()
+        .unwrap();
+    assert!(!split.omni.unwrap().engine.shared_gpu);
+    let forced = crate::SimOptions::new("whatever")
+        .profile("minicpm-o-4.5")
+        .resolve()
+        .unwrap();
+    assert_eq!(forced.omni.unwrap().profile.name, "minicpm-o-4.5");
+    assert!(
+        crate::SimOptions::new("Qwen/Qwen3-TTS-12Hz-1.7B-Base")
+            .resolve()
+            .unwrap()
+            .omni
+            .is_none()
+    );
+}

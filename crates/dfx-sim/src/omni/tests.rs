@@ -458,3 +458,38 @@ fn deploy_stages_set_the_omni_stage_limits() {
             .is_none()
     );
 }
+
+#[test]
+fn the_serve_command_line_switches_async_chunk_on() {
+    let argv = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+    let no_env = |_: &str| None;
+    let a = argv(&[
+        "dfx-perf-sim",
+        "serve",
+        "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        "--omni",
+        "--async-chunk",
+        "--port",
+        "8091",
+    ]);
+    let crate::args::Command::Serve(o, _) = crate::args::parse(a, &no_env).unwrap() else {
+        panic!("serve expected");
+    };
+    assert_eq!(o.port, 8091);
+    let cfg = o.resolve().unwrap().omni.unwrap();
+    assert!(cfg.engine.async_chunk);
+    let a = argv(&[
+        "dfx-perf-sim",
+        "serve",
+        "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        "--port",
+        "8091",
+    ]);
+    let crate::args::Command::Serve(o, _) = crate::args::parse(a, &no_env).unwrap() else {
+        panic!("serve expected");
+    };
+    assert!(
+        !o.resolve().unwrap().omni.unwrap().engine.async_chunk,
+        "off by default"
+    );
+}

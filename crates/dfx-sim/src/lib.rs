@@ -14,6 +14,7 @@ pub mod engine;
 mod error;
 pub mod faults;
 mod http;
+pub mod omni;
 pub mod options;
 pub mod plan;
 pub mod profile;

@@ -41,14 +41,16 @@ pub struct AppState {
     pub on_crash: tokio::sync::watch::Sender<Option<usize>>,
     /// Static part of `/sim/info`.
     pub info: Value,
+    /// Counters of the realtime sessions (`/v1/realtime`).
+    pub realtime: crate::realtime::RealtimeState,
 }
 
 impl AppState {
-    fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         !self.crashed.load(Ordering::SeqCst) && self.ready_at.is_some_and(|t| Instant::now() >= t)
     }
 
-    fn check_ready(&self) -> Result<(), ApiError> {
+    pub(crate) fn check_ready(&self) -> Result<(), ApiError> {
         if self.ready() {
             Ok(())
         } else {
@@ -83,6 +85,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/audio/speech", post(speech))
         .route("/v1/audio/voices", get(list_voices).post(upload_voice))
         .route("/v1/audio/voices/{name}", delete(delete_voice))
+        .route("/v1/realtime", get(crate::realtime::handler))
         .route("/sim/info", get(info))
         .route("/sim/stats", get(sim_stats))
         .fallback(|| async { ApiError::not_found("Not Found", None) })

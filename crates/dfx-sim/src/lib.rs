@@ -17,6 +17,7 @@ mod http;
 pub mod options;
 pub mod plan;
 pub mod profile;
+pub mod realtime;
 pub mod request;
 mod server;
 pub mod stats;

@@ -97,6 +97,7 @@ pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared
         arrivals: AtomicU64::new(0),
         crashed: AtomicBool::new(false),
         on_crash: crash_tx,
+        realtime: Default::default(),
     });
     Ok(Prepared {
         listener,

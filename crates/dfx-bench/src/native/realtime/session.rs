@@ -145,9 +145,19 @@ enum Ev {
 struct Conn {
     ws: Ws,
     seen: HashSet<u64>,
+    /// `server_event_seq`s read but not yet acknowledged.
+    acks: Vec<u64>,
 }
 
 impl Conn {
+    fn new(ws: Ws) -> Self {
+        Conn {
+            ws,
+            seen: HashSet::new(),
+            acks: Vec::new(),
+        }
+    }
+
     async fn send(&mut self, text: String) -> Result<(), String> {
         self.ws
             .send(Message::Text(text.into()))
@@ -155,7 +165,17 @@ impl Conn {
             .map_err(|e| format!("send failed: {e}"))
     }
 
-    /// The next new JSON event (duplicates by `server_event_seq` dropped, each seq acked).
+    /// Sends the pending `session.event_ack`s.
+    async fn flush_acks(&mut self) -> Result<(), String> {
+        for seq in std::mem::take(&mut self.acks) {
+            self.send(p::event_ack(seq)).await?;
+        }
+        Ok(())
+    }
+
+    /// The next new JSON event; a numbered one queues its ack (sent by
+    /// [`Conn::flush_acks`]) and a seq seen before is dropped. Cancel-safe: its only await
+    /// is the socket read, so a `select!` losing the race loses no event.
     async fn next(&mut self) -> Ev {
         loop {
             let v = match self.ws.next().await {
@@ -171,14 +191,23 @@ impl Conn {
                 Some(Ok(_)) => continue,
             };
             if let Some(seq) = v.get("server_event_seq").and_then(Value::as_u64) {
-                if self.send(p::event_ack(seq)).await.is_err() {
-                    return Ev::Ended("connection lost while acknowledging".into());
+                if self.acks.len() < 4096 {
+                    self.acks.push(seq);
                 }
                 if !self.seen.insert(seq) {
                     continue;
                 }
             }
             return Ev::Json(v);
+        }
+    }
+
+    /// [`Conn::next`], then the acks it queued.
+    async fn next_acked(&mut self) -> Ev {
+        let ev = self.next().await;
+        match self.flush_acks().await {
+            Ok(()) => ev,
+            Err(e) => Ev::Ended(e),
         }
     }
 }
@@ -251,10 +280,7 @@ async fn handshake(
             }
         };
         out.connect_s += t.elapsed().as_secs_f64();
-        let mut c = Conn {
-            ws,
-            seen: HashSet::new(),
-        };
+        let mut c = Conn::new(ws);
         match await_created(&mut c, update, lim).await {
             Ok(id) => {
                 out.session_id = id;
@@ -292,7 +318,7 @@ async fn await_created(
         .map_err(|e| (String::new(), e))?;
     let deadline = tokio::time::Instant::now() + lim.handshake;
     loop {
-        let ev = tokio::time::timeout_at(deadline, c.next())
+        let ev = tokio::time::timeout_at(deadline, c.next_acked())
             .await
             .map_err(|_| {
                 (
@@ -327,6 +353,10 @@ async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
     let start_t = tokio::time::Instant::from_std(start);
     let mut wait_until: Option<tokio::time::Instant> = None;
     loop {
+        if let Err(e) = c.flush_acks().await {
+            out.fail(TurnError::Transport, e);
+            return;
+        }
         let appending = out.appends < lim.max_appends;
         if !appending && wait_until.is_none() {
             wait_until = Some(tokio::time::Instant::now() + lim.wait_after);
@@ -471,6 +501,7 @@ fn audio_delta(r: &mut Response, v: &Value, now: Instant, max_deltas: usize) {
 /// Acknowledges playback of every response with audio, then closes the session and waits
 /// (bounded) for `session.closed`.
 async fn finish(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
+    let _ = c.flush_acks().await;
     if out.error.is_none() {
         let acks: Vec<String> = out
             .responses
@@ -488,7 +519,7 @@ async fn finish(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
     if c.send(p::session_close()).await.is_ok() {
         let deadline = tokio::time::Instant::now() + lim.close_wait;
         loop {
-            match tokio::time::timeout_at(deadline, c.next()).await {
+            match tokio::time::timeout_at(deadline, c.next_acked()).await {
                 Ok(Ev::Json(v))
                     if v.get("type").and_then(Value::as_str) == Some("session.closed") =>
                 {

@@ -76,7 +76,7 @@ fn native_realtime_client_against_the_simulator() {
         t,
         "openai-realtime-duplex",
         "/v1/realtime",
-        json!({"seed_tts_turns_per_session": 2}),
+        json!({"seed_tts_turns_per_session": 2, "expected_duplex_audio_turns_per_session": 2}),
     );
     let bench = NativeBench::new(NativeSettings {
         auth_token_env: None,
@@ -103,8 +103,18 @@ fn native_realtime_client_against_the_simulator() {
         outcome.errors,
         outcome.log_tail
     );
+    assert_eq!(outcome.exit, None, "the expected turn count holds");
     let doc = outcome.result.unwrap();
     assert_eq!(doc["backend"], "openai-realtime-duplex");
+    let mut strict = (*t.entry).clone();
+    strict
+        .raw
+        .insert("expected_duplex_audio_turns_per_session".into(), json!(3));
+    let why = dfx_bench::native::realtime::expected_turns(&strict, &doc, 2).unwrap();
+    assert!(
+        why.contains("2 session(s) with another audio_turn_count"),
+        "{why}"
+    );
     assert_eq!(doc["completed"], 2, "{}", outcome.log_tail);
     assert_eq!(doc["failed"], 0);
     assert!(

@@ -283,9 +283,13 @@ fn conclude(
     if let Some(why) = &invalid_load {
         log.write(&format!("invalid load: {why}"));
     }
+    let exit = expected_turns(entry, &doc, trial.step.num_prompts);
+    if let Some(why) = &exit {
+        log.write(why);
+    }
     BenchOutcome {
         result: Some(doc),
-        exit: None,
+        exit,
         log_tail: log.tail(),
         errors,
         invalid_load,
@@ -303,4 +307,35 @@ fn invalid_load(
     (late > 0).then(|| {
         format!("open-loop send lag beyond {:.0} ms on {late} request(s): the server was not offered {rate} req/s", th * 1000.0)
     })
+}
+
+/// Upstream's runner check of `expected_duplex_audio_turns_per_session` (runner-only key):
+/// `duplex_session_metrics` must hold `num_prompts` rows, each with that
+/// `audio_turn_count` (which needs `save_duplex_request_metrics`). The failure, if any.
+pub fn expected_turns(
+    entry: &BenchEntry,
+    doc: &dfx_core::result::ResultDoc,
+    num_prompts: u64,
+) -> Option<String> {
+    let want = entry
+        .raw
+        .get("expected_duplex_audio_turns_per_session")?
+        .as_u64()?;
+    let key = "expected_duplex_audio_turns_per_session";
+    let Some(rows) = doc.get("duplex_session_metrics").and_then(|v| v.as_array()) else {
+        return Some(format!(
+            "{key} {want}: the result has no duplex_session_metrics (set extra_body.save_duplex_request_metrics)"
+        ));
+    };
+    if rows.len() as u64 != num_prompts {
+        return Some(format!(
+            "{key} {want}: duplex_session_metrics has {} row(s), expected {num_prompts}",
+            rows.len()
+        ));
+    }
+    let bad = rows
+        .iter()
+        .filter(|r| r.get("audio_turn_count").and_then(|v| v.as_u64()) != Some(want))
+        .count();
+    (bad > 0).then(|| format!("{key} {want}: {bad} session(s) with another audio_turn_count"))
 }

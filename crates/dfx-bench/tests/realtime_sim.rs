@@ -236,3 +236,67 @@ fn supports_refuses_what_it_cannot_serve() {
             .contains("OmniInteract")
     );
 }
+
+#[test]
+fn open_loop_realtime_tts_with_text_rows() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = rt
+        .block_on(dfx_sim::spawn(dfx_sim::SimOptions::new(OMNI).speed(10.0)))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    native_support::text_dataset(
+        &dir.path().join("ds"),
+        &["One two three four.", "Five six seven eight.", "Nine ten."],
+    );
+    let t = trial(TrialSpec {
+        dataset_name: "seed-tts-text",
+        dataset_path: dir.path().join("ds").to_str().unwrap(),
+        kind: StepKind::RequestRate { request_rate: 5.0 },
+        num_prompts: 3,
+        num_warmups: Some(0),
+        percentile_metrics: Some("e2el,audio_ttfp,audio_rtf,audio_duration"),
+        model: OMNI,
+        ..TrialSpec::default()
+    });
+    let t = realtime(t, "openai-realtime-tts", "/v1/realtime", json!({}));
+    let bench = NativeBench::new(NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..NativeSettings::default()
+    });
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let ctx = BenchContext {
+        trial: &t,
+        base_url: sim.base_url(),
+        host: "127.0.0.1".into(),
+        port: sim.addr.port(),
+        out_dir: out.clone(),
+        hardware: "SIM".into(),
+        judge_url: None,
+        server_group: None,
+    };
+    let outcome = bench.run(&ctx);
+    assert!(outcome.invalid_load.is_none(), "{:?}", outcome.invalid_load);
+    let doc = outcome.result.unwrap();
+    assert_eq!(doc["completed"], 3, "{}", outcome.log_tail);
+    assert_eq!(doc["request_rate"], 5.0);
+    assert!(doc.get("mean_ttft_ms").is_none(), "ttft not selected");
+    assert!(doc.get("duplex_session_metrics").is_none(), "not asked for");
+    assert!(doc["max_output_tokens_per_s"].as_f64().unwrap() >= 2.0);
+    let recs = read_records(&out);
+    let mut sends: Vec<f64> = recs
+        .iter()
+        .map(|r| r["actual_send_s"].as_f64().unwrap())
+        .collect();
+    sends.sort_by(f64::total_cmp);
+    assert!(
+        sends[2] > 0.05,
+        "arrivals spread by the schedule: {sends:?}"
+    );
+    rt.block_on(sim.shutdown()).unwrap();
+}

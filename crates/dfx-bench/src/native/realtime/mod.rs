@@ -193,6 +193,14 @@ pub fn run(
     for n in &p.notes {
         log.write(n);
     }
+    let sessions = match &p.load {
+        Load::Closed { concurrency } => *concurrency,
+        Load::Open { cap: Some(c), .. } => *c,
+        Load::Open { offsets, cap: None } => offsets.len(),
+    };
+    if let Some(note) = super::fds::ensure(sessions.max(p.warmups.len()))? {
+        log.write(&note);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("dfx-realtime")

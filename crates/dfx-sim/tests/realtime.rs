@@ -259,3 +259,63 @@ async fn concurrent_sessions_share_the_engine() {
     assert!(stats["peak_inflight"].as_u64().unwrap() >= 2, "{stats}");
     h.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn bad_events_get_errors_and_the_session_stays_usable() {
+    let h = spawn(OMNI, "").await;
+    let mut ws = connect(&h).await;
+    send(&mut ws, append(200)).await;
+    assert_eq!(
+        next(&mut ws).await.unwrap()["error"]["code"],
+        "session_not_ready"
+    );
+    ws.send(Message::Text("not json".into())).await.unwrap();
+    assert_eq!(
+        next(&mut ws).await.unwrap()["error"]["code"],
+        "invalid_event"
+    );
+    ws.send(Message::Binary(vec![1u8, 2, 3].into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut ws).await.unwrap()["error"]["code"],
+        "invalid_event"
+    );
+    send(&mut ws, json!({"type": "explode"})).await;
+    assert_eq!(
+        next(&mut ws).await.unwrap()["error"]["code"],
+        "unknown_event"
+    );
+    check_response(&one_turn(&mut ws, TEXT).await);
+    close(&mut ws).await;
+    h.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn explicit_commit_and_autostart_start_the_response() {
+    let h = spawn(OMNI, "").await;
+    let mut ws = connect(&h).await;
+    send(&mut ws, update(TEXT)).await;
+    assert_eq!(next(&mut ws).await.unwrap()["type"], "session.created");
+    send(
+        &mut ws,
+        json!({"type": "input_audio_buffer.commit", "final": true}),
+    )
+    .await;
+    let mut events = Vec::new();
+    while let Some(e) = next(&mut ws).await {
+        let done = e["type"] == "response.done";
+        events.push(e);
+        if done {
+            break;
+        }
+    }
+    check_response(&events);
+    close(&mut ws).await;
+    let url = format!("ws://{}/v1/realtime?duplex=1&autostart=1", h.addr);
+    let mut ws = tokio_tungstenite::connect_async(url).await.unwrap().0;
+    send(&mut ws, update(TEXT)).await;
+    assert_eq!(next(&mut ws).await.unwrap()["type"], "session.created");
+    assert_eq!(next(&mut ws).await.unwrap()["type"], "response.created");
+    h.shutdown().await.unwrap();
+}

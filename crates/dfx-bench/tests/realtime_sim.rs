@@ -104,6 +104,11 @@ fn native_realtime_client_against_the_simulator() {
         outcome.log_tail
     );
     assert_eq!(outcome.exit, None, "the expected turn count holds");
+    let log = std::fs::read_to_string(out.join("bench.log")).unwrap();
+    let ttft = log
+        .find("Mean TTFT (ms):")
+        .expect("TTFT section in the summary");
+    assert!(ttft < log.find("Mean E2EL (ms):").unwrap());
     let doc = outcome.result.unwrap();
     assert_eq!(doc["backend"], "openai-realtime-duplex");
     let mut strict = (*t.entry).clone();

@@ -280,6 +280,7 @@ fn conclude(
     let doc = result::result_doc(&measured, &facts, sel, rf);
     let base: Vec<_> = measured.iter().map(|r| r.base.clone()).collect();
     let block = summary::serving_block(&doc, sel, aggregate::upstream_continuity_ok_rate(&base));
+    let block = with_ttft(&block, &doc, &sel.percentiles);
     eprint!("{block}");
     log.write("output tokens: stage-0 num_tokens_out when the server sends stage metrics, else the transcript's word count");
     log.write(&block);
@@ -346,4 +347,44 @@ pub fn expected_turns(
         .filter(|r| r.get("audio_turn_count").and_then(|v| v.as_u64()) != Some(want))
         .count();
     (bad > 0).then(|| format!("{key} {want}: {bad} session(s) with another audio_turn_count"))
+}
+
+/// vllm's `Time to First Token` section (when the result has TTFT keys), placed where vllm
+/// prints it: before the E2EL section, else before the `Text Result` title.
+pub fn with_ttft(block: &str, doc: &dfx_core::result::ResultDoc, ps: &[f64]) -> String {
+    let get = |k: &str| doc.get(k).and_then(serde_json::Value::as_f64);
+    let Some(mean) = get("mean_ttft_ms") else {
+        return block.to_string();
+    };
+    let title = "Time to First Token";
+    let pad = 50 - title.len();
+    let mut sec = format!(
+        "{}{title}{}\n",
+        "-".repeat(pad / 2),
+        "-".repeat(pad - pad / 2)
+    );
+    let mut row =
+        |label: String, v: f64| sec.push_str(&format!("{label:<40} {:<10}\n", format!("{v:.2}")));
+    row("Mean TTFT (ms):".into(), mean);
+    row(
+        "Median TTFT (ms):".into(),
+        get("median_ttft_ms").unwrap_or(0.0),
+    );
+    for &p in ps {
+        let w = super::selection::percentile_word(p);
+        row(
+            format!("P{w} TTFT (ms):"),
+            get(&format!("p{w}_ttft_ms")).unwrap_or(0.0),
+        );
+    }
+    let at = block
+        .find("End-to-end Latency")
+        .and_then(|i| block[..i].rfind('\n').map(|n| n + 1))
+        .or_else(|| {
+            block
+                .find(" Text Result ")
+                .and_then(|i| block[..i].rfind('\n').map(|n| n + 1))
+        })
+        .unwrap_or(block.len());
+    format!("{}{sec}{}", &block[..at], &block[at..])
 }

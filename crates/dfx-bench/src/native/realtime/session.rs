@@ -18,6 +18,11 @@ use crate::audio::onset::PcmAnalyzer;
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// Responses tracked per turn at most (later `response.created`s are ignored).
+pub const MAX_RESPONSES: usize = 256;
+/// `server_event_seq`s remembered for duplicate detection (then forgotten and restarted).
+const MAX_SEQS: usize = 1 << 20;
+
 /// The bounds of a turn (upstream's values by default).
 #[derive(Debug, Clone, Copy)]
 pub struct TurnLimits {
@@ -193,6 +198,9 @@ impl Conn {
             if let Some(seq) = v.get("server_event_seq").and_then(Value::as_u64) {
                 if self.acks.len() < 4096 {
                     self.acks.push(seq);
+                }
+                if self.seen.len() >= MAX_SEQS {
+                    self.seen.clear();
                 }
                 if !self.seen.insert(seq) {
                     continue;
@@ -408,7 +416,8 @@ fn on_event(v: &Value, lim: &TurnLimits, out: &mut TurnOutcome) -> bool {
     };
     match kind {
         "response.created" => {
-            if let Some(id) = rid.clone().filter(|_| find(out).is_none()) {
+            let room = out.responses.len() < MAX_RESPONSES;
+            if let Some(id) = rid.clone().filter(|_| room && find(out).is_none()) {
                 out.responses.push(new_response(id));
             }
         }

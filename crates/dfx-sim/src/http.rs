@@ -43,10 +43,12 @@ pub struct AppState {
     pub info: Value,
     /// The omni engine thread (omni profiles only).
     pub omni: Option<Arc<crate::omni::OmniHandle>>,
+    /// Counters of the realtime sessions (`/v1/realtime`).
+    pub realtime: crate::realtime::RealtimeState,
 }
 
 impl AppState {
-    fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         !self.crashed.load(Ordering::SeqCst) && self.ready_at.is_some_and(|t| Instant::now() >= t)
     }
 
@@ -95,6 +97,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 crate::omni::http::MAX_CHAT_BODY_BYTES,
             )),
         )
+        .route("/v1/realtime", get(crate::realtime::handler))
         .route("/sim/info", get(info))
         .route("/sim/stats", get(sim_stats))
         .fallback(|| async { ApiError::not_found("Not Found", None) })

@@ -18,6 +18,7 @@ pub mod omni;
 pub mod options;
 pub mod plan;
 pub mod profile;
+pub mod realtime;
 pub mod request;
 mod server;
 pub mod stats;

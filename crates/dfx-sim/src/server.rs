@@ -106,6 +106,7 @@ pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared
         crashed: AtomicBool::new(false),
         on_crash: crash_tx,
         omni,
+        realtime: Default::default(),
     });
     Ok(Prepared {
         listener,

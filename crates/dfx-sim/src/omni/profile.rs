@@ -134,7 +134,7 @@ fn qwen3_omni() -> OmniProfile {
     OmniProfile {
         name: NAMES[0],
         basis: "calibrated to the H100 baselines of test_qwen3_omni_async_chunk.json and \
-                vllm-omni CI figures (BENCHMARKS.md, "Qwen3-Omni profile"); stage costs fitted, \
+                vllm-omni CI figures (BENCHMARKS.md, Qwen3-Omni profile); stage costs fitted, \
                 not measured per stage",
         sample_rate: 24_000,
         // 100 random-dataset tokens speak for about 30–33 s in the H100 baselines

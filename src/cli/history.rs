@@ -53,6 +53,28 @@ pub enum HistoryCommand {
     },
     /// Find change points per trial × metric; a CI gate with --fail-on-regression.
     Check(CheckArgs),
+    /// Write the trend report: history.html (a chart per trial × metric) and history.md.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Only the last N runs of each hardware identity.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(2..=10000))]
+    pub last: u64,
+    /// Only this hardware identity.
+    #[arg(long, value_name = "LABEL")]
+    pub hardware: Option<String>,
+    /// Folder for history.html and history.md (created when missing).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "target/dfx-perf/history-report"
+    )]
+    pub out: PathBuf,
+    /// Metrics to chart besides the defaults and the thresholded ones (comma separated).
+    #[arg(long, value_delimiter = ',', value_name = "METRIC")]
+    pub metrics: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -94,6 +116,7 @@ impl Run for HistoryArgs {
                 hardware,
             } => show(&mut *store, &trial, &metric, hardware.as_deref()),
             HistoryCommand::Check(args) => run_check(&mut *store, &args),
+            HistoryCommand::Report(args) => run_report(&mut *store, &args),
         }
     }
 }
@@ -213,6 +236,50 @@ fn run_check(store: &mut dyn HistoryStore, args: &CheckArgs) -> anyhow::Result<E
     outln!("{regressions} regression(s)");
     if regressions > 0 && args.fail_on_regression {
         return Ok(ExitCode::from(REGRESSION_STATUS));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The stored runs grouped by hardware identity (oldest first), the last `last` of each.
+fn by_hardware(
+    store: &mut dyn HistoryStore,
+    hardware: Option<&str>,
+    last: u64,
+) -> anyhow::Result<BTreeMap<String, Vec<RunRecord>>> {
+    let mut by_hw: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
+    for r in store.load(hardware)? {
+        by_hw
+            .entry(r.hardware_identity.clone())
+            .or_default()
+            .push(r);
+    }
+    for runs in by_hw.values_mut() {
+        let skip = runs.len().saturating_sub(last as usize);
+        runs.drain(..skip);
+    }
+    Ok(by_hw)
+}
+
+fn run_report(store: &mut dyn HistoryStore, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let by_hw = by_hardware(store, args.hardware.as_deref(), args.last)?;
+    let opts = DetectOptions::default();
+    let checks: Vec<CheckReport> = by_hw
+        .iter()
+        .map(|(hw, runs)| check::check(hw, runs, &opts, &args.metrics))
+        .collect();
+    let sections: Vec<dfx_history::report::Section<'_>> = by_hw
+        .values()
+        .zip(&checks)
+        .map(|(runs, check)| dfx_history::report::Section { runs, check })
+        .collect();
+    let doc = dfx_history::report::render(&sections, &args.metrics);
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", args.out.display()))?;
+    for (name, text) in [("history.html", &doc.html), ("history.md", &doc.markdown)] {
+        let path = args.out.join(name);
+        dfx_core::fsutil::write_atomic(&path, text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        outln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use libtest_mimic::Failed;
 
-use crate::support::{fixture, perf_in};
+use crate::support::{fixture, perf_in, perf_spawn};
 
 const RUNS: usize = 7;
 const SLOW_FROM: usize = 4;
@@ -55,12 +55,17 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
         if i >= SLOW_FROM {
             args.extend(["--sim-faults", "slowdown=1.3"]);
         }
-        let out = perf_in(tmp.path(), &config, &args)?;
+        let out = if i == 1 {
+            first_run_with_a_gpu(tmp.path(), &config, &args)?
+        } else {
+            perf_in(tmp.path(), &config, &args)?
+        };
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() != Some(0) || !stderr.contains("history: ") {
             return Err(format!("run {i}: {}", text(&out)).into());
         }
     }
+    fingerprint_was_recorded(tmp.path())?;
     let list = dfx_perf(&["history", "--history", &db_arg, "list"])?;
     let listed = String::from_utf8_lossy(&list.stdout);
     if !listed.contains(&format!("{RUNS} run(s)")) {
@@ -71,6 +76,9 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     if !String::from_utf8_lossy(&again.stdout).contains("already stored") {
         return Err(format!("adding twice: {}", text(&again)).into());
     }
+    // These do not depend on what the detector finds: checked before its findings.
+    trend_report_is_written(&db_arg, tmp.path())?;
+    rolling_baselines_fill_the_needs_data_trials(&db_arg, tmp.path())?;
     let check = dfx_perf(&[
         "history",
         "--history",
@@ -107,6 +115,131 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
         .collect();
     if !other.is_empty() {
         return Err(format!("unexpected metrics: {other:?}").into());
+    }
+    Ok(())
+}
+
+/// `history report` writes the page (a chart per trial × metric) and the summary.
+fn trend_report_is_written(db: &str, dir: &std::path::Path) -> Result<(), Failed> {
+    let out_dir = dir.join("trend");
+    let o = out_dir.display().to_string();
+    let rep = dfx_perf(&["history", "--history", db, "report", "--out", &o])?;
+    let page = std::fs::read_to_string(out_dir.join("history.html"))
+        .map_err(|e| format!("no history.html: {e}\n{}", text(&rep)))?;
+    let md = std::fs::read_to_string(out_dir.join("history.md"))?;
+    let charts = page.matches("<svg class=\"chart\"").count();
+    if charts < TRIALS.len() * LATENCY.len() || !md.contains("regression(s)") {
+        return Err(format!("{charts} charts; history.md:\n{md}").into());
+    }
+    Ok(())
+}
+
+/// `recalibrate --from-history` on the same history: the trials had no threshold for
+/// SIMx5 (needs data); the last three runs (all slow, all good) give them thresholds, and
+/// asking for more good runs than exist writes nothing.
+fn rolling_baselines_fill_the_needs_data_trials(
+    db: &str,
+    dir: &std::path::Path,
+) -> Result<(), Failed> {
+    let baselines = dir.join("baselines");
+    let b = baselines.display().to_string();
+    let args = |window: &'static str, min: &'static str| {
+        vec![
+            "recalibrate",
+            "--from-history",
+            "--history",
+            db,
+            "--hardware",
+            "SIMx5",
+            "--window",
+            window,
+            "--min-runs",
+            min,
+            "--baselines-dir",
+            b.as_str(),
+        ]
+    };
+    let none = dfx_perf(&args("9", "9"))?;
+    let none_out = text(&none);
+    if none.status.code() != Some(0)
+        || !none_out.contains("needs data: 7 good run(s), at least 9 wanted")
+        || baselines.join("SIMx5.json").exists()
+    {
+        return Err(format!("min-runs 9 of 7 runs must write nothing: {none_out}").into());
+    }
+    let out = dfx_perf(&args("3", "3"))?;
+    let shown = text(&out);
+    let stored = std::fs::read_to_string(baselines.join("SIMx5.json"))
+        .map_err(|e| format!("no SIMx5.json written: {e}\n{shown}"))?;
+    let doc: serde_json::Value = serde_json::from_str(&stored)?;
+    for trial in TRIALS {
+        let e2el = doc[trial]["median_e2el_ms"].as_f64();
+        if e2el.is_none_or(|v| v <= 0.0) {
+            return Err(format!("{trial}: no median_e2el_ms threshold: {stored}\n{shown}").into());
+        }
+    }
+    let used = shown.lines().filter(|l| l.ends_with("  used")).count();
+    if used != 2 * 3 || !shown.contains("needs data") {
+        return Err(
+            format!("3 runs used per trial and the needs-data line expected:\n{shown}").into(),
+        );
+    }
+    Ok(())
+}
+
+/// The first run sees a fake `nvidia-smi` on PATH (the simulated run keeps its SIMx5
+/// label; the GPU is only a fingerprint fact).
+fn first_run_with_a_gpu(
+    results: &std::path::Path,
+    config: &str,
+    args: &[&str],
+) -> Result<Output, Failed> {
+    let bin = results.join("fake-bin");
+    std::fs::create_dir_all(&bin)?;
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\necho 'NVIDIA H20, 560.35.03, 97871'\necho 'NVIDIA H20, 560.35.03, 97871'\n",
+    )?;
+    let mut perms = std::fs::metadata(&smi)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&smi, perms)?;
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let results_arg = results.display().to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--results-dir", &results_arg]);
+    let (child, _unused) = perf_spawn(config, &all, &[("PATH", &path)])?;
+    Ok(child.wait_with_output()?)
+}
+
+/// run.json of the first run holds the fake GPU, and every run the simulator's version.
+fn fingerprint_was_recorded(results: &std::path::Path) -> Result<(), Failed> {
+    let mut runs: Vec<std::path::PathBuf> = std::fs::read_dir(results)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("run.json").is_file() && !p.ends_with("latest"))
+        .collect();
+    runs.sort();
+    let info = |p: &std::path::Path| -> Result<serde_json::Value, Failed> {
+        Ok(serde_json::from_str(&std::fs::read_to_string(
+            p.join("run.json"),
+        )?)?)
+    };
+    let first = info(runs.first().ok_or("no run folders")?)?;
+    let gpu = &first["gpu"];
+    if gpu["name"] != "NVIDIA H20" || gpu["driver"] != "560.35.03" || gpu["count"] != 2 {
+        return Err(format!("gpu facts of the first run: {gpu}").into());
+    }
+    for r in &runs {
+        let v = info(r)?;
+        if v["server_versions"]["dfx-perf-sim"].as_str().is_none() {
+            return Err(
+                format!("{}: server_versions {}", r.display(), v["server_versions"]).into(),
+            );
+        }
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! Native streaming load generator for `openai-audio-speech` (`docs/bench.md`): tokio +
-//! reqwest, every body read timestamped, the same metric names and definitions as
+//! Native streaming load generator for `openai-audio-speech` (`docs/bench.md`), and for
+//! the realtime backends over WebSocket ([`realtime`]): tokio + reqwest, every body read timestamped, the same metric names and definitions as
 //! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
 //!
 //! A run: [`prepare`] resolves the dataset and builds every body, warmups run and are
@@ -21,6 +21,7 @@ pub mod omni;
 pub mod prepare;
 pub mod progress;
 pub mod random;
+pub mod realtime;
 pub mod record;
 pub mod request;
 pub mod schedule;
@@ -137,6 +138,9 @@ impl Bench for NativeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
+        if realtime::is_realtime(entry) {
+            return realtime::supports(entry);
+        }
         let soak = entry.dialect == Dialect::Stability;
         if soak && backend == Some(BACKEND) {
             return Ok(());
@@ -174,6 +178,9 @@ impl Bench for NativeBench {
         }
         if omni::is_chat(&trial.entry) {
             return omni::preflight(&self.settings, trial).map(Some);
+        }
+        if realtime::is_realtime(&trial.entry) {
+            return realtime::preflight(&self.settings, trial).map(Some);
         }
         prepare::preflight(&self.settings, trial).map(Some)
     }
@@ -267,6 +274,9 @@ impl NativeBench {
         }
         if omni::is_chat(&ctx.trial.entry) {
             return omni::run(&self.settings, ctx, log);
+        }
+        if realtime::is_realtime(&ctx.trial.entry) {
+            return realtime::run(&self.settings, ctx, log);
         }
         let mut p = prepare::prepare(&self.settings, ctx, self.reuse_connections)?;
         for n in &p.notes {
@@ -385,7 +395,7 @@ impl NativeBench {
 }
 
 /// `tokenizer` / `tokenizer_id` of the entry, else the model (upstream's default).
-fn tokenizer_id(entry: &BenchEntry, model: &str) -> String {
+pub(crate) fn tokenizer_id(entry: &BenchEntry, model: &str) -> String {
     ["tokenizer", "tokenizer_id"]
         .iter()
         .find_map(|k| entry.raw.get(*k).and_then(|v| v.as_str()))
@@ -394,7 +404,7 @@ fn tokenizer_id(entry: &BenchEntry, model: &str) -> String {
 }
 
 /// The first distinct request errors with their counts.
-fn distinct_errors(measured: &[RequestRecord]) -> Vec<String> {
+pub(crate) fn distinct_errors(measured: &[RequestRecord]) -> Vec<String> {
     let mut seen: Vec<(String, usize)> = Vec::new();
     for e in measured.iter().filter_map(|r| r.error.as_ref()) {
         match seen.iter_mut().find(|(m, _)| m == e) {

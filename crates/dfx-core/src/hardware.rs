@@ -114,9 +114,59 @@ pub fn sim_label(speed: Option<f64>) -> String {
 /// GPU 0's name from `nvidia-smi --query-gpu=name --format=csv,noheader -i 0`, when the
 /// tool is on `PATH` and answers within [`NVIDIA_SMI_TIMEOUT`]; any failure gives `None`.
 pub fn query_gpu_name() -> Option<String> {
+    let out = nvidia_smi(&["--query-gpu=name", "--format=csv,noheader", "-i", "0"])?;
+    let first = out.lines().next()?.trim();
+    (!first.is_empty()).then(|| first.to_string())
+}
+
+/// What `nvidia-smi` tells about the machine's GPUs, for a run's fingerprint.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GpuFacts {
+    /// GPU 0's name.
+    pub name: String,
+    /// Driver version.
+    pub driver: Option<String>,
+    /// GPU 0's memory in MiB.
+    pub memory_mib: Option<f64>,
+    /// Number of GPUs listed.
+    pub count: usize,
+}
+
+/// [`GpuFacts`] from `nvidia-smi --query-gpu=name,driver_version,memory.total
+/// --format=csv,noheader,nounits`; `None` without the tool, on a failure or a timeout.
+pub fn query_gpu_facts() -> Option<GpuFacts> {
+    let out = nvidia_smi(&[
+        "--query-gpu=name,driver_version,memory.total",
+        "--format=csv,noheader,nounits",
+    ])?;
+    parse_gpu_facts(&out)
+}
+
+/// Parses the CSV lines of [`query_gpu_facts`].
+pub fn parse_gpu_facts(out: &str) -> Option<GpuFacts> {
+    let lines: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut first = lines.first()?.split(',').map(str::trim);
+    let name = first.next().filter(|n| !n.is_empty())?.to_string();
+    let known = |v: &&str| !v.is_empty() && !v.starts_with('[');
+    let driver = first.next().filter(known).map(str::to_string);
+    let memory_mib = first.next().filter(known).and_then(|m| m.parse().ok());
+    Some(GpuFacts {
+        name,
+        driver,
+        memory_mib,
+        count: lines.len(),
+    })
+}
+
+/// Runs `nvidia-smi args` with a deadline; its stdout when it succeeded.
+fn nvidia_smi(args: &[&str]) -> Option<String> {
     let exe = find_on_path("nvidia-smi")?;
     let mut child = Command::new(exe)
-        .args(["--query-gpu=name", "--format=csv,noheader", "-i", "0"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -135,9 +185,13 @@ pub fn query_gpu_name() -> Option<String> {
         }
     };
     let mut out = String::new();
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    let first = out.lines().next()?.trim();
-    (status.success() && !first.is_empty()).then(|| first.to_string())
+    child
+        .stdout
+        .take()?
+        .take(1 << 20)
+        .read_to_string(&mut out)
+        .ok()?;
+    status.success().then_some(out)
 }
 
 fn find_on_path(exe: &str) -> Option<PathBuf> {
@@ -149,6 +203,21 @@ fn find_on_path(exe: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpu_facts_from_nvidia_smi_csv() {
+        let two =
+            "NVIDIA H100 80GB HBM3, 550.54.15, 81559\nNVIDIA H100 80GB HBM3, 550.54.15, 81559\n";
+        let f = parse_gpu_facts(two).unwrap();
+        assert_eq!(f.name, "NVIDIA H100 80GB HBM3");
+        assert_eq!(f.driver.as_deref(), Some("550.54.15"));
+        assert_eq!(f.memory_mib, Some(81559.0));
+        assert_eq!(f.count, 2);
+        let odd = parse_gpu_facts("NVIDIA GB200, [N/A], [N/A]\n").unwrap();
+        assert_eq!((odd.driver, odd.memory_mib, odd.count), (None, None, 1));
+        assert_eq!(parse_gpu_facts(""), None);
+        assert_eq!(parse_gpu_facts(" , 1, 2"), None);
+    }
 
     #[test]
     fn token_boundaries() {

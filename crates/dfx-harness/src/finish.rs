@@ -131,12 +131,14 @@ impl Closing {
             progress.entries.iter().flatten().cloned().collect(),
         );
         summary.interrupted = interruption;
+        print_needs_data(&summary);
         if let Err(e) = write_json_atomic(&self.run.path.join("summary.json"), &summary) {
             eprintln!("dfx-perf: cannot write summary.json: {e}");
         }
         let mut info = self.info.clone();
         info.finished = Some(chrono::Local::now().to_rfc3339());
         info.interrupted = interrupted;
+        info.server_versions = crate::fingerprint::server_versions();
         if let Err(e) = self.run.write_run_info(&info) {
             eprintln!("dfx-perf: cannot update run.json: {e}");
         }
@@ -148,6 +150,32 @@ impl Closing {
         }
         eprintln!("dfx-perf: results in {}", self.run.path.display());
     }
+}
+
+/// One line naming the trials that ran without a threshold for the hardware: such a run
+/// is green on completion alone, which the nightly must not mistake for a pass.
+fn print_needs_data(s: &Summary) {
+    if s.needs_data == 0 {
+        return;
+    }
+    let names: Vec<&str> = s
+        .trials
+        .iter()
+        .filter(|t| t.needs_data)
+        .map(|t| t.name.as_str())
+        .collect();
+    let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+    let more = names.len().saturating_sub(5);
+    eprintln!(
+        "dfx-perf: {} trial(s) had no threshold for {} (needs data; judged on completion only): {shown}{}",
+        s.needs_data,
+        s.hardware,
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// Adds the closed run folder to the history. A failure is a warning: the run folder is

@@ -16,6 +16,7 @@
 
 pub mod cli;
 pub mod fake;
+pub mod fingerprint;
 pub mod finish;
 pub mod interrupt;
 pub mod listing;

@@ -127,6 +127,11 @@ pub struct RunInfo {
     pub trials_selected: usize,
     /// Config loader warnings and flag notes.
     pub warnings: Vec<String>,
+    /// GPU facts from `nvidia-smi` (`name`, `driver`, `memory_mib`, `count`), when present.
+    pub gpu: Option<serde_json::Value>,
+    /// Versions the servers reported on `GET /version` (`vllm`, `vllm_omni`,
+    /// `dfx-perf-sim`, …), filled in when the run closes.
+    pub server_versions: std::collections::BTreeMap<String, String>,
 }
 
 /// `git rev-parse HEAD` run in `dir`, if git and a repository are there.

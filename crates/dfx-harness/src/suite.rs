@@ -382,5 +382,7 @@ fn run_info(
         trials_planned: p.planned.len(),
         trials_selected: p.selected.len(),
         warnings: p.plan_warnings.iter().chain(&cfg.notes).cloned().collect(),
+        gpu: crate::fingerprint::gpu(),
+        server_versions: Default::default(),
     }
 }

@@ -67,6 +67,9 @@ pub struct SummaryEntry {
     /// Metrics whose baseline is `null`.
     pub thresholds_skipped: Vec<String>,
     pub thresholds_note: Option<String>,
+    /// It ran without any threshold for the run's hardware ("needs data"): it can only
+    /// fail on completion, never on a regression.
+    pub needs_data: bool,
     /// Key metrics of the result (see [`KEY_METRICS`]) plus every thresholded metric.
     pub metrics: Map<String, Value>,
     /// `trials/<dir>/result.json`, relative to the run folder.
@@ -111,6 +114,7 @@ impl SummaryEntry {
             thresholds: trial.thresholds.items.clone(),
             thresholds_skipped: trial.thresholds.skipped.clone(),
             thresholds_note: trial.thresholds.note.clone(),
+            needs_data: outcome != Outcome::Ignored && trial.thresholds.items.is_empty(),
             metrics: Map::new(),
             result: None,
             bench: None,
@@ -125,6 +129,7 @@ impl SummaryEntry {
     pub fn ignored(trial: &Trial, reason: &str) -> Self {
         let mut e = SummaryEntry::new(trial, Outcome::Ignored);
         e.ignored_reason = Some(reason.to_string());
+        e.needs_data = false;
         e
     }
 
@@ -148,6 +153,8 @@ pub struct Summary {
     pub passed: usize,
     pub failed: usize,
     pub ignored: usize,
+    /// Trials that ran without any threshold for the hardware ("needs data").
+    pub needs_data: usize,
     /// Trials left out by the name filter / `--skip` / `--ignored`.
     pub filtered_out: usize,
     /// Servers started during the run.
@@ -189,11 +196,40 @@ impl Summary {
             passed: count(Outcome::Passed),
             failed: count(Outcome::Failed),
             ignored: count(Outcome::Ignored),
+            needs_data: trials.iter().filter(|t| t.needs_data).count(),
             filtered_out,
             server_starts,
             notes,
             interrupted: None,
             trials,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dfx_core::baseline::Direction;
+
+    use super::*;
+    use crate::test_support::{concurrency_trial, threshold};
+
+    #[test]
+    fn a_trial_that_ran_without_thresholds_needs_data_and_is_counted() {
+        let bare = concurrency_trial("t", "s", 1, 2);
+        let mut judged = concurrency_trial("t", "s", 2, 2);
+        judged.thresholds.items = vec![threshold("median_e2el_ms", 10.0, Direction::LowerIsBetter)];
+        let entries = vec![
+            SummaryEntry::new(&bare, Outcome::Passed),
+            SummaryEntry::new(&judged, Outcome::Passed),
+            SummaryEntry::new(&bare, Outcome::Failed),
+            SummaryEntry::ignored(&bare, "no bench"),
+        ];
+        let flags: Vec<bool> = entries.iter().map(|e| e.needs_data).collect();
+        assert_eq!(flags, [true, false, true, false]);
+        let s = Summary::new("r", "H20", false, 0, 0, vec![], entries);
+        assert_eq!(s.needs_data, 2);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["needs_data"], 2);
+        assert_eq!(json["trials"][0]["needs_data"], true);
     }
 }

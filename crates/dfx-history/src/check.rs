@@ -134,7 +134,7 @@ pub fn series(runs: &[RunRecord], trial: &str, metric: &str) -> Vec<Point> {
 }
 
 /// The metrics to check for `trial`: the defaults, those with thresholds, `extra`.
-fn metrics_of(runs: &[RunRecord], trial: &str, extra: &[String]) -> BTreeSet<String> {
+pub fn metrics_of(runs: &[RunRecord], trial: &str, extra: &[String]) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
     out.extend(extra.iter().cloned());
     for t in runs.iter().filter_map(|r| r.trial(trial)) {
@@ -234,7 +234,8 @@ pub fn check(
     }
 }
 
-fn direction(runs: &[RunRecord], trial: &str, metric: &str) -> Option<Direction> {
+/// The direction of `metric`: known by name, else from a stored threshold.
+pub fn direction(runs: &[RunRecord], trial: &str, metric: &str) -> Option<Direction> {
     direction_of(metric).or_else(|| {
         let th = runs
             .iter()

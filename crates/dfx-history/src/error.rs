@@ -32,7 +32,7 @@ pub enum HistoryError {
         source: rusqlite::Error,
     },
     /// The PostgreSQL server reported an error.
-    #[error("history database {db}: {source}")]
+    #[error("history database {db}: {}", pg_text(source))]
     Postgres {
         db: String,
         #[source]
@@ -49,4 +49,18 @@ pub enum HistoryError {
     /// A command-line value is invalid; the message names the flag and what is accepted.
     #[error("{0}")]
     Invalid(String),
+}
+
+/// `postgres::Error` displays a bare "db error" for server errors; the server's message,
+/// severity and SQLSTATE are what a user needs.
+fn pg_text(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!(
+            "{}: {} (SQLSTATE {})",
+            d.severity(),
+            d.message(),
+            d.code().code()
+        ),
+        None => e.to_string(),
+    }
 }

@@ -7,6 +7,8 @@ pub mod detect;
 mod error;
 pub mod ingest;
 pub mod model;
+pub mod report;
+pub mod rolling;
 pub mod store;
 
 pub use error::HistoryError;

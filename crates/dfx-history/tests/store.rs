@@ -1,7 +1,8 @@
 //! The history store on both backends: SQLite always, PostgreSQL when
 //! `DFX_TEST_POSTGRES_URL` names a server (each check gets its own database, dropped
 //! afterwards). Idempotent adds, round trips, replacement, interrupted runs, migrations
-//! from an empty database and from the previous version, a newer schema refused.
+//! from an empty database and from the previous version, a newer schema refused, and
+//! several runners opening one new database at the same moment.
 
 mod common;
 
@@ -20,6 +21,10 @@ const CHECKS: &[(&str, Check)] = &[
     ("migrations_from_an_empty_database", from_empty),
     ("migrations_from_the_previous_version", from_previous),
     ("a_newer_schema_is_refused", newer_refused),
+    (
+        "runners_opening_one_new_database_at_once_migrate_it_once",
+        concurrent_open,
+    ),
 ];
 
 fn main() {
@@ -146,4 +151,44 @@ fn newer_refused(b: &Backends, _tmp: &Path) -> Result<(), Failed> {
         Err(e) => Err(format!("wrong error: {e}").into()),
         Ok(_) => Err("a newer schema was opened".into()),
     }
+}
+
+/// Six connections open the same empty database at once (a barrier releases them
+/// together): each must open it, and every migration must be recorded exactly once.
+fn concurrent_open(b: &Backends, _tmp: &Path) -> Result<(), Failed> {
+    const RUNNERS: usize = 6;
+    let barrier = std::sync::Barrier::new(RUNNERS);
+    let results: Vec<Result<i64, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..RUNNERS)
+            .map(|_| {
+                s.spawn(|| {
+                    let db = b.backend().map_err(|e| e.to_string())?;
+                    barrier.wait();
+                    let mut store = SqlStore::new(db).map_err(|e| e.to_string())?;
+                    store.schema_version().map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
+            .collect()
+    });
+    for r in &results {
+        ensure(r.as_ref().is_ok_and(|v| *v == schema::latest()), || {
+            format!("a runner failed: {results:?}")
+        })?;
+    }
+    let mut db = b.backend()?;
+    let rows = dfx_history::store::Backend::query(
+        &mut db,
+        "SELECT version, COUNT(*) FROM dfx_history_migrations GROUP BY version ORDER BY version",
+        &[],
+    )?;
+    let counts: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|r| (r[0].int().unwrap_or(-1), r[1].int().unwrap_or(-1)))
+        .collect();
+    let want: Vec<(i64, i64)> = schema::MIGRATIONS.iter().map(|m| (m.version, 1)).collect();
+    ensure(counts == want, || format!("migrations recorded {counts:?}"))
 }

@@ -306,7 +306,7 @@ pub fn change_chart_svg(
 }
 
 /// Adds `class`, `data-chart`, `role` and `aria-label` to the root `<svg>` element.
-fn tag_svg(svg: String, id: &str, title: &str) -> String {
+pub(crate) fn tag_svg(svg: String, id: &str, title: &str) -> String {
     let attrs = format!(
         "<svg class=\"chart\" data-chart=\"{}\" role=\"img\" aria-label=\"{}\" ",
         fmt::html(id),
@@ -318,7 +318,7 @@ fn tag_svg(svg: String, id: &str, title: &str) -> String {
     }
 }
 
-fn bounds(v: &[f64]) -> (f64, f64) {
+pub(crate) fn bounds(v: &[f64]) -> (f64, f64) {
     v.iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
             (lo.min(x), hi.max(x))

@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod recalibrate;
 pub mod report;
 pub mod run;
+pub mod trend;
 pub mod writeback;
 
 pub use error::ReportError;

@@ -211,3 +211,42 @@ fn recorded_fixtures_render() {
         assert_self_contained(&std::fs::read_to_string(&paths.html).unwrap());
     }
 }
+
+/// A run whose trials had no threshold for its hardware (the recorded SIMx4 run) says so
+/// per trial and in the header and notes: green on completion alone is not a pass.
+#[test]
+fn trials_without_thresholds_are_marked_needs_data() {
+    let fixture = common::recorded_runs()
+        .into_iter()
+        .find(|p| p.ends_with("sim-x4-passing"))
+        .expect("recorded fixture sim-x4-passing");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("sim-x4-passing");
+    common::copy_tree(&fixture, &copy);
+    let paths = write_run_reports(&copy).unwrap();
+    let md = std::fs::read_to_string(&paths.markdown).unwrap();
+    let run = load_run(&copy).unwrap();
+    assert!(run.trials.iter().all(|t| t.needs_data()));
+    for t in &run.trials {
+        let row = md
+            .lines()
+            .find(|l| l.contains(&format!("`{}`", t.name)))
+            .unwrap();
+        assert!(row.ends_with(" needs data |"), "{row}");
+    }
+    assert!(md.contains("; 2 without thresholds (needs data) |"), "{md}");
+    assert!(
+        md.contains("- needs data: 2 trial(s) had no threshold for"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(&paths.html).unwrap();
+    assert_eq!(
+        html.matches("<span class=\"needs\">needs data</span>")
+            .count(),
+        2
+    );
+    // A run with thresholds on every trial has no such marks.
+    let other = nightly(tmp.path());
+    let md = std::fs::read_to_string(write_run_reports(&other).unwrap().markdown).unwrap();
+    assert!(!md.contains("needs data"), "{md}");
+}

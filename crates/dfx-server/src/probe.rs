@@ -62,6 +62,41 @@ fn try_get(host: &str, port: u16, path: &str, timeout: Duration) -> std::io::Res
     })
 }
 
+/// `GET path` on `host:port` and the body of a 200 answer parsed as JSON; `None` on any
+/// failure. Bounded by `timeout` per step and by `max_bytes` for the whole response (the
+/// request says `Connection: close`, so the body ends with the stream; chunked bodies are
+/// not decoded and give `None`).
+pub fn http_get_json(
+    host: &str,
+    port: u16,
+    path: &str,
+    timeout: Duration,
+    max_bytes: usize,
+) -> Option<serde_json::Value> {
+    let mut stream = TcpStream::connect_timeout(&addr(host, port).ok()?, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: dfx-perf\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut all = Vec::new();
+    stream
+        .take(max_bytes as u64 + 1)
+        .read_to_end(&mut all)
+        .ok()?;
+    if all.len() > max_bytes || parse_status(&all) != Some(200) {
+        return None;
+    }
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&all[..split]).to_ascii_lowercase();
+    if head.contains("transfer-encoding: chunked") {
+        return None;
+    }
+    serde_json::from_slice(&all[split + 4..]).ok()
+}
+
 /// `HTTP/1.x NNN …` → NNN.
 fn parse_status(head: &[u8]) -> Option<u16> {
     let line = head.split(|b| *b == b'\n').next()?;

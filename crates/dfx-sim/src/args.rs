@@ -44,9 +44,11 @@ pub fn usage() -> String {
          Environment: DFX_SIM_SPEED, DFX_SIM_SEED, DFX_SIM_PROFILE, DFX_SIM_LOG,\n\
          \x20 DFX_SIM_FAULTS=SPEC[,SPEC...], DFX_SIM_FAULT_<NAME>=VALUE (flags win)\n\
          Faults: {}\n\
-         Profiles: {}\n",
+         Profiles: {}\n\
+         Omni profiles (POST /v1/chat/completions): {}\n",
         FAULT_NAMES.join(", "),
-        profile::NAMES.join(", ")
+        profile::NAMES.join(", "),
+        crate::omni::profile::NAMES.join(", ")
     )
 }
 

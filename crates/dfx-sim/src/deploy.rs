@@ -50,8 +50,11 @@ pub struct DeploySettings {
     pub left_context_frames: Option<u32>,
     /// `async_chunk` (false: no streaming between the stages).
     pub async_chunk: Option<bool>,
-    /// `devices` per stage id, recorded for `/sim/info` only.
+    /// `devices` per stage id (GPU sharing).
     pub devices: Vec<(u32, String)>,
+    /// `max_num_seqs` of every stage id, in the order read (omni models use stages 0–2:
+    /// thinker, talker, code2wav; later entries win).
+    pub stage_max_num_seqs: Vec<(u32, usize)>,
 }
 
 struct Ctx<'a> {
@@ -187,6 +190,8 @@ impl DeploySettings {
     ) -> Result<(), DeployError> {
         if let Some(v) = args.get("max_num_seqs").filter(|v| !v.is_null()) {
             let n = ctx.positive(&format!("{key}.max_num_seqs"), v)? as usize;
+            self.stage_max_num_seqs.retain(|(s, _)| *s != id);
+            self.stage_max_num_seqs.push((id, n));
             match id {
                 0 => self.talker_max_num_seqs = Some(n),
                 1 => self.codec_max_num_seqs = Some(n),

@@ -34,6 +34,15 @@ pub struct Faults {
     pub fork_child: bool,
     /// `slowdown=F`: every service time × F (an injected regression).
     pub slowdown: Option<f64>,
+    /// `realtime-exhausted=N`: the first N realtime `session.update`s are answered with an
+    /// `error` of code `resource_exhausted` and the socket is closed (no free session slot).
+    pub realtime_exhausted: Option<u32>,
+    /// `realtime-drop-after-chunks=N`: a realtime session's socket is dropped (no close
+    /// frame, no `response.done`) after N audio deltas.
+    pub realtime_drop_after_chunks: Option<u32>,
+    /// `realtime-event-seq`: every realtime server event carries an increasing
+    /// `server_event_seq` (clients acknowledge it with `session.event_ack`).
+    pub realtime_event_seq: bool,
 }
 
 /// A fault spec that could not be parsed.
@@ -70,6 +79,9 @@ pub const FAULT_NAMES: &[&str] = &[
     "ignore-sigterm",
     "fork-child",
     "slowdown=FACTOR",
+    "realtime-exhausted=N",
+    "realtime-drop-after-chunks=N",
+    "realtime-event-seq",
 ];
 
 fn parse_bool(v: &str) -> Option<bool> {
@@ -166,6 +178,9 @@ impl Faults {
                 }
                 self.slowdown = Some(f);
             }
+            "realtime-exhausted" => self.realtime_exhausted = Some(chunks()?),
+            "realtime-drop-after-chunks" => self.realtime_drop_after_chunks = Some(chunks()?),
+            "realtime-event-seq" => self.realtime_event_seq = flag()?,
             _ => return Err(format!("unknown fault; known: {}", FAULT_NAMES.join(", "))),
         }
         Ok(())
@@ -215,7 +230,8 @@ mod tests {
         let mut f = Faults::default();
         f.apply_list(
             "exit-at-startup=3, never-ready, ready-after=1.5, crash-at-inflight=4, error500=0.25, \
-             stall-after-chunks=2, truncate-after-chunks=3, odd-bytes, ignore-sigterm, fork-child, slowdown=1.5",
+             stall-after-chunks=2, truncate-after-chunks=3, odd-bytes, ignore-sigterm, fork-child, slowdown=1.5, \
+             realtime-exhausted=2, realtime-drop-after-chunks=5, realtime-event-seq",
             "--sim-fault",
         )
         .unwrap();
@@ -227,6 +243,9 @@ mod tests {
         assert_eq!(f.stall_after_chunks, Some(2));
         assert_eq!(f.truncate_after_chunks, Some(3));
         assert_eq!(f.service_factor(), 1.5);
+        assert_eq!(f.realtime_exhausted, Some(2));
+        assert_eq!(f.realtime_drop_after_chunks, Some(5));
+        assert!(f.realtime_event_seq);
     }
 
     #[test]

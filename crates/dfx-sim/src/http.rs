@@ -41,14 +41,18 @@ pub struct AppState {
     pub on_crash: tokio::sync::watch::Sender<Option<usize>>,
     /// Static part of `/sim/info`.
     pub info: Value,
+    /// The omni engine thread (omni profiles only).
+    pub omni: Option<Arc<crate::omni::OmniHandle>>,
+    /// Counters of the realtime sessions (`/v1/realtime`).
+    pub realtime: crate::realtime::RealtimeState,
 }
 
 impl AppState {
-    fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         !self.crashed.load(Ordering::SeqCst) && self.ready_at.is_some_and(|t| Instant::now() >= t)
     }
 
-    fn check_ready(&self) -> Result<(), ApiError> {
+    pub(crate) fn check_ready(&self) -> Result<(), ApiError> {
         if self.ready() {
             Ok(())
         } else {
@@ -60,12 +64,15 @@ impl AppState {
         self.cfg.profile.voices
     }
 
-    fn crash(&self, inflight: usize) {
+    pub(crate) fn crash(&self, inflight: usize) {
         if !self.crashed.swap(true, Ordering::SeqCst) {
             tracing::error!(
                 "simulated crash: {inflight} requests in flight (fault crash-at-inflight)"
             );
             self.engine.stop();
+            if let Some(o) = &self.omni {
+                o.stop();
+            }
             let _ = self.on_crash.send(Some(inflight));
         }
     }
@@ -83,6 +90,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/audio/speech", post(speech))
         .route("/v1/audio/voices", get(list_voices).post(upload_voice))
         .route("/v1/audio/voices/{name}", delete(delete_voice))
+        // Omni profiles (crate::omni): chat completions with inlined media.
+        .route(
+            "/v1/chat/completions",
+            post(crate::omni::http::chat).layer(DefaultBodyLimit::max(
+                crate::omni::http::MAX_CHAT_BODY_BYTES,
+            )),
+        )
+        .route("/v1/realtime", get(crate::realtime::handler))
         .route("/sim/info", get(info))
         .route("/sim/stats", get(sim_stats))
         .fallback(|| async { ApiError::not_found("Not Found", None) })
@@ -114,7 +129,7 @@ async fn models(State(st): St) -> Result<axum::Json<Value>, ApiError> {
         "owned_by": "vllm-omni",
         "root": st.cfg.options.model,
         "parent": null,
-        "max_model_len": 4096,
+        "max_model_len": st.cfg.omni.as_ref().map_or(4096, |o| o.profile.max_model_len),
     }]})))
 }
 
@@ -126,7 +141,11 @@ async fn info(State(st): St) -> axum::Json<Value> {
 }
 
 async fn sim_stats(State(st): St) -> axum::Json<Value> {
-    axum::Json(json!(st.stats.view()))
+    let mut v = json!(st.stats.view());
+    if let Some(o) = &st.omni {
+        v["omni_engine"] = json!(o.snapshot());
+    }
+    axum::Json(v)
 }
 
 async fn list_voices(State(st): St) -> Result<axum::Json<Value>, ApiError> {
@@ -361,6 +380,8 @@ pub fn static_info(cfg: &SimConfig, child_pid: Option<u32>) -> Value {
         "profiles": profile::NAMES,
         "deploy": cfg.deploy,
         "engine": cfg.engine,
+        "omni_model": cfg.omni,
+        "omni_profiles": crate::omni::profile::NAMES,
         "child_pid": child_pid,
         "limits": {
             "max_input_chars": request::MAX_INPUT_CHARS,

@@ -133,6 +133,8 @@ pub struct SimConfig {
     pub deploy: DeploySettings,
     /// The effective model parameters.
     pub engine: EngineConfig,
+    /// The omni profile and engine, for omni models (`POST /v1/chat/completions`).
+    pub omni: Option<crate::omni::OmniConfig>,
 }
 
 /// Speed factor range (the suite's `--sim-speed` bounds: dfx-core's `bounds`).
@@ -152,10 +154,13 @@ impl SimConfig {
             return Err(SimError::Args("the model (serve <model>) is empty".into()));
         }
         let profile = match &o.profile {
+            // An omni profile serves chat; its speech route falls back to `generic`.
+            Some(name) if crate::omni::is_omni_profile(name) => profile::for_model("generic"),
             Some(name) => profile::by_name(name).ok_or_else(|| {
                 SimError::Args(format!(
-                    "unknown profile `{name}`; known: {}",
-                    profile::NAMES.join(", ")
+                    "unknown profile `{name}`; known: {}, {}",
+                    profile::NAMES.join(", "),
+                    crate::omni::profile::NAMES.join(", ")
                 ))
             })?,
             None => profile::for_model(&o.model),
@@ -169,11 +174,13 @@ impl SimConfig {
             deploy.apply_overrides(ov)?;
         }
         let engine = engine_config(&profile, &deploy, o.faults.service_factor());
+        let omni = crate::omni::resolve(o, &deploy, o.faults.service_factor());
         Ok(SimConfig {
             options: o.clone(),
             profile,
             deploy,
             engine,
+            omni,
         })
     }
 

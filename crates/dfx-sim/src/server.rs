@@ -76,6 +76,14 @@ pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared
         o.speed,
         stats.clone(),
     ));
+    let omni = match &cfg.omni {
+        Some(oc) => Some(Arc::new(crate::omni::OmniHandle::start(
+            oc.engine.clone(),
+            o.speed,
+            stats.clone(),
+        )?)),
+        None => None,
+    };
     let ready_at = if o.faults.never_ready {
         tracing::warn!("fault never-ready: /health will never answer 200");
         None
@@ -97,6 +105,8 @@ pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared
         arrivals: AtomicU64::new(0),
         crashed: AtomicBool::new(false),
         on_crash: crash_tx,
+        omni,
+        realtime: Default::default(),
     });
     Ok(Prepared {
         listener,
@@ -129,6 +139,8 @@ impl Prepared {
         });
         let mut graceful_rx = stop_rx.clone();
         let eng = engine.clone();
+        let omni = state.omni.clone();
+        let omni_end = state.omni.clone();
         // No Nagle: a small first chunk must leave at once (TTFP), not wait for an ACK.
         let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
             let _ = tcp.set_nodelay(true);
@@ -137,6 +149,9 @@ impl Prepared {
             let _ = graceful_rx.wait_for(|s| *s).await;
             tracing::info!("shutting down");
             eng.stop();
+            if let Some(o) = &omni {
+                o.stop();
+            }
         });
         let mut grace_rx = stop_rx;
         let result = tokio::select! {
@@ -150,6 +165,9 @@ impl Prepared {
             }),
         };
         engine.stop();
+        if let Some(o) = &omni_end {
+            o.stop();
+        }
         logger.abort();
         ready_log.abort();
         external.abort();

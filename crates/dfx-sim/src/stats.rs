@@ -50,6 +50,8 @@ impl LagHist {
 #[derive(Debug)]
 pub struct Stats {
     pub speech_requests: AtomicU64,
+    /// `POST /v1/chat/completions` requests admitted (omni profiles).
+    pub chat_requests: AtomicU64,
     pub rejected: AtomicU64,
     pub injected_500: AtomicU64,
     pub inflight: AtomicUsize,
@@ -66,6 +68,7 @@ impl Default for Stats {
     fn default() -> Self {
         Stats {
             speech_requests: AtomicU64::new(0),
+            chat_requests: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             injected_500: AtomicU64::new(0),
             inflight: AtomicUsize::new(0),
@@ -89,6 +92,7 @@ impl Default for Stats {
 #[derive(Debug, Clone, Serialize)]
 pub struct StatsView {
     pub speech_requests: u64,
+    pub chat_requests: u64,
     pub rejected_400: u64,
     pub injected_500: u64,
     pub inflight: usize,
@@ -151,6 +155,7 @@ impl Stats {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         StatsView {
             speech_requests: get(&self.speech_requests),
+            chat_requests: get(&self.chat_requests),
             rejected_400: get(&self.rejected),
             injected_500: get(&self.injected_500),
             inflight: self.inflight.load(Ordering::Relaxed),

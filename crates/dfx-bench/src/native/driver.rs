@@ -41,11 +41,13 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    fn enter(&self) {
+    /// One more request in flight.
+    pub fn enter(&self) {
         let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(n, Ordering::SeqCst);
     }
-    fn leave(&self) {
+    /// One request fewer in flight.
+    pub fn leave(&self) {
         self.now.fetch_sub(1, Ordering::SeqCst);
     }
     /// Largest number in flight at once.
@@ -78,18 +80,51 @@ async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
 
 /// Runs all `jobs` under `load`; returns the phase's start (the first scheduled send).
 pub fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> Instant {
+    let c = ctx.clone();
+    run_phase_with(rt, ctx.warmup, jobs, load, move |job, d, base| {
+        let c = c.clone();
+        async move { run_one(&c, job, d, base).await }
+    })
+}
+
+/// The scheduling of [`run_phase`] for any kind of request: `run(job, dispatch, base)`
+/// sends one request and records it (`base` is the phase's start). Used by the realtime
+/// client, whose requests are WebSocket sessions.
+pub fn run_phase_with<J, F, Fut>(
+    rt: &Runtime,
+    warmup: bool,
+    jobs: Vec<J>,
+    load: Load,
+    run: F,
+) -> Instant
+where
+    J: Clone + Send + Sync + 'static,
+    F: Fn(J, Dispatch, Instant) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let run = Arc::new(run);
     match load {
-        Load::Closed { concurrency } => closed_loop(rt, ctx, jobs, concurrency),
-        Load::Open { offsets, cap } => open_loop(rt, ctx, jobs, &offsets, cap),
+        Load::Closed { concurrency } => closed_loop(rt, warmup, jobs, concurrency, run),
+        Load::Open { offsets, cap } => open_loop(rt, warmup, jobs, &offsets, cap, run),
     }
 }
 
-fn closed_loop(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, concurrency: usize) -> Instant {
+fn closed_loop<J, F, Fut>(
+    rt: &Runtime,
+    warmup: bool,
+    jobs: Vec<J>,
+    concurrency: usize,
+    run: Arc<F>,
+) -> Instant
+where
+    J: Clone + Send + Sync + 'static,
+    F: Fn(J, Dispatch, Instant) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
     let n_workers = concurrency.clamp(1, jobs.len().max(1));
     let base = Instant::now();
-    let ctx = ctx.clone();
     // Workers are started one at a time from a task on the runtime, yielding between
     // starts: each new worker's request is written by its connection task before the next
     // worker starts. Spawning all of them at once let hundreds of requests be "sent" (clock
@@ -99,7 +134,7 @@ fn closed_loop(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, concurrency: usize)
         let starter = tokio::spawn(async move {
             let mut workers = Vec::with_capacity(n_workers);
             for _ in 0..n_workers {
-                let (jobs, next, ctx) = (jobs.clone(), next.clone(), ctx.clone());
+                let (jobs, next, run) = (jobs.clone(), next.clone(), run.clone());
                 workers.push(tokio::spawn(async move {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
@@ -109,12 +144,12 @@ fn closed_loop(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, concurrency: usize)
                         let now = Instant::now();
                         let d = Dispatch {
                             index: i,
-                            warmup: ctx.warmup,
+                            warmup,
                             planned: now,
                             dispatched: now,
                             slot: now,
                         };
-                        run_one(&ctx, job, d, base).await;
+                        run(job, d, base).await;
                     }
                 }));
                 tokio::task::yield_now().await;
@@ -136,13 +171,19 @@ fn sleep_until(t: Instant) {
     }
 }
 
-fn open_loop(
+fn open_loop<J, F, Fut>(
     rt: &Runtime,
-    ctx: &PhaseCtx,
-    jobs: Vec<Job>,
+    warmup: bool,
+    jobs: Vec<J>,
     offsets: &[f64],
     cap: Option<usize>,
-) -> Instant {
+    run: Arc<F>,
+) -> Instant
+where
+    J: Clone + Send + Sync + 'static,
+    F: Fn(J, Dispatch, Instant) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let sem = cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
     // A short lead so the first deadline is not already late when the loop starts.
     let base = Instant::now() + Duration::from_millis(20);
@@ -155,7 +196,7 @@ fn open_loop(
             .unwrap_or(base);
         sleep_until(planned);
         let dispatched = Instant::now();
-        let (ctx, sem) = (ctx.clone(), sem.clone());
+        let (sem, run) = (sem.clone(), run.clone());
         handles.push(rt.spawn(async move {
             let _permit = match sem {
                 Some(s) => s.acquire_owned().await.ok(),
@@ -163,12 +204,12 @@ fn open_loop(
             };
             let d = Dispatch {
                 index: i,
-                warmup: ctx.warmup,
+                warmup,
                 planned,
                 dispatched,
                 slot: Instant::now(),
             };
-            run_one(&ctx, job, d, base).await;
+            run(job, d, base).await;
         }));
     }
     rt.block_on(async {

@@ -32,7 +32,7 @@ pub struct Prepared {
 }
 
 /// The sample rate and where it came from.
-fn sample_rate(settings: &NativeSettings, model: &str, notes: &mut Vec<String>) -> u32 {
+pub(crate) fn sample_rate(settings: &NativeSettings, model: &str, notes: &mut Vec<String>) -> u32 {
     if let Some(r) = settings.sample_rate {
         notes.push(format!("sample rate: {r} Hz (--sample-rate)"));
         r
@@ -66,7 +66,7 @@ pub(crate) fn token(settings: &NativeSettings, notes: &mut Vec<String>) -> Optio
 }
 
 /// Resolves and loads the entry's dataset.
-fn load_dataset(
+pub(crate) fn load_dataset(
     settings: &NativeSettings,
     trial: &Trial,
     kind: DatasetKind,
@@ -95,7 +95,7 @@ fn load_dataset(
 }
 
 /// The dataset kind of `entry`, or why the native bench cannot serve it.
-fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
+pub(crate) fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
     entry
         .dataset_name
         .as_deref()

@@ -45,6 +45,8 @@ fn closing(dir: &std::path::Path) -> Closing {
             trials_planned: 4,
             trials_selected: 3,
             warnings: vec![],
+            gpu: None,
+            server_versions: Default::default(),
         },
         run,
         hardware: "H100".into(),

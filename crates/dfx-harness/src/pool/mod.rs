@@ -207,6 +207,7 @@ impl ServerPool {
                     }
                 }
                 self.failed = None;
+                crate::fingerprint::note_server(&live.server.host(), live.server.port());
                 let out = info(&live, true);
                 self.live = Some(live);
                 Ok(out)

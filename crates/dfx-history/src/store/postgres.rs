@@ -113,6 +113,9 @@ fn column(row: &postgres::Row, i: usize) -> Result<Val, postgres::Error> {
     })
 }
 
+/// The advisory lock key of schema migrations (`dfx-hist` as ASCII bytes).
+const MIGRATION_LOCK_KEY: i64 = 0x6466_782d_6869_7374;
+
 impl Backend for Postgres {
     fn describe(&self) -> String {
         self.name.clone()
@@ -120,6 +123,14 @@ impl Backend for Postgres {
 
     fn batch(&mut self, sql: &str) -> Result<(), HistoryError> {
         self.client.batch_execute(sql).map_err(|e| self.err(e))
+    }
+
+    /// `BEGIN` plus a transaction-scoped advisory lock on one fixed key: concurrent
+    /// migrations (and `CREATE TABLE IF NOT EXISTS`, which races in PostgreSQL) queue.
+    fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
+        self.batch(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+        ))
     }
 
     fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, HistoryError> {

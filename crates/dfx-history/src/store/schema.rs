@@ -83,6 +83,12 @@ const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS dfx_history_migrations (
 
 /// The schema version of `db` (0 for an empty database).
 pub fn version(db: &mut dyn Backend) -> Result<i64, HistoryError> {
+    locked(db, |db| stored_version(db))
+}
+
+/// The highest applied migration; creates the bookkeeping table when missing. Call it
+/// inside [`locked`].
+fn stored_version(db: &mut dyn Backend) -> Result<i64, HistoryError> {
     db.batch(BOOKKEEPING)?;
     let rows = db.query("SELECT MAX(version) FROM dfx_history_migrations", &[])?;
     Ok(rows
@@ -92,23 +98,53 @@ pub fn version(db: &mut dyn Backend) -> Result<i64, HistoryError> {
         .unwrap_or(0))
 }
 
+/// Runs `f` in one exclusive transaction: committed when it succeeds, rolled back when
+/// not.
+fn locked<T>(
+    db: &mut dyn Backend,
+    f: impl FnOnce(&mut dyn Backend) -> Result<T, HistoryError>,
+) -> Result<T, HistoryError> {
+    db.begin_exclusive()?;
+    match f(db) {
+        Ok(v) => {
+            db.batch("COMMIT")?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = db.batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 /// Applies every migration above the database's version up to `target`, each in its own
-/// transaction. Refuses a database newer than this build.
+/// exclusive transaction that re-reads the version first: another runner that migrated
+/// in the meantime leaves nothing to do. Refuses a database newer than this build.
 pub fn migrate_to(db: &mut dyn Backend, target: i64) -> Result<i64, HistoryError> {
-    let current = version(db)?;
-    if current > latest() {
-        return Err(HistoryError::SchemaTooNew {
+    let too_new = |db: &mut dyn Backend, current: i64| {
+        (current > latest()).then(|| HistoryError::SchemaTooNew {
             db: db.describe(),
             found: current,
             known: latest(),
-        });
+        })
+    };
+    let current = version(db)?;
+    if let Some(e) = too_new(db, current) {
+        return Err(e);
     }
     for m in MIGRATIONS
         .iter()
         .filter(|m| m.version > current && m.version <= target)
     {
-        db.batch("BEGIN")?;
-        let applied = db.batch(m.sql).and_then(|()| {
+        locked(db, |db| {
+            let now = stored_version(db)?;
+            if let Some(e) = too_new(db, now) {
+                return Err(e);
+            }
+            if now >= m.version {
+                return Ok(());
+            }
+            db.batch(m.sql)?;
             db.exec(
                 "INSERT INTO dfx_history_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                 &[
@@ -117,14 +153,8 @@ pub fn migrate_to(db: &mut dyn Backend, target: i64) -> Result<i64, HistoryError
                     chrono::Utc::now().to_rfc3339().into(),
                 ],
             )
-        });
-        match applied {
-            Ok(_) => db.batch("COMMIT")?,
-            Err(e) => {
-                let _ = db.batch("ROLLBACK");
-                return Err(e);
-            }
-        }
+            .map(|_| ())
+        })?;
     }
     version(db)
 }

@@ -95,4 +95,10 @@ pub trait Backend {
     fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, HistoryError>;
     /// Runs one query; its rows.
     fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, HistoryError>;
+    /// Begins a transaction that excludes every other writer (and every other schema
+    /// migration) until `COMMIT` / `ROLLBACK`, so that runners opening one database at
+    /// the same time migrate it once. Plain `BEGIN` by default.
+    fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
+        self.batch("BEGIN")
+    }
 }

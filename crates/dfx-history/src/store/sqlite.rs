@@ -73,6 +73,12 @@ impl Backend for Sqlite {
         self.conn.execute_batch(sql).map_err(|e| self.err(e))
     }
 
+    /// `BEGIN IMMEDIATE`: the write lock at once (waiting up to the busy timeout), so two
+    /// connections never both read an old version and then both migrate.
+    fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
+        self.batch("BEGIN IMMEDIATE")
+    }
+
     fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, HistoryError> {
         self.conn
             .execute(sql, rusqlite::params_from_iter(params))

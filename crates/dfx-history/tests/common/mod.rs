@@ -49,6 +49,9 @@ impl Backend for Box<dyn BackendBox> {
     fn batch(&mut self, sql: &str) -> Result<(), HistoryError> {
         (**self).batch(sql)
     }
+    fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
+        (**self).begin_exclusive()
+    }
     fn exec(&mut self, sql: &str, p: &[dfx_history::store::Val]) -> Result<u64, HistoryError> {
         (**self).exec(sql, p)
     }

@@ -57,7 +57,9 @@ fn trial_row(out: &mut String, t: &TrialSummary) {
         let _ = write!(out, " {cell} |");
     }
     let views = threshold_views(t);
-    let cell = if views.is_empty() {
+    let cell = if t.needs_data() {
+        "needs data".to_string()
+    } else if views.is_empty() {
         "-".to_string()
     } else {
         views
@@ -112,12 +114,31 @@ fn notes_section(out: &mut String, run: &Run) {
         .iter()
         .filter(|t| t.outcome == Outcome::Ignored)
         .collect();
-    if ignored.is_empty() && run.notes.is_empty() {
+    let needs: Vec<&str> = run
+        .trials
+        .iter()
+        .filter(|t| t.needs_data())
+        .map(|t| t.name.as_str())
+        .collect();
+    if ignored.is_empty() && run.notes.is_empty() && needs.is_empty() {
         return;
     }
     out.push_str("\n## Notes\n\n");
     for n in &run.notes {
         let _ = writeln!(out, "- {}", one_line(n));
+    }
+    if !needs.is_empty() {
+        let _ = writeln!(
+            out,
+            "- needs data: {} trial(s) had no threshold for {} and were judged on completion only (`dfx-perf recalibrate --from-history` fills them once enough runs exist): {}",
+            needs.len(),
+            run.hardware_identity(),
+            needs
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     for t in ignored {
         let why = one_line(&t.ignored_text());

@@ -8,6 +8,7 @@ mod markdown;
 
 pub use charts::run_charts;
 pub use html::render_html;
+pub use html::{page_end, page_start};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 
@@ -142,10 +143,16 @@ pub fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
         rows.push(("flags", flags_text(&i.flags)));
     }
     let (p, f, ig) = counts(run);
+    let nd = run.trials.iter().filter(|t| t.needs_data()).count();
+    let needs = if nd > 0 {
+        format!("; {nd} without thresholds (needs data)")
+    } else {
+        String::new()
+    };
     rows.push((
         "result",
         format!(
-            "{f} failed, {p} passed, {ig} ignored ({} trials)",
+            "{f} failed, {p} passed, {ig} ignored ({} trials){needs}",
             run.trials.len()
         ),
     ));

@@ -251,6 +251,12 @@ impl TrialSummary {
             .unwrap_or_else(|| "no reason recorded".into())
     }
 
+    /// It ran without any threshold for the run's hardware ("needs data"): judged on
+    /// completion only. Derived, so runs written before the flag existed say it too.
+    pub fn needs_data(&self) -> bool {
+        self.outcome != Outcome::Ignored && self.thresholds.is_empty()
+    }
+
     /// Whether the result is the template fallback (the bench left nothing).
     pub fn is_fallback(&self) -> bool {
         self.result_source.as_deref() == Some("template")

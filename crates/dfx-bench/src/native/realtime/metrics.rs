@@ -1,0 +1,239 @@
+//! Measurements of the realtime backends (`docs/bench.md` ("Realtime")): per turn
+//! (ttft, ttfp, generation time, duration, rtf, relative to the turn's first append), per
+//! request (means over turns, Σ durations, E2EL over the whole request), and the records
+//! written to `records.jsonl`.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::session::{TurnError, TurnOutcome};
+use crate::audio::onset::PcmStats;
+use crate::native::client::{Exchange, Failure, FailureClass};
+use crate::native::record::{Dispatch, RequestRecord, Sample};
+
+/// Rounds to 0.001 (upstream's rounding of every ms figure).
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Upstream's audio frames of a request: duration × 24000, whatever the real rate.
+pub const FRAMES_RATE: f64 = 24_000.0;
+
+/// The figures of one successful turn.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnMetrics {
+    pub response_id: String,
+    /// `client`, or `server` when the server's `response_request_metrics.ttft_ms` was used.
+    pub source: String,
+    pub measurement_origin: String,
+    pub ttft_ms: Option<f64>,
+    pub ttfp_ms: f64,
+    pub audio_generation_ms: f64,
+    pub audio_duration_ms: f64,
+    pub rtf: f64,
+    /// Stage-0 tokens from stage metrics, else the transcript's word count.
+    pub output_tokens: u64,
+    pub transcript: String,
+}
+
+/// The metrics of a finished turn, or why it failed.
+pub fn turn_metrics(o: &TurnOutcome) -> Result<TurnMetrics, (TurnError, String)> {
+    if let Some(e) = &o.error {
+        return Err(e.clone());
+    }
+    let start = o
+        .turn_start
+        .ok_or((TurnError::Handshake, "the turn never started".to_string()))?;
+    let Some(r) = o.selected() else {
+        let why = if o.responses.is_empty() {
+            "response.done without a response.created (no announced response)"
+        } else {
+            "no announced response carried audio"
+        };
+        return Err((TurnError::NoAudio, why.into()));
+    };
+    let ms =
+        |t: Option<Instant>| t.map(|t| t.saturating_duration_since(start).as_secs_f64() * 1000.0);
+    let client_ttft = ms(r.first_text);
+    let ttft = o.server_ttft_ms.or(client_ttft).map(round3);
+    let ttfp = round3(ms(r.first_audio).unwrap_or(0.0));
+    let gen_ms = round3(ms(r.last_audio).unwrap_or(0.0));
+    let dur = r
+        .meta_ms
+        .filter(|m| *m > 0.0)
+        .unwrap_or(r.bytes as f64 / (f64::from(r.rate.max(1)) * 2.0) * 1000.0);
+    let dur = round3(dur);
+    let rtf = if dur > 0.0 {
+        (gen_ms / dur * 1e6).round() / 1e6
+    } else {
+        0.0
+    };
+    let words = r.transcript.split_whitespace().count() as u64;
+    Ok(TurnMetrics {
+        response_id: r.id.clone(),
+        source: if o.server_ttft_ms.is_some() {
+            "server"
+        } else {
+            "client"
+        }
+        .into(),
+        measurement_origin: o
+            .measurement_origin
+            .clone()
+            .unwrap_or_else(|| "turn_start".into()),
+        ttft_ms: ttft,
+        ttfp_ms: ttfp,
+        audio_generation_ms: gen_ms,
+        audio_duration_ms: dur,
+        rtf,
+        output_tokens: o.stage_tokens.unwrap_or(words),
+        transcript: r.transcript.clone(),
+    })
+}
+
+/// One turn in `records.jsonl`. Times are seconds from the request's start.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnRecord {
+    pub turn: usize,
+    pub utterance_id: String,
+    pub session_id: Option<String>,
+    pub attempts: u32,
+    pub connect_s: f64,
+    pub start_s: f64,
+    /// Turn start (first append), null when the handshake failed.
+    pub turn_start_s: Option<f64>,
+    pub appends: u64,
+    pub end_s: f64,
+    pub closed: bool,
+    pub ok: bool,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    pub metrics: Option<TurnMetrics>,
+    /// Arrival (s from the turn start) and bytes of every audio delta of the selected
+    /// response.
+    pub audio_t_s: Vec<f64>,
+    pub audio_bytes: Vec<u64>,
+}
+
+impl TurnRecord {
+    /// The record of turn `turn` (row `utt`) relative to the request start `base`.
+    pub fn new(turn: usize, utt: &str, o: &TurnOutcome, base: Instant) -> (Self, PcmStats) {
+        let rel = |t: Instant| t.saturating_duration_since(base).as_secs_f64();
+        let m = turn_metrics(o);
+        let sel = o.selected();
+        let ts = o.turn_start.unwrap_or(o.started);
+        let (audio_t_s, audio_bytes) = sel
+            .map(|r| {
+                r.deltas
+                    .iter()
+                    .map(|(t, b)| (round3(t.saturating_duration_since(ts).as_secs_f64()), *b))
+                    .unzip()
+            })
+            .unwrap_or_default();
+        let pcm = sel.map(|r| r.pcm.finish()).unwrap_or_default();
+        let (ok, class, err, metrics) = match m {
+            Ok(m) => (true, None, None, Some(m)),
+            Err((c, e)) => (false, Some(c.key().to_string()), Some(e), None),
+        };
+        let rec = TurnRecord {
+            turn,
+            utterance_id: utt.to_string(),
+            session_id: o.session_id.clone(),
+            attempts: o.attempts,
+            connect_s: o.connect_s,
+            start_s: rel(o.started),
+            turn_start_s: o.turn_start.map(rel),
+            appends: o.appends,
+            end_s: rel(o.end),
+            closed: o.closed,
+            ok,
+            error_class: class,
+            error: err,
+            metrics,
+            audio_t_s,
+            audio_bytes,
+        };
+        (rec, pcm)
+    }
+}
+
+/// One request in `records.jsonl`: the TTS record's fields (with the realtime
+/// definitions of ttfp, rtf, duration and frames) plus its TTFT, tokens and turns.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealtimeRecord {
+    #[serde(flatten)]
+    pub base: RequestRecord,
+    /// Mean turn ttft, seconds (0 when no turn had one).
+    pub ttft_s: f64,
+    pub output_tokens: u64,
+    /// `seed-tts-<request id>` (or `seed-tts-warmup-<i>`).
+    pub duplex_session_id: String,
+    pub turns: Vec<TurnRecord>,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+/// Builds a request's record from its turns; `start`/`end` bound the whole request.
+pub fn request_record(
+    d: &Dispatch,
+    sample: Sample,
+    session_label: String,
+    turns: Vec<TurnRecord>,
+    pcm: PcmStats,
+    span: (Instant, Instant),
+    base: Instant,
+) -> RealtimeRecord {
+    let failed = turns.iter().find(|t| !t.ok);
+    let x = Exchange {
+        send_at: span.0,
+        end_at: span.1,
+        status: None,
+        chunks: Vec::new(),
+        bytes: 0,
+        connect: None,
+        failure: failed.map(|t| Failure {
+            class: FailureClass::Transport,
+            message: format!("turn {}: {}", t.turn, t.error.clone().unwrap_or_default()),
+        }),
+        pcm,
+    };
+    let mut r = RequestRecord::new(d, sample, &x, base, FRAMES_RATE as u32);
+    let ms: Vec<&TurnMetrics> = turns.iter().filter_map(|t| t.metrics.as_ref()).collect();
+    let ttfts: Vec<f64> = ms.iter().filter_map(|m| m.ttft_ms).collect();
+    let ttft_s = mean(&ttfts) / 1000.0;
+    let ok = failed.is_none();
+    r.error_class = failed.and_then(|t| t.error_class.clone());
+    r.connect_s = Some(turns.iter().map(|t| t.connect_s).sum());
+    if ok {
+        let dur_s: f64 = ms.iter().map(|m| m.audio_duration_ms).sum::<f64>() / 1000.0;
+        r.audio_s = dur_s;
+        r.audio_frames = (dur_s * FRAMES_RATE) as u64;
+        r.ttfp_s = Some(mean(&ms.iter().map(|m| m.ttfp_ms).collect::<Vec<_>>()) / 1000.0);
+        r.rtf = Some(mean(&ms.iter().map(|m| m.rtf).collect::<Vec<_>>()));
+        r.ttfa_audible_s = r.ttfp_s.map(|t| t + r.leading_silence_s);
+        r.bytes = turns
+            .iter()
+            .map(|t| t.audio_bytes.iter().sum::<u64>())
+            .sum();
+        r.empty = false;
+    }
+    let output_tokens = if ok {
+        ms.iter().map(|m| m.output_tokens).sum()
+    } else {
+        0
+    };
+    RealtimeRecord {
+        base: r,
+        ttft_s: if ok { ttft_s } else { 0.0 },
+        output_tokens,
+        duplex_session_id: session_label,
+        turns,
+    }
+}

@@ -1,0 +1,390 @@
+//! The realtime backends `openai-realtime-tts` / `openai-realtime-duplex` of
+//! `vllm bench serve --omni` (vllm-omni 0.30; `docs/bench.md` ("Realtime")): each
+//! benchmark request is `seed_tts_turns_per_session` turns, each turn one WebSocket
+//! session on `/v1/realtime` that streams silence in real time while the server speaks the
+//! row's text on its own. Closed and open loop come from [`crate::native::driver`].
+
+pub mod metrics;
+pub mod prepare;
+pub mod protocol;
+pub mod result;
+pub mod session;
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
+use dfx_core::plan::{BenchEntry, Dialect, Trial};
+
+use self::metrics::{RealtimeRecord, TurnRecord, request_record};
+use self::prepare::RtJob;
+use self::session::TurnLimits;
+use super::driver::{self, InFlight, Load};
+use super::log::BenchLog;
+use super::progress::Progress;
+use super::record::Dispatch;
+use super::selection::Selection;
+use super::{NativeSettings, aggregate, summary};
+
+/// The realtime backends the native bench implements.
+pub const BACKENDS: [&str; 2] = ["openai-realtime-tts", "openai-realtime-duplex"];
+/// The newer upstream backend dfx-perf refuses (see [`supports`]).
+pub const CHAT_BACKEND: &str = "openai-realtime-chat";
+/// The endpoint they use.
+pub const ENDPOINT: &str = "/v1/realtime";
+
+/// Whether `entry` names a realtime backend (then [`supports`] decides).
+pub fn is_realtime(entry: &BenchEntry) -> bool {
+    entry
+        .backend
+        .as_deref()
+        .is_some_and(|b| BACKENDS.contains(&b) || b == CHAT_BACKEND)
+}
+
+/// Whether the native bench can run a realtime `entry`, else the reason (at load).
+pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
+    let refuse = |s: String| Err(Unsupported(s));
+    let backend = entry.backend.as_deref().unwrap_or_default();
+    if backend == CHAT_BACKEND {
+        return refuse(format!(
+            "backend {CHAT_BACKEND} is newer than vllm-omni 0.30.0 and its protocol is not available to dfx-perf \
+             (how realtime_trigger explicit/vad start a turn: the commit event, the server-VAD session keys, the events it answers with); \
+             the native bench implements {} only",
+            BACKENDS.join(", ")
+        ));
+    }
+    if entry.dialect != Dialect::Omni {
+        return refuse(format!(
+            "native bench runs {backend} sweep entries of the omni dialect only"
+        ));
+    }
+    if entry.endpoint.as_deref() != Some(ENDPOINT) {
+        return refuse(format!(
+            "backend {backend} needs endpoint {ENDPOINT}; got {}",
+            entry.endpoint.as_deref().unwrap_or("(none)")
+        ));
+    }
+    let dataset = entry.dataset_name.as_deref().unwrap_or("(none)");
+    if dataset == "omniinteract" {
+        return refuse(
+            "the OmniInteract variant of openai-realtime-duplex (the dataset's 16 kHz clips with 1 fps JPEG video_frames, \
+             --omniinteract-ref-audio, the explicit final commit and the judge's accuracy scoring) is not implemented by the native bench"
+                .into(),
+        );
+    }
+    if !super::DATASETS.contains(&dataset) {
+        return refuse(format!(
+            "native bench runs {backend} with datasets {}; got dataset {dataset}",
+            super::DATASETS.join(", ")
+        ));
+    }
+    prepare::turns_per_session(entry)
+        .map(|_| ())
+        .map_err(Unsupported)
+}
+
+/// What [`crate::native::prepare::preflight`] checks, for realtime entries: the percentile
+/// selection parses and the dataset resolves and loads.
+pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+    let entry = &trial.entry;
+    let kind = super::prepare::dataset_kind(entry)?;
+    Selection::parse(
+        entry.percentile_metrics.as_deref(),
+        entry.metric_percentiles.as_deref(),
+    )?;
+    let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
+    let mut notes = Vec::new();
+    super::prepare::load_dataset(settings, trial, kind, locale, &mut notes)?;
+    Ok(notes.join("; "))
+}
+
+/// What every request of a phase shares.
+#[derive(Clone)]
+struct Phase {
+    url: Arc<str>,
+    limits: TurnLimits,
+    records: mpsc::Sender<RealtimeRecord>,
+    inflight: Arc<InFlight>,
+}
+
+async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
+    ph.inflight.enter();
+    let start = Instant::now();
+    let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.turns.len());
+    let mut pcm = None;
+    for (i, t) in job.turns.iter().enumerate() {
+        let o = session::run_turn(&ph.url, &t.update, &ph.limits).await;
+        let (rec, stats) = TurnRecord::new(i, &t.utterance_id, &o, start);
+        pcm.get_or_insert(stats);
+        let failed = !rec.ok;
+        turns.push(rec);
+        if failed {
+            break;
+        }
+    }
+    let end = Instant::now();
+    ph.inflight.leave();
+    let pcm = pcm.unwrap_or_default();
+    let rec = request_record(&d, job.sample, job.label, turns, pcm, (start, end), base);
+    let _ = ph.records.send(rec);
+}
+
+fn run_jobs(rt: &tokio::runtime::Runtime, ph: &Phase, warmup: bool, jobs: Vec<RtJob>, load: Load) {
+    let ph = ph.clone();
+    driver::run_phase_with(rt, warmup, jobs, load, move |job, d, base| {
+        let ph = ph.clone();
+        async move { run_request(&ph, job, d, base).await }
+    });
+}
+
+/// Writes each record to `records.jsonl` as it arrives and collects them (timelines
+/// dropped from the collected copies).
+fn writer(
+    path: std::path::PathBuf,
+    rx: mpsc::Receiver<RealtimeRecord>,
+    mut progress: Progress,
+) -> std::thread::JoinHandle<(Vec<RealtimeRecord>, Option<String>)> {
+    std::thread::spawn(move || {
+        let mut problem = None;
+        let mut file = std::fs::File::create(&path)
+            .map(std::io::BufWriter::new)
+            .ok();
+        if file.is_none() {
+            problem = Some(format!("cannot write {}", path.display()));
+        }
+        let mut all = Vec::new();
+        for mut rec in rx {
+            if let Some(f) = file.as_mut() {
+                let line = serde_json::to_string(&rec).unwrap_or_default();
+                if writeln!(f, "{line}").and_then(|_| f.flush()).is_err() {
+                    problem = Some(format!("cannot write {}", path.display()));
+                    file = None;
+                }
+            }
+            if !rec.base.warmup {
+                progress.request_done(rec.base.ok);
+            }
+            for t in &mut rec.turns {
+                t.audio_t_s = Vec::new();
+                t.audio_bytes = Vec::new();
+            }
+            all.push(rec);
+        }
+        progress.finish();
+        (all, problem)
+    })
+}
+
+/// Runs one realtime step: warmups, then the measured requests; the result document.
+pub fn run(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    log: &mut BenchLog,
+) -> Result<BenchOutcome, String> {
+    let trial = ctx.trial;
+    let entry = &trial.entry;
+    let sel = Selection::parse(
+        entry.percentile_metrics.as_deref(),
+        entry.metric_percentiles.as_deref(),
+    )?;
+    let mut p = prepare::prepare(settings, ctx)?;
+    for n in &p.notes {
+        log.write(n);
+    }
+    let sessions = match &p.load {
+        Load::Closed { concurrency } => *concurrency,
+        Load::Open { cap: Some(c), .. } => *c,
+        Load::Open { offsets, cap: None } => offsets.len(),
+    };
+    if let Some(note) = super::fds::ensure(sessions.max(p.warmups.len()))? {
+        log.write(&note);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dfx-realtime")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    let progress = Progress::new(&trial.name, p.measured.len(), settings.progress);
+    let handle = writer(ctx.out_dir.join("records.jsonl"), rx, progress);
+    let mut ph = Phase {
+        url: p.url.clone().into(),
+        limits: TurnLimits::default(),
+        records: tx,
+        inflight: Arc::new(InFlight::default()),
+    };
+    let warmups = std::mem::take(&mut p.warmups);
+    if !warmups.is_empty() {
+        let c = warmups.len();
+        run_jobs(&rt, &ph, true, warmups, Load::Closed { concurrency: c });
+    }
+    ph.inflight = Arc::new(InFlight::default());
+    let measured = std::mem::take(&mut p.measured);
+    run_jobs(&rt, &ph, false, measured, p.load.clone());
+    let peak = ph.inflight.peak();
+    drop(ph);
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let (records, problem) = handle
+        .join()
+        .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into())));
+    if let Some(problem) = problem {
+        log.write(&format!("warning: {problem}"));
+    }
+    Ok(conclude(ctx, log, &sel, records, peak, settings))
+}
+
+fn conclude(
+    ctx: &BenchContext<'_>,
+    log: &mut BenchLog,
+    sel: &Selection,
+    records: Vec<RealtimeRecord>,
+    peak: usize,
+    settings: &NativeSettings,
+) -> BenchOutcome {
+    let trial = ctx.trial;
+    let entry = &trial.entry;
+    let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.base.warmup);
+    measured.sort_by_key(|r| r.base.index);
+    log.write(&format!(
+        "warmups: {} sent, {} failed",
+        warm.len(),
+        warm.iter().filter(|r| !r.base.ok).count()
+    ));
+    let facts = aggregate::StepFacts {
+        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+        backend: entry.backend.clone().unwrap_or_default(),
+        model_id: trial.server.model.clone(),
+        tokenizer_id: super::tokenizer_id(entry, &trial.server.model),
+        num_prompts: trial.step.num_prompts,
+        request_rate: trial.step.request_rate(),
+        burstiness: entry.burstiness.unwrap_or(1.0),
+        max_concurrency: trial.step.max_concurrency(),
+        sample_rate: metrics::FRAMES_RATE as u32,
+        peak_inflight: peak,
+    };
+    let rf = result::RealtimeFacts {
+        ttft_selected: entry
+            .percentile_metrics
+            .as_deref()
+            .is_some_and(|m| m.split(',').any(|x| x.trim() == "ttft")),
+        save_duplex: entry
+            .extra_body
+            .as_ref()
+            .and_then(|b| b.get("save_duplex_request_metrics"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+    };
+    let doc = result::result_doc(&measured, &facts, sel, rf);
+    let base: Vec<_> = measured.iter().map(|r| r.base.clone()).collect();
+    let block = summary::serving_block(&doc, sel, aggregate::upstream_continuity_ok_rate(&base));
+    let block = with_ttft(&block, &doc, &sel.percentiles);
+    eprint!("{block}");
+    log.write("output tokens: stage-0 num_tokens_out when the server sends stage metrics, else the transcript's word count");
+    log.write(&block);
+    let errors = super::distinct_errors(&base);
+    for e in &errors {
+        log.write(&format!("request error: {e}"));
+    }
+    let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
+    if let Some(why) = &invalid_load {
+        log.write(&format!("invalid load: {why}"));
+    }
+    let exit = expected_turns(entry, &doc, trial.step.num_prompts);
+    if let Some(why) = &exit {
+        log.write(why);
+    }
+    BenchOutcome {
+        result: Some(doc),
+        exit,
+        log_tail: log.tail(),
+        errors,
+        invalid_load,
+    }
+}
+
+fn invalid_load(
+    measured: &[super::record::RequestRecord],
+    rate: Option<f64>,
+    threshold: Duration,
+) -> Option<String> {
+    let rate = rate?;
+    let th = threshold.as_secs_f64();
+    let late = measured.iter().filter(|r| r.lag_s > th).count();
+    (late > 0).then(|| {
+        format!("open-loop send lag beyond {:.0} ms on {late} request(s): the server was not offered {rate} req/s", th * 1000.0)
+    })
+}
+
+/// Upstream's runner check of `expected_duplex_audio_turns_per_session` (runner-only key):
+/// `duplex_session_metrics` must hold `num_prompts` rows, each with that
+/// `audio_turn_count` (which needs `save_duplex_request_metrics`). The failure, if any.
+pub fn expected_turns(
+    entry: &BenchEntry,
+    doc: &dfx_core::result::ResultDoc,
+    num_prompts: u64,
+) -> Option<String> {
+    let want = entry
+        .raw
+        .get("expected_duplex_audio_turns_per_session")?
+        .as_u64()?;
+    let key = "expected_duplex_audio_turns_per_session";
+    let Some(rows) = doc.get("duplex_session_metrics").and_then(|v| v.as_array()) else {
+        return Some(format!(
+            "{key} {want}: the result has no duplex_session_metrics (set extra_body.save_duplex_request_metrics)"
+        ));
+    };
+    if rows.len() as u64 != num_prompts {
+        return Some(format!(
+            "{key} {want}: duplex_session_metrics has {} row(s), expected {num_prompts}",
+            rows.len()
+        ));
+    }
+    let bad = rows
+        .iter()
+        .filter(|r| r.get("audio_turn_count").and_then(|v| v.as_u64()) != Some(want))
+        .count();
+    (bad > 0).then(|| format!("{key} {want}: {bad} session(s) with another audio_turn_count"))
+}
+
+/// vllm's `Time to First Token` section (when the result has TTFT keys), placed where vllm
+/// prints it: before the E2EL section, else before the `Text Result` title.
+pub fn with_ttft(block: &str, doc: &dfx_core::result::ResultDoc, ps: &[f64]) -> String {
+    let get = |k: &str| doc.get(k).and_then(serde_json::Value::as_f64);
+    let Some(mean) = get("mean_ttft_ms") else {
+        return block.to_string();
+    };
+    let title = "Time to First Token";
+    let pad = 50 - title.len();
+    let mut sec = format!(
+        "{}{title}{}\n",
+        "-".repeat(pad / 2),
+        "-".repeat(pad - pad / 2)
+    );
+    let mut row =
+        |label: String, v: f64| sec.push_str(&format!("{label:<40} {:<10}\n", format!("{v:.2}")));
+    row("Mean TTFT (ms):".into(), mean);
+    row(
+        "Median TTFT (ms):".into(),
+        get("median_ttft_ms").unwrap_or(0.0),
+    );
+    for &p in ps {
+        let w = super::selection::percentile_word(p);
+        row(
+            format!("P{w} TTFT (ms):"),
+            get(&format!("p{w}_ttft_ms")).unwrap_or(0.0),
+        );
+    }
+    let at = block
+        .find("End-to-end Latency")
+        .and_then(|i| block[..i].rfind('\n').map(|n| n + 1))
+        .or_else(|| {
+            block
+                .find(" Text Result ")
+                .and_then(|i| block[..i].rfind('\n').map(|n| n + 1))
+        })
+        .unwrap_or(block.len());
+    format!("{}{sec}{}", &block[..at], &block[at..])
+}

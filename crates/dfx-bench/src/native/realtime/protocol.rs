@@ -1,0 +1,227 @@
+//! Client events of the realtime protocol (`docs/bench.md` ("Realtime")), and the few
+//! server-event fields the client reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+/// Input sample rate of the silence the client streams, Hz.
+pub const INPUT_RATE_HZ: u32 = 16_000;
+/// Output sample rate the client asks for (and assumes when a delta names none), Hz.
+pub const OUTPUT_RATE_HZ: u32 = 24_000;
+/// Milliseconds of silence per append.
+pub const APPEND_MS: u64 = 200;
+/// Bytes of one append: 200 ms of 16 kHz PCM16 mono.
+pub const APPEND_BYTES: usize = 6400;
+
+/// `evt_<32 hex>`: unique within the process (a counter mixed with the start time).
+pub fn event_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static SALT: OnceLock<u64> = OnceLock::new();
+    let salt = *SALT.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        t ^ (u64::from(std::process::id()) << 40)
+    });
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mix = |x: u64| {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    format!(
+        "evt_{:016x}{:016x}",
+        mix(salt ^ n),
+        mix(n.wrapping_add(salt.rotate_left(17)))
+    )
+}
+
+/// Sets `event_id` last and returns the event's text.
+pub fn with_event_id(mut v: Map<String, Value>) -> String {
+    v.insert("event_id".into(), Value::from(event_id()));
+    Value::Object(v).to_string()
+}
+
+/// The `session` object of `session.update`, keys in upstream order.
+pub fn session_object(model: &str, instructions: &str, extra_body: Map<String, Value>) -> Value {
+    let mut s = Map::new();
+    s.insert("model".into(), Value::from(model));
+    s.insert("modalities".into(), json!(["audio", "text"]));
+    s.insert("input_audio_format".into(), Value::from("pcm16"));
+    s.insert("output_audio_format".into(), Value::from("pcm16"));
+    s.insert("sample_rate_hz".into(), Value::from(INPUT_RATE_HZ));
+    s.insert(
+        "audio".into(),
+        json!({"input": {"sample_rate_hz": INPUT_RATE_HZ}, "output": {"sample_rate_hz": OUTPUT_RATE_HZ}}),
+    );
+    s.insert("turn_detection".into(), Value::Null);
+    s.insert("instructions".into(), Value::from(instructions));
+    s.insert("overlap_policy".into(), Value::from("listen_only"));
+    s.insert("playback_commit_policy".into(), Value::from("ack_only"));
+    s.insert("extra_body".into(), Value::Object(extra_body));
+    Value::Object(s)
+}
+
+/// `session.update` without its event id.
+pub fn session_update(session: &Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::from("session.update"));
+    m.insert("session".into(), session.clone());
+    m
+}
+
+/// The base64 of one append's silence, encoded once.
+pub fn silence_b64() -> Arc<str> {
+    static S: OnceLock<Arc<str>> = OnceLock::new();
+    S.get_or_init(|| {
+        base64::engine::general_purpose::STANDARD
+            .encode(vec![0u8; APPEND_BYTES])
+            .into()
+    })
+    .clone()
+}
+
+/// The `n`-th append (1-based): `audio_end_ms` = n × 200.
+pub fn append(n: u64) -> String {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::from("input_audio_buffer.append"));
+    m.insert("audio".into(), Value::from(&*silence_b64()));
+    m.insert("format".into(), Value::from("pcm16"));
+    m.insert("sample_rate_hz".into(), Value::from(INPUT_RATE_HZ));
+    m.insert("duration_ms".into(), Value::from(APPEND_MS));
+    m.insert(
+        "audio_end_ms".into(),
+        Value::from(n.saturating_mul(APPEND_MS)),
+    );
+    m.insert("is_speech".into(), Value::Bool(false));
+    with_event_id(m)
+}
+
+/// `playback.ack` of a response whose audio lasted `played_ms`.
+pub fn playback_ack(response_id: &str, played_ms: u64) -> String {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::from("playback.ack"));
+    m.insert("response_id".into(), Value::from(response_id));
+    m.insert("item_id".into(), Value::from(format!("item_{response_id}")));
+    m.insert("played_ms".into(), Value::from(played_ms));
+    m.insert("committed_ms".into(), Value::from(played_ms));
+    with_event_id(m)
+}
+
+/// `session.event_ack` (no event id).
+pub fn event_ack(seq: u64) -> String {
+    json!({"type": "session.event_ack", "server_event_seq": seq}).to_string()
+}
+
+/// `session.close`.
+pub fn session_close() -> String {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::from("session.close"));
+    with_event_id(m)
+}
+
+/// The response id of a server event: top-level `response_id`, else `response.id`.
+pub fn response_id(v: &Value) -> Option<&str> {
+    v.get("response_id")
+        .and_then(Value::as_str)
+        .or_else(|| v.get("response")?.get("id")?.as_str())
+}
+
+/// `error.code` and `error.message` of an `error` event.
+pub fn error_of(v: &Value) -> (String, String) {
+    let e = v.get("error");
+    let s = |k: &str| {
+        e.and_then(|e| e.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .chars()
+            .take(300)
+            .collect::<String>()
+    };
+    (s("code"), s("message"))
+}
+
+/// Server timing `response_request_metrics` (top level, `metadata` or `vllm_omni`).
+pub fn request_metrics(v: &Value) -> Option<&Value> {
+    v.get("response_request_metrics")
+        .or_else(|| v.get("metadata")?.get("response_request_metrics"))
+        .or_else(|| v.get("vllm_omni")?.get("response_request_metrics"))
+}
+
+/// Stage-0 `num_tokens_out` from stage metrics under `vllm_omni.stage_metrics`,
+/// `metadata.stage_metrics` or `response.metadata.stage_metrics` (an object keyed by stage
+/// id, `"0"` or `"stage_0"`, or a list of objects with `stage_id`).
+pub fn stage0_tokens(v: &Value) -> Option<u64> {
+    let sm = v
+        .get("vllm_omni")
+        .and_then(|x| x.get("stage_metrics"))
+        .or_else(|| v.get("metadata")?.get("stage_metrics"))
+        .or_else(|| v.get("response")?.get("metadata")?.get("stage_metrics"))?;
+    let stage = match sm {
+        Value::Object(m) => m.get("0").or_else(|| m.get("stage_0")),
+        Value::Array(a) => a.iter().find(|s| {
+            s.get("stage_id")
+                .or_else(|| s.get("stage"))
+                .and_then(Value::as_u64)
+                == Some(0)
+        }),
+        _ => None,
+    }?;
+    stage.get("num_tokens_out")?.as_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_have_upstream_shapes() {
+        let id = event_id();
+        assert!(id.starts_with("evt_") && id.len() == 36, "{id}");
+        assert_ne!(event_id(), event_id());
+        let s = session_object("m", "sys", Map::new());
+        let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "model",
+                "modalities",
+                "input_audio_format",
+                "output_audio_format",
+                "sample_rate_hz",
+                "audio",
+                "turn_detection",
+                "instructions",
+                "overlap_policy",
+                "playback_commit_policy",
+                "extra_body"
+            ]
+        );
+        let a: Value = serde_json::from_str(&append(3)).unwrap();
+        assert_eq!(a["audio_end_ms"], 600);
+        assert_eq!(a["audio"].as_str().unwrap().len(), 8536);
+        let ack: Value = serde_json::from_str(&event_ack(7)).unwrap();
+        assert!(ack.get("event_id").is_none());
+        let p: Value = serde_json::from_str(&playback_ack("r1", 1500)).unwrap();
+        assert_eq!(p["item_id"], "item_r1");
+        assert_eq!(p["committed_ms"], 1500);
+    }
+
+    #[test]
+    fn server_fields() {
+        let v = json!({"response": {"id": "r2"}});
+        assert_eq!(response_id(&v), Some("r2"));
+        let v = json!({"vllm_omni": {"stage_metrics": {"0": {"num_tokens_out": 12}}}});
+        assert_eq!(stage0_tokens(&v), Some(12));
+        let v = json!({"metadata": {"stage_metrics": [{"stage_id": 1, "num_tokens_out": 3}, {"stage_id": 0, "num_tokens_out": 4}]}});
+        assert_eq!(stage0_tokens(&v), Some(4));
+        assert_eq!(
+            error_of(&json!({"error": {"code": "x", "message": "y"}})),
+            ("x".into(), "y".into())
+        );
+    }
+}

@@ -1,0 +1,544 @@
+//! One turn = one WebSocket session (`docs/bench.md` ("Realtime")): connect and handshake
+//! (retrying `resource_exhausted` with backoff), stream silence in real time until the
+//! server's own response is done, acknowledge playback, close and wait for
+//! `session.closed`. Every wait is bounded.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+use super::protocol::{self as p, APPEND_MS, OUTPUT_RATE_HZ};
+use crate::audio::onset::PcmAnalyzer;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Responses tracked per turn at most (later `response.created`s are ignored).
+pub const MAX_RESPONSES: usize = 256;
+/// `server_event_seq`s remembered for duplicate detection (then forgotten and restarted).
+const MAX_SEQS: usize = 1 << 20;
+
+/// The bounds of a turn (upstream's values by default).
+#[derive(Debug, Clone, Copy)]
+pub struct TurnLimits {
+    /// Wait for `session.created` after `session.update` (120 s).
+    pub handshake: Duration,
+    /// How long `resource_exhausted` is retried from the first attempt (120 s).
+    pub retry_for: Duration,
+    /// First retry delay (0.25 s), doubled up to [`TurnLimits::backoff_max`].
+    pub backoff: Duration,
+    /// Largest retry delay (2 s).
+    pub backoff_max: Duration,
+    /// Appends at most (150 × 200 ms = 30 s of audio).
+    pub max_appends: u64,
+    /// Wait for `response.done` once the appends stopped (180 s).
+    pub wait_after: Duration,
+    /// Wait for `session.closed` after `session.close` (30 s).
+    pub close_wait: Duration,
+    /// Largest server message and frame (64 MiB).
+    pub max_message: usize,
+    /// Audio deltas timed per response at most (a longer timeline keeps its totals).
+    pub max_deltas: usize,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        TurnLimits {
+            handshake: Duration::from_secs(120),
+            retry_for: Duration::from_secs(120),
+            backoff: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(2),
+            max_appends: 150,
+            wait_after: Duration::from_secs(180),
+            close_wait: Duration::from_secs(30),
+            max_message: 64 * 1024 * 1024,
+            max_deltas: 100_000,
+        }
+    }
+}
+
+/// Why a turn failed (`error_counts` keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnError {
+    /// Connection refused or lost.
+    Transport,
+    /// `session.created` never came, or the handshake was refused.
+    Handshake,
+    /// An `error` event during the turn.
+    Server,
+    /// No `response.done` in time.
+    Timeout,
+    /// A response ended without announced audio (`response.created` missing, or no audio).
+    NoAudio,
+}
+
+impl TurnError {
+    /// The `error_counts` key.
+    pub fn key(self) -> &'static str {
+        match self {
+            TurnError::Transport => "transport",
+            TurnError::Handshake => "handshake",
+            TurnError::Server => "server_error",
+            TurnError::Timeout => "timeout",
+            TurnError::NoAudio => "no_audio",
+        }
+    }
+}
+
+/// A response as the client saw it.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub id: String,
+    pub first_text: Option<Instant>,
+    pub transcript: String,
+    /// `(arrival, decoded bytes)` of each audio delta (at most `max_deltas`).
+    pub deltas: Vec<(Instant, u64)>,
+    pub bytes: u64,
+    pub first_audio: Option<Instant>,
+    pub last_audio: Option<Instant>,
+    /// Largest `metadata.audio_duration_ms` seen.
+    pub meta_ms: Option<f64>,
+    pub rate: u32,
+    pub done: bool,
+    pub pcm: PcmAnalyzer,
+}
+
+/// Everything observed in one turn.
+#[derive(Debug)]
+pub struct TurnOutcome {
+    pub started: Instant,
+    /// Time spent opening connections (all attempts), seconds.
+    pub connect_s: f64,
+    pub attempts: u32,
+    pub session_id: Option<String>,
+    /// Just before the first append.
+    pub turn_start: Option<Instant>,
+    pub appends: u64,
+    /// In order of `response.created`.
+    pub responses: Vec<Response>,
+    pub server_ttft_ms: Option<f64>,
+    pub measurement_origin: Option<String>,
+    pub stage_tokens: Option<u64>,
+    pub closed: bool,
+    pub end: Instant,
+    pub error: Option<(TurnError, String)>,
+}
+
+impl TurnOutcome {
+    fn fail(&mut self, class: TurnError, msg: impl Into<String>) {
+        if self.error.is_none() {
+            self.error = Some((class, msg.into()));
+        }
+    }
+
+    /// The first response (creation order) that received audio.
+    pub fn selected(&self) -> Option<&Response> {
+        self.responses.iter().find(|r| r.bytes > 0)
+    }
+}
+
+enum Ev {
+    Json(Value),
+    Ended(String),
+}
+
+struct Conn {
+    ws: Ws,
+    seen: HashSet<u64>,
+    /// `server_event_seq`s read but not yet acknowledged.
+    acks: Vec<u64>,
+}
+
+impl Conn {
+    fn new(ws: Ws) -> Self {
+        Conn {
+            ws,
+            seen: HashSet::new(),
+            acks: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, text: String) -> Result<(), String> {
+        self.ws
+            .send(Message::Text(text.into()))
+            .await
+            .map_err(|e| format!("send failed: {e}"))
+    }
+
+    /// Sends the pending `session.event_ack`s.
+    async fn flush_acks(&mut self) -> Result<(), String> {
+        for seq in std::mem::take(&mut self.acks) {
+            self.send(p::event_ack(seq)).await?;
+        }
+        Ok(())
+    }
+
+    /// The next new JSON event; a numbered one queues its ack (sent by
+    /// [`Conn::flush_acks`]) and a seq seen before is dropped. Cancel-safe: its only await
+    /// is the socket read, so a `select!` losing the race loses no event.
+    async fn next(&mut self) -> Ev {
+        loop {
+            let v = match self.ws.next().await {
+                None => return Ev::Ended("connection closed by the server".into()),
+                Some(Err(e)) => return Ev::Ended(format!("connection lost: {e}")),
+                Some(Ok(Message::Text(t))) => match serde_json::from_str::<Value>(t.as_str()) {
+                    Ok(v) => v,
+                    Err(_) => continue,
+                },
+                Some(Ok(Message::Close(_))) => {
+                    return Ev::Ended("connection closed by the server".into());
+                }
+                Some(Ok(_)) => continue,
+            };
+            if let Some(seq) = v.get("server_event_seq").and_then(Value::as_u64) {
+                if self.acks.len() < 4096 {
+                    self.acks.push(seq);
+                }
+                if self.seen.len() >= MAX_SEQS {
+                    self.seen.clear();
+                }
+                if !self.seen.insert(seq) {
+                    continue;
+                }
+            }
+            return Ev::Json(v);
+        }
+    }
+
+    /// [`Conn::next`], then the acks it queued.
+    async fn next_acked(&mut self) -> Ev {
+        let ev = self.next().await;
+        match self.flush_acks().await {
+            Ok(()) => ev,
+            Err(e) => Ev::Ended(e),
+        }
+    }
+}
+
+/// Runs one turn: `url` is the `ws://…/v1/realtime?…` address, `update` the
+/// `session.update` text without its event id (one is added per attempt).
+pub async fn run_turn(
+    url: &str,
+    update: &serde_json::Map<String, Value>,
+    lim: &TurnLimits,
+) -> TurnOutcome {
+    let now = Instant::now();
+    let mut out = TurnOutcome {
+        started: now,
+        connect_s: 0.0,
+        attempts: 0,
+        session_id: None,
+        turn_start: None,
+        appends: 0,
+        responses: Vec::new(),
+        server_ttft_ms: None,
+        measurement_origin: None,
+        stage_tokens: None,
+        closed: false,
+        end: now,
+        error: None,
+    };
+    if let Some(mut c) = handshake(url, update, lim, &mut out).await {
+        stream_turn(&mut c, lim, &mut out).await;
+        if !matches!(out.error, Some((TurnError::Transport, _))) {
+            finish(&mut c, lim, &mut out).await;
+        }
+    }
+    out.end = Instant::now();
+    out
+}
+
+async fn connect(url: &str, lim: &TurnLimits) -> Result<Ws, String> {
+    let cfg = WebSocketConfig::default()
+        .max_message_size(Some(lim.max_message))
+        .max_frame_size(Some(lim.max_message));
+    let fut = tokio_tungstenite::connect_async_with_config(url, Some(cfg), true);
+    match tokio::time::timeout(lim.handshake, fut).await {
+        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Err(e)) => Err(format!("cannot open {url}: {e}")),
+        Err(_) => Err(format!(
+            "cannot open {url}: no answer in {:?}",
+            lim.handshake
+        )),
+    }
+}
+
+/// Opens the session; `None` (with the failure in `out`) when it could not be opened.
+async fn handshake(
+    url: &str,
+    update: &serde_json::Map<String, Value>,
+    lim: &TurnLimits,
+    out: &mut TurnOutcome,
+) -> Option<Conn> {
+    let first = Instant::now();
+    let mut backoff = lim.backoff;
+    loop {
+        out.attempts += 1;
+        let t = Instant::now();
+        let ws = match connect(url, lim).await {
+            Ok(ws) => ws,
+            Err(e) => {
+                out.fail(TurnError::Transport, e);
+                return None;
+            }
+        };
+        out.connect_s += t.elapsed().as_secs_f64();
+        let mut c = Conn::new(ws);
+        match await_created(&mut c, update, lim).await {
+            Ok(id) => {
+                out.session_id = id;
+                return Some(c);
+            }
+            Err((code, msg)) => {
+                let _ = c.ws.close(None).await;
+                let retry =
+                    code == "resource_exhausted" && first.elapsed() + backoff < lim.retry_for;
+                if !retry {
+                    let what = if code.is_empty() {
+                        msg
+                    } else {
+                        format!("{code}: {msg}")
+                    };
+                    out.fail(TurnError::Handshake, format!("handshake failed: {what}"));
+                    return None;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(lim.backoff_max);
+            }
+        }
+    }
+}
+
+/// Sends `session.update` and waits for `session.created`: its session id, or the error
+/// code and message.
+async fn await_created(
+    c: &mut Conn,
+    update: &serde_json::Map<String, Value>,
+    lim: &TurnLimits,
+) -> Result<Option<String>, (String, String)> {
+    c.send(p::with_event_id(update.clone()))
+        .await
+        .map_err(|e| (String::new(), e))?;
+    let deadline = tokio::time::Instant::now() + lim.handshake;
+    loop {
+        let ev = tokio::time::timeout_at(deadline, c.next_acked())
+            .await
+            .map_err(|_| {
+                (
+                    String::new(),
+                    format!("no session.created within {:?}", lim.handshake),
+                )
+            })?;
+        let v = match ev {
+            Ev::Json(v) => v,
+            Ev::Ended(why) => return Err((String::new(), why)),
+        };
+        match v.get("type").and_then(Value::as_str) {
+            Some("session.created") => {
+                let s = v.get("session");
+                let id = s
+                    .and_then(|s| s.get("session_id").or_else(|| s.get("id")))
+                    .and_then(Value::as_str)
+                    .map(String::from);
+                return Ok(id);
+            }
+            Some("error") => return Err(p::error_of(&v)),
+            _ => {}
+        }
+    }
+}
+
+/// Appends silence every 200 ms (absolute schedule) until a `response.done` or an
+/// `error`, at most `max_appends`, then waits at most `wait_after`.
+async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
+    let start = Instant::now();
+    out.turn_start = Some(start);
+    let start_t = tokio::time::Instant::from_std(start);
+    let mut wait_until: Option<tokio::time::Instant> = None;
+    loop {
+        if let Err(e) = c.flush_acks().await {
+            out.fail(TurnError::Transport, e);
+            return;
+        }
+        let appending = out.appends < lim.max_appends;
+        if !appending && wait_until.is_none() {
+            wait_until = Some(tokio::time::Instant::now() + lim.wait_after);
+        }
+        let next_append = start_t + Duration::from_millis(APPEND_MS.saturating_mul(out.appends));
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
+        tokio::select! {
+            _ = tokio::time::sleep_until(next_append), if appending => {
+                out.appends += 1;
+                if let Err(e) = c.send(p::append(out.appends)).await {
+                    out.fail(TurnError::Transport, e);
+                    return;
+                }
+            }
+            _ = tokio::time::sleep_until(wait_until.unwrap_or(far)), if !appending => {
+                out.fail(TurnError::Timeout, format!(
+                    "no response.done within {:?} after {} ms of input audio",
+                    lim.wait_after, lim.max_appends * APPEND_MS));
+                return;
+            }
+            ev = c.next() => match ev {
+                Ev::Ended(why) => { out.fail(TurnError::Transport, why); return; }
+                Ev::Json(v) => if on_event(&v, lim, out) { return; },
+            }
+        }
+    }
+}
+
+/// Handles one server event of the turn; `true` when the turn's response phase is over.
+fn on_event(v: &Value, lim: &TurnLimits, out: &mut TurnOutcome) -> bool {
+    let now = Instant::now();
+    if let Some(m) = p::request_metrics(v) {
+        if let Some(t) = m
+            .get("ttft_ms")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite())
+        {
+            out.server_ttft_ms = Some(t);
+        }
+        if let Some(o) = m.get("measurement_origin").and_then(Value::as_str) {
+            out.measurement_origin = Some(o.chars().take(100).collect());
+        }
+    }
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
+    let rid = p::response_id(v).map(String::from);
+    let find = |out: &mut TurnOutcome| -> Option<usize> {
+        let id = rid.as_deref()?;
+        out.responses.iter().position(|r| r.id == id)
+    };
+    match kind {
+        "response.created" => {
+            let room = out.responses.len() < MAX_RESPONSES;
+            if let Some(id) = rid.clone().filter(|_| room && find(out).is_none()) {
+                out.responses.push(new_response(id));
+            }
+        }
+        "response.output_audio_transcript.delta"
+        | "response.output_text.delta"
+        | "response.text.delta" => {
+            let delta = v.get("delta").and_then(Value::as_str).unwrap_or_default();
+            if let Some(i) = find(out).filter(|_| !delta.is_empty()) {
+                let r = &mut out.responses[i];
+                r.first_text.get_or_insert(now);
+                if r.transcript.len() < 1 << 20 {
+                    r.transcript.push_str(delta);
+                }
+            }
+        }
+        "response.output_audio.delta" => {
+            if let Some(i) = find(out) {
+                audio_delta(&mut out.responses[i], v, now, lim.max_deltas);
+            }
+        }
+        "response.done" => {
+            if let Some(t) = p::stage0_tokens(v) {
+                out.stage_tokens = Some(out.stage_tokens.unwrap_or(0) + t);
+            }
+            if let Some(i) = find(out) {
+                out.responses[i].done = true;
+            }
+            return true;
+        }
+        "error" => {
+            let (code, msg) = p::error_of(v);
+            out.fail(
+                TurnError::Server,
+                format!("server error during the turn: {code}: {msg}"),
+            );
+            return true;
+        }
+        _ => {}
+    }
+    false
+}
+
+fn new_response(id: String) -> Response {
+    Response {
+        id,
+        first_text: None,
+        transcript: String::new(),
+        deltas: Vec::new(),
+        bytes: 0,
+        first_audio: None,
+        last_audio: None,
+        meta_ms: None,
+        rate: OUTPUT_RATE_HZ,
+        done: false,
+        pcm: PcmAnalyzer::new(OUTPUT_RATE_HZ),
+    }
+}
+
+fn audio_delta(r: &mut Response, v: &Value, now: Instant, max_deltas: usize) {
+    let b64 = v.get("delta").and_then(Value::as_str).unwrap_or_default();
+    let Ok(pcm) = base64::engine::general_purpose::STANDARD.decode(b64) else {
+        return;
+    };
+    if let Some(rate) = v.get("sample_rate_hz").and_then(Value::as_u64)
+        && (1..=384_000).contains(&rate)
+        && r.bytes == 0
+    {
+        r.rate = rate as u32;
+        r.pcm = PcmAnalyzer::new(r.rate);
+    }
+    let ms = v
+        .get("metadata")
+        .and_then(|m| m.get("audio_duration_ms"))
+        .and_then(Value::as_f64);
+    if let Some(ms) = ms.filter(|m| m.is_finite() && *m >= 0.0) {
+        r.meta_ms = Some(r.meta_ms.map_or(ms, |m| m.max(ms)));
+    }
+    if pcm.is_empty() {
+        return;
+    }
+    r.first_audio.get_or_insert(now);
+    r.last_audio = Some(now);
+    r.bytes += pcm.len() as u64;
+    r.pcm.feed(&pcm);
+    if r.deltas.len() < max_deltas {
+        r.deltas.push((now, pcm.len() as u64));
+    }
+}
+
+/// Acknowledges playback of every response with audio, then closes the session and waits
+/// (bounded) for `session.closed`.
+async fn finish(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
+    let _ = c.flush_acks().await;
+    if out.error.is_none() {
+        let acks: Vec<String> = out
+            .responses
+            .iter()
+            .filter(|r| r.bytes > 0)
+            .map(|r| {
+                let ms = r.bytes as f64 / (f64::from(r.rate.max(1)) * 2.0) * 1000.0;
+                p::playback_ack(&r.id, ms as u64)
+            })
+            .collect();
+        for a in acks {
+            let _ = c.send(a).await;
+        }
+    }
+    if c.send(p::session_close()).await.is_ok() {
+        let deadline = tokio::time::Instant::now() + lim.close_wait;
+        loop {
+            match tokio::time::timeout_at(deadline, c.next_acked()).await {
+                Ok(Ev::Json(v))
+                    if v.get("type").and_then(Value::as_str) == Some("session.closed") =>
+                {
+                    out.closed = true;
+                    break;
+                }
+                Ok(Ev::Json(_)) => {}
+                Ok(Ev::Ended(_)) | Err(_) => break,
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), c.ws.close(None)).await;
+}

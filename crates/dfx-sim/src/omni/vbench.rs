@@ -1,0 +1,179 @@
+//! A virtual bench for the omni model: drives [`OmniEngine`] in virtual time the way
+//! `vllm bench serve --omni` drives a server (open loop at a request rate with Poisson
+//! arrivals, or closed loop at a concurrency) and measures what the bench measures
+//! (TTFT, TPOT, E2EL, audio TTFP, audio RTF). Exact and instant; used by the
+//! calibration example and tests.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::engine::{OmniEmission, OmniEngine, OmniEngineConfig, OmniJob, OmniOutput};
+use super::profile::OMNI_FRAME_RATE_HZ;
+use crate::engine::VTime;
+
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// Poisson arrivals at `rate` requests per second (`--request-rate`).
+    Rate(f64),
+    /// `n` requests in flight at a time (`--max-concurrency`, rate inf).
+    Concurrency(usize),
+}
+
+/// One request's measurements, milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Sample {
+    /// First text token − send.
+    pub ttft_ms: f64,
+    /// Mean gap between later text tokens.
+    pub tpot_ms: f64,
+    /// Last output − send.
+    pub e2el_ms: f64,
+    /// First audio chunk − send (0 without audio).
+    pub audio_ttfp_ms: f64,
+    /// (Last audio − send) / audio duration (0 without audio).
+    pub audio_rtf: f64,
+    /// Seconds of audio.
+    pub audio_s: f64,
+}
+
+/// Means over samples.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Summary {
+    pub n: usize,
+    pub mean_ttft_ms: f64,
+    pub mean_tpot_ms: f64,
+    pub mean_e2el_ms: f64,
+    pub mean_audio_ttfp_ms: f64,
+    pub mean_audio_rtf: f64,
+    pub mean_audio_s: f64,
+}
+
+/// Means of `samples`.
+pub fn summarize(samples: &[Sample]) -> Summary {
+    let n = samples.len().max(1) as f64;
+    let m = |f: fn(&Sample) -> f64| samples.iter().map(f).sum::<f64>() / n;
+    Summary {
+        n: samples.len(),
+        mean_ttft_ms: m(|s| s.ttft_ms),
+        mean_tpot_ms: m(|s| s.tpot_ms),
+        mean_e2el_ms: m(|s| s.e2el_ms),
+        mean_audio_ttfp_ms: m(|s| s.audio_ttfp_ms),
+        mean_audio_rtf: m(|s| s.audio_rtf),
+        mean_audio_s: m(|s| s.audio_s),
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Track {
+    sent: VTime,
+    first_text: Option<VTime>,
+    last_text: VTime,
+    tokens: u32,
+    first_audio: Option<VTime>,
+    last_audio: VTime,
+    frames: u64,
+    done: Option<VTime>,
+}
+
+/// Runs `jobs` (ids are reassigned 1..) under `load`; `seed` draws the Poisson gaps.
+pub fn run(cfg: &OmniEngineConfig, jobs: &[OmniJob], load: Load, seed: u64) -> Vec<Sample> {
+    let mut engine = OmniEngine::new(cfg.clone());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut tracks: Vec<Track> = vec![Track::default(); jobs.len()];
+    let mut out = Vec::new();
+    let mut next = 0usize;
+    let mut t: VTime = 0;
+    let wants = |i: usize| jobs[i].audio_frames > 0;
+    let mut in_flight = 0usize;
+    let mut finished = 0usize;
+    while finished < jobs.len() {
+        // Send what is due.
+        let send_now = match load {
+            Load::Concurrency(c) => next < jobs.len() && in_flight < c.max(1),
+            Load::Rate(_) => next < jobs.len() && tracks[next].sent <= t,
+        };
+        if send_now {
+            let mut job = jobs[next].clone();
+            job.id = next as u64 + 1;
+            let at = match load {
+                Load::Concurrency(_) => t,
+                Load::Rate(_) => tracks[next].sent,
+            };
+            tracks[next].sent = at;
+            engine.submit(at, job, &mut out);
+            next += 1;
+            in_flight += 1;
+            if let Load::Rate(r) = load
+                && next < jobs.len()
+            {
+                let u: f64 = rng.random_range(f64::EPSILON..1.0);
+                let gap = -u.ln() / r.max(1e-9);
+                tracks[next].sent = at + crate::engine::secs(gap);
+            }
+        } else {
+            let due = match load {
+                Load::Rate(_) if next < jobs.len() => Some(tracks[next].sent),
+                _ => None,
+            };
+            let ev = engine.next_event();
+            let until = match (ev, due) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(x) => x,
+                    None => break,
+                },
+            };
+            engine.advance(until, &mut out);
+            t = until;
+        }
+        for e in out.drain(..) {
+            let i = (e.id - 1) as usize;
+            record(&mut tracks[i], &e);
+            if e.finishes(wants(i)) {
+                tracks[i].done = Some(e.at);
+                in_flight -= 1;
+                finished += 1;
+            }
+        }
+    }
+    tracks.iter().map(sample).collect()
+}
+
+fn record(tr: &mut Track, e: &OmniEmission) {
+    match e.out {
+        OmniOutput::Text { tokens, .. } => {
+            tr.first_text.get_or_insert(e.at);
+            tr.last_text = e.at;
+            tr.tokens = tokens;
+        }
+        OmniOutput::Audio { frames, .. } => {
+            tr.first_audio.get_or_insert(e.at);
+            tr.last_audio = e.at;
+            tr.frames += u64::from(frames);
+        }
+    }
+}
+
+fn sample(tr: &Track) -> Sample {
+    let ms = |a: VTime| a.saturating_sub(tr.sent) as f64 / 1e6;
+    let ttft = tr.first_text.map_or(0.0, ms);
+    let tpot = if tr.tokens > 1 {
+        (ms(tr.last_text) - ttft) / f64::from(tr.tokens - 1)
+    } else {
+        0.0
+    };
+    let audio_s = tr.frames as f64 / OMNI_FRAME_RATE_HZ;
+    Sample {
+        ttft_ms: ttft,
+        tpot_ms: tpot,
+        e2el_ms: tr.done.map_or(0.0, ms),
+        audio_ttfp_ms: tr.first_audio.map_or(0.0, ms),
+        audio_rtf: if audio_s > 0.0 {
+            ms(tr.last_audio) / 1000.0 / audio_s
+        } else {
+            0.0
+        },
+        audio_s,
+    }
+}

@@ -1,0 +1,55 @@
+//! Server events of the realtime protocol (`docs/simulator.md` ("Realtime")), as JSON.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// `error {error:{type, code, message}}`.
+pub fn error(code: &str, message: &str) -> Value {
+    let kind = match code {
+        "resource_exhausted" | "server_error" => "server_error",
+        _ => "invalid_request_error",
+    };
+    json!({"type": "error", "error": {"type": kind, "code": code, "message": message}})
+}
+
+/// `session.created` for session `id`.
+pub fn session_created(id: &str, model: &str) -> Value {
+    json!({"type": "session.created", "session": {"id": id, "object": "realtime.session", "model": model}})
+}
+
+/// `session.updated` (a later `session.update` of an open session).
+pub fn session_updated(id: &str) -> Value {
+    json!({"type": "session.updated", "session": {"id": id}})
+}
+
+/// `response.created` for response `id`.
+pub fn response_created(id: &str) -> Value {
+    json!({"type": "response.created", "response_id": id,
+           "response": {"id": id, "object": "realtime.response", "status": "in_progress"}})
+}
+
+/// One transcript delta.
+pub fn transcript_delta(id: &str, delta: &str) -> Value {
+    json!({"type": "response.output_audio_transcript.delta", "response_id": id,
+           "item_id": format!("item_{id}"), "delta": delta})
+}
+
+/// One audio delta: base64 PCM16 mono, its rate, and the response's cumulative duration.
+pub fn audio_delta(id: &str, pcm: &[u8], rate: u32, cumulative_ms: f64) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(pcm);
+    json!({"type": "response.output_audio.delta", "response_id": id,
+           "item_id": format!("item_{id}"), "delta": b64, "sample_rate_hz": rate,
+           "metadata": {"audio_duration_ms": (cumulative_ms * 1000.0).round() / 1000.0}})
+}
+
+/// `response.done` for response `id`.
+pub fn response_done(id: &str, transcript: &str) -> Value {
+    json!({"type": "response.done", "response_id": id,
+           "response": {"id": id, "object": "realtime.response", "status": "completed",
+                        "output": [{"type": "message", "content": [{"type": "output_audio", "transcript": transcript}]}]}})
+}
+
+/// `session.closed`.
+pub fn session_closed(id: &str) -> Value {
+    json!({"type": "session.closed", "session": {"id": id}})
+}

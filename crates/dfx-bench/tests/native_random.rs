@@ -475,3 +475,33 @@ fn shipped_qwen3_omni_config_is_served_natively() {
         );
     }
 }
+
+/// Build time of the largest shipped item in this (test) build: the open-loop steps
+/// need it well under a second even unoptimised. Not a tight bound; prints the figure.
+#[test]
+fn largest_shipped_item_builds_fast_enough() {
+    let t = std::time::Instant::now();
+    let e = media::encode(
+        &Item::Audio {
+            seconds: 60,
+            channels: 3,
+        },
+        9,
+    )
+    .unwrap();
+    let audio = t.elapsed();
+    assert_eq!(e.bytes.len(), 44 + 60 * 48_000 * 3 * 2);
+    let t = std::time::Instant::now();
+    media::encode(
+        &Item::Video {
+            height: 720,
+            width: 1280,
+            frames: 2,
+        },
+        9,
+    )
+    .unwrap();
+    let video = t.elapsed();
+    eprintln!("60 s 3-channel WAV: {audio:?}; 1280x720x2 MP4: {video:?}");
+    assert!(audio.as_secs_f64() < 2.0 && video.as_secs_f64() < 2.0);
+}

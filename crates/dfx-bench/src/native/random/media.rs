@@ -4,7 +4,7 @@
 //! 16-bit WAV. Upstream's bytes differ (numpy noise, libx264 at crf 23); the shapes,
 //! frame counts and durations are the same.
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::mm::Item;
@@ -88,10 +88,24 @@ pub fn wav(rng: &mut ChaCha8Rng, seconds: u32, channels: u32) -> Vec<u8> {
     out.extend_from_slice(&16u16.to_le_bytes());
     out.extend_from_slice(b"data");
     out.extend_from_slice(&(data_len as u32).to_le_bytes());
-    for _ in 0..samples {
-        // Uniform in [-0.5, 0.5) of full scale, as a 16-bit sample.
-        let x = rng.random::<u32>() as f64 / 4_294_967_296.0 - 0.5;
-        out.extend_from_slice(&((x * 32767.0) as i16).to_le_bytes());
+    // Uniform 16-bit noise from the generator, halved: uniform in [-0.5, 0.5) of full
+    // scale. One bulk fill and an in-place shift keep this fast in unoptimised builds too
+    // (a 60 s 3-channel item is 8.6 M samples).
+    let start = out.len();
+    out.resize(start + data_len as usize, 0);
+    rng.fill_bytes(&mut out[start..]);
+    // Four little-endian samples per step: shift each 16-bit lane right by one, keeping
+    // its sign bit (an arithmetic shift per lane).
+    const LOW15: u64 = 0x7FFF_7FFF_7FFF_7FFF;
+    const SIGN: u64 = 0x8000_8000_8000_8000;
+    let mut words = out[start..].chunks_exact_mut(8);
+    for w in &mut words {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        w.copy_from_slice(&(((x >> 1) & LOW15) | (x & SIGN)).to_le_bytes());
+    }
+    for s in words.into_remainder().chunks_exact_mut(2) {
+        let v = i16::from_le_bytes([s[0], s[1]]) >> 1;
+        s.copy_from_slice(&v.to_le_bytes());
     }
     out
 }

@@ -46,8 +46,9 @@ pub struct ChatSelection {
     pub ignored: Vec<String>,
 }
 
-/// `percentile-metrics` when an entry has none (vLLM's default).
-pub const DEFAULT_CHAT_METRICS: &str = "ttft,tpot,itl";
+/// `percentile-metrics` when an entry has none: the bench's own default, the same flag
+/// default for every backend (`e2el,audio_rtf,audio_ttfp,audio_duration`).
+pub const DEFAULT_CHAT_METRICS: &str = crate::native::selection::DEFAULT_PERCENTILE_METRICS;
 
 impl ChatSelection {
     /// Parses the entry's strings (`tpop` is upstream's alias of `tpot`).

@@ -166,6 +166,10 @@ fn main() -> ExitCode {
             "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",
             sim_baseline::shipped_sim_baselines_hold_then_catch_a_slowdown,
         ),
+        (
+            "shipped_sim_baselines_hold_for_omni_chat_then_catch_a_1_5x_slowdown",
+            sim_baseline::shipped_sim_baselines_hold_for_omni_chat_then_catch_a_slowdown,
+        ),
     ];
     let trials = checks
         .into_iter()

@@ -11,8 +11,12 @@ use crate::support::{Run, check, perf_unset};
 
 /// One latency step of the shipped TTS config (20 prompts at c=1, about 10 s).
 const TRIAL: &str = "test_qwen3_tts_customvoice::default_voice_latency_seed-tts-text::c1";
+const TTS_CONFIG: &str = "perf-configs/test_tts.json";
+/// The Qwen3-Omni chat step of the shipped omni config (4 text-only prompts at c=1).
+const OMNI_TRIAL: &str = "test_qwen3_omni_chunk_cuda::random::c1";
+const OMNI_CONFIG: &str = "perf-configs/test_qwen3_omni_async_chunk.json";
 
-fn run_sim(faults: Option<&str>) -> Result<Run, Failed> {
+fn run_sim(config: &str, trial: &str, faults: Option<&str>) -> Result<Run, Failed> {
     let mut args = vec![
         "--server",
         "sim",
@@ -20,7 +24,7 @@ fn run_sim(faults: Option<&str>) -> Result<Run, Failed> {
         "native",
         "--assert-baseline",
         "--exact",
-        TRIAL,
+        trial,
     ];
     if let Some(f) = faults {
         args.extend(["--sim-faults", f]);
@@ -28,7 +32,7 @@ fn run_sim(faults: Option<&str>) -> Result<Run, Failed> {
     // The shipped config and the shipped baselines/SIM.json; the label comes from the
     // simulator (`SIM`), not from a flag.
     perf_unset(
-        "perf-configs/test_tts.json",
+        config,
         &args,
         &[],
         &["DFX_HARDWARE", "DFX_SERVER", "DFX_BENCH"],
@@ -36,18 +40,32 @@ fn run_sim(faults: Option<&str>) -> Result<Run, Failed> {
 }
 
 /// Thresholds of the trial as the run resolved them (from `result.json`'s `baseline`).
-fn thresholds(run: &Run) -> Result<serde_json::Value, Failed> {
+fn thresholds(run: &Run, trial: &str) -> Result<serde_json::Value, Failed> {
     let dir = run
         .run_dir()?
         .join("trials")
-        .join(dfx_core::fsutil::sanitize_component(TRIAL));
+        .join(dfx_core::fsutil::sanitize_component(trial));
     let text = std::fs::read_to_string(dir.join("result.json")).map_err(|e| e.to_string())?;
     let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     Ok(doc["baseline"].clone())
 }
 
 pub fn shipped_sim_baselines_hold_then_catch_a_slowdown() -> Result<(), Failed> {
-    let ok = run_sim(None)?;
+    holds_then_catches(
+        TTS_CONFIG,
+        TRIAL,
+        &["median_audio_ttfp_ms", "median_audio_rtf"],
+    )
+}
+
+/// The same for the omni half: the Qwen3-Omni chat step served by the simulator's omni
+/// profile and measured by the native chat-omni client.
+pub fn shipped_sim_baselines_hold_for_omni_chat_then_catch_a_slowdown() -> Result<(), Failed> {
+    holds_then_catches(OMNI_CONFIG, OMNI_TRIAL, &["mean_e2el_ms"])
+}
+
+fn holds_then_catches(config: &str, trial: &str, metrics: &[&str]) -> Result<(), Failed> {
+    let ok = run_sim(config, trial, None)?;
     check(
         ok.code() == Some(0),
         "real-time simulator within baselines/SIM.json: exit 0",
@@ -58,23 +76,23 @@ pub fn shipped_sim_baselines_hold_then_catch_a_slowdown() -> Result<(), Failed> 
         "hardware label SIM",
         &ok,
     )?;
-    let baseline = thresholds(&ok)?;
-    for metric in ["median_audio_ttfp_ms", "median_audio_rtf"] {
+    let baseline = thresholds(&ok, trial)?;
+    for metric in metrics {
         check(
             baseline[metric].as_f64().is_some_and(|v| v > 0.0),
-            &format!("baselines/SIM.json has a {metric} threshold for {TRIAL}"),
+            &format!("baselines/SIM.json has a {metric} threshold for {trial}"),
             &ok,
         )?;
     }
 
-    let slow = run_sim(Some("slowdown=1.5"))?;
+    let slow = run_sim(config, trial, Some("slowdown=1.5"))?;
     check(
         slow.code() == Some(101),
         "1.5× slower simulator: the trial fails",
         &slow,
     )?;
     let err = slow.stderr() + &slow.stdout();
-    for metric in ["median_audio_ttfp_ms", "median_audio_rtf"] {
+    for metric in metrics {
         let line = err
             .lines()
             .find(|l| l.trim_start().starts_with(metric) && l.contains(" > "));

@@ -8,7 +8,7 @@
 //!
 //! `docs/research/` (notes on upstream's code, citing upstream paths) and the upstream
 //! data in `tests/reference/` are exempt from the link check, not from the first one;
-//! so are the names of files a run writes (`report.md`, `compare.md`) and this file's own
+//! so are the names of files a run writes (`report.md`, `compare.md`, `history.md`) and this file's own
 //! scanner examples.
 
 use std::path::{Path, PathBuf};
@@ -140,7 +140,7 @@ fn crate_dir(file: &Path) -> Option<&Path> {
 }
 
 /// Markdown files dfx-perf writes into run folders: named in docs, never in the tree.
-const GENERATED: [&str; 2] = ["report.md", "compare.md"];
+const GENERATED: [&str; 3] = ["report.md", "compare.md", "history.md"];
 
 #[test]
 fn every_doc_reference_resolves() {

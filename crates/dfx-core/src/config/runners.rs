@@ -18,7 +18,8 @@ use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 
 /// Why native-duplex trials are listed but not run.
 pub const NATIVE_DUPLEX_UNSUPPORTED: &str = "native-duplex runner (realtime duplex sessions, \
-upstream's run_native_duplex_benchmark.py): dfx-perf has no realtime duplex client yet";
+upstream's run_native_duplex_benchmark.py): its workloads, sessions × turns and repeats are \
+not implemented; the native realtime client serves openai-realtime-tts/-duplex entries only";
 
 /// The runner a case names (`benchmark_runner`), when it is one dfx-perf knows.
 pub(crate) fn is_native_duplex(case_other: &Map<String, Value>) -> bool {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use dfx_core::baseline::{Direction, direction_of};
 use dfx_report::recalibrate::{
-    Change, OldThreshold, RecalibrateOptions, Recalibration, decide, read_store, round_threshold,
+    Change, OldThreshold, RecalibrateOptions, Recalibration, change_from_level, read_store,
     store_file,
 };
 
@@ -326,37 +326,19 @@ fn change_for(
         (Policy::Worst, Direction::LowerIsBetter) => kept.iter().copied().fold(f64::MIN, f64::max),
         (Policy::Worst, Direction::HigherIsBetter) => kept.iter().copied().fold(f64::MAX, f64::min),
     };
-    build_change(name, metric, direction, kept, level, good, store, opts)
+    let old = old_threshold(name, metric, good, store);
+    change_from_level(name, metric, direction, kept, level, old, &opts.base)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_change(
+/// The threshold in force before: the store's, else one a good run was judged against
+/// that did not come from a store.
+fn old_threshold(
     name: &str,
     metric: &str,
-    direction: Direction,
-    values: Vec<f64>,
-    level: f64,
     good: &[(&RunRecord, &TrialRecord)],
     store: &BTreeMap<String, BTreeMap<String, f64>>,
-    opts: &RollingOptions,
-) -> Result<Change, String> {
-    let base = &opts.base;
-    let margin = base
-        .metric_margins
-        .get(metric)
-        .copied()
-        .unwrap_or(base.margin);
-    if direction == Direction::HigherIsBetter && margin >= 1.0 {
-        return Err(format!(
-            "{name} {metric}: a margin of {:.0} % would put a floor at or below zero, not calibrated",
-            margin * 100.0
-        ));
-    }
-    let proposed = round_threshold(match direction {
-        Direction::LowerIsBetter => level * (1.0 + margin),
-        Direction::HigherIsBetter => level * (1.0 - margin),
-    });
-    let old = store
+) -> Option<OldThreshold> {
+    store
         .get(name)
         .and_then(|s| s.get(metric))
         .map(|v| OldThreshold {
@@ -371,32 +353,7 @@ fn build_change(
                     value: th.value,
                     source: th.source.clone(),
                 })
-        });
-    let (decision, relative) = decide(
-        old.as_ref().map(|o| o.value),
-        proposed,
-        direction,
-        base.tolerance,
-        base.allow_loosen,
-    );
-    let result = if decision.writes() {
-        proposed
-    } else {
-        old.as_ref().map_or(proposed, |o| o.value)
-    };
-    Ok(Change {
-        trial: name.to_string(),
-        metric: metric.to_string(),
-        direction,
-        values,
-        median: level,
-        margin,
-        proposed,
-        old,
-        relative,
-        decision,
-        result,
-    })
+        })
 }
 
 #[cfg(test)]

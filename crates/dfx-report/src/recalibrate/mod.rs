@@ -339,21 +339,6 @@ fn change_for(
         ));
     }
     let m = median(&values);
-    let margin = opts
-        .metric_margins
-        .get(metric)
-        .copied()
-        .unwrap_or(opts.margin);
-    if direction == Direction::HigherIsBetter && margin >= 1.0 {
-        return Err(format!(
-            "{trial} {metric}: a margin of {:.0} % would put a floor at or below zero, not calibrated",
-            margin * 100.0
-        ));
-    }
-    let proposed = round_threshold(match direction {
-        Direction::LowerIsBetter => m * (1.0 + margin),
-        Direction::HigherIsBetter => m * (1.0 - margin),
-    });
     let old = store
         .get(trial)
         .and_then(|s| s.get(metric))
@@ -374,6 +359,37 @@ fn change_for(
                     },
                 })
         });
+    change_from_level(trial, metric, direction, values, m, old, opts)
+}
+
+/// The change of one trial and metric calibrated at `level` (the median of `values`, or
+/// another statistic of them): the margin by direction, the proposed threshold, and the
+/// keep / tighten / loosen decision against `old`. Shared by `recalibrate RUN…` and the
+/// history's rolling baselines.
+pub fn change_from_level(
+    trial: &str,
+    metric: &str,
+    direction: Direction,
+    values: Vec<f64>,
+    level: f64,
+    old: Option<OldThreshold>,
+    opts: &RecalibrateOptions,
+) -> Result<Change, String> {
+    let margin = opts
+        .metric_margins
+        .get(metric)
+        .copied()
+        .unwrap_or(opts.margin);
+    if direction == Direction::HigherIsBetter && margin >= 1.0 {
+        return Err(format!(
+            "{trial} {metric}: a margin of {:.0} % would put a floor at or below zero, not calibrated",
+            margin * 100.0
+        ));
+    }
+    let proposed = round_threshold(match direction {
+        Direction::LowerIsBetter => level * (1.0 + margin),
+        Direction::HigherIsBetter => level * (1.0 - margin),
+    });
     let (decision, relative) = decide(
         old.as_ref().map(|o| o.value),
         proposed,
@@ -391,7 +407,7 @@ fn change_for(
         metric: metric.to_string(),
         direction,
         values,
-        median: m,
+        median: level,
         margin,
         proposed,
         old,

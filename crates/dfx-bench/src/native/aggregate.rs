@@ -29,7 +29,64 @@ pub struct StepFacts {
     pub peak_inflight: usize,
 }
 
-fn num(x: f64) -> Value {
+/// The step's identity as the first keys of every native result (TTS and chat alike).
+pub(crate) struct StepHeader<'a> {
+    pub date: &'a str,
+    pub backend: &'a str,
+    pub model_id: &'a str,
+    pub tokenizer_id: &'a str,
+    pub num_prompts: u64,
+    pub request_rate: Option<f64>,
+    pub burstiness: f64,
+    pub max_concurrency: Option<u32>,
+}
+
+impl StepFacts {
+    pub(crate) fn header(&self) -> StepHeader<'_> {
+        StepHeader {
+            date: &self.date,
+            backend: &self.backend,
+            model_id: &self.model_id,
+            tokenizer_id: &self.tokenizer_id,
+            num_prompts: self.num_prompts,
+            request_rate: self.request_rate,
+            burstiness: self.burstiness,
+            max_concurrency: self.max_concurrency,
+        }
+    }
+}
+
+/// vllm's leading keys, `date` … `failed`, in its order.
+pub(crate) fn put_step_header(
+    d: &mut ResultDoc,
+    h: &StepHeader<'_>,
+    duration: f64,
+    completed: usize,
+    failed: usize,
+) {
+    d.insert("date".into(), Value::from(h.date));
+    d.insert("endpoint_type".into(), Value::from(h.backend));
+    d.insert("backend".into(), Value::from(h.backend));
+    d.insert("label".into(), Value::Null);
+    d.insert("model_id".into(), Value::from(h.model_id));
+    d.insert("tokenizer_id".into(), Value::from(h.tokenizer_id));
+    d.insert("num_prompts".into(), Value::from(h.num_prompts));
+    d.insert(
+        "request_rate".into(),
+        h.request_rate.map_or(Value::from("inf"), num),
+    );
+    d.insert("burstiness".into(), num(h.burstiness));
+    d.insert(
+        "max_concurrency".into(),
+        h.max_concurrency.map_or(Value::Null, Value::from),
+    );
+    d.insert("duration".into(), num(duration));
+    d.insert("completed".into(), Value::from(completed));
+    d.insert("failed".into(), Value::from(failed));
+}
+
+/// A finite number, else 0 (JSON has no NaN / infinity).
+pub(crate) fn num(x: f64) -> Value {
     Value::from(if x.is_finite() { x } else { 0.0 })
 }
 
@@ -145,25 +202,13 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
     let total_frames: u64 = ok.iter().map(|r| r.audio_frames).sum();
     let ps = &sel.percentiles;
     let mut d = Map::new();
-    d.insert("date".into(), Value::from(f.date.as_str()));
-    d.insert("endpoint_type".into(), Value::from(f.backend.as_str()));
-    d.insert("backend".into(), Value::from(f.backend.as_str()));
-    d.insert("label".into(), Value::Null);
-    d.insert("model_id".into(), Value::from(f.model_id.as_str()));
-    d.insert("tokenizer_id".into(), Value::from(f.tokenizer_id.as_str()));
-    d.insert("num_prompts".into(), Value::from(f.num_prompts));
-    d.insert(
-        "request_rate".into(),
-        f.request_rate.map_or(Value::from("inf"), num),
+    put_step_header(
+        &mut d,
+        &f.header(),
+        duration,
+        completed,
+        measured.len() - completed,
     );
-    d.insert("burstiness".into(), num(f.burstiness));
-    d.insert(
-        "max_concurrency".into(),
-        f.max_concurrency.map_or(Value::Null, Value::from),
-    );
-    d.insert("duration".into(), num(duration));
-    d.insert("completed".into(), Value::from(completed));
-    d.insert("failed".into(), Value::from(measured.len() - completed));
     d.insert("total_input_tokens".into(), Value::from(0));
     d.insert("total_output_tokens".into(), Value::from(0));
     d.insert("request_throughput".into(), num(per_s(completed as f64)));

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use dfx_core::result::ResultDoc;
 
 use super::record::ChatRecord;
+use crate::native::aggregate::{StepHeader, num, put_step_header};
 use crate::native::selection::{AudioMetric, percentile_word};
 use crate::native::stats::{self, Sorted};
 
@@ -114,8 +115,19 @@ pub struct ChatFacts {
     pub real_tokenizer: bool,
 }
 
-fn num(x: f64) -> Value {
-    Value::from(if x.is_finite() { x } else { 0.0 })
+impl ChatFacts {
+    fn header(&self) -> StepHeader<'_> {
+        StepHeader {
+            date: &self.date,
+            backend: &self.backend,
+            model_id: &self.model_id,
+            tokenizer_id: &self.tokenizer_id,
+            num_prompts: self.num_prompts,
+            request_rate: self.request_rate,
+            burstiness: self.burstiness,
+            max_concurrency: self.max_concurrency,
+        }
+    }
 }
 
 fn put(d: &mut ResultDoc, stem: &str, xs: Vec<f64>, scale: f64, ps: &[f64]) {
@@ -230,25 +242,13 @@ pub fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelection) -
     let total_audio = stats::sum(&audio);
     let ps = &sel.percentiles;
     let mut d = Map::new();
-    d.insert("date".into(), Value::from(f.date.as_str()));
-    d.insert("endpoint_type".into(), Value::from(f.backend.as_str()));
-    d.insert("backend".into(), Value::from(f.backend.as_str()));
-    d.insert("label".into(), Value::Null);
-    d.insert("model_id".into(), Value::from(f.model_id.as_str()));
-    d.insert("tokenizer_id".into(), Value::from(f.tokenizer_id.as_str()));
-    d.insert("num_prompts".into(), Value::from(f.num_prompts));
-    d.insert(
-        "request_rate".into(),
-        f.request_rate.map_or(Value::from("inf"), num),
+    put_step_header(
+        &mut d,
+        &f.header(),
+        duration,
+        completed,
+        measured.len() - completed,
     );
-    d.insert("burstiness".into(), num(f.burstiness));
-    d.insert(
-        "max_concurrency".into(),
-        f.max_concurrency.map_or(Value::Null, Value::from),
-    );
-    d.insert("duration".into(), num(duration));
-    d.insert("completed".into(), Value::from(completed));
-    d.insert("failed".into(), Value::from(measured.len() - completed));
     d.insert("total_input_tokens".into(), Value::from(input));
     d.insert("total_output_tokens".into(), Value::from(output));
     d.insert("request_throughput".into(), num(per_s(completed as f64)));

@@ -111,15 +111,43 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
         }
     }
     let all = [0, xs.len()];
+    let k = opts.streak_runs.max(1);
     for c in streaks(&xs, dir, opts, segment_repeat_noise(&xs, &keys, &all)) {
-        let index = clean[c.index].0;
-        match out.iter_mut().find(|o| o.index == index) {
-            Some(o) => o.methods.push(Method::Consecutive),
-            None => out.push(Change { index, ..c }),
+        let same = out
+            .iter()
+            .position(|o| o.is_regression() && same_shift(&bounds, &clean, o.index, c.index, k));
+        match same {
+            Some(j) => out[j].methods.push(Method::Consecutive),
+            None => out.push(Change {
+                index: clean[c.index].0,
+                ..c
+            }),
         }
     }
     out.sort_by_key(|c| c.index);
     out
+}
+
+/// Whether a streak starting at clean index `streak` describes the same shift as the
+/// E-Divisive change at point index `cp`: the streak runs across the change point (one
+/// noisy run before it already looked worse) or starts inside the segment that follows
+/// it (the first run after it was worse, but not by the streak's margin). Either way one
+/// change, reported once, at the change point's estimated location.
+fn same_shift(
+    bounds: &[usize],
+    clean: &[(usize, f64)],
+    cp: usize,
+    streak: usize,
+    k: usize,
+) -> bool {
+    let Some(b) = bounds
+        .iter()
+        .position(|&b| b < clean.len() && clean[b].0 == cp)
+    else {
+        return false;
+    };
+    let (at, next) = (bounds[b], bounds.get(b + 1).copied().unwrap_or(clean.len()));
+    (streak <= at && at < streak + k) || (at < streak && streak < next)
 }
 
 /// The spread of repeats within the segments `bounds` delimits: values that share a

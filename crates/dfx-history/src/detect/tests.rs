@@ -58,6 +58,38 @@ fn a_step_in_a_short_series_is_found_by_both_methods() {
     );
 }
 
+/// One shift, one finding: a streak that starts a run before the E-Divisive change point
+/// (a noisy run just before it) or a run after it (the first slow run not beyond the
+/// streak's margin) is the same change. Both series are from a loaded CI machine.
+#[test]
+fn a_streak_next_to_the_change_point_is_the_same_change() {
+    let opts = DetectOptions {
+        streak_change: 0.30,
+        ..DetectOptions::default()
+    };
+    let late = [70.4, 69.4, 71.0, 88.0, 93.9, 94.5, 93.3];
+    let found = detect(&points(&late), LOWER, &opts);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].index, 3);
+    assert_eq!(found[0].methods, [Method::EDivisive, Method::Consecutive]);
+    let early = [24.0, 25.0, 23.5, 24.5, 31.0, 35.5, 36.0, 35.8, 35.9, 36.1];
+    let found = detect(&points(&early), LOWER, &DetectOptions::default());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].methods.contains(&Method::Consecutive), "{found:?}");
+    // The same shape through same_shift directly: a streak from 4 and a change point at 5.
+    let clean: Vec<(usize, f64)> = early.iter().copied().enumerate().collect();
+    let bounds = [0, 5, early.len()];
+    assert!(same_shift(&bounds, &clean, 5, 4, 3));
+    assert!(same_shift(&bounds, &clean, 5, 6, 3));
+    assert!(!same_shift(&bounds, &clean, 5, 1, 3));
+    // A streak far from any change point stays its own finding.
+    let apart = [
+        100.0, 100.0, 100.0, 130.0, 130.0, 130.0, 130.0, 130.0, 175.0, 176.0, 175.0,
+    ];
+    let found = detect(&points(&apart), LOWER, &DetectOptions::default());
+    assert!(found.len() >= 2, "{found:?}");
+}
+
 #[test]
 fn noise_alone_is_not_flagged() {
     for seed in 0..40 {

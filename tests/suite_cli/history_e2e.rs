@@ -1,12 +1,12 @@
 //! The run history end to end against the simulator: seven short runs of the suite with
-//! `--history`, the last four with `--sim-faults slowdown=2.0`; `dfx-perf history check`
+//! `--history`, the last four with `--sim-faults slowdown=1.3`; `dfx-perf history check`
 //! must report the change at the fourth run for the latency metrics of every trial, at no
 //! other run, and exit 3 with `--fail-on-regression`.
 //!
-//! The runs are real time on a shared machine: at `--sim-speed 5` a loaded CI runner moved
-//! one c=4 TTFP median by +42 % before the slowdown began, so the consecutive rule (10 %
-//! by default) rightly fired there. The simulator runs at speed 2 here (latencies 2.5x
-//! larger, the same absolute jitter), the slowdown is 2x and the rule asks for 30 %.
+//! The runs are real time on a shared machine. With 6 and 8 prompts at `--sim-speed 5` a
+//! loaded CI runner moved one c=4 TTFP median by +42 % before the slowdown began. Here the
+//! steps have 16 and 24 prompts at speed 2 (`sim_history.json`): 10 of 10 runs passed with
+//! three busy loops on two cores, steady or switching on and off.
 
 use std::process::{Command, Output};
 
@@ -43,7 +43,7 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     let tmp = tempfile::tempdir()?;
     let db = tmp.path().join("history.sqlite");
     let db_arg = db.display().to_string();
-    let config = fixture("sim_tts.json");
+    let config = fixture("sim_history.json");
     for i in 1..=RUNS {
         let mut args = vec![
             "--server",
@@ -58,7 +58,7 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
             &db_arg,
         ];
         if i >= SLOW_FROM {
-            args.extend(["--sim-faults", "slowdown=2.0"]);
+            args.extend(["--sim-faults", "slowdown=1.3"]);
         }
         let out = if i == 1 {
             first_run_with_a_gpu(tmp.path(), &config, &args)?
@@ -90,8 +90,6 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
         &db_arg,
         "check",
         "--fail-on-regression",
-        "--consecutive-change",
-        "30%",
     ])?;
     let out = String::from_utf8_lossy(&check.stdout).into_owned();
     if check.status.code() != Some(3) {

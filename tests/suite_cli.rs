@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
+#[path = "suite_cli/gpu_samples.rs"]
+mod gpu_samples;
 #[path = "suite_cli/history_e2e.rs"]
 mod history_e2e;
 #[path = "suite_cli/hostile.rs"]
@@ -149,6 +151,14 @@ fn main() -> ExitCode {
         (
             "history_check_finds_a_slowdown_at_the_run_it_started",
             history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
+        ),
+        (
+            "gpu_samples_beside_the_simulator_with_a_fake_nvidia_smi",
+            gpu_samples::gpu_samples_with_a_fake_nvidia_smi,
+        ),
+        (
+            "no_nvidia_smi_means_no_gpu_keys_said_once",
+            gpu_samples::no_nvidia_smi_no_gpu_keys_said_once,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

@@ -164,6 +164,17 @@ pub fn parse_gpu_facts(out: &str) -> Option<GpuFacts> {
 
 /// Runs `nvidia-smi args` with a deadline; its stdout when it succeeded.
 fn nvidia_smi(args: &[&str]) -> Option<String> {
+    run_nvidia_smi(args, NVIDIA_SMI_TIMEOUT)
+}
+
+/// Whether `nvidia-smi` is on `PATH`.
+pub fn has_nvidia_smi() -> bool {
+    find_on_path("nvidia-smi").is_some()
+}
+
+/// Runs `nvidia-smi args`, killed after `timeout`; its stdout (at most 1 MiB) when it
+/// exited successfully.
+pub fn run_nvidia_smi(args: &[&str], timeout: Duration) -> Option<String> {
     let exe = find_on_path("nvidia-smi")?;
     let mut child = Command::new(exe)
         .args(args)
@@ -172,11 +183,11 @@ fn nvidia_smi(args: &[&str]) -> Option<String> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let deadline = Instant::now() + NVIDIA_SMI_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();

@@ -18,6 +18,7 @@ pub mod cli;
 pub mod fake;
 pub mod fingerprint;
 pub mod finish;
+pub mod gpu;
 pub mod interrupt;
 pub mod listing;
 pub mod pool;

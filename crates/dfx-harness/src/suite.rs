@@ -229,6 +229,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         assert_baseline: cfg.assert_baseline,
         progress: progress.clone(),
         upstream_results_dir: cfg.upstream_results_dir.clone(),
+        gpu_absent_said: false,
     }));
     let trials = build_trials(
         &lock(&session).planned,

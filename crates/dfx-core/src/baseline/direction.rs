@@ -75,6 +75,9 @@ pub const LOWER_EXACT: &[&str] = &[
     "peak_memory_mb_mean",
     "peak_memory_mb_median",
     "peak_memory_mb_max",
+    // GPU samples beside a local server (dfx-perf, MiB)
+    "peak_memory_mb",
+    "gpu_mean_memory_mb",
 ];
 
 /// Metric families that are better when lower; a threshold names them with a statistic
@@ -102,7 +105,7 @@ max_output_tokens_per_s, image_throughput, video_throughput, rtfx, completed, \
 audio_continuity_ok_rate, median_responses_per_s, median_audio_seconds_per_s, \
 median_sessions_per_s, throughput_qps (higher is better); duration, failed, \
 generator_lag_p99_ms, latency_{mean,median,p50,p90,p95,p99}, \
-peak_memory_mb_{mean,median,max}, \
+peak_memory_mb_{mean,median,max}, peak_memory_mb, gpu_mean_memory_mb, \
 {mean,median,std,pNN}_{e2el_ms,ttft_ms,tpot_ms,itl_ms,audio_ttfp_ms,ttfp_ms,ttfa_audible_ms,\
 audio_rtf,audio_underrun_s,peak_memory_mb,video_rtf,video_generation_ms,\
 denoise_step_latency_ms} (lower is better)";

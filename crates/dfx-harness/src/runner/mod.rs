@@ -43,6 +43,8 @@ pub struct Session {
     pub progress: SharedProgress,
     /// `--upstream-results-dir`: a flat folder that also gets each upstream-named result.
     pub upstream_results_dir: Option<PathBuf>,
+    /// Whether the run already said that `nvidia-smi` is missing.
+    pub gpu_absent_said: bool,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -223,7 +225,9 @@ impl Session {
             judge_url: server.judge_url.clone(),
             server_group: server.process_group,
         };
+        let sampler = gpu_sampler(&mut self.gpu_absent_said, &trial.server.env, dir, &server);
         let outcome = bench.run(&ctx);
+        let gpu = sampler.map(crate::gpu::GpuSampler::finish);
         let mut failures = Vec::new();
         if let Err(died) = self.pool.check_after_trial() {
             failures.push(died.to_string());
@@ -252,6 +256,10 @@ impl Session {
                 template_fallback(fallback.as_deref().unwrap_or_default())
             }
         };
+        let mut doc = doc;
+        if let Some(g) = &gpu {
+            g.insert_into(&mut doc);
+        }
         if let Some(invalid) = outcome.invalid_load {
             failures.push(format!("load generation invalid: {invalid}"));
         }
@@ -474,6 +482,38 @@ fn combined_failures(p: &Produced, verdict: &Verdict, assert_baseline: bool) -> 
         out.push("the verdict failed the trial without a reason".into());
     }
     out
+}
+
+/// A GPU sampler beside a server the suite started, when `nvidia-smi` is on `PATH` (said
+/// once per run, through `said`, when it is not).
+fn gpu_sampler(
+    said: &mut bool,
+    server_env: &std::collections::BTreeMap<String, String>,
+    dir: &std::path::Path,
+    server: &ServerInfo,
+) -> Option<crate::gpu::GpuSampler> {
+    server.process_group?;
+    if !dfx_core::hardware::has_nvidia_smi() {
+        if !*said {
+            *said = true;
+            eprintln!(
+                "gpu samples: nvidia-smi is not on PATH; results carry no GPU memory or \
+                 utilisation keys"
+            );
+        }
+        return None;
+    }
+    let env = server_env.get("CUDA_VISIBLE_DEVICES").map(String::as_str);
+    let suite = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let devices = crate::gpu::server_devices(env, suite.as_deref());
+    crate::gpu::GpuSampler::start(
+        dir,
+        devices,
+        crate::gpu::INTERVAL,
+        crate::gpu::nvidia_smi_query,
+    )
+    .map_err(|e| eprintln!("gpu samples: {e}"))
+    .ok()
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ fn fixture_hw(
         assert_baseline,
         progress: crate::progress::Progress::shared(vec![None; n]),
         upstream_results_dir: None,
+        gpu_absent_said: false,
     };
     Fixture {
         session,

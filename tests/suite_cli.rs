@@ -23,6 +23,8 @@ mod interrupt;
 mod judge;
 #[path = "suite_cli/leftovers.rs"]
 mod leftovers;
+#[path = "suite_cli/quality.rs"]
+mod quality;
 #[path = "suite_cli/sim_baseline.rs"]
 mod sim_baseline;
 #[path = "suite_cli/sim_e2e.rs"]
@@ -159,6 +161,14 @@ fn main() -> ExitCode {
         (
             "no_nvidia_smi_means_no_gpu_keys_said_once",
             gpu_samples::no_nvidia_smi_no_gpu_keys_said_once,
+        ),
+        (
+            "quality_capture_keeps_audio_and_runs_the_hook",
+            quality::quality_capture_keeps_audio_and_runs_the_hook,
+        ),
+        (
+            "quality_without_a_hook_is_said_not_evaluated",
+            quality::without_a_hook_the_result_says_not_evaluated,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

@@ -20,6 +20,7 @@ pub mod log;
 pub mod omni;
 pub mod prepare;
 pub mod progress;
+pub mod quality;
 pub mod random;
 pub mod realtime;
 pub mod record;
@@ -287,14 +288,31 @@ impl NativeBench {
         }
         let rt = runtime()?;
         let progress = Progress::new(&ctx.trial.name, p.measured.len(), self.settings.progress);
-        let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
+        let quality = ctx
+            .trial
+            .entry
+            .seed_tts_wer_eval()
+            .then(|| quality::QualityWriter::create(&ctx.out_dir))
+            .transpose()?;
+        let records_path = ctx.out_dir.join("records.jsonl");
+        let sink = RecordSink::start_with(&records_path, progress, quality);
         let (_, peak_inflight) = run_prepared(&rt, &sink, &mut p);
-        let (records, problem) = sink.finish();
+        let (records, problem, kept) = sink.finish_with_quality();
         rt.shutdown_timeout(Duration::from_secs(5));
         if let Some(problem) = problem {
             log.write(&format!("warning: {problem}"));
         }
-        Ok(self.conclude(ctx, log, &p, records, peak_inflight))
+        let mut outcome = self.conclude(ctx, log, &p, records, peak_inflight);
+        if let (Some(kept), Some(doc)) = (kept, outcome.result.as_mut()) {
+            log.write(&format!(
+                "quality: {} clip(s) kept in {}, {} failed",
+                kept.saved,
+                kept.dir.display(),
+                kept.failed
+            ));
+            kept.insert_into(doc);
+        }
+        Ok(outcome)
     }
 
     fn conclude(

@@ -159,6 +159,8 @@ fn rec(index: usize, ok: bool, audio_s: f64, send: f64, ttfp: f64, e2el: f64) ->
         silence_ratio: 0.0,
         chunk_t_s: chunk_t,
         chunk_bytes: vec![4800; chunks],
+        audio: None,
+        quality: None,
     }
 }
 

@@ -238,6 +238,7 @@ fn request_of_two_turns_sums_durations_and_means_latencies() {
         request_id: Some("bench-0".into()),
         sample_id: "u0".into(),
         text_len: 12,
+        quality: None,
     };
     let r = request_record(
         &d,

@@ -134,6 +134,12 @@ impl BenchEntry {
             StepKind::Concurrency { max_concurrency } => max_concurrency.max(2),
         })
     }
+
+    /// `seed_tts_wer_eval: true`: keep each request's audio for a quality evaluation (WER,
+    /// SIM, UTMOS). The key is checked to be a boolean at load.
+    pub fn seed_tts_wer_eval(&self) -> bool {
+        self.raw.get("seed_tts_wer_eval") == Some(&Value::Bool(true))
+    }
 }
 
 impl SweepStep {

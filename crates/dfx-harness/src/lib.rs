@@ -23,6 +23,7 @@ pub mod interrupt;
 pub mod listing;
 pub mod pool;
 pub mod progress;
+pub mod quality;
 pub mod reserve;
 pub mod results;
 pub mod runner;

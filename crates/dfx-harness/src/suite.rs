@@ -230,6 +230,8 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         progress: progress.clone(),
         upstream_results_dir: cfg.upstream_results_dir.clone(),
         gpu_absent_said: false,
+        quality_cmd: cfg.quality_cmd.clone(),
+        quality_said: false,
     }));
     let trials = build_trials(
         &lock(&session).planned,

@@ -127,6 +127,8 @@ pub struct Exchange {
     pub connect: Option<Duration>,
     pub failure: Option<Failure>,
     pub pcm: PcmStats,
+    /// The whole body, when the target captures audio ([`Target::capturing`]).
+    pub audio: Option<Vec<u8>>,
 }
 
 /// A configured HTTP client for one endpoint.
@@ -136,6 +138,7 @@ pub struct Target {
     url: reqwest::Url,
     headers: HeaderMap,
     limits: Limits,
+    capture: bool,
 }
 
 impl Target {
@@ -159,7 +162,15 @@ impl Target {
             url,
             headers,
             limits,
+            capture: false,
         })
+    }
+
+    /// Keeps every response body in [`Exchange::audio`] (quality capture): at most the
+    /// body cap per request in flight.
+    pub fn capturing(mut self, on: bool) -> Self {
+        self.capture = on;
+        self
     }
 
     /// Sends one request and reads the whole stream. Never panics on server misbehaviour.
@@ -197,6 +208,7 @@ impl Target {
             connect: None,
             failure: None,
             pcm: PcmStats::default(),
+            audio: self.capture.then(Vec::new),
         };
         let request = match request {
             Ok(r) => r,
@@ -281,6 +293,9 @@ impl Target {
                 }
             }
             analyzer.feed(&chunk);
+            if let Some(audio) = x.audio.as_mut() {
+                audio.extend_from_slice(&chunk);
+            }
         }
         if let Sniff::NotPcm(what) = sniff(&prefix, true) {
             return x.fail(FailureClass::NotPcm, not_pcm(what));

@@ -69,12 +69,14 @@ pub struct PhaseCtx {
 async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
     ctx.inflight.enter();
     let request_id = job.sample.request_id.clone();
-    let x = ctx
+    let mut x = ctx
         .target
         .execute(job.body, request_id.as_deref(), ctx.sample_rate)
         .await;
     ctx.inflight.leave();
-    let rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
+    let audio = x.audio.take();
+    let mut rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
+    rec.audio = audio;
     let _ = ctx.records.send(rec);
 }
 

@@ -13,6 +13,7 @@ use super::NativeSettings;
 use super::client::{Limits, Target};
 use super::dataset::{self, DatasetKind, Lookup, Row};
 use super::driver::{Job, Load};
+use super::quality::QualityRow;
 use super::record::Sample;
 use super::request::{BodyTemplate, base_headers, wav_data_url};
 use super::schedule;
@@ -147,9 +148,9 @@ fn has_voice(entry: &BenchEntry) -> bool {
 fn jobs(
     template: &BodyTemplate,
     rows: &[Row],
-    measured: &[usize],
-    warm: &[usize],
+    (measured, warm): (&[usize], &[usize]),
     prefix: &str,
+    quality: Option<&Arc<str>>,
 ) -> Result<(Vec<Job>, Vec<Job>), String> {
     let mut bodies: HashMap<usize, Bytes> = HashMap::new();
     for &r in measured.iter().chain(warm) {
@@ -160,6 +161,9 @@ fn jobs(
     let job = |r: usize, id: Option<String>| Job {
         body: bodies[&r].clone(),
         sample: Sample {
+            quality: quality
+                .filter(|_| id.is_some())
+                .map(|locale| Arc::new(quality_row(&rows[r], locale))),
             request_id: id,
             sample_id: rows[r].utt_id.clone(),
             text_len: rows[r].text.chars().count(),
@@ -262,12 +266,14 @@ pub fn prepare_rows(
     let rows_warm = dataset::select(source.rows.len(), w, seed ^ 0x7761_726d);
     let model = trial.server.model.as_str();
     let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
+    let capture = entry.seed_tts_wer_eval();
+    let quality_locale: Arc<str> = Arc::from(locale);
     let (measured, warmups) = jobs(
         &template,
         source.rows,
-        &rows_measured,
-        &rows_warm,
+        (&rows_measured, &rows_warm),
         &source.prefix,
+        capture.then_some(&quality_locale),
     )?;
     let (load, shape) = load_shape(ctx, n, seed)?;
     let sample_rate = sample_rate(settings, model, &mut notes);
@@ -280,7 +286,14 @@ pub fn prepare_rows(
         read_timeout: settings.read_timeout,
         max_body_bytes: settings.max_body_bytes,
     };
-    let target = Arc::new(Target::new(&url, headers, limits, reuse)?);
+    let target = Arc::new(Target::new(&url, headers, limits, reuse)?.capturing(capture));
+    if capture {
+        notes.push(
+            "seed_tts_wer_eval: each measured request's audio is kept under quality/ \
+             (WAV + manifest.jsonl)"
+                .into(),
+        );
+    }
     notes.push(format!(
         "load: {n} measured request(s) after {w} warmup(s), {shape}; seed {seed}; POST {url}"
     ));
@@ -326,4 +339,15 @@ pub fn request_id_prefix(entry: &dfx_core::plan::BenchEntry) -> String {
         "bench-{:08x}-",
         (mix.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
     )
+}
+
+/// The manifest's view of a dataset row: voice-clone rows carry their reference (a row
+/// without a transcript or clip has none).
+fn quality_row(row: &Row, locale: &Arc<str>) -> QualityRow {
+    QualityRow {
+        text: row.text.clone(),
+        ref_text: (!row.ref_text.is_empty()).then(|| row.ref_text.clone()),
+        ref_audio: (!row.ref_wav.as_os_str().is_empty()).then(|| row.ref_wav.clone()),
+        locale: locale.clone(),
+    }
 }

@@ -3,13 +3,14 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::client::Exchange;
 use super::progress::Progress;
+use super::quality::{QualityRow, QualityStats, QualityWriter};
 use crate::audio::continuity::{self, DEFAULT_THRESHOLD_S, VERDICT_THRESHOLDS_S};
 use crate::audio::pcm::{self, CHANNELS, SAMPLE_WIDTH};
 
@@ -34,6 +35,8 @@ pub struct Sample {
     pub request_id: Option<String>,
     pub sample_id: String,
     pub text_len: usize,
+    /// What the quality manifest says of the row, when the entry keeps audio.
+    pub quality: Option<Arc<QualityRow>>,
 }
 
 /// One request, as written to `records.jsonl`. Times are seconds relative to the start of
@@ -90,6 +93,11 @@ pub struct RequestRecord {
     pub silence_ratio: f64,
     pub chunk_t_s: Vec<f64>,
     pub chunk_bytes: Vec<u64>,
+    /// The body, kept for the quality capture until the writer thread stores it.
+    #[serde(skip)]
+    pub audio: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub quality: Option<Arc<QualityRow>>,
 }
 
 impl RequestRecord {
@@ -168,6 +176,8 @@ impl RequestRecord {
             silence_ratio: x.pcm.silence_ratio,
             chunk_t_s: x.chunks.iter().map(|c| c.0).collect(),
             chunk_bytes: x.chunks.iter().map(|c| c.1).collect(),
+            audio: None,
+            quality: s.quality,
         }
     }
 }
@@ -181,16 +191,30 @@ fn lower_thread_priority() {
     let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
 }
 
-/// Writes records as they arrive (one flushed line each) and collects them.
+/// Writes records as they arrive (one flushed line each) and collects them; keeps the
+/// audio of quality-capture requests through a [`QualityWriter`].
 pub struct RecordSink {
     tx: mpsc::Sender<RequestRecord>,
-    handle: std::thread::JoinHandle<(Vec<RequestRecord>, Option<String>)>,
+    handle: std::thread::JoinHandle<Written>,
 }
+
+/// What the writer thread leaves.
+type Written = (Vec<RequestRecord>, Option<String>, Option<QualityStats>);
 
 impl RecordSink {
     /// Starts the writer thread. A file that cannot be written is reported at
     /// [`RecordSink::finish`]; the records are still collected.
-    pub fn start(path: &Path, mut progress: Progress) -> RecordSink {
+    pub fn start(path: &Path, progress: Progress) -> RecordSink {
+        RecordSink::start_with(path, progress, None)
+    }
+
+    /// [`RecordSink::start`], also keeping the audio of successful measured requests
+    /// that carry it through `quality`.
+    pub fn start_with(
+        path: &Path,
+        mut progress: Progress,
+        mut quality: Option<QualityWriter>,
+    ) -> RecordSink {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let path = path.to_path_buf();
         let spawned = std::thread::Builder::new()
@@ -206,7 +230,7 @@ impl RecordSink {
                     }
                 };
                 let mut all = Vec::new();
-                for rec in rx {
+                for mut rec in rx {
                     if let Some(f) = file.as_mut() {
                         let line = serde_json::to_string(&rec).unwrap_or_default();
                         if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
@@ -217,15 +241,23 @@ impl RecordSink {
                     if !rec.warmup {
                         progress.request_done(rec.ok);
                     }
+                    if let (Some(q), Some(audio), Some(row)) =
+                        (quality.as_mut(), rec.audio.take(), rec.quality.take())
+                        && rec.ok
+                        && !rec.warmup
+                    {
+                        q.keep(&rec, &row, &audio);
+                    }
                     // The chunk timeline is in records.jsonl now; the statistics need
                     // none of it, so a step's memory does not grow with its chunks.
-                    let mut rec = rec;
                     rec.chunk_t_s = Vec::new();
                     rec.chunk_bytes = Vec::new();
+                    rec.audio = None;
+                    rec.quality = None;
                     all.push(rec);
                 }
                 progress.finish();
-                (all, problem)
+                (all, problem, quality.map(QualityWriter::finish))
             });
         let handle = spawned.unwrap_or_else(|e| panic!("cannot start the records writer: {e}"));
         RecordSink { tx, handle }
@@ -239,9 +271,15 @@ impl RecordSink {
     /// Waits for every record sent so far (all senders must be dropped) and returns them
     /// with any write problem.
     pub fn finish(self) -> (Vec<RequestRecord>, Option<String>) {
+        let (records, problem, _) = self.finish_with_quality();
+        (records, problem)
+    }
+
+    /// [`RecordSink::finish`] with the quality capture's counts, when there was one.
+    pub fn finish_with_quality(self) -> Written {
         drop(self.tx);
         self.handle
             .join()
-            .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into())))
+            .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into()), None))
     }
 }

@@ -225,6 +225,12 @@ pub struct SuiteFlags {
     #[serde(serialize_with = "redacted")]
     pub history: Option<String>,
 
+    /// Entries with `seed_tts_wer_eval`: after each step, run `sh -c 'CMD "$1"'` on the
+    /// kept audio's manifest (quality/manifest.jsonl) and merge the `seed_tts_*` keys of
+    /// the JSON object it prints (WER / SIM / UTMOS) into the result.
+    #[arg(long, value_name = "CMD", env = "DFX_QUALITY_CMD")]
+    pub quality_cmd: Option<String>,
+
     /// List the selected trials with their step, server, bench, thresholds and the
     /// reason a trial is ignored, then exit (`--list` keeps libtest's format).
     #[arg(long, env = "DFX_LIST_VERBOSE", action = ArgAction::SetTrue,

@@ -45,6 +45,10 @@ pub struct Session {
     pub upstream_results_dir: Option<PathBuf>,
     /// Whether the run already said that `nvidia-smi` is missing.
     pub gpu_absent_said: bool,
+    /// `--quality-cmd`: the evaluator run on the kept audio of `seed_tts_wer_eval` entries.
+    pub quality_cmd: Option<String>,
+    /// Whether the run already said that a quality was not evaluated.
+    pub quality_said: bool,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -259,6 +263,17 @@ impl Session {
         let mut doc = doc;
         if let Some(g) = &gpu {
             g.insert_into(&mut doc);
+        }
+        if trial.entry.seed_tts_wer_eval() && fallback.is_none() {
+            use crate::quality::{Quality, evaluate};
+            match evaluate(self.quality_cmd.as_deref(), dir, &mut doc) {
+                Quality::HookFailed(e) => failures.push(e),
+                Quality::NotEvaluated(why) if !self.quality_said => {
+                    self.quality_said = true;
+                    eprintln!("{}: {why}", trial.name);
+                }
+                Quality::NotEvaluated(_) | Quality::Evaluated(_) => {}
+            }
         }
         if let Some(invalid) = outcome.invalid_load {
             failures.push(format!("load generation invalid: {invalid}"));

@@ -60,6 +60,8 @@ fn fixture_hw(
         progress: crate::progress::Progress::shared(vec![None; n]),
         upstream_results_dir: None,
         gpu_absent_said: false,
+        quality_cmd: None,
+        quality_said: false,
     };
     Fixture {
         session,

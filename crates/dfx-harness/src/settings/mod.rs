@@ -76,6 +76,8 @@ pub struct SuiteConfig {
     pub upstream_results_dir: Option<PathBuf>,
     /// `--history`: where each run is added when it ends.
     pub history: Option<dfx_history::HistorySpec>,
+    /// `--quality-cmd`: the evaluator of `seed_tts_wer_eval` entries' kept audio.
+    pub quality_cmd: Option<String>,
     pub list_verbose: bool,
     /// Every dfx-perf flag with a value and where it came from (run.json).
     pub flags: Vec<FlagRecord>,
@@ -224,6 +226,7 @@ impl SuiteConfig {
                 .baselines_dir
                 .unwrap_or_else(|| project.root.join("baselines")),
             history,
+            quality_cmd: s.quality_cmd.clone().filter(|c| !c.trim().is_empty()),
             upstream_results_dir: s.upstream_results_dir.clone(),
             list_verbose,
             flags: provenance,

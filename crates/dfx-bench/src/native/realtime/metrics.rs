@@ -203,6 +203,7 @@ pub fn request_record(
             message: format!("turn {}: {}", t.turn, t.error.clone().unwrap_or_default()),
         }),
         pcm,
+        audio: None,
     };
     let mut r = RequestRecord::new(d, sample, &x, base, FRAMES_RATE as u32);
     let ms: Vec<&TurnMetrics> = turns.iter().filter_map(|t| t.metrics.as_ref()).collect();

@@ -163,6 +163,7 @@ fn job(
             request_id,
             sample_id: first.utt_id.clone(),
             text_len: rows.iter().map(|r| r.text.chars().count()).sum(),
+            quality: None,
         },
         label,
     })

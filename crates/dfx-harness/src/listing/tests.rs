@@ -28,6 +28,7 @@ fn listing(plan: &Plan, assert_baseline: bool) -> String {
         launcher: "fake",
         hardware: "H100",
         assert_baseline,
+        shard: None,
     };
     render_verbose(&planned, &all, &ctx)
 }

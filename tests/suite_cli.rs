@@ -21,6 +21,8 @@ mod interrupt;
 mod judge;
 #[path = "suite_cli/leftovers.rs"]
 mod leftovers;
+#[path = "suite_cli/shard_merge.rs"]
+mod shard_merge;
 #[path = "suite_cli/sim_baseline.rs"]
 mod sim_baseline;
 #[path = "suite_cli/sim_e2e.rs"]
@@ -149,6 +151,10 @@ fn main() -> ExitCode {
         (
             "history_check_finds_a_slowdown_at_the_run_it_started",
             history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
+        ),
+        (
+            "partition_shards_merge_into_the_whole_run",
+            shard_merge::shards_merge_into_the_whole_run,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

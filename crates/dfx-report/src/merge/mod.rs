@@ -191,6 +191,13 @@ pub(crate) fn check(shards: &[Shard]) -> Result<(), MergeError> {
         })?;
     }
     same(shards, "config files", |s| config_identity(&s.run))?;
+    no_overlap(shards, "trial", |s| {
+        s.trials()
+            .iter()
+            .filter_map(|t| t.get("name")?.as_str().map(str::to_string))
+            .collect()
+    })?;
+    no_overlap(shards, "trial folder", |s| entries(&s.dir.join("trials")))?;
     same(shards, "partition (method and N)", |s| {
         s.partition.as_ref().map_or(Value::Null, |p| {
             Value::String(format!("{}/{}", p.method, p.total))
@@ -199,13 +206,7 @@ pub(crate) fn check(shards: &[Shard]) -> Result<(), MergeError> {
     no_overlap(shards, "shard", |s| {
         s.partition.iter().map(|p| p.spec.clone()).collect()
     })?;
-    no_overlap(shards, "trial", |s| {
-        s.trials()
-            .iter()
-            .filter_map(|t| t.get("name")?.as_str().map(str::to_string))
-            .collect()
-    })?;
-    no_overlap(shards, "trial folder", |s| entries(&s.dir.join("trials")))
+    Ok(())
 }
 
 /// The config files by file name, with their sha256 where recorded (`config_hashes`, or

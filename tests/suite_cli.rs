@@ -25,6 +25,8 @@ mod judge;
 mod leftovers;
 #[path = "suite_cli/quality.rs"]
 mod quality;
+#[path = "suite_cli/shard_merge.rs"]
+mod shard_merge;
 #[path = "suite_cli/sim_baseline.rs"]
 mod sim_baseline;
 #[path = "suite_cli/sim_e2e.rs"]
@@ -169,6 +171,10 @@ fn main() -> ExitCode {
         (
             "quality_without_a_hook_is_said_not_evaluated",
             quality::without_a_hook_the_result_says_not_evaluated,
+        ),
+        (
+            "partition_shards_merge_into_the_whole_run",
+            shard_merge::shards_merge_into_the_whole_run,
         ),
         (
             "native_bench_against_the_simulator_end_to_end",

@@ -102,6 +102,15 @@ pub struct CheckArgs {
     pub metrics: Vec<String>,
 }
 
+/// What adding a run did, in words.
+pub(super) fn added(outcome: AddOutcome) -> &'static str {
+    match outcome {
+        AddOutcome::Added => "added",
+        AddOutcome::Unchanged => "already stored",
+        AddOutcome::Replaced => "replaced",
+    }
+}
+
 impl Run for HistoryArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let spec = HistorySpec::parse(&self.history)
@@ -124,11 +133,7 @@ impl Run for HistoryArgs {
 fn add(store: &mut dyn HistoryStore, runs: &[PathBuf]) -> anyhow::Result<ExitCode> {
     for dir in runs {
         let run = dfx_history::read_run(dir)?;
-        let what = match store.add(&run)? {
-            AddOutcome::Added => "added",
-            AddOutcome::Unchanged => "already stored",
-            AddOutcome::Replaced => "replaced",
-        };
+        let what = added(store.add(&run)?);
         outln!(
             "{what}: {} ({} trials) in {}",
             run.run_id,

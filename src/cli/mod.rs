@@ -5,6 +5,7 @@
 mod compare;
 mod deploy;
 mod history;
+mod merge;
 mod out;
 mod recalibrate;
 mod report;
@@ -50,6 +51,8 @@ subcommands! {
     Recalibrate(recalibrate::RecalibrateArgs),
     /// The run history: add runs, list them, show a trial, check for regressions.
     History(history::HistoryArgs),
+    /// Merge the run folders of a run's shards (`--partition`) into one run folder.
+    Merge(merge::MergeArgs),
 }
 
 /// Parses a percentage flag (`25%` or `25`) into a fraction.

@@ -11,7 +11,7 @@ use dfx_core::plan::Trial;
 
 use crate::progress::Progress;
 use crate::results::{RunDir, RunInfo};
-use crate::summary::{Interruption, Summary};
+use crate::summary::{Interruption, Summary, SummaryEntry};
 use crate::wiring;
 
 /// A planned trial as the closing needs it.
@@ -128,7 +128,7 @@ impl Closing {
             self.trials.len() - self.selected.len(),
             progress.server_starts,
             progress.notes.clone(),
-            progress.entries.iter().flatten().cloned().collect(),
+            indexed(&progress.entries),
         );
         summary.interrupted = interruption;
         print_needs_data(&summary);
@@ -150,6 +150,19 @@ impl Closing {
         }
         eprintln!("dfx-perf: results in {}", self.run.path.display());
     }
+}
+
+/// The recorded entries in plan order, each with its plan index.
+fn indexed(entries: &[Option<SummaryEntry>]) -> Vec<SummaryEntry> {
+    entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let mut e = e.clone()?;
+            e.plan_index = Some(i);
+            Some(e)
+        })
+        .collect()
 }
 
 /// One line naming the trials that ran without a threshold for the hardware: such a run

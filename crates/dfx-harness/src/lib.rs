@@ -7,7 +7,8 @@
 //!   parses argv with, so `cargo test -- --assert-baseline <filter>` works for all of them.
 //!
 //! Module map: [`cli`] raw flags → [`settings`] validated [`settings::SuiteConfig`];
-//! [`select`] decides per trial (bench, or why it cannot run); [`pool`] keeps one live
+//! [`select`] decides per trial (bench, or why it cannot run); [`partition`] keeps one
+//! shard's server groups (`--partition`); [`pool`] keeps one live
 //! server; [`runner`] runs one trial; [`results`] and [`summary`] write the run folder,
 //! [`progress`] is what the run did so far, [`finish`] closes a run, [`interrupt`] closes
 //! it on SIGINT / SIGTERM;
@@ -21,6 +22,7 @@ pub mod finish;
 pub mod gpu;
 pub mod interrupt;
 pub mod listing;
+pub mod partition;
 pub mod pool;
 pub mod progress;
 pub mod quality;

@@ -18,6 +18,8 @@ pub struct ListContext<'a> {
     pub launcher: &'a str,
     pub hardware: &'a str,
     pub assert_baseline: bool,
+    /// `--partition`: the shard being listed.
+    pub shard: Option<&'a crate::partition::ShardRecord>,
 }
 
 /// Renders the verbose listing of `selected` (indices into `planned`).
@@ -28,9 +30,15 @@ pub fn render_verbose(
 ) -> String {
     let mut out = String::new();
     let groups = planned.last().map_or(0, |p| p.server_group);
+    let shard = ctx.shard.map_or_else(String::new, |r| {
+        format!(
+            "; shard {} ({} of {} selected server groups)",
+            r.spec, r.server_groups_in_shard, r.server_groups
+        )
+    });
     let _ = writeln!(
         out,
-        "# {} of {} trials selected; {} server configuration(s); hardware {}; server {}",
+        "# {} of {} trials selected; {} server configuration(s); hardware {}; server {}{shard}",
         selected.len(),
         planned.len(),
         groups,

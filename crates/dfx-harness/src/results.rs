@@ -117,6 +117,11 @@ pub struct RunInfo {
     /// The full argument list.
     pub argv: Vec<String>,
     pub config_files: Vec<PathBuf>,
+    /// sha256 of each config file as loaded, keyed by its path as in `config_files`
+    /// (`dfx-perf merge` refuses shards whose configs differ).
+    pub config_hashes: std::collections::BTreeMap<String, String>,
+    /// `--partition`: the shard this run executed, `null` for a whole run.
+    pub partition: Option<crate::partition::ShardRecord>,
     pub hostname: String,
     pub started: String,
     pub finished: Option<String>,
@@ -143,6 +148,20 @@ pub fn git_sha(dir: &Path) -> Option<String> {
         .ok()?;
     let sha = String::from_utf8(out.stdout).ok()?.trim().to_string();
     (out.status.success() && !sha.is_empty()).then_some(sha)
+}
+
+/// sha256 of every readable config file, keyed by its path as displayed.
+pub fn config_hashes(files: &[PathBuf]) -> std::collections::BTreeMap<String, String> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let bytes = std::fs::read(f).ok()?;
+            Some((
+                f.display().to_string(),
+                dfx_history::ingest::sha256_hex(&bytes),
+            ))
+        })
+        .collect()
 }
 
 /// The host name (`/proc/sys/kernel/hostname`, `$HOSTNAME`, else `unknown`).

@@ -20,9 +20,10 @@ use crate::cli::Parsed;
 use crate::finish::{CloseGate, Closer, Closing, TrialRef};
 use crate::interrupt;
 use crate::listing::{ListContext, render_verbose};
+use crate::partition::{self, ShardRecord, Sharded};
 use crate::pool::ServerPool;
 use crate::progress::{self, Progress};
-use crate::results::{RunDir, RunInfo, git_sha, hostname};
+use crate::results::{RunDir, RunInfo, config_hashes, git_sha, hostname};
 use crate::runner::{Ran, Session};
 use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials, preflight};
 use crate::settings::{Project, ServerChoice, SuiteConfig};
@@ -46,10 +47,11 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
     }
     if prepared.cfg.assert_baseline && prepared.selected.is_empty() {
         return usage_error(&format!(
-            "--assert-baseline: no trial selected out of {} (filter {:?}, --skip {:?}); a run that checks baselines must run something",
+            "--assert-baseline: no trial selected out of {} (filter {:?}, --skip {:?}{}); a run that checks baselines must run something",
             prepared.planned.len(),
             prepared.cfg.libtest.filter.as_deref().unwrap_or(""),
-            prepared.cfg.libtest.skip
+            prepared.cfg.libtest.skip,
+            shard_note(prepared.shard.record.as_ref()),
         ));
     }
     if !runs_anything(&prepared) {
@@ -61,6 +63,16 @@ pub fn run(parsed: Parsed, project: Project) -> ExitCode {
         return ExitCode::from(USAGE);
     }
     execute(prepared, &project)
+}
+
+/// `, --partition count:2/3: 0 of 2 server groups` for messages about the selection.
+fn shard_note(record: Option<&ShardRecord>) -> String {
+    record.map_or_else(String::new, |r| {
+        format!(
+            ", --partition {}: {} of {} server groups",
+            r.spec, r.server_groups_in_shard, r.server_groups
+        )
+    })
 }
 
 /// Whether any selected trial will execute (libtest runs it rather than ignoring it).
@@ -82,7 +94,7 @@ fn dry_run(p: &Prepared) -> ExitCode {
         &p.selected,
     );
     let probe = build_trials(&p.planned, p.cfg.assert_baseline, None);
-    let conclusion = libtest_mimic::run(&p.cfg.libtest, probe);
+    let conclusion = libtest_mimic::run(&p.cfg.libtest, in_shard(probe, &p.shard.in_shard));
     eprintln!(
         "dfx-perf: no trial ran, so no run folder was written under {}",
         p.cfg.results_dir.display()
@@ -98,8 +110,10 @@ struct Prepared {
     plan_warnings: Vec<String>,
     benches: BenchSet,
     planned: Vec<PlannedTrial>,
-    /// Selected plan indices (name filter, `--skip`, `--ignored`).
+    /// Selected plan indices (name filter, `--skip`, `--ignored`, then `--partition`).
     selected: Vec<usize>,
+    /// Which trials libtest-mimic is given (`--partition`), and the shard's record.
+    shard: Sharded,
 }
 
 /// Flags → launcher → hardware label → plan → decisions. Any error ends the run here,
@@ -131,10 +145,22 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
     print_warnings(&plan.warnings);
     let benches = wiring::benches(&cfg, project).map_err(|e| usage_error(&e))?;
     let planned = plan_trials(&plan, &*launcher, &benches);
-    let selected = selection(
+    let filtered = selection(
         &cfg.libtest,
         &build_trials(&planned, cfg.assert_baseline, None),
     );
+    let shard = partition::apply(cfg.partition.as_ref(), &planned, &filtered);
+    if let Some(r) = &shard.record {
+        eprintln!(
+            "dfx-perf: --partition {}: {} of {} server group(s), {} of {} selected trial(s)",
+            r.spec,
+            r.server_groups_in_shard,
+            r.server_groups,
+            shard.selected.len(),
+            filtered.len()
+        );
+    }
+    let selected = shard.selected.clone();
     Ok(Prepared {
         cfg,
         launcher,
@@ -143,6 +169,7 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
         benches,
         planned,
         selected,
+        shard,
     })
 }
 
@@ -154,11 +181,12 @@ fn list(p: &Prepared) -> ExitCode {
             launcher: p.launcher.name(),
             hardware: &p.hardware,
             assert_baseline: p.cfg.assert_baseline,
+            shard: p.shard.record.as_ref(),
         };
         print!("{}", render_verbose(&p.planned, &p.selected, &ctx));
     } else {
         let probe = build_trials(&p.planned, p.cfg.assert_baseline, None);
-        let _ = libtest_mimic::run(&p.cfg.libtest, probe);
+        let _ = libtest_mimic::run(&p.cfg.libtest, in_shard(probe, &p.shard.in_shard));
     }
     ExitCode::SUCCESS
 }
@@ -188,6 +216,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         benches,
         planned,
         selected,
+        shard,
         ..
     } = p;
     let progress = Progress::shared(statically_ignored(
@@ -238,7 +267,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         cfg.assert_baseline,
         Some(session.clone()),
     );
-    let conclusion = libtest_mimic::run(&cfg.libtest, trials);
+    let conclusion = libtest_mimic::run(&cfg.libtest, in_shard(trials, &shard.in_shard));
 
     if closing.gate.claim(Closer::Main).is_err() {
         // A signal came first: its handler closes the run and exits with status 130.
@@ -347,6 +376,16 @@ pub fn build_trials(
         .collect()
 }
 
+/// The trials of the shard (all of them without `--partition`); the others are not given
+/// to libtest-mimic at all, so they are neither listed nor counted.
+fn in_shard(trials: Vec<libtest_mimic::Trial>, keep: &[bool]) -> Vec<libtest_mimic::Trial> {
+    trials
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(t, &k)| k.then_some(t))
+        .collect()
+}
+
 /// The selected trial indices for `args` (libtest-mimic's own filter logic).
 pub fn selection(args: &Arguments, trials: &[libtest_mimic::Trial]) -> Vec<usize> {
     (0..trials.len())
@@ -378,6 +417,8 @@ fn run_info(
         flags: cfg.flags.clone(),
         argv: std::env::args().collect(),
         config_files: cfg.config_files.clone(),
+        config_hashes: config_hashes(&cfg.config_files),
+        partition: p.shard.record.clone(),
         hostname: hostname(),
         started: started.to_rfc3339(),
         finished: None,

@@ -42,6 +42,9 @@ pub const KEY_METRICS: &[&str] = &[
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryEntry {
     pub name: String,
+    /// Position in the whole plan (0-based, filled in when the run closes): the order
+    /// `dfx-perf merge` puts the trials of several shards back into.
+    pub plan_index: Option<usize>,
     pub test_name: String,
     pub suffix: String,
     /// Step label (`c16`, `qps2.0`).
@@ -97,6 +100,7 @@ impl SummaryEntry {
         };
         SummaryEntry {
             name: trial.name.clone(),
+            plan_index: None,
             test_name: trial.test_name.clone(),
             suffix: trial.entry.suffix.clone(),
             step: trial.step.label.clone(),

@@ -191,7 +191,7 @@ fn fingerprint(run: &Run, raw: &Map<String, Value>) -> Fingerprint {
         hostname: text("hostname"),
         gpu: raw.get("gpu").and_then(gpu),
         server_versions: string_map(raw.get("server_versions")),
-        config_hashes: config_hashes(&run.info.config_files),
+        config_hashes: config_hashes(&run.info.config_files, raw.get("config_hashes")),
         deploy_hashes: deploy_hashes(&run.dir),
         flags: run.info.flags.clone(),
     }
@@ -216,9 +216,11 @@ fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// The recorded hash of each config file (objects with `sha256`), else the hash of the
-/// file as it is now when it can be read, else nothing for that path.
-fn config_hashes(files: &[Value]) -> BTreeMap<String, String> {
+/// The recorded hash of each config file (objects with `sha256`, or run.json's
+/// `config_hashes` map), else the hash of the file as it is now when it can be read, else
+/// nothing for that path.
+fn config_hashes(files: &[Value], recorded_map: Option<&Value>) -> BTreeMap<String, String> {
+    let recorded_map = string_map(recorded_map);
     let mut out = BTreeMap::new();
     for f in files {
         let (path, recorded) = match f {
@@ -232,7 +234,9 @@ fn config_hashes(files: &[Value]) -> BTreeMap<String, String> {
             ),
             _ => continue,
         };
-        let hash = recorded.or_else(|| std::fs::read(&path).ok().map(|b| sha256_hex(&b)));
+        let hash = recorded
+            .or_else(|| recorded_map.get(&path).cloned())
+            .or_else(|| std::fs::read(&path).ok().map(|b| sha256_hex(&b)));
         if let Some(h) = hash {
             out.insert(path, h);
         }

@@ -1,11 +1,12 @@
-//! Reports (markdown, HTML with SVG charts, JUnit), run comparison and baseline
-//! recalibration, all working on the run folders the harness writes
+//! Reports (markdown, HTML with SVG charts, JUnit), run comparison, baseline
+//! recalibration and the merge of shard runs, all working on the run folders the harness writes
 //! (`<results-dir>/<run-id>/`: `run.json`, `summary.json`, `trials/*/result.json`).
 
 pub mod chart;
 pub mod compare;
 mod error;
 pub mod fmt;
+pub mod merge;
 pub mod metrics;
 pub mod recalibrate;
 pub mod report;

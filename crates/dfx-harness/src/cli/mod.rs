@@ -231,6 +231,13 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "CMD", env = "DFX_QUALITY_CMD")]
     pub quality_cmd: Option<String>,
 
+    /// Run one shard of the plan: `count:K/N` (server groups dealt round-robin in plan
+    /// order) or `hash:K/N` (by a stable hash of each group's test and server
+    /// parameters). Trials that share a server stay in one shard; `dfx-perf merge`
+    /// combines the shards' run folders.
+    #[arg(long, value_name = "METHOD:K/N", env = "DFX_PARTITION")]
+    pub partition: Option<String>,
+
     /// List the selected trials with their step, server, bench, thresholds and the
     /// reason a trial is ignored, then exit (`--list` keeps libtest's format).
     #[arg(long, env = "DFX_LIST_VERBOSE", action = ArgAction::SetTrue,

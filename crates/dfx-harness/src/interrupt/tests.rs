@@ -38,6 +38,8 @@ fn closing(dir: &std::path::Path) -> Closing {
             flags: vec![],
             argv: vec![],
             config_files: vec![],
+            config_hashes: Default::default(),
+            partition: None,
             hostname: "h".into(),
             started: now.to_rfc3339(),
             finished: None,

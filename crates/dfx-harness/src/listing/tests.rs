@@ -28,6 +28,7 @@ fn listing(plan: &Plan, assert_baseline: bool) -> String {
         launcher: "fake",
         hardware: "H100",
         assert_baseline,
+        shard: None,
     };
     render_verbose(&planned, &all, &ctx)
 }
@@ -91,6 +92,38 @@ fn every_trial_line_is_libtest_list_compatible() {
         .filter(|l| !l.starts_with(' ') && !l.starts_with('#'))
         .collect();
     assert_eq!(names, ["t::a::c1: test", "t::a::c2: test"]);
+}
+
+#[test]
+fn the_header_names_the_shard() {
+    let plan = Plan {
+        trials: vec![concurrency_trial("t", "a", 1, 1)],
+        warnings: vec![],
+    };
+    let benches = fake_benches();
+    let planned = plan_trials(&plan, &FakeLauncher::new(), &benches);
+    let record = crate::partition::ShardRecord {
+        spec: "hash:2/3".into(),
+        method: crate::partition::Method::Hash,
+        shard: 2,
+        total: 3,
+        server_groups: 4,
+        server_groups_in_shard: 1,
+    };
+    let ctx = ListContext {
+        benches: &benches,
+        launcher: "fake",
+        hardware: "H100",
+        assert_baseline: false,
+        shard: Some(&record),
+    };
+    let text = render_verbose(&planned, &[0], &ctx);
+    assert!(
+        text.starts_with(
+            "# 1 of 1 trials selected; 1 server configuration(s); hardware H100; server fake; shard hash:2/3 (1 of 4 selected server groups)\n"
+        ),
+        "{text}"
+    );
 }
 
 // ---- snapshots of real configs (need the config loader of dfx-core) ----

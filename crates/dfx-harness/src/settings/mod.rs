@@ -79,6 +79,8 @@ pub struct SuiteConfig {
     /// `--quality-cmd`: the evaluator of `seed_tts_wer_eval` entries' kept audio.
     pub quality_cmd: Option<String>,
     pub list_verbose: bool,
+    /// `--partition`: the one shard of the plan this run executes.
+    pub partition: Option<crate::partition::Partition>,
     /// Every dfx-perf flag with a value and where it came from (run.json).
     pub flags: Vec<FlagRecord>,
     /// Non-fatal remarks about the flags (printed on stderr).
@@ -206,6 +208,20 @@ impl SuiteConfig {
             ));
         }
 
+        let partition = s.partition.as_deref().and_then(|p| {
+            p.parse()
+                .map_err(|e: crate::partition::PartitionError| {
+                    errors.push(err(
+                        "--partition",
+                        "DFX_PARTITION",
+                        p,
+                        &e.to_string(),
+                        crate::partition::ACCEPTED,
+                    ))
+                })
+                .ok()
+        });
+
         if !errors.is_empty() {
             return Err(FlagErrors(errors));
         }
@@ -229,6 +245,7 @@ impl SuiteConfig {
             quality_cmd: s.quality_cmd.clone().filter(|c| !c.trim().is_empty()),
             upstream_results_dir: s.upstream_results_dir.clone(),
             list_verbose,
+            partition,
             flags: provenance,
             notes,
         })
@@ -522,6 +539,35 @@ mod tests {
             text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number from 0.01 to 1000"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn partition_is_validated_naming_the_flag_and_what_is_accepted() {
+        let dir = with_configs();
+        let cfg = config(dir.path(), &["--partition", "hash:2/3"]).unwrap();
+        assert_eq!(
+            cfg.partition.map(|p| p.to_string()).as_deref(),
+            Some("hash:2/3")
+        );
+        assert_eq!(config(dir.path(), &[]).unwrap().partition, None);
+        for bad in [
+            "count:0/2",
+            "count:3/2",
+            "count:1/0",
+            "count:1/2000",
+            "slice:1/2",
+            "1/2",
+        ] {
+            let e = config(dir.path(), &["--partition", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("--partition (DFX_PARTITION)")
+                    && e.contains(&format!("`{bad}`"))
+                    && e.contains("accepted: count:K/N or hash:K/N"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,222 @@
+//! `--partition` and `dfx-perf merge` end to end against the simulator: a three-group
+//! fixture (`sim_shards.json`: groups a (c1, c2), b, c) run whole and as two `count`
+//! shards (shard 2 through `DFX_PARTITION`), the shards merged; the merged run must hold
+//! exactly the whole run's trials in plan order, with summary, reports, JUnit, the
+//! upstream export and a history entry. Then the refusals of `merge` through the CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use libtest_mimic::Failed;
+use serde_json::Value;
+
+use crate::support::{Run, check, fixture, perf_unset};
+
+/// Runs the suite with the simulator's own hardware label (SIMx10).
+fn perf(config: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
+    perf_unset(config, args, env, &["DFX_HARDWARE"])
+}
+
+const TRIALS: [&str; 4] = [
+    "test_shard_a::default_voice_seed-tts-text::c1",
+    "test_shard_a::default_voice_seed-tts-text::c2",
+    "test_shard_b::default_voice_seed-tts-text::c2",
+    "test_shard_c::default_voice_seed-tts-text::c2",
+];
+
+const SIM: [&str; 6] = ["--server", "sim", "--sim-speed", "10", "--bench", "native"];
+
+fn dfx_perf(args: &[&str]) -> Result<Output, Failed> {
+    Ok(Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
+        .args(args)
+        .env_remove("DFX_HISTORY")
+        .env_remove("DFX_UPSTREAM_RESULTS_DIR")
+        .output()
+        .map_err(|e| format!("cannot run dfx-perf: {e}"))?)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n{}{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn read(path: &Path) -> Result<Value, Failed> {
+    let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(serde_json::from_str(&t)?)
+}
+
+/// (name, outcome) of every trial of a summary.json.
+fn trial_set(summary: &Value) -> Vec<(String, String)> {
+    summary["trials"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+            (s("name"), s("outcome"))
+        })
+        .collect()
+}
+
+fn count_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+fn shard(spec: &str, through_env: bool) -> Result<Run, Failed> {
+    let config = fixture("sim_shards.json");
+    let mut args = SIM.to_vec();
+    let env: Vec<(&str, &str)> = if through_env {
+        vec![("DFX_PARTITION", spec)]
+    } else {
+        args.extend(["--partition", spec]);
+        vec![]
+    };
+    let run = perf(&config, &args, &env)?;
+    check(run.code() == Some(0), &format!("shard {spec} passes"), &run)?;
+    let info = read(&run.run_dir()?.join("run.json"))?;
+    check(
+        info["partition"]["spec"] == spec,
+        "run.json records the partition",
+        &run,
+    )?;
+    Ok(run)
+}
+
+pub fn shards_merge_into_the_whole_run() -> Result<(), Failed> {
+    let config = fixture("sim_shards.json");
+    listing_shows_the_shard(&config)?;
+    let whole = perf(&config, &SIM, &[])?;
+    check(whole.code() == Some(0), "the whole run passes", &whole)?;
+    let whole_dir = whole.run_dir()?;
+    let want = trial_set(&whole.summary()?);
+    let names: Vec<&str> = want.iter().map(|(n, _)| n.as_str()).collect();
+    check(names == TRIALS, "the whole run holds the plan", &whole)?;
+    let one = shard("count:1/2", false)?;
+    let two = shard("count:2/2", true)?;
+    let (d1, d2) = (one.run_dir()?, two.run_dir()?);
+    let shard_names = |r: &Run| -> Result<Vec<String>, Failed> {
+        Ok(trial_set(&r.summary()?).into_iter().map(|t| t.0).collect())
+    };
+    // Groups a and c go to shard 1, b to shard 2; a's two trials stay together.
+    check(
+        shard_names(&one)? == [TRIALS[0], TRIALS[1], TRIALS[3]]
+            && shard_names(&two)? == [TRIALS[2]],
+        "count deals the groups round-robin",
+        &two,
+    )?;
+    let tmp = tempfile::tempdir()?;
+    let out = tmp.path().join("merged");
+    let db = tmp.path().join("history.sqlite");
+    let (o, d, h) = (path(&out), path(&db), [path(&d2), path(&d1)]);
+    let merged = dfx_perf(&["merge", &h[0], &h[1], "--out", &o, "--history", &d])?;
+    let shown = text(&merged);
+    if merged.status.code() != Some(0) || !shown.contains("history: merged added") {
+        return Err(format!("merge: {shown}").into());
+    }
+    let summary = read(&out.join("summary.json"))?;
+    if trial_set(&summary) != want {
+        return Err(format!("merged {:?} != whole {want:?}", trial_set(&summary)).into());
+    }
+    merged_folder_is_complete(&out, &whole_dir)?;
+    let list = dfx_perf(&["history", "--history", &d, "list"])?;
+    if !String::from_utf8_lossy(&list.stdout).contains("1 run(s)") {
+        return Err(format!("history list: {}", text(&list)).into());
+    }
+    refusals(tmp.path(), &d1, &whole_dir)
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `--list` of a shard prints its trials only and starts nothing.
+fn listing_shows_the_shard(config: &str) -> Result<(), Failed> {
+    let run = perf(config, &["--list", "--partition", "count:2/2"], &[])?;
+    let lines: Vec<String> = run
+        .stdout()
+        .lines()
+        .filter(|l| l.ends_with(": test"))
+        .map(str::to_string)
+        .collect();
+    check(
+        lines == [format!("{}: test", TRIALS[2])] && run.code() == Some(0),
+        "--list shows the shard's trials",
+        &run,
+    )?;
+    let bad = perf(config, &["--list", "--partition", "count:3/2"], &[])?;
+    check(
+        bad.code() == Some(2) && bad.stderr().contains("--partition (DFX_PARTITION)"),
+        "a bad --partition is a flag error",
+        &bad,
+    )
+}
+
+fn merged_folder_is_complete(out: &Path, whole: &Path) -> Result<(), Failed> {
+    for f in ["run.json", "report.md", "report.html", "junit.xml"] {
+        if !out.join(f).is_file() {
+            return Err(format!("merged folder has no {f}").into());
+        }
+    }
+    let junit = std::fs::read_to_string(out.join("junit.xml"))?;
+    if junit.matches("<testcase ").count() != TRIALS.len() {
+        return Err(format!("junit.xml: {junit}").into());
+    }
+    let upstream = count_files(&out.join("upstream"));
+    if upstream != count_files(&whole.join("upstream")) || upstream != TRIALS.len() {
+        return Err(format!("{upstream} upstream files").into());
+    }
+    if count_files(&out.join("servers")) != 3 {
+        return Err("three server folders expected".into());
+    }
+    let run = read(&out.join("run.json"))?;
+    let from = run["merged_from"].as_array().map_or(0, Vec::len);
+    if from != 2 || !run["partition"].is_null() {
+        return Err(format!("merged run.json: {run}").into());
+    }
+    Ok(())
+}
+
+/// Overlapping shards, a folder that is not a run and an existing `--out` are refused
+/// with status 1, and nothing is written.
+fn refusals(tmp: &Path, shard1: &Path, whole: &Path) -> Result<(), Failed> {
+    let out = tmp.join("refused");
+    let o = path(&out);
+    let cases: [(Vec<String>, &str); 3] = [
+        (vec![path(shard1), path(whole)], "shards must not overlap"),
+        (
+            vec![path(shard1), path(tmp)],
+            "not a finished dfx-perf run folder",
+        ),
+        (
+            vec![path(shard1), "--out".into(), path(&tmp.join("merged"))],
+            "not an empty folder",
+        ),
+    ];
+    for (runs, want) in cases {
+        let mut args: Vec<&str> = vec!["merge"];
+        args.extend(runs.iter().map(String::as_str));
+        if !runs.iter().any(|r| r == "--out") {
+            args.extend(["--out", &o]);
+        }
+        let res = dfx_perf(&args)?;
+        if res.status.code() != Some(1) || !text(&res).contains(want) || out.exists() {
+            return Err(format!("{want}: {}", text(&res)).into());
+        }
+    }
+    let stray: Vec<PathBuf> = std::fs::read_dir(tmp)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    if !stray.is_empty() {
+        return Err(format!("left behind: {stray:?}").into());
+    }
+    Ok(())
+}

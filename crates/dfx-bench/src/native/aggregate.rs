@@ -275,6 +275,9 @@ fn extras(
         "num_audio_continuity_samples".into(),
         Value::from(verdicts.len()),
     );
+    // Newer vllm-omni's silent-loss count: a 200 OK that carried no audio.
+    let skipped = ok.iter().filter(|r| r.audio_frames == 0).count();
+    d.insert("audio_skipped_requests".into(), Value::from(skipped));
     let underrun = Metric::Audio(AudioMetric::Underrun);
     if !sel.has(underrun) && !ok.is_empty() {
         let (s, scale) = samples(ok, underrun);

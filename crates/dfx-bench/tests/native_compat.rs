@@ -219,7 +219,10 @@ fn c2_with_failure_and_empty_bodies_matches_reference_keys_and_values() {
         assert_eq!(d[key], reference[key], "{key}");
     }
     assert_eq!(d["num_empty_audio"], 3);
-    assert_eq!(d["audio_skipped_requests"], 3, "upstream's name for the same count");
+    assert_eq!(
+        d["audio_skipped_requests"], 3,
+        "upstream's name for the same count"
+    );
     assert_eq!(d["error_counts"], serde_json::json!({"http_500": 1}));
     // Upstream counts empty streams as continuous; dfx-perf measures only the two streams.
     assert_eq!(aggregate::upstream_continuity_ok_rate(&records), 1.0);

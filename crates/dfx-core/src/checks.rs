@@ -145,6 +145,51 @@ pub fn pooled_ia_qtf1(counts: &[(f64, f64, f64)]) -> f64 {
     }
 }
 
+/// `(TP, FP, FN)` of each evaluated subset so far, by (test name, subset).
+pub type SubsetCounts = std::collections::BTreeMap<(String, String), (f64, f64, f64)>;
+
+/// The pooled IA-QTF1 gate of a case with `omniinteract_aggregate_min_ia_qtf1`, as
+/// upstream's runner applies it: a subset trial that passed its own OmniInteract checks
+/// records its global counts (the latest result of a subset counts); once every subset of
+/// the case has counts, the pooled IA-QTF1 must reach the floor. `Some(failure)` when it
+/// does not, or when the counts are missing.
+pub fn pooled_gate(
+    counts: &mut SubsetCounts,
+    test_name: &str,
+    entry: &BenchEntry,
+    doc: &ResultDoc,
+) -> Option<String> {
+    let min = entry.case.omniinteract_aggregate_min_ia_qtf1?;
+    if !truthy(entry.raw.get("omniinteract_evaluate")) {
+        return None;
+    }
+    let subset = entry.raw.get("omniinteract_subsets")?.as_str()?;
+    let Some(c) = global_counts(doc) else {
+        return Some(
+            "OmniInteract accuracy summary Global_TP / Global_FP / Global_FN missing or not \
+             finite (needed for the pooled IA-QTF1)"
+                .into(),
+        );
+    };
+    counts.insert((test_name.to_string(), subset.to_string()), c);
+    let all = &entry.case.omniinteract_aggregate_subsets;
+    let present: Vec<(f64, f64, f64)> = all
+        .iter()
+        .filter_map(|s| counts.get(&(test_name.to_string(), s.clone())).copied())
+        .collect();
+    if present.len() != all.len() {
+        return None;
+    }
+    let pooled = pooled_ia_qtf1(&present);
+    (pooled < min).then(|| {
+        format!(
+            "OmniInteract aggregate IA-QTF1 {pooled:.6} over {} subsets ({}) is below {min}",
+            all.len(),
+            all.join(", ")
+        )
+    })
+}
+
 fn truthy(v: Option<&Value>) -> bool {
     !matches!(v, None | Some(Value::Null) | Some(Value::Bool(false)))
 }

@@ -96,3 +96,84 @@ fn pooled_f1_over_subsets() {
     assert!((f - 2.0 * p * r / (p + r)).abs() < 1e-12);
     assert_eq!(pooled_ia_qtf1(&[(0.0, 0.0, 0.0)]), 0.0);
 }
+
+fn subset_entry(subset: &str) -> BenchEntry {
+    let mut e = entry(
+        json!({"dataset_name": "omniinteract", "omniinteract_evaluate": true,
+                             "omniinteract_subsets": subset}),
+    );
+    e.case.omniinteract_aggregate_min_ia_qtf1 = Some(0.2);
+    e.case.omniinteract_aggregate_subsets = vec!["1q1a".into(), "1q1a_math".into(), "1qna".into()];
+    e
+}
+
+fn counts_doc(tp: f64, fp: f64, fn_: f64) -> ResultDoc {
+    doc(json!({"omniinteract": {"accuracy": {"summary":
+        {"Global_TP": tp, "Global_FP": fp, "Global_FN": fn_}}}}))
+}
+
+/// Upstream's three scenarios: nothing until every subset has counts; the pooled value at
+/// the floor passes; below it the trial that completes the set fails.
+#[test]
+fn pooled_ia_qtf1_waits_for_every_subset_then_gates() {
+    let mut counts = SubsetCounts::new();
+    let t = "test_gander";
+    assert_eq!(
+        pooled_gate(
+            &mut counts,
+            t,
+            &subset_entry("1q1a"),
+            &counts_doc(1.0, 9.0, 9.0)
+        ),
+        None
+    );
+    assert_eq!(
+        pooled_gate(
+            &mut counts,
+            t,
+            &subset_entry("1q1a_math"),
+            &counts_doc(0.0, 2.0, 2.0)
+        ),
+        None
+    );
+    let low = pooled_gate(
+        &mut counts,
+        t,
+        &subset_entry("1qna"),
+        &counts_doc(0.0, 3.0, 3.0),
+    );
+    assert!(low.is_some_and(|m| m.contains("below 0.2") && m.contains("3 subsets")));
+    // A later result of a subset replaces its counts: now TP 10 / FP 14 / FN 14 → 0.4167.
+    let ok = pooled_gate(
+        &mut counts,
+        t,
+        &subset_entry("1qna"),
+        &counts_doc(9.0, 3.0, 3.0),
+    );
+    assert_eq!(ok, None);
+    // Exactly at the floor passes: P = R = 0.2.
+    let mut at = SubsetCounts::new();
+    let e = |s: &str| {
+        let mut e = subset_entry(s);
+        e.case.omniinteract_aggregate_subsets = vec!["a".into()];
+        e
+    };
+    assert_eq!(
+        pooled_gate(&mut at, t, &e("a"), &counts_doc(1.0, 4.0, 4.0)),
+        None
+    );
+    let missing = pooled_gate(&mut at, t, &e("a"), &doc(json!({"omniinteract": {}})));
+    assert!(missing.is_some_and(|m| m.contains("Global_TP")));
+    // Other tests' subsets never mix in; entries without the case floor are not gated.
+    let mut plain = subset_entry("1q1a");
+    plain.case.omniinteract_aggregate_min_ia_qtf1 = None;
+    assert_eq!(
+        pooled_gate(
+            &mut SubsetCounts::new(),
+            t,
+            &plain,
+            &counts_doc(0.0, 1.0, 1.0)
+        ),
+        None
+    );
+}

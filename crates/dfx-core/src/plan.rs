@@ -97,6 +97,10 @@ pub struct CaseKeys {
     /// `omniinteract_aggregate_min_ia_qtf1`: the floor of the IA-QTF1 pooled over every
     /// evaluated OmniInteract subset of the test.
     pub omniinteract_aggregate_min_ia_qtf1: Option<f64>,
+    /// With that floor: the `omniinteract_subsets` of every entry of the case with
+    /// `omniinteract_evaluate` (checked at load: non-empty strings, no duplicates), whose
+    /// counts are pooled once each has a result.
+    pub omniinteract_aggregate_subsets: Vec<String>,
 }
 
 /// Whether a sweep step is a closed-loop concurrency step or an open-loop rate step.

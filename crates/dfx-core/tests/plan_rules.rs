@@ -440,3 +440,36 @@ fn load_options_for_a_repository() {
     assert_eq!(opts.baselines_dir, root.join("baselines"));
     assert!(load_plan(&opts).is_ok());
 }
+
+#[test]
+fn pooled_ia_qtf1_subsets_are_collected_and_checked_at_load() {
+    let fx = Fx::new();
+    let entry = |subset: serde_json::Value| {
+        json!({"dataset_name": "omniinteract", "backend": "openai-chat-omni",
+               "omniinteract_evaluate": true, "omniinteract_subsets": subset,
+               "num_prompts": [4], "max_concurrency": [1]})
+    };
+    let case = |entries: Vec<serde_json::Value>| {
+        json!([{"test_name": "test_oi", "omniinteract_aggregate_min_ia_qtf1": 0.2,
+                "server_params": {"model": "Gander-Unit8-vllm"}, "benchmark_params": entries}])
+        .to_string()
+    };
+    let plan = fx
+        .load(&case(vec![entry(json!("1q1a")), entry(json!("1qna"))]))
+        .unwrap();
+    let keys = &plan.trials[0].entry.case;
+    assert_eq!(keys.omniinteract_aggregate_subsets, ["1q1a", "1qna"]);
+    let dup = fx.errors(&case(vec![entry(json!("1q1a")), entry(json!("1q1a"))]));
+    assert!(
+        dup.contains(
+            "benchmark_params[1], key `omniinteract_subsets`: subset \"1q1a\" appears twice"
+        ),
+        "{dup}"
+    );
+    let missing = fx.errors(&case(vec![entry(json!(""))]));
+    assert!(missing.contains("key `omniinteract_subsets`"), "{missing}");
+    assert!(
+        missing.contains("no entry with omniinteract_evaluate to pool"),
+        "{missing}"
+    );
+}

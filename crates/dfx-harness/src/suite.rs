@@ -261,6 +261,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         gpu_absent_said: false,
         quality_cmd: cfg.quality_cmd.clone(),
         quality_said: false,
+        ia_counts: Default::default(),
     }));
     let trials = build_trials(
         &lock(&session).planned,

@@ -83,7 +83,7 @@ pub(crate) fn build_case(
     }
     opt_str(&ctx, "description", raw.description.as_ref(), errs);
     draft.marks = parse_mark_field(&ctx, raw.mark.as_ref(), errs);
-    let case_keys = case_keys(&ctx, &raw.other, errs);
+    let mut case_keys = case_keys(&ctx, &raw.other, errs);
     let server = build_server(
         &ctx,
         raw.server_type.as_ref(),
@@ -106,6 +106,9 @@ pub(crate) fn build_case(
     match referenced.as_ref().or(raw.benchmark_params.as_ref()) {
         Some(Value::Object(o)) if o.contains_key("$ref") => {} // resolve_ref reported it
         Some(Value::Array(items)) => {
+            if case_keys.omniinteract_aggregate_min_ia_qtf1.is_some() {
+                case_keys.omniinteract_aggregate_subsets = aggregate_subsets(&ctx, items, errs);
+            }
             for (i, item) in items.iter().enumerate() {
                 if let Some(e) = build_entry(
                     &ctx,
@@ -246,5 +249,54 @@ fn case_keys(ctx: &Ctx<'_>, other: &serde_json::Map<String, Value>, errs: &mut E
     CaseKeys {
         benchmark_endpoint: endpoint,
         omniinteract_aggregate_min_ia_qtf1: floor,
+        omniinteract_aggregate_subsets: Vec::new(),
     }
+}
+
+/// The subsets pooled by `omniinteract_aggregate_min_ia_qtf1`: `omniinteract_subsets` of
+/// every entry with a truthy `omniinteract_evaluate` (disabled ones too, as upstream's
+/// runner reads the file), each a non-empty string, no duplicates, at least one.
+fn aggregate_subsets(ctx: &Ctx<'_>, items: &[Value], errs: &mut Errs) -> Vec<String> {
+    let accepted = "a non-empty subset name (each evaluated entry of a case with \
+                    omniinteract_aggregate_min_ia_qtf1 names its subset, no two the same)";
+    let mut subsets: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let evaluate = item.get("omniinteract_evaluate");
+        if matches!(
+            evaluate,
+            None | Some(Value::Null) | Some(Value::Bool(false))
+        ) {
+            continue;
+        }
+        let ectx = ctx.entry(i);
+        match item.get("omniinteract_subsets").and_then(Value::as_str) {
+            Some(s) if !s.trim().is_empty() => {
+                if subsets.iter().any(|x| x == s) {
+                    errs.push(ectx.err(
+                        "omniinteract_subsets",
+                        format!("subset {s:?} appears twice in the pooled set"),
+                        accepted,
+                    ));
+                } else {
+                    subsets.push(s.to_string());
+                }
+            }
+            other => errs.push(ectx.err(
+                "omniinteract_subsets",
+                format!(
+                    "got {}",
+                    other.map_or("nothing".into(), |s| format!("{s:?}"))
+                ),
+                accepted,
+            )),
+        }
+    }
+    if subsets.is_empty() {
+        errs.push(ctx.err(
+            "omniinteract_aggregate_min_ia_qtf1",
+            "no entry with omniinteract_evaluate to pool",
+            "at least one evaluated OmniInteract entry in the case",
+        ));
+    }
+    subsets
 }

@@ -49,6 +49,8 @@ pub struct Session {
     pub quality_cmd: Option<String>,
     /// Whether the run already said that a quality was not evaluated.
     pub quality_said: bool,
+    /// OmniInteract subsets' counts for the pooled IA-QTF1 gate.
+    pub ia_counts: checks::SubsetCounts,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -325,8 +327,13 @@ impl Session {
                     &doc,
                     trial.step.num_prompts,
                 ));
-                v.failures
-                    .extend(checks::omniinteract_failures(&trial.entry, &doc));
+                let own = checks::omniinteract_failures(&trial.entry, &doc);
+                if own.is_empty() {
+                    let name = &trial.test_name;
+                    let pooled = checks::pooled_gate(&mut self.ia_counts, name, &trial.entry, &doc);
+                    v.failures.extend(pooled);
+                }
+                v.failures.extend(own);
                 v.passed = v.failures.is_empty();
             }
             v

@@ -62,6 +62,7 @@ fn fixture_hw(
         gpu_absent_said: false,
         quality_cmd: None,
         quality_said: false,
+        ia_counts: Default::default(),
     };
     Fixture {
         session,
@@ -507,4 +508,65 @@ fn fixed_length_workloads_are_checked_on_the_result() {
         err.contains("Fixed stage workload: the result has no request_stage_metrics"),
         "{err}"
     );
+}
+
+/// Answers every OmniInteract subset with the counts given for it.
+struct SubsetBench(Vec<(&'static str, (f64, f64, f64))>);
+
+impl Bench for SubsetBench {
+    fn kind(&self) -> BenchKind {
+        BenchKind::Vllm
+    }
+
+    fn supports(&self, _entry: &BenchEntry) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
+    fn run(&self, ctx: &dfx_core::bench::BenchContext<'_>) -> BenchOutcome {
+        let subset = ctx.trial.entry.raw["omniinteract_subsets"]
+            .as_str()
+            .unwrap();
+        let (tp, fp, fn_) = self.0.iter().find(|(s, _)| *s == subset).unwrap().1;
+        let n = ctx.trial.step.num_prompts;
+        let doc = json!({"completed": n, "failed": 0, "omniinteract": {"accuracy": {
+            "status": "ok", "failed": 0, "evaluated": 4,
+            "summary": {"IA_QTF1": 0.5, "Global_TP": tp, "Global_FP": fp, "Global_FN": fn_}}}});
+        BenchOutcome {
+            result: doc.as_object().cloned(),
+            ..BenchOutcome::default()
+        }
+    }
+}
+
+/// The pooled IA-QTF1 of the case's three subsets: nothing is judged until the third
+/// subset's trial, which fails when the pooled value is under the floor.
+#[test]
+fn pooled_ia_qtf1_gate_fails_the_trial_that_completes_the_subsets() {
+    let subsets = ["1q1a", "1q1a_math", "1qna"];
+    let trials: Vec<Trial> = subsets
+        .iter()
+        .map(|s| {
+            let mut t = concurrency_trial("test_gander", s, 1, 4);
+            let mut e: BenchEntry = (*t.entry).clone();
+            e.raw.insert("dataset_name".into(), json!("omniinteract"));
+            e.raw.insert("omniinteract_evaluate".into(), json!(true));
+            e.raw.insert("omniinteract_subsets".into(), json!(s));
+            e.case.omniinteract_aggregate_min_ia_qtf1 = Some(0.2);
+            e.case.omniinteract_aggregate_subsets = subsets.iter().map(|s| s.to_string()).collect();
+            t.entry = Arc::new(e);
+            t
+        })
+        .collect();
+    let low = SubsetBench(vec![
+        ("1q1a", (1.0, 9.0, 9.0)),
+        ("1q1a_math", (0.0, 2.0, 2.0)),
+        ("1qna", (0.0, 3.0, 3.0)),
+    ]);
+    let mut f = fixture(trials, Box::new(low), false);
+    assert!(matches!(f.session.run_trial(0), Ok(Ran::Passed)));
+    assert!(matches!(f.session.run_trial(1), Ok(Ran::Passed)));
+    let third = f.session.run_trial(2);
+    let failures = result_json(&f, 2)["verdict"]["failures"].to_string();
+    assert!(third.is_err(), "{third:?}");
+    assert!(failures.contains("aggregate IA-QTF1"), "{failures}");
 }

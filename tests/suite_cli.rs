@@ -153,6 +153,10 @@ fn main() -> ExitCode {
             stability::stability_soak_against_the_simulator,
         ),
         (
+            "stability_soak_of_an_omni_entry_runs_vllm_bench_batches",
+            stability::stability_soak_through_the_external_bench,
+        ),
+        (
             "history_check_finds_a_slowdown_at_the_run_it_started",
             history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
         ),

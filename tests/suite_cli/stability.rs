@@ -113,3 +113,109 @@ pub fn stability_soak_against_the_simulator() -> Result<(), Failed> {
         &run,
     )
 }
+
+/// An omni stability entry (not speech) goes to `vllm bench serve --omni` batch by batch,
+/// as upstream's stability runner does it: the fake vllm records each batch's argv; the
+/// result adds the batches up.
+pub fn stability_soak_through_the_external_bench() -> Result<(), Failed> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let cfg = json!([{
+        "test_name": "test_soak_omni",
+        "server_params": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct"},
+        "benchmark_params": [{
+            "dataset_name": "random",
+            "backend": "openai-chat-omni",
+            "endpoint": "/v1/chat/completions",
+            "duration_sec": 3600,
+            "max_concurrency": 2,
+            "num_prompts_per_batch": 3,
+            "random_input_len": 100,
+            "random_output_len": 20,
+            "ignore_eos": true
+        }]
+    }]);
+    let file = tmp.path().join("soak.json");
+    std::fs::write(&file, cfg.to_string()).map_err(|e| e.to_string())?;
+    let result = tmp.path().join("batch.json");
+    std::fs::write(
+        &result,
+        json!({"completed": 3, "failed": 0, "duration": 0.2, "median_e2el_ms": 150.0,
+               "median_ttft_ms": 40.0, "request_throughput": 15.0, "errors": ["", "", ""]})
+        .to_string(),
+    )
+    .map_err(|e| e.to_string())?;
+    let record = tmp.path().join("record.jsonl");
+    let fake = crate::support::fake_vllm_bin()?.display().to_string();
+    // 3600 s × 0.0002 = 0.72 s of soak
+    let run = perf_unset(
+        &file.display().to_string(),
+        &[
+            "--server",
+            "sim",
+            "--sim-speed",
+            "50",
+            "--bench",
+            "auto",
+            "--vllm-bin",
+            &fake,
+            "--duration-scale",
+            "0.0002",
+        ],
+        &[
+            ("DFX_FAKE_VLLM_RESULT", &result.display().to_string()),
+            ("DFX_FAKE_VLLM_RECORD", &record.display().to_string()),
+        ],
+        &["DFX_SERVER", "DFX_BENCH"],
+    )?;
+    check(run.code() == Some(0), "exit status 0", &run)?;
+    let s = run.summary()?;
+    let t = &s["trials"][0];
+    check(
+        t["outcome"] == "passed" && t["bench"] == "vllm",
+        "the soak trial passed with the external bench",
+        &run,
+    )?;
+    let calls: Vec<Vec<String>> = std::fs::read_to_string(&record)
+        .map_err(|e| e.to_string())?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            v["argv"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let has = |argv: &[String], pair: [&str; 2]| argv.windows(2).any(|w| w == pair);
+    let shaped = calls.iter().enumerate().all(|(i, a)| {
+        has(a, ["--num-prompts", "3"])
+            && has(a, ["--max-concurrency", "2"])
+            && has(a, ["--num-warmups", if i == 0 { "2" } else { "0" }])
+            && !a
+                .iter()
+                .any(|x| x == "--duration-sec" || x == "--num-prompts-per-batch")
+    });
+    check(
+        calls.len() >= 2 && shaped,
+        &format!("batches of 3 at c=2, warmups before the first only: {calls:?}"),
+        &run,
+    )?;
+    let dir = run.run_dir()?.join("trials/test_soak_omni__random__c2");
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("result.json")).map_err(|e| e.to_string())?,
+    )?;
+    let n = calls.len() as u64;
+    check(
+        doc["completed"] == 3 * n
+            && doc["num_prompts"] == 3 * n
+            && doc["stability"]["batches_run"] == n
+            && doc["stability"]["drift"]["median_e2el_ms"]["ratio"] == 1.0,
+        &format!("{n} batches added up: {doc:#}"),
+        &run,
+    )?;
+    Ok(())
+}

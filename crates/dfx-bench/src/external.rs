@@ -26,6 +26,7 @@ pub mod parity;
 mod process;
 mod pyfmt;
 mod result;
+mod soak;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -71,6 +72,8 @@ pub struct ExternalSettings {
     /// How the bench's process group is supervised (guard, state file) besides the
     /// registry that the suite's signal handler tears down.
     pub supervision: dfx_server::Supervision,
+    /// Stability entries: factor applied to `duration_sec` (`--duration-scale`).
+    pub duration_scale: f64,
 }
 
 impl Default for ExternalSettings {
@@ -84,6 +87,7 @@ impl Default for ExternalSettings {
             extra_env: BTreeMap::new(),
             timeout: Some(DEFAULT_TIMEOUT),
             supervision: dfx_server::Supervision::default(),
+            duration_scale: 1.0,
         }
     }
 }
@@ -140,6 +144,17 @@ impl VllmBench {
     /// The full command of `ctx`'s step with `stamp` (`YYYYmmdd-HHMMSS`) in the result
     /// file name, and where the result will be.
     pub fn build_command(&self, ctx: &BenchContext<'_>, stamp: &str) -> BenchCommand {
+        self.with_inputs(ctx, stamp, |inputs| command::build(ctx, inputs))
+    }
+
+    /// Calls `f` with the command inputs of `ctx` (program, tokenizer, seed, sample rate,
+    /// environment) and `stamp`.
+    fn with_inputs<T>(
+        &self,
+        ctx: &BenchContext<'_>,
+        stamp: &str,
+        f: impl FnOnce(&command::CommandInputs<'_>) -> T,
+    ) -> T {
         let fallback = self
             .settings
             .vllm_bin
@@ -158,7 +173,7 @@ impl VllmBench {
             extra_env: &self.settings.extra_env,
             stamp,
         };
-        command::build(ctx, &inputs)
+        f(&inputs)
     }
 
     /// The token's variable name and value, or the reason the run cannot start.
@@ -192,12 +207,19 @@ impl Bench for VllmBench {
     }
 
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
-        if matches!(entry.dialect, Dialect::NativeDuplex | Dialect::Stability) {
-            return Err(Unsupported(format!(
-                "{:?} entries run under their own upstream runner, not `vllm bench serve --omni` \
-                 sweeps",
-                entry.dialect
-            )));
+        if entry.dialect == Dialect::NativeDuplex {
+            return Err(Unsupported(
+                "native-duplex entries run under their own upstream runner, not `vllm bench \
+                 serve --omni` sweeps"
+                    .into(),
+            ));
+        }
+        if entry.dialect == Dialect::Stability && entry.case.benchmark_endpoint.is_some() {
+            return Err(Unsupported(
+                "diffusion stability entries: upstream soaks them with \
+                 diffusion_benchmark_serving.py batches; dfx-perf does not run those yet"
+                    .into(),
+            ));
         }
         if entry.dialect == Dialect::Diffusion {
             return Err(Unsupported(
@@ -224,6 +246,9 @@ impl Bench for VllmBench {
             Ok(t) => t,
             Err(why) => return not_run(why),
         };
+        if ctx.trial.entry.dialect == Dialect::Stability {
+            return soak::run(self, ctx, token.as_ref());
+        }
         let cmd = self.build_command(ctx, &command::stamp_now());
         // A file of the same name can only be stale (same step, same second).
         let _ = std::fs::remove_file(&cmd.result_path);

@@ -130,6 +130,7 @@ pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String>
             auth_token_env: cfg.bench.auth_token_env.clone(),
             sample_rate: cfg.bench.sample_rate,
             supervision: supervision(cfg, project),
+            duration_scale: cfg.bench.duration_scale.unwrap_or(1.0),
             ..ExternalSettings::default()
         })) as Box<dyn dfx_core::bench::Bench + Send>),
     };

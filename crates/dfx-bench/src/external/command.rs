@@ -51,6 +51,52 @@ pub struct CommandInputs<'a> {
 /// (it is then among the entry flags and wins).
 pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand {
     let trial = ctx.trial;
+    let shape = Shape {
+        entry_flags: flags::entry_flags(&trial.entry.raw),
+        step_flags: flags::step_flags(&trial.entry.raw, &trial.step),
+        warmups: trial.entry.warmups(&trial.step),
+        file_name: result_file_name(ctx, inputs.stamp),
+    };
+    build_shaped(ctx, inputs, shape)
+}
+
+/// The command of batch `batch` (0-based) of a stability soak: the stability runner's
+/// entry flags, `n` prompts at the step's concurrency or rate, the warmups before the
+/// first batch only, and a result file per batch (`…_b<batch>.json`).
+pub fn build_batch(
+    ctx: &BenchContext<'_>,
+    inputs: &CommandInputs<'_>,
+    batch: usize,
+    n: u64,
+) -> BenchCommand {
+    let trial = ctx.trial;
+    let mut step = trial.step.clone();
+    step.num_prompts = n;
+    let stem = result_file_name(ctx, inputs.stamp);
+    let stem = stem.strip_suffix(".json").unwrap_or(&stem);
+    let shape = Shape {
+        entry_flags: flags::entry_flags_except(&trial.entry.raw, flags::STABILITY_EXCLUDED_KEYS),
+        step_flags: flags::step_flags(&trial.entry.raw, &step),
+        warmups: if batch == 0 {
+            trial.entry.warmups(&step)
+        } else {
+            0
+        },
+        file_name: format!("{stem}_b{batch}.json"),
+    };
+    build_shaped(ctx, inputs, shape)
+}
+
+/// What differs between a sweep step's command and a soak batch's.
+struct Shape {
+    entry_flags: Vec<String>,
+    step_flags: Vec<String>,
+    warmups: u32,
+    file_name: String,
+}
+
+fn build_shaped(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>, shape: Shape) -> BenchCommand {
+    let trial = ctx.trial;
     let entry = &trial.entry;
     let raw = &entry.raw;
     let mut args: Vec<String> = vec!["bench".into(), "serve".into(), "--omni".into()];
@@ -63,15 +109,15 @@ pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand
     if !sets(raw, "model") {
         args.extend(["--model".into(), trial.server.model.clone()]);
     }
-    args.extend(flags::entry_flags(raw));
+    args.extend(shape.entry_flags);
     if entry.trust_remote_code || flags::truthy(raw.get("trust_remote_code")) {
         args.push("--trust-remote-code".into());
     }
-    args.extend(flags::step_flags(raw, &trial.step));
-    let file_name = result_file_name(ctx, inputs.stamp);
+    args.extend(shape.step_flags);
+    let file_name = shape.file_name;
     args.extend([
         "--num-warmups".into(),
-        entry.warmups(&trial.step).to_string(),
+        shape.warmups.to_string(),
         "--save-result".into(),
         "--result-dir".into(),
         ctx.out_dir.to_string_lossy().into_owned(),

@@ -34,6 +34,18 @@ pub const EXCLUDED_KEYS: &[&str] = &[
     "warmup_num_inference_steps",
 ];
 
+/// Entry keys upstream's stability runner never passes to a batch's `vllm bench`
+/// (`tests/dfx/stability/conftest.py`, `_build_base_args`): its own loop keys and the sweep
+/// keys the batch sets itself.
+pub const STABILITY_EXCLUDED_KEYS: &[&str] = &[
+    "request_rate",
+    "max_concurrency",
+    "num_prompts",
+    "baseline",
+    "duration_sec",
+    "num_prompts_per_batch",
+];
+
 /// Whether the key is upstream's `extra_body` / `extra-body` (skipped when it is `{}`).
 fn is_extra_body(key: &str) -> bool {
     key == "extra_body" || key == "extra-body"
@@ -53,9 +65,14 @@ pub fn flag_name(key: &str) -> String {
 /// flag can parse; dfx-perf renders them as compact JSON like objects (`docs/config.md`
 /// ("Exclude set")). None of the upstream configs has a list-valued bench flag.
 pub fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
+    entry_flags_except(raw, EXCLUDED_KEYS)
+}
+
+/// [`entry_flags`] with another exclude set (the stability runner's).
+pub fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) -> Vec<String> {
     let mut args = Vec::new();
     for (key, value) in raw {
-        if EXCLUDED_KEYS.contains(&key.as_str()) {
+        if excluded.contains(&key.as_str()) {
             continue;
         }
         let flag = flag_name(key);

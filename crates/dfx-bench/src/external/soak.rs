@@ -1,0 +1,221 @@
+//! Stability soaks through `vllm bench serve --omni`, as upstream's stability runner does
+//! them for non-speech backends (`tests/dfx/stability/conftest.py`,
+//! `run_stability_benchmark_loop`): batch after batch of `num_prompts_per_batch` requests
+//! at the entry's concurrency or rate, each batch a `vllm bench` run of its own, until
+//! `duration_sec × --duration-scale` has passed (checked before and after each batch, so
+//! the last batch may run past it). The result adds up `completed`, `failed` and the
+//! errors of every batch (upstream's `merge_batch_results`), with the wall time as
+//! `duration`, and a `stability` section with each batch's figures and the drift between
+//! the first and the last quarter of the batches.
+
+use std::time::Instant;
+
+use dfx_core::bench::{BenchContext, BenchOutcome};
+use dfx_core::result::ResultDoc;
+use serde_json::{Value, json};
+
+use super::{VllmBench, command, process};
+use crate::native::soak;
+
+/// Upper bound of batches in one soak (a batch that ends at once must not spin).
+pub const MAX_BATCHES: usize = 100_000;
+
+/// The most request errors kept in the merged result.
+const MAX_ERRORS: usize = 1000;
+
+/// The per-batch figures kept (when the batch's result has them).
+const BATCH_METRICS: &[&str] = &[
+    "median_e2el_ms",
+    "median_ttft_ms",
+    "median_audio_ttfp_ms",
+    "median_audio_rtf",
+    "request_throughput",
+];
+
+/// One batch: its start on the soak's clock, what it sent, and its result or why none.
+struct Batch {
+    started_s: f64,
+    sent: u64,
+    doc: Option<ResultDoc>,
+    failure: Option<String>,
+}
+
+impl Batch {
+    fn completed(&self) -> u64 {
+        self.doc
+            .as_ref()
+            .and_then(|d| d.get("completed"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    /// A batch without a result counts every request it was to send as failed.
+    fn failed(&self) -> u64 {
+        match &self.doc {
+            Some(d) => d.get("failed").and_then(Value::as_u64).unwrap_or(0),
+            None => self.sent,
+        }
+    }
+
+    fn row(&self, index: usize) -> Value {
+        let mut row = json!({"batch": index, "started_s": self.started_s, "requests": self.sent,
+                             "completed": self.completed(), "failed": self.failed(),
+                             "failure": self.failure});
+        for key in BATCH_METRICS {
+            let v = self.doc.as_ref().and_then(|d| d.get(*key)).cloned();
+            row[*key] = v.unwrap_or(Value::Null);
+        }
+        row
+    }
+}
+
+/// Runs the soak of `ctx`'s stability entry.
+pub(super) fn run(
+    bench: &VllmBench,
+    ctx: &BenchContext<'_>,
+    token: Option<&(String, String)>,
+) -> BenchOutcome {
+    let s = &bench.settings;
+    let plan = match soak::plan(
+        &ctx.trial.entry.raw,
+        ctx.trial.step.num_prompts,
+        s.duration_scale,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            return BenchOutcome {
+                exit: Some(format!("stability entry: {e}")),
+                ..BenchOutcome::default()
+            };
+        }
+    };
+    let stamp = command::stamp_now();
+    let log_path = ctx.out_dir.join("bench.log");
+    let started = Instant::now();
+    let mut batches: Vec<Batch> = Vec::new();
+    while started.elapsed().as_secs_f64() < plan.seconds && batches.len() < MAX_BATCHES {
+        let i = batches.len();
+        let n = plan.batch as u64;
+        let cmd = bench.with_inputs(ctx, &stamp, |inputs| {
+            command::build_batch(ctx, inputs, i, n)
+        });
+        let _ = std::fs::remove_file(&cmd.result_path);
+        let started_s = started.elapsed().as_secs_f64();
+        let secret = token.map(|(from_var, value)| process::Secret { from_var, value });
+        let exit = process::run_logged(&cmd, secret, &log_path, s.timeout, &s.supervision);
+        let stop = matches!(
+            exit,
+            process::Exit::NotStarted(_) | process::Exit::Signal(_)
+        );
+        let o = super::outcome(exit, &cmd, &log_path);
+        batches.push(Batch {
+            started_s,
+            sent: n,
+            doc: o.result,
+            failure: o.exit,
+        });
+        if stop {
+            break;
+        }
+    }
+    merged(
+        &plan,
+        s.duration_scale,
+        &batches,
+        started.elapsed().as_secs_f64(),
+        &log_path,
+    )
+}
+
+/// The soak's outcome from its batches.
+fn merged(
+    plan: &soak::SoakPlan,
+    scale: f64,
+    batches: &[Batch],
+    seconds: f64,
+    log_path: &std::path::Path,
+) -> BenchOutcome {
+    let log_tail = super::result::log_tail(log_path, super::result::TAIL_LINES);
+    let first_failure = batches.iter().find_map(|b| b.failure.clone());
+    if batches.iter().all(|b| b.doc.is_none()) {
+        return BenchOutcome {
+            exit: Some(first_failure.unwrap_or_else(|| "the soak ran no batch".into())),
+            log_tail,
+            ..BenchOutcome::default()
+        };
+    }
+    let completed: u64 = batches.iter().map(Batch::completed).sum();
+    let failed: u64 = batches.iter().map(Batch::failed).sum();
+    let mut errors: Vec<String> = Vec::new();
+    for b in batches {
+        if let Some(d) = &b.doc {
+            errors.extend(super::result::request_errors(d));
+        } else if let Some(f) = &b.failure {
+            errors.push(format!("batch at {:.1} s: {f}", b.started_s));
+        }
+    }
+    errors.truncate(MAX_ERRORS);
+    let mut doc = ResultDoc::new();
+    doc.insert(
+        "num_prompts".into(),
+        json!(batches.iter().map(|b| b.sent).sum::<u64>()),
+    );
+    doc.insert("completed".into(), json!(completed));
+    doc.insert("failed".into(), json!(failed));
+    doc.insert("duration".into(), json!(seconds));
+    doc.insert("errors".into(), json!(errors));
+    let rows: Vec<Value> = batches.iter().enumerate().map(|(i, b)| b.row(i)).collect();
+    doc.insert(
+        "stability".into(),
+        json!({"duration_sec": plan.seconds / scale, "duration_scale": scale,
+               "soak_seconds": seconds, "num_prompts_per_batch": plan.batch,
+               "batches_run": batches.len(), "batches": rows, "drift": drift(batches)}),
+    );
+    doc.insert("result_source".into(), Value::from("vllm"));
+    BenchOutcome {
+        result: Some(doc),
+        exit: first_failure.map(|f| format!("a soak batch failed: {f}")),
+        log_tail,
+        errors,
+        invalid_load: None,
+    }
+}
+
+/// The median of each batch metric over the first and the last quarter of the batches
+/// (at least one batch each), and their ratio.
+fn drift(batches: &[Batch]) -> Value {
+    let q = (batches.len() / 4).max(1);
+    let (first, last) = (
+        &batches[..q.min(batches.len())],
+        &batches[batches.len().saturating_sub(q)..],
+    );
+    let median_of = |part: &[Batch], key: &str| -> Option<f64> {
+        let mut xs: Vec<f64> = part
+            .iter()
+            .filter_map(|b| b.doc.as_ref()?.get(key)?.as_f64())
+            .filter(|x| x.is_finite())
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        (!xs.is_empty()).then(|| {
+            let m = xs.len() / 2;
+            if xs.len() % 2 == 1 {
+                xs[m]
+            } else {
+                (xs[m - 1] + xs[m]) / 2.0
+            }
+        })
+    };
+    let mut out = serde_json::Map::new();
+    for key in BATCH_METRICS {
+        let (a, b) = (median_of(first, key), median_of(last, key));
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if a != 0.0 => Some(b / a),
+            _ => None,
+        };
+        out.insert(
+            (*key).into(),
+            json!({"first_quarter": a, "last_quarter": b, "ratio": ratio}),
+        );
+    }
+    Value::Object(out)
+}

@@ -192,12 +192,15 @@ impl Bench for VllmBench {
     }
 
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
-        if matches!(entry.dialect, Dialect::NativeDuplex | Dialect::Stability) {
-            return Err(Unsupported(format!(
-                "{:?} entries run under their own upstream runner, not `vllm bench serve --omni` \
-                 sweeps",
-                entry.dialect
-            )));
+        if entry.dialect == Dialect::NativeDuplex {
+            return Err(Unsupported(dfx_core::config::NATIVE_DUPLEX_EXTERNAL.into()));
+        }
+        if entry.dialect == Dialect::Stability {
+            return Err(Unsupported(
+                "Stability entries run under their own upstream runner, not `vllm bench serve --omni` \
+                 sweeps"
+                    .into(),
+            ));
         }
         if entry.dialect == Dialect::Diffusion {
             return Err(Unsupported(

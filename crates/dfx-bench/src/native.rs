@@ -15,6 +15,7 @@ pub mod aggregate;
 pub mod client;
 pub mod dataset;
 pub mod driver;
+pub mod duplex;
 pub mod fds;
 pub mod log;
 pub mod omni;
@@ -142,6 +143,9 @@ impl Bench for NativeBench {
         if realtime::is_realtime(entry) {
             return realtime::supports(entry);
         }
+        if entry.dialect == Dialect::NativeDuplex {
+            return duplex::supports(entry);
+        }
         let soak = entry.dialect == Dialect::Stability;
         if soak && backend == Some(BACKEND) {
             return Ok(());
@@ -173,6 +177,9 @@ impl Bench for NativeBench {
     }
 
     fn preflight(&self, trial: &Trial) -> Result<Option<String>, String> {
+        if trial.entry.dialect == Dialect::NativeDuplex {
+            return Ok(None);
+        }
         if trial.entry.dialect == Dialect::Stability {
             return soak::plan(&trial.entry.raw, trial.step.num_prompts, 1.0)
                 .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)));
@@ -272,6 +279,9 @@ impl NativeBench {
         }
         if ctx.trial.entry.dialect == Dialect::Stability {
             return self.run_soak(ctx, log);
+        }
+        if ctx.trial.entry.dialect == Dialect::NativeDuplex {
+            return duplex::run(&self.settings, ctx, log);
         }
         if omni::is_chat(&ctx.trial.entry) {
             return omni::run(&self.settings, ctx, log);

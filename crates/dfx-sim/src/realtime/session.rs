@@ -449,6 +449,15 @@ mod tests {
     }
 
     #[test]
+    fn native_duplex_sessions_and_replies() {
+        let native = json!({"extra_body": {"minicpmo45_native_duplex": true}});
+        assert!(native_duplex(&native) && turn_of(&native).is_none());
+        assert!(!native_duplex(&json!({"extra_body": {}})));
+        assert_ne!(native_reply(1).text, native_reply(2).text);
+        assert_eq!(native_reply(0).text, native_reply(4).text);
+    }
+
+    #[test]
     fn duplex_served_names() {
         assert!(super::super::duplex_served(
             "Qwen/Qwen3-Omni-30B-A3B-Instruct"

@@ -23,6 +23,8 @@ mod interrupt;
 mod judge;
 #[path = "suite_cli/leftovers.rs"]
 mod leftovers;
+#[path = "suite_cli/native_duplex.rs"]
+mod native_duplex;
 #[path = "suite_cli/quality.rs"]
 mod quality;
 #[path = "suite_cli/shard_merge.rs"]
@@ -147,6 +149,18 @@ fn main() -> ExitCode {
         (
             "judge_server_is_started_used_and_stopped_with_the_main_server",
             judge::judge_server_is_started_used_and_stopped,
+        ),
+        (
+            "native_duplex_entries_pass_against_the_simulator",
+            native_duplex::native_duplex_entries_pass_against_the_simulator,
+        ),
+        (
+            "native_duplex_listing_names_the_bench_or_the_external_reason",
+            native_duplex::native_duplex_listing_names_the_bench,
+        ),
+        (
+            "native_duplex_slowdown_breaches_median_ttfp_under_assert_baseline",
+            native_duplex::native_duplex_slowdown_breaches_median_ttfp,
         ),
         (
             "stability_soak_runs_batches_until_its_scaled_duration",

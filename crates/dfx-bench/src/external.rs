@@ -208,11 +208,7 @@ impl Bench for VllmBench {
 
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         if entry.dialect == Dialect::NativeDuplex {
-            return Err(Unsupported(
-                "native-duplex entries run under their own upstream runner, not `vllm bench \
-                 serve --omni` sweeps"
-                    .into(),
-            ));
+            return Err(Unsupported(dfx_core::config::NATIVE_DUPLEX_EXTERNAL.into()));
         }
         if entry.dialect == Dialect::Stability && entry.case.benchmark_endpoint.is_some() {
             return Err(Unsupported(

@@ -1,5 +1,6 @@
 //! Native streaming load generator for `openai-audio-speech` (`docs/bench.md`), and for
-//! the realtime backends over WebSocket ([`realtime`]): tokio + reqwest, every body read timestamped, the same metric names and definitions as
+//! the realtime backends over WebSocket ([`realtime`]), and upstream's native-duplex
+//! runner ([`duplex`]): tokio + reqwest, every body read timestamped, the same metric names and definitions as
 //! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
 //!
 //! A run: [`prepare`] resolves the dataset and builds every body, warmups run and are
@@ -15,6 +16,7 @@ pub mod aggregate;
 pub mod client;
 pub mod dataset;
 pub mod driver;
+pub mod duplex;
 pub mod fds;
 pub mod log;
 pub mod omni;
@@ -142,6 +144,9 @@ impl Bench for NativeBench {
         if realtime::is_realtime(entry) {
             return realtime::supports(entry);
         }
+        if entry.dialect == Dialect::NativeDuplex {
+            return duplex::supports(entry);
+        }
         let soak = entry.dialect == Dialect::Stability;
         if soak && backend == Some(BACKEND) {
             return Ok(());
@@ -173,6 +178,9 @@ impl Bench for NativeBench {
     }
 
     fn preflight(&self, trial: &Trial) -> Result<Option<String>, String> {
+        if trial.entry.dialect == Dialect::NativeDuplex {
+            return Ok(None);
+        }
         if trial.entry.dialect == Dialect::Stability {
             return soak::plan(&trial.entry.raw, trial.step.num_prompts, 1.0)
                 .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)));
@@ -272,6 +280,9 @@ impl NativeBench {
         }
         if ctx.trial.entry.dialect == Dialect::Stability {
             return self.run_soak(ctx, log);
+        }
+        if ctx.trial.entry.dialect == Dialect::NativeDuplex {
+            return duplex::run(&self.settings, ctx, log);
         }
         if omni::is_chat(&ctx.trial.entry) {
             return omni::run(&self.settings, ctx, log);

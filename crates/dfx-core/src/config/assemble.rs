@@ -9,9 +9,8 @@ use super::case::CaseDraft;
 use super::error::{ConfigError, Ctx};
 use super::marks::MarkExpr;
 use super::naming::{dedup_suffixes, entry_suffix, trial_name};
-use super::runners::NATIVE_DUPLEX_UNSUPPORTED;
 use crate::baseline::{Store, Thresholds};
-use crate::plan::{BenchEntry, Dialect, SourceRef, Trial};
+use crate::plan::{BenchEntry, SourceRef, Trial};
 
 /// Builds every trial in plan order (tests in order of their first case).
 pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
@@ -72,12 +71,9 @@ pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
                     thresholds,
                     // Diffusion entries run when a diffusion bench is configured; the
                     // harness gives `DIFFUSION_UNSUPPORTED` as the reason otherwise.
-                    unsupported: match entry.dialect {
-                        Dialect::Omni | Dialect::Diffusion => None,
-                        Dialect::NativeDuplex => Some(NATIVE_DUPLEX_UNSUPPORTED.to_string()),
-                        // The benches decide: the native one soaks openai-audio-speech.
-                        Dialect::Stability => None,
-                    },
+                    // The benches decide for every dialect: the native one runs
+                    // native-duplex entries and soaks openai-audio-speech.
+                    unsupported: None,
                 });
             }
         }

@@ -3,9 +3,10 @@
 //! duplex sessions, `sessions` × `turns`, repeated) and the stability runner (soak entries
 //! with `duration_sec`: batches of `num_prompts_per_batch` until the duration is over).
 //! Each entry becomes one trial whose step stands for its load (`c<sessions>` /
-//! `c<max_concurrency>` / `qps<rate>`). Native-duplex trials are listed with their
-//! baselines and the reason they do not run yet; stability trials go to the benches (the
-//! native bench soaks `openai-audio-speech` entries).
+//! `c<max_concurrency>` / `qps<rate>`). Both go to the benches: the native bench runs
+//! native-duplex entries (`dfx_bench::native::duplex`) and soaks `openai-audio-speech`
+//! stability entries; the external bench refuses both with [`NATIVE_DUPLEX_EXTERNAL`] /
+//! its own reason.
 
 use serde_json::{Map, Value};
 
@@ -16,10 +17,10 @@ use crate::baseline::shape::parse_baseline;
 use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS, MIN_RATE};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 
-/// Why native-duplex trials are listed but not run.
-pub const NATIVE_DUPLEX_UNSUPPORTED: &str = "native-duplex runner (realtime duplex sessions, \
-upstream's run_native_duplex_benchmark.py): its workloads, sessions × turns and repeats are \
-not implemented; the native realtime client serves openai-realtime-tts/-duplex entries only";
+/// Why the external bench (`vllm bench serve --omni`) does not run native-duplex entries.
+pub const NATIVE_DUPLEX_EXTERNAL: &str = "native-duplex entries run upstream under \
+run_native_duplex_benchmark.py (realtime duplex sessions × turns, repeated), not under \
+`vllm bench serve --omni`; the native bench runs them (--bench native or auto)";
 
 /// The runner a case names (`benchmark_runner`), when it is one dfx-perf knows.
 pub(crate) fn is_native_duplex(case_other: &Map<String, Value>) -> bool {

@@ -53,3 +53,48 @@ pub fn response_done(id: &str, transcript: &str) -> Value {
 pub fn session_closed(id: &str) -> Value {
     json!({"type": "session.closed", "session": {"id": id}})
 }
+
+/// `input_audio_buffer.committed` (native duplex: the user's turn ended).
+pub fn committed(item_id: &str) -> Value {
+    json!({"type": "input_audio_buffer.committed", "item_id": item_id})
+}
+
+/// One transcript delta of a native-duplex response (the name vllm-omni's MiniCPM-o
+/// duplex driver reads).
+pub fn native_transcript_delta(id: &str, delta: &str) -> Value {
+    json!({"type": "response.audio_transcript.delta", "response_id": id,
+           "item_id": format!("item_{id}"), "delta": delta})
+}
+
+/// One audio delta of a native-duplex response: `response.audio.delta`, marked as
+/// model-spoken, with the response's cumulative duration.
+pub fn native_audio_delta(id: &str, pcm: &[u8], rate: u32, cumulative_ms: f64) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(pcm);
+    json!({"type": "response.audio.delta", "response_id": id,
+           "item_id": format!("item_{id}"), "delta": b64, "sample_rate_hz": rate,
+           "metadata": {"model_speak": true,
+                        "audio_duration_ms": (cumulative_ms * 1000.0).round() / 1000.0}})
+}
+
+/// The end of a native-duplex response's audio and transcript.
+pub fn native_audio_done(id: &str, transcript: &str) -> [Value; 2] {
+    [
+        json!({"type": "response.audio.done", "response_id": id, "item_id": format!("item_{id}")}),
+        json!({"type": "response.audio_transcript.done", "response_id": id,
+               "item_id": format!("item_{id}"), "transcript": transcript}),
+    ]
+}
+
+/// `response.done` of a native-duplex response, with the audio sent for playback
+/// (`response.metadata.playback.sent_ms`, which the client acknowledges).
+pub fn native_response_done(id: &str, transcript: &str, sent_ms: u64) -> Value {
+    let mut v = response_done(id, transcript);
+    v["response"]["metadata"] = json!({"playback": {"sent_ms": sent_ms}});
+    v
+}
+
+/// `playback.acknowledged`: the played part of `item_id` entered the history.
+pub fn playback_acknowledged(item_id: &str, played_ms: u64) -> Value {
+    json!({"type": "playback.acknowledged",
+           "event": {"item_id": item_id, "played_ms": played_ms, "history_committed": true}})
+}

@@ -5,6 +5,10 @@
 //! the response on its own (no commit, no VAD) once it has heard [`LISTEN_MS`] of input:
 //! `response.created`, transcript and audio deltas at the model's pace (timing from a
 //! [`responder::Responder`]), `response.done`. `session.close` → `session.closed`.
+//! A MiniCPM-o native-duplex session (`extra_body.minicpmo45_native_duplex`, no initial
+//! text) instead answers each committed user turn with a spoken reply, in the event names
+//! of vllm-omni's MiniCPM-o duplex driver (`response.audio.delta`, …), and acknowledges
+//! playback.
 //!
 //! Bounds: message and frame size, session length, buffered input audio, an idle timeout
 //! and a cap on open sessions (beyond it, `resource_exhausted`).

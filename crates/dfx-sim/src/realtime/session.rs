@@ -56,6 +56,9 @@ struct Session {
     active: Option<Active>,
     responses: u64,
     audio_deltas: u32,
+    /// A MiniCPM-o native-duplex session (`extra_body.minicpmo45_native_duplex` without an
+    /// initial text): each committed user turn gets one spoken reply.
+    native: bool,
 }
 
 /// Runs a session to its end.
@@ -75,6 +78,7 @@ pub async fn run(socket: WebSocket, st: Arc<AppState>, opts: Opts) {
         active: None,
         responses: 0,
         audio_deltas: 0,
+        native: false,
     };
     if !opts.duplex || !opts.served {
         let why = if opts.duplex {
@@ -175,11 +179,19 @@ impl Session {
         match kind {
             "session.update" => self.on_update(&v).await,
             "input_audio_buffer.append" => self.on_append(&v).await,
+            "input_audio_buffer.commit" if self.native => self.on_native_commit().await,
             "input_audio_buffer.commit" | "response.create" => self.start_response().await,
             "session.close" => {
                 let closed = events::session_closed(&self.id);
                 let _ = self.send(closed).await;
                 Flow::Close
+            }
+            "playback.ack" if self.native => {
+                let item = v.get("item_id").and_then(Value::as_str).unwrap_or_default();
+                let item: String = item.chars().take(128).collect();
+                let ms = v.get("played_ms").and_then(Value::as_u64).unwrap_or(0);
+                self.send_flow(events::playback_acknowledged(&item, ms))
+                    .await
             }
             "playback.ack" | "session.event_ack" | "input_audio_buffer.clear" => Flow::Go,
             other => {
@@ -217,6 +229,7 @@ impl Session {
             return Flow::Close;
         }
         self.created = true;
+        self.native = turn.is_none() && native_duplex(&session);
         self.turn = turn;
         let model = self.st.cfg.served_name().to_string();
         if let Flow::Drop = self
@@ -246,6 +259,20 @@ impl Session {
             return self.start_response().await;
         }
         Flow::Go
+    }
+
+    /// A native-duplex user turn ended: `input_audio_buffer.committed`, then the reply
+    /// (ignored while a reply is still speaking: the `listen_only` overlap policy).
+    async fn on_native_commit(&mut self) -> Flow {
+        if !self.created || self.active.is_some() {
+            return Flow::Go;
+        }
+        let item = format!("item_in_{:08x}_{}", self.number, self.responses + 1);
+        if let Flow::Drop = self.send_flow(events::committed(&item)).await {
+            return Flow::Drop;
+        }
+        self.turn = Some(native_reply(self.number + self.responses));
+        self.start_response().await
     }
 
     /// Starts the response to the pending turn, if there is one and none is running.
@@ -284,9 +311,15 @@ impl Session {
                 a.cum_ms += (pcm.len() / 2) as f64 * 1000.0 / f64::from(rate);
                 let text = std::mem::take(&mut a.pending_text);
                 a.transcript.push_str(&text);
-                let audio = events::audio_delta(&id, &pcm, rate, a.cum_ms);
+                let (audio, said) = if self.native {
+                    let a = events::native_audio_delta(&id, &pcm, rate, a.cum_ms);
+                    (a, events::native_transcript_delta(&id, &text))
+                } else {
+                    let a = events::audio_delta(&id, &pcm, rate, a.cum_ms);
+                    (a, events::transcript_delta(&id, &text))
+                };
                 if !text.is_empty()
-                    && let Flow::Drop = self.send_flow(events::transcript_delta(&id, &text)).await
+                    && let Flow::Drop = self.send_flow(said).await
                 {
                     return Flow::Drop;
                 }
@@ -303,9 +336,20 @@ impl Session {
             }
             Some(Piece::Done) => {
                 let transcript = std::mem::take(&mut a.transcript);
+                let sent_ms = a.cum_ms.round() as u64;
                 self.active = None;
-                self.send_flow(events::response_done(&id, &transcript))
-                    .await
+                if !self.native {
+                    return self
+                        .send_flow(events::response_done(&id, &transcript))
+                        .await;
+                }
+                for v in events::native_audio_done(&id, &transcript) {
+                    if let Flow::Drop = self.send_flow(v).await {
+                        return Flow::Drop;
+                    }
+                }
+                let done = events::native_response_done(&id, &transcript, sent_ms);
+                self.send_flow(done).await
             }
             None => {
                 self.active = None;
@@ -327,6 +371,34 @@ fn append_ms(v: &Value) -> f64 {
     }
     let b64 = v.get("audio").and_then(Value::as_str).map_or(0, str::len);
     (b64 / 4 * 3) as f64 / 32.0
+}
+
+/// Whether a `session` object asks for MiniCPM-o's native duplex
+/// (`extra_body.minicpmo45_native_duplex: true`).
+fn native_duplex(session: &Value) -> bool {
+    session
+        .get("extra_body")
+        .and_then(|e| e.get("minicpmo45_native_duplex"))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// Replies of the simulated model to a native-duplex user turn (the input audio carries no
+/// words the simulator could understand), picked in turn.
+const NATIVE_REPLIES: [&str; 4] = [
+    "Sure, I can help with that. Let me walk you through it step by step.",
+    "That is a good question, and the short answer is yes, it works that way.",
+    "I heard you clearly. Here is what I think we should do next about it.",
+    "Thanks for asking. The weather today looks calm and a little warmer than usual.",
+];
+
+/// The reply spoken to the `n`-th native-duplex turn.
+fn native_reply(n: u64) -> TurnInput {
+    TurnInput {
+        text: NATIVE_REPLIES[(n % NATIVE_REPLIES.len() as u64) as usize].to_string(),
+        clone: false,
+        max_new_tokens: 2048,
+    }
 }
 
 /// The turn a `session` object asks for: `extra_body.duplex_initial_user_text`
@@ -374,6 +446,15 @@ mod tests {
         assert_eq!(t.max_new_tokens, 8192);
         assert!(turn_of(&json!({"extra_body": {"duplex_initial_user_text": ""}})).is_none());
         assert!(turn_of(&json!({})).is_none());
+    }
+
+    #[test]
+    fn native_duplex_sessions_and_replies() {
+        let native = json!({"extra_body": {"minicpmo45_native_duplex": true}});
+        assert!(native_duplex(&native) && turn_of(&native).is_none());
+        assert!(!native_duplex(&json!({"extra_body": {}})));
+        assert_ne!(native_reply(1).text, native_reply(2).text);
+        assert_eq!(native_reply(0).text, native_reply(4).text);
     }
 
     #[test]

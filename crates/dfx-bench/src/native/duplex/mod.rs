@@ -1,0 +1,299 @@
+//! Upstream's `native-duplex` runner (`tests/dfx/perf/scripts/
+//! run_native_duplex_benchmark.py` of vllm-omni; `docs/bench.md` ("Native duplex")):
+//! `warmups + repeats` trials, each `sessions` concurrent MiniCPM-o native-duplex sessions
+//! on `/v1/realtime` of `turns` spoken turns; per trial the measurement, over the
+//! measured trials the medians that the baselines judge (`median_responses_per_s`,
+//! `median_ttfp_ms`).
+
+pub mod metrics;
+pub mod protocol;
+pub mod result;
+pub mod session;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
+use dfx_core::plan::{BenchEntry, Dialect};
+
+use self::metrics::TurnAt;
+use self::result::{DocFacts, Measurement};
+use self::session::{SessionOutcome, SessionSpec};
+use super::NativeSettings;
+use super::log::BenchLog;
+use super::progress::Progress;
+
+/// The one workload upstream's runner accepts.
+pub const WORKLOAD: &str = "native-duplex-audio";
+/// Upstream's default `timeout_s` of a wait.
+pub const DEFAULT_TIMEOUT_S: f64 = 180.0;
+/// Wait for `session.created` / `session.closed` (upstream's fixed 20 s).
+pub const HANDSHAKE: Duration = Duration::from_secs(20);
+
+/// The entry's keys, validated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    pub sessions: usize,
+    pub turns: usize,
+    pub warmups: usize,
+    pub repeats: usize,
+    pub realtime_input: bool,
+    pub timeout: Duration,
+}
+
+impl Params {
+    /// Reads `sessions`, `turns`, `warmups`, `repeats` (upstream: sessions, turns > 0,
+    /// warmups ≥ 1, repeats ≥ 2), `realtime_input` (default true), `timeout_s`
+    /// (default 180 s).
+    pub fn of(raw: &serde_json::Map<String, Value>) -> Result<Params, String> {
+        let n = |k: &str, min: u64| -> Result<usize, String> {
+            match raw.get(k).and_then(Value::as_u64) {
+                Some(v) if v >= min => Ok(v as usize),
+                _ => Err(format!(
+                    "native-duplex entry needs `{k}`, an integer ≥ {min}"
+                )),
+            }
+        };
+        let timeout = match raw.get("timeout_s") {
+            None | Some(Value::Null) => DEFAULT_TIMEOUT_S,
+            Some(v) => v
+                .as_f64()
+                .filter(|t| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
+                .ok_or_else(|| format!("invalid timeout_s {v}: seconds > 0"))?,
+        };
+        Ok(Params {
+            sessions: n("sessions", 1)?,
+            turns: n("turns", 1)?,
+            warmups: n("warmups", 1)?,
+            repeats: n("repeats", 2)?,
+            realtime_input: raw
+                .get("realtime_input")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            timeout: Duration::from_secs_f64(timeout),
+        })
+    }
+}
+
+/// Whether the native bench runs `entry` (a native-duplex entry of workload
+/// [`WORKLOAD`]), else why not.
+pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
+    let refuse = |s: String| Err(Unsupported(s));
+    if entry.dialect != Dialect::NativeDuplex {
+        return refuse("not a native-duplex entry".into());
+    }
+    let workload = entry.raw.get("workload").and_then(Value::as_str);
+    if workload != Some(WORKLOAD) {
+        return refuse(format!(
+            "native-duplex runner implements workload {WORKLOAD} only (upstream's rule); got {}",
+            workload.unwrap_or("(none)")
+        ));
+    }
+    if entry
+        .raw
+        .get("profile_stages")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+    {
+        return refuse(
+            "profile_stages (upstream's /start_profile and /stop_profile around the first measured trial) \
+             is not implemented by the native bench"
+                .into(),
+        );
+    }
+    Params::of(&entry.raw).map(|_| ()).map_err(Unsupported)
+}
+
+/// A 32-hex suffix for session ids (upstream: `uuid4().hex`).
+fn hex_id() -> String {
+    super::realtime::protocol::event_id()
+        .trim_start_matches("evt_")
+        .to_string()
+}
+
+/// Runs one trial: every session at once, gated to start together.
+fn run_trial(
+    rt: &tokio::runtime::Runtime,
+    ctx: &BenchContext<'_>,
+    p: &Params,
+    clip: &Arc<Vec<u8>>,
+    (trial, warmup): (usize, bool),
+) -> (Vec<SessionOutcome>, f64) {
+    let model = ctx.trial.server.model.clone();
+    let gate = Arc::new(tokio::sync::Barrier::new(p.sessions));
+    let base = Instant::now();
+    let outcomes = rt.block_on(async {
+        let mut tasks = Vec::with_capacity(p.sessions);
+        for s in 0..p.sessions {
+            let session_id = format!("multi-{s}-{}", hex_id());
+            let spec = SessionSpec {
+                url: protocol::session_url(&ctx.host, ctx.port, &model, &session_id),
+                model: model.clone(),
+                session_id,
+                turns: p.turns,
+                realtime_input: p.realtime_input,
+                timeout: p.timeout,
+                handshake: HANDSHAKE,
+                clip: clip.clone(),
+            };
+            let at = TurnAt {
+                trial,
+                warmup,
+                session: s,
+                turn: 0,
+                base,
+            };
+            let gate = gate.clone();
+            tasks.push(tokio::spawn(async move {
+                session::run_session(&spec, at, gate).await
+            }));
+        }
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            if let Ok(o) = t.await {
+                out.push(o);
+            }
+        }
+        out
+    });
+    (outcomes, base.elapsed().as_secs_f64())
+}
+
+/// `records.jsonl` lines of a trial: one per turn, then one per session.
+fn records(outcomes: &[SessionOutcome], m: &Measurement) -> Vec<String> {
+    let mut lines = Vec::new();
+    for o in outcomes {
+        for t in &o.turns {
+            lines.push(serde_json::to_string(t).unwrap_or_default());
+        }
+        let row = serde_json::json!({
+            "kind": "session", "trial": m.trial, "warmup": m.warmup, "session": o.session,
+            "session_id": o.session_id, "handshake_s": o.handshake_s,
+            "turns_ok": o.turns.iter().filter(|t| t.ok).count(), "closed": o.closed,
+            "ok": o.error.is_none(), "error_class": o.error.as_ref().map(|e| e.0),
+            "error": o.error.as_ref().map(|e| e.1.clone()),
+        });
+        lines.push(row.to_string());
+    }
+    lines
+}
+
+fn write_lines(file: &mut Option<std::fs::File>, lines: &[String], log: &mut BenchLog) {
+    let Some(f) = file.as_mut() else { return };
+    for l in lines {
+        if writeln!(f, "{l}").is_err() {
+            log.write("warning: cannot write records.jsonl");
+            *file = None;
+            return;
+        }
+    }
+    let _ = f.flush();
+}
+
+/// Runs a native-duplex entry: the warmup trials, then the measured ones (stopping at the
+/// first failed trial, as upstream's runner does); `records.jsonl`, `measurements.json`
+/// (every trial, warmups included) and the result document.
+pub fn run(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+    log: &mut BenchLog,
+) -> Result<BenchOutcome, String> {
+    let p = Params::of(&ctx.trial.entry.raw)?;
+    if let Some(note) = super::fds::ensure(p.sessions)? {
+        log.write(&note);
+    }
+    log.write(&format!(
+        "native duplex: {} session(s) × {} turn(s), {} warmup(s) + {} repeat(s), realtime_input {}, \
+         {} ms of input per turn in {} ms appends",
+        p.sessions, p.turns, p.warmups, p.repeats, p.realtime_input, protocol::TURN_MS, protocol::CHUNK_MS
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dfx-duplex")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+    let clip = Arc::new(protocol::turn_clip());
+    let path = ctx.out_dir.join("records.jsonl");
+    let mut file = std::fs::File::create(&path).ok();
+    let total = (p.warmups + p.repeats) * p.sessions * p.turns;
+    let mut progress = Progress::new(&ctx.trial.name, total, settings.progress);
+    let mut all: Vec<Measurement> = Vec::new();
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut exit = None;
+    for index in 0..p.warmups + p.repeats {
+        let warmup = index < p.warmups;
+        let (outcomes, elapsed) = run_trial(&rt, ctx, &p, &clip, (index, warmup));
+        let m = result::measure(&outcomes, (p.sessions, p.turns), elapsed, (index, warmup));
+        for o in &outcomes {
+            o.turns.iter().for_each(|t| progress.request_done(t.ok));
+            if let Some((class, _)) = &o.error {
+                *errors.entry((*class).to_string()).or_default() += 1;
+            }
+        }
+        write_lines(&mut file, &records(&outcomes, &m), log);
+        log.write(&format!(
+            "NATIVE_DUPLEX_MEASUREMENT {}",
+            serde_json::to_string(&m).unwrap_or_default()
+        ));
+        let failed = m
+            .error
+            .clone()
+            .filter(|_| !m.ok)
+            .or_else(|| (!m.ok).then(|| "not every session completed its turns".to_string()));
+        all.push(m);
+        let _ = std::fs::write(
+            ctx.out_dir.join("measurements.json"),
+            serde_json::to_string_pretty(&all).unwrap_or_default() + "\n",
+        );
+        if let Some(e) = failed {
+            exit = Some(format!("native-duplex trial {index} failed: {e}"));
+            log.write(exit.as_deref().unwrap_or_default());
+            break;
+        }
+    }
+    progress.finish();
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let facts = DocFacts {
+        hardware: ctx.hardware.clone(),
+        sessions: p.sessions,
+        turns: p.turns,
+        repeats: p.repeats,
+        warmups: p.warmups,
+        realtime_input: p.realtime_input,
+        model_id: ctx.trial.server.model.clone(),
+        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+    };
+    let doc = result::result_doc(&all, &errors, &facts);
+    let summary = summary_line(&doc);
+    eprintln!("{}: {summary}", ctx.trial.name);
+    log.write(&summary);
+    Ok(BenchOutcome {
+        result: Some(doc),
+        errors: exit.clone().into_iter().collect(),
+        exit,
+        log_tail: log.tail(),
+        invalid_load: None,
+    })
+}
+
+fn summary_line(doc: &dfx_core::result::ResultDoc) -> String {
+    let f = |k: &str| {
+        doc.get(k)
+            .and_then(Value::as_f64)
+            .map_or("null".to_string(), |x| format!("{x:.4}"))
+    };
+    format!(
+        "NATIVE_DUPLEX_AGGREGATE median_responses_per_s {} median_ttfp_ms {} median_ttft_ms {} \
+         median_audio_seconds_per_s {} completed {}",
+        f("median_responses_per_s"),
+        f("median_ttfp_ms"),
+        f("median_ttft_ms"),
+        f("median_audio_seconds_per_s"),
+        doc.get("completed").cloned().unwrap_or(Value::Null)
+    )
+}

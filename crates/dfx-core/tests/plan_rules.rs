@@ -351,6 +351,15 @@ fn diffusion_dialect_is_loaded_with_endpoints_and_evaluated_baselines() {
         .filter(|t| t.entry.dialect == Dialect::Diffusion)
         .collect();
     assert_eq!(diffusion.len(), 4);
+    // Upstream's diffusion runner starts its servers without the omni init timeouts; an
+    // omni case keeps them.
+    assert!(diffusion.iter().all(|t| !t.server.default_timeouts));
+    assert!(
+        plan.trials
+            .iter()
+            .filter(|t| t.entry.dialect == Dialect::Omni)
+            .all(|t| t.server.default_timeouts)
+    );
     // The harness decides whether they run (diffusion bench configured or not).
     assert!(diffusion.iter().all(|t| t.unsupported.is_none()));
     assert!(DIFFUSION_UNSUPPORTED.contains("--diffusion-script"));

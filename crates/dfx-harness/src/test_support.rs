@@ -23,6 +23,7 @@ pub fn spec(model: &str) -> ServerSpec {
         serve_args: ServeArgs::default(),
         extra_cli_args: Vec::new(),
         use_omni: true,
+        default_timeouts: true,
         env: BTreeMap::new(),
         ready_timeout: None,
         judge: None,

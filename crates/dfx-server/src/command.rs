@@ -6,7 +6,8 @@
 //! [--stage-init-timeout 600] [--init-timeout 900]`, environment
 //! `VLLM_WORKER_MULTIPROC_METHOD=spawn` plus `server_params.env`. Each default timeout is
 //! added only when `serve_args` + `extra_cli_args` do not already name that flag
-//! (`--flag value` or `--flag=value`), as upstream's `_merge_omni_default_server_args`.
+//! (`--flag value` or `--flag=value`), as upstream's `_merge_omni_default_server_args`, and
+//! never for a diffusion case (upstream's diffusion runner adds none).
 //!
 //! sglang-omni (upstream `tests/dfx/perf/scripts/sglang_omni_server.py`): `<exe> serve
 //! --model-path <model> --host 127.0.0.1 --port <port> <serve_args…>`, where booleans are
@@ -84,7 +85,7 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
     if let Some(p) = inputs.deploy_config {
         args.extend(["--deploy-config".into(), p.display().to_string()]);
     }
-    if spec.use_omni {
+    if spec.use_omni && spec.default_timeouts {
         for (flag, value) in DEFAULT_SERVER_ARGS {
             if !given.contains(&flag) {
                 args.extend([flag.to_string(), value.to_string()]);
@@ -306,6 +307,7 @@ mod tests {
             serve_args: ServeArgs::default(),
             extra_cli_args: extra.iter().map(|s| s.to_string()).collect(),
             use_omni,
+            default_timeouts: true,
             env: BTreeMap::new(),
             ready_timeout: None,
             judge: None,
@@ -358,6 +360,17 @@ mod tests {
             ]
         );
         assert!(tail(&[], false).is_empty());
+        let mut diffusion = spec(&[], true);
+        diffusion.default_timeouts = false;
+        let inputs = CommandInputs {
+            exe: Path::new("vllm-omni"),
+            port: 1,
+            deploy_config: None,
+            deploy_dir: Path::new("deploy"),
+            force_vllm_form: false,
+        };
+        let args = build(&diffusion, inputs).unwrap().args;
+        assert_eq!(args.last().map(String::as_str), Some("--omni"), "{args:?}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ fn spec(server_type: ServerType, p: Value) -> ServerSpec {
             .map(|a| a.iter().map(|v| v.as_str().unwrap().into()).collect())
             .unwrap_or_default(),
         use_omni: p.get("use_omni").and_then(Value::as_bool).unwrap_or(true),
+        default_timeouts: true,
         env: p
             .get("env")
             .and_then(Value::as_object)

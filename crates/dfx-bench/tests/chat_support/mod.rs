@@ -238,6 +238,7 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
             serve_args: ServeArgs::default(),
             extra_cli_args: vec![],
             use_omni: true,
+            default_timeouts: true,
             env: BTreeMap::new(),
             ready_timeout: None,
             judge: None,

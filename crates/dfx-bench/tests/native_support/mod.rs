@@ -281,6 +281,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
             serve_args: ServeArgs::default(),
             extra_cli_args: vec![],
             use_omni: true,
+            default_timeouts: true,
             env: BTreeMap::new(),
             ready_timeout: None,
             judge: None,

@@ -138,6 +138,15 @@ pub(crate) fn build_case(
             accepted,
         )),
     }
+    // Upstream's diffusion runner starts its server without the omni init timeouts.
+    let diffusion = !draft.entries.is_empty()
+        && draft
+            .entries
+            .iter()
+            .all(|e| e.entry.dialect == crate::plan::Dialect::Diffusion);
+    if diffusion && let Some(server) = draft.server.as_mut() {
+        Arc::make_mut(server).default_timeouts = false;
+    }
     draft
 }
 

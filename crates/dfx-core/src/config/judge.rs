@@ -65,6 +65,7 @@ pub(crate) fn parse_judge(
             serve_args: ServeArgs::default(),
             extra_cli_args,
             use_omni,
+            default_timeouts: true,
             env: BTreeMap::new(),
             ready_timeout: None,
             judge: None,

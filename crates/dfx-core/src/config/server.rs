@@ -129,6 +129,7 @@ pub(crate) fn build_server(
             serve_args,
             extra_cli_args,
             use_omni,
+            default_timeouts: true,
             env,
             ready_timeout,
             judge: None,

@@ -63,6 +63,11 @@ pub struct ServerSpec {
     pub extra_cli_args: Vec<String>,
     /// Adds `--omni` and the init timeouts (default true).
     pub use_omni: bool,
+    /// Whether a `--omni` server gets upstream's default `--stage-init-timeout 600
+    /// --init-timeout 900`: false for diffusion cases, whose upstream runner
+    /// (`run_diffusion_benchmark.py`) starts the server without them.
+    #[serde(skip_serializing_if = "is_true")]
+    pub default_timeouts: bool,
     /// Extra environment for the server process.
     pub env: BTreeMap<String, String>,
     /// Per-case readiness timeout (`server_params.ready_timeout_s`), overriding the global.
@@ -219,4 +224,8 @@ pub trait RunningServer: Send {
     }
     /// Tears the server down (process group: SIGTERM, grace, SIGKILL, sweep).
     fn stop(self: Box<Self>) -> Result<(), ServerError>;
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }

@@ -49,6 +49,7 @@ fn main() {
         serve_args: ServeArgs::default(),
         extra_cli_args: Vec::new(),
         use_omni: true,
+        default_timeouts: true,
         env: [
             ("DFX_FAKE_IGNORE_SIGTERM", "1"),
             ("DFX_FAKE_GRANDCHILD", "1"),

@@ -22,6 +22,7 @@ pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
         serve_args: ServeArgs::default(),
         extra_cli_args: Vec::new(),
         use_omni: true,
+        default_timeouts: true,
         env: env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -262,6 +262,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         quality_cmd: cfg.quality_cmd.clone(),
         quality_said: false,
         ia_counts: Default::default(),
+        trial_started: chrono::Local::now(),
     }));
     let trials = build_trials(
         &lock(&session).planned,

@@ -51,6 +51,8 @@ pub struct Session {
     pub quality_said: bool,
     /// OmniInteract subsets' counts for the pooled IA-QTF1 gate.
     pub ia_counts: checks::SubsetCounts,
+    /// When the running trial started (the `upstream/` file name's time).
+    pub trial_started: chrono::DateTime<chrono::Local>,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -77,6 +79,7 @@ impl Session {
     /// failures.
     pub fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
         let started = Instant::now();
+        self.trial_started = chrono::Local::now();
         {
             let mut progress = lock(&self.progress);
             if !progress.frozen {
@@ -361,7 +364,8 @@ impl Session {
             write_errors.push(format!("cannot write {}: {e}", result_path.display()));
         }
         if p.judged {
-            let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+            // Upstream stamps the name when the bench starts (`run_benchmark`).
+            let stamp = self.trial_started.format("%Y%m%d-%H%M%S").to_string();
             let run_stamp = self.run.id.get(..15).unwrap_or(&self.run.id).to_string();
             let dirs = std::iter::once(self.run.path.join(upstream::DIR_NAME))
                 .chain(self.upstream_results_dir.clone());

@@ -63,6 +63,7 @@ fn fixture_hw(
         quality_cmd: None,
         quality_said: false,
         ia_counts: Default::default(),
+        trial_started: chrono::Local::now(),
     };
     Fixture {
         session,

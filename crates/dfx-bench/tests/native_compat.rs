@@ -41,6 +41,9 @@ fn extra_keys(ps: &[&str], underrun_selected: bool, any_ok: bool) -> Vec<String>
         k.push("median_audio_underrun_s".into());
         k.extend(ps.iter().map(|p| format!("p{p}_audio_underrun_s")));
     }
+    if any_ok {
+        k.push("std_audio_underrun_s".into());
+    }
     k.push("num_ttfa_audible_samples".into());
     k.push("mean_ttfa_audible_ms".into());
     k.push("median_ttfa_audible_ms".into());

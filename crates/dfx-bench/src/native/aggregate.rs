@@ -279,9 +279,13 @@ fn extras(
     let skipped = ok.iter().filter(|r| r.audio_frames == 0).count();
     d.insert("audio_skipped_requests".into(), Value::from(skipped));
     let underrun = Metric::Audio(AudioMetric::Underrun);
-    if !sel.has(underrun) && !ok.is_empty() {
+    if !ok.is_empty() {
         let (s, scale) = samples(ok, underrun);
-        put_stats(d, underrun.stem(), &s, scale, ps);
+        if !sel.has(underrun) {
+            put_stats(d, underrun.stem(), &s, scale, ps);
+        }
+        // Newer vllm-omni writes the underrun's std too (0.30 writes no std_ key).
+        d.insert("std_audio_underrun_s".into(), num(s.std() * scale));
     }
     let audible: Vec<f64> = ok.iter().filter_map(|r| r.ttfa_audible_s).collect();
     let audible = Sorted::new(audible);

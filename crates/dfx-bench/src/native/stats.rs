@@ -80,6 +80,16 @@ impl Sorted {
         mean(&self.0)
     }
 
+    /// numpy `std` (population standard deviation, ddof 0); 0 for no samples.
+    pub fn std(&self) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        let m = self.mean();
+        let dev: Vec<f64> = self.0.iter().map(|x| (x - m) * (x - m)).collect();
+        mean(&dev).sqrt()
+    }
+
     /// numpy median: the middle sample, or the mean of the two middle samples.
     pub fn median(&self) -> f64 {
         let n = self.0.len();

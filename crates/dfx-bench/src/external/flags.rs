@@ -32,6 +32,8 @@ pub const EXCLUDED_KEYS: &[&str] = &[
     "warmup_requests",
     "warmup_concurrency",
     "warmup_num_inference_steps",
+    // dfx-perf's own key (native bench only); vllm bench always opens fresh connections.
+    "connection",
 ];
 
 /// Whether the key is upstream's `extra_body` / `extra-body` (skipped when it is `{}`).

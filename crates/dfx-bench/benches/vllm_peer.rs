@@ -15,7 +15,8 @@
 //! native-only smoke check (about a second).
 //!
 //! Each client runs in its own child process, reaped with `wait4`, whose rusage gives its
-//! CPU time (user + system, its reaped children included) and peak RSS (`ru_maxrss`).
+//! CPU time (user + system, its reaped children included); its peak RSS is its own
+//! `VmHWM` at exit (see [`vm_hwm_kib`] for why not `ru_maxrss`).
 //! `vllm bench` runs through `support/vllm_capture.py` (vLLM's own CLI, with its
 //! per-request TTFP and send time kept; see that file); its CPU is the measured phase's
 //! (from the scheduler's start to exit, by its own getrusage), because its ~45 s of
@@ -146,12 +147,27 @@ fn run_native_child(args: &[String]) {
         .result
         .map_or(serde_json::Value::Null, serde_json::Value::Object);
     std::fs::write(dir.join("result.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    std::fs::write(dir.join("vm_hwm_kib"), vm_hwm_kib().to_string()).unwrap();
+}
+
+/// This process's peak RSS (`VmHWM` of /proc/self/status, KiB). Not `ru_maxrss` from
+/// `wait4`: a child spawned with `posix_spawn`/`vfork` starts on the parent's memory, and
+/// Linux carries that memory's high-water mark into the child's `ru_maxrss` at `exec`, so
+/// it would report at least the parent's RSS at spawn time.
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// A child in its own process group; killed (the group) when dropped before it was reaped.
 struct Reaped {
     cpu_s: f64,
-    maxrss_kib: u64,
     wall_s: f64,
     status: i32,
 }
@@ -208,7 +224,6 @@ fn run_child(mut cmd: Command, log: &Path) -> Reaped {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Reaped {
         cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
-        maxrss_kib: ru.ru_maxrss as u64,
         wall_s: t0.elapsed().as_secs_f64(),
         status,
     }
@@ -235,6 +250,10 @@ fn run_native(server: &ServerChild, s: &Scenario, n: u64, pooled: bool, dir: &Pa
     let after: Stats = server.get("stats");
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+    let hwm: u64 = std::fs::read_to_string(dir.join("vm_hwm_kib"))
+        .unwrap()
+        .parse()
+        .unwrap();
     let delays = server.timings();
     let recs: Vec<_> = read_records(dir)
         .into_iter()
@@ -259,7 +278,7 @@ fn run_native(server: &ServerChild, s: &Scenario, n: u64, pooled: bool, dir: &Pa
     RunOut {
         n,
         cpu_s: r.cpu_s,
-        maxrss_kib: r.maxrss_kib,
+        maxrss_kib: hwm,
         wall_s: r.wall_s,
         overhead_ms,
         lag_ms,
@@ -303,6 +322,8 @@ struct Capture {
     planned: HashMap<String, f64>,
     /// CPU seconds from the measured phase's start to exit (see `vllm_capture.py`).
     cpu_phase_s: f64,
+    /// Its `VmHWM` at exit, KiB (see [`vm_hwm_kib`]).
+    vm_hwm_kib: u64,
 }
 
 fn run_vllm(
@@ -414,7 +435,7 @@ fn run_vllm(
     RunOut {
         n,
         cpu_s: cap.cpu_phase_s,
-        maxrss_kib: r.maxrss_kib,
+        maxrss_kib: cap.vm_hwm_kib,
         wall_s: r.wall_s,
         overhead_ms,
         lag_ms,

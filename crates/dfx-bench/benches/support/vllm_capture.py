@@ -22,7 +22,8 @@
 # would swamp the difference of two request counts.
 #
 # At exit the file holds {"requests": [[id, start, ttfp, latency, ok], …],
-# "planned": {id: t}, "cpu_phase_s": s}, written after the benchmark finished.
+# "planned": {id: t}, "cpu_phase_s": s, "vm_hwm_kib": peak RSS}, written after the
+# benchmark finished.
 
 import atexit
 import json
@@ -115,7 +116,18 @@ def _dump():
     if path:
         with open(path, "w") as f:
             phase = _cpu_now() - _cpu["start"] if "start" in _cpu else None
-            json.dump({"requests": _rows, "planned": _planned, "cpu_phase_s": phase}, f)
+            json.dump(
+                {"requests": _rows, "planned": _planned, "cpu_phase_s": phase, "vm_hwm_kib": _vm_hwm_kib()},
+                f,
+            )
+
+
+def _vm_hwm_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 atexit.register(_dump)

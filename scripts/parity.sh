@@ -49,12 +49,21 @@ case " $* " in
           "so this compares the same configuration, not the same live server" >&2 ;;
 esac
 
+# vllm bench opens a new TCP connection per request (force_close in its aiohttp
+# connector), so the native run uses fresh connections too, unless told otherwise.
+native_conn=(--connection fresh)
+case " $* " in
+  *" --connection "*|*" --connection="*) native_conn=() ;;
+esac
+
 statuses=()
 for bench in native vllm; do
   echo "== $bench: $trial" >&2
   status=0
+  extra=()
+  [[ "$bench" == native ]] && extra=("${native_conn[@]}")
   (cd "$root" && cargo test --release --test perf -- \
-      --exact "$trial" --bench "$bench" --results-dir "$out/$bench" "$@") || status=$?
+      --exact "$trial" --bench "$bench" --results-dir "$out/$bench" "${extra[@]}" "$@") || status=$?
   statuses+=("$bench=$status")
 done
 

@@ -11,18 +11,19 @@
 mod native_support;
 #[path = "support/raw_server.rs"]
 mod raw_server;
+#[path = "support/server_child.rs"]
+mod server_child;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 use dfx_bench::native::stats::Sorted;
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
 use dfx_core::plan::StepKind;
 use native_support::{Scripted, TrialSpec, read_records, trial};
+use server_child::ServerChild;
 
 /// Which local server a scenario runs against.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,62 +32,6 @@ enum Server {
     Raw,
     /// The axum server of the tests (hyper), for comparison.
     Axum,
-}
-
-/// A server child: its own process group, ended by closing its stdin (and by pid).
-struct ServerChild {
-    child: Child,
-    base_url: String,
-}
-
-impl ServerChild {
-    fn start(kind: Server) -> ServerChild {
-        let arg = match kind {
-            Server::Raw => "--serve-raw",
-            Server::Axum => "--serve-axum",
-        };
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .arg(arg)
-            .process_group(0)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the server child");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        ServerChild {
-            child,
-            base_url: line.trim().to_string(),
-        }
-    }
-
-    /// Server-side first-chunk delays by request id (`GET /timings`).
-    fn timings(&self) -> HashMap<String, f64> {
-        self.get("timings")
-    }
-
-    fn get<T: serde::de::DeserializeOwned>(&self, what: &str) -> T {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let client = reqwest::Client::builder().no_proxy().build().unwrap();
-            let url = format!("{}/{what}", self.base_url);
-            let r = client.get(url).send().await.unwrap();
-            r.json::<T>().await.unwrap()
-        })
-    }
-}
-
-impl Drop for ServerChild {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn serve_axum() {
@@ -133,7 +78,7 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
         num_warmups: Some(s.warmups),
         ..TrialSpec::default()
     });
-    let port = server.base_url.rsplit(':').next().unwrap().parse().unwrap();
+    let port = server.port();
     let ctx = BenchContext {
         trial: &t,
         base_url: server.base_url.clone(),
@@ -341,8 +286,8 @@ fn main() {
         (true, true) => "quick",
         (true, false) => "full",
     };
-    let raw = ServerChild::start(Server::Raw);
-    let axum = ServerChild::start(Server::Axum);
+    let raw = ServerChild::start("--serve-raw");
+    let axum = ServerChild::start("--serve-axum");
     // `keep=DIR` keeps every scenario's records.jsonl / bench.log; `only=TEXT` runs the
     // scenarios whose name contains TEXT.
     let opt = |key: &str| {

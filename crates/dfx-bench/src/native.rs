@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
-use dfx_core::plan::{BenchEntry, Dialect, Trial};
+use dfx_core::plan::{BenchEntry, ConnectionMode, Dialect, Trial};
 
 use self::aggregate::StepFacts;
 use self::driver::{InFlight, Load, PhaseCtx};
@@ -77,6 +77,9 @@ pub struct NativeSettings {
     /// A local Hugging Face `tokenizer.json` (`--tokenizer`): token counts of the
     /// `random` datasets. Without it they are approximate (`dfx_tokenizer`).
     pub tokenizer: Option<PathBuf>,
+    /// `--connection fresh|pooled` (TTS and soak steps): wins over the entry's
+    /// `connection` key; neither gives [`ConnectionMode::DEFAULT`] (fresh).
+    pub connection: Option<ConnectionMode>,
 }
 
 impl Default for NativeSettings {
@@ -94,6 +97,7 @@ impl Default for NativeSettings {
             progress: true,
             duration_scale: 1.0,
             tokenizer: None,
+            connection: None,
         }
     }
 }
@@ -102,7 +106,6 @@ impl Default for NativeSettings {
 #[derive(Debug, Clone)]
 pub struct NativeBench {
     settings: NativeSettings,
-    reuse_connections: bool,
 }
 
 /// Datasets the native bench implements.
@@ -111,20 +114,28 @@ pub const DATASETS: [&str; 3] = ["seed-tts", "seed-tts-text", "seed-tts-design"]
 pub const BACKEND: &str = "openai-audio-speech";
 
 impl NativeBench {
-    /// A native bench with `settings`, reusing connections (pooled; the warmups open them).
+    /// A native bench with `settings`.
     pub fn new(settings: NativeSettings) -> Self {
-        NativeBench {
-            settings,
-            reuse_connections: true,
-        }
+        NativeBench { settings }
     }
 
-    /// Whether idle connections are kept for later requests (default true). With `false`
-    /// every request opens a fresh connection (its set-up time is recorded as
-    /// `connect_s`). For the client benchmark.
+    /// Pooled (`true`: idle connections kept for later requests, the warmups open them)
+    /// or fresh (`false`: every request opens a connection, its set-up time recorded as
+    /// `connect_s`) for every step, whatever the entries say: sets
+    /// [`NativeSettings::connection`], as `--connection` does.
     pub fn with_connection_reuse(mut self, reuse: bool) -> Self {
-        self.reuse_connections = reuse;
+        self.settings.connection = Some(if reuse {
+            ConnectionMode::Pooled
+        } else {
+            ConnectionMode::Fresh
+        });
         self
+    }
+
+    /// The connection mode of `entry`'s steps: `--connection`, else the entry's
+    /// `connection`, else fresh ([`ConnectionMode::resolve`]).
+    pub fn connection(&self, entry: &BenchEntry) -> ConnectionMode {
+        ConnectionMode::resolve(self.settings.connection, entry.connection)
     }
 
     /// The settings in use.
@@ -240,6 +251,26 @@ fn run_prepared(
     (base, phase.inflight.peak())
 }
 
+/// `bench.log`'s line naming the connection mode and where it came from.
+pub(crate) fn connection_line(
+    mode: ConnectionMode,
+    settings: &NativeSettings,
+    entry: &BenchEntry,
+) -> String {
+    let from = if settings.connection.is_some() {
+        "--connection"
+    } else if entry.connection.is_some() {
+        "the entry's `connection`"
+    } else {
+        "the default"
+    };
+    let what = match mode {
+        ConnectionMode::Fresh => "a new TCP connection per request, as vllm bench",
+        ConnectionMode::Pooled => "idle connections reused",
+    };
+    format!("connections: {} ({what}; from {from})", mode.as_str())
+}
+
 /// The client's runtime: two workers, as many as the machines it is sized for have cores.
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -290,7 +321,9 @@ impl NativeBench {
         if realtime::is_realtime(&ctx.trial.entry) {
             return realtime::run(&self.settings, ctx, log);
         }
-        let mut p = prepare::prepare(&self.settings, ctx, self.reuse_connections)?;
+        let mode = self.connection(&ctx.trial.entry);
+        log.write(&connection_line(mode, &self.settings, &ctx.trial.entry));
+        let mut p = prepare::prepare(&self.settings, ctx, mode == ConnectionMode::Pooled)?;
         for n in &p.notes {
             log.write(n);
         }
@@ -373,7 +406,11 @@ impl NativeBench {
             sample_rate: p.sample_rate,
             peak_inflight,
         };
-        let doc = aggregate::result_doc(measured, &facts, &p.selection);
+        let mut doc = aggregate::result_doc(measured, &facts, &p.selection);
+        doc.insert(
+            "connection".into(),
+            self.connection(&trial.entry).as_str().into(),
+        );
         let block = summary::serving_block(
             &doc,
             &p.selection,

@@ -25,6 +25,7 @@ fn entry(raw: Value) -> BenchEntry {
         trust_remote_code: false,
         raw: raw.as_object().unwrap().clone(),
         case: Default::default(),
+        connection: None,
     }
 }
 

@@ -86,6 +86,52 @@ pub struct BenchEntry {
     pub raw: Map<String, Value>,
     /// Keys of the entry's case that bear on how it runs and is judged.
     pub case: CaseKeys,
+    /// `connection` (dfx-perf key, native bench only): fresh or pooled connections.
+    /// `None` when the entry does not say; the suite flag `--connection` wins over it.
+    pub connection: Option<ConnectionMode>,
+}
+
+/// How the native bench's requests get their TCP connections (`--connection`, entry key
+/// `connection`). `vllm bench serve --omni` opens a new connection per request
+/// (`force_close=True` in its aiohttp connector), so its TTFP includes a connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionMode {
+    /// A new TCP connection per request, closed after its response (upstream's client;
+    /// the connect is inside TTFP and recorded as `connect_s`).
+    Fresh,
+    /// Idle HTTP/1.1 connections are kept and reused (the warmups open them).
+    Pooled,
+}
+
+impl ConnectionMode {
+    /// The default when neither the flag nor the entry says: fresh, as the upstream client
+    /// that recorded the shipped baselines (`docs/bench.md` ("Connections")).
+    pub const DEFAULT: ConnectionMode = ConnectionMode::Fresh;
+    /// Accepted spellings, for error messages.
+    pub const ACCEPTED: &str = "\"fresh\" or \"pooled\"";
+
+    /// Parses `fresh` / `pooled` (exactly, lowercase).
+    pub fn parse(s: &str) -> Option<ConnectionMode> {
+        match s {
+            "fresh" => Some(ConnectionMode::Fresh),
+            "pooled" => Some(ConnectionMode::Pooled),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionMode::Fresh => "fresh",
+            ConnectionMode::Pooled => "pooled",
+        }
+    }
+
+    /// The mode a run uses: the flag (`--connection`) wins over the entry's key, which
+    /// wins over [`ConnectionMode::DEFAULT`].
+    pub fn resolve(flag: Option<ConnectionMode>, entry: Option<ConnectionMode>) -> ConnectionMode {
+        flag.or(entry).unwrap_or(ConnectionMode::DEFAULT)
+    }
 }
 
 /// Case-level keys an entry needs (validated at load).
@@ -280,5 +326,20 @@ mod tests {
             step(StepKind::Concurrency { max_concurrency: 4 }).max_concurrency(),
             Some(4)
         );
+    }
+}
+
+#[cfg(test)]
+mod connection_tests {
+    use super::ConnectionMode::{self, Fresh, Pooled};
+
+    #[test]
+    fn the_flag_wins_over_the_entry_which_wins_over_the_default() {
+        assert_eq!(ConnectionMode::resolve(None, None), Fresh);
+        assert_eq!(ConnectionMode::resolve(None, Some(Pooled)), Pooled);
+        assert_eq!(ConnectionMode::resolve(Some(Fresh), Some(Pooled)), Fresh);
+        assert_eq!(ConnectionMode::resolve(Some(Pooled), Some(Fresh)), Pooled);
+        assert_eq!(ConnectionMode::parse("pooled"), Some(Pooled));
+        assert_eq!(ConnectionMode::parse("Pooled"), None);
     }
 }

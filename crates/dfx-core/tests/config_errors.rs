@@ -190,3 +190,35 @@ error_snapshot!(bad_inline_deploy_config, {
     });
     json!([case]).to_string()
 });
+
+#[test]
+fn connection_key_refuses_other_values_naming_file_test_entry_and_key() {
+    let fx = Fx::new();
+    let report = fx.errors(&one(json!({"connection": "keepalive"})));
+    assert_eq!(
+        report,
+        "1 config error(s):\n  - $TMP/cfg.json: test `test_a`, benchmark_params[0], key \
+         `connection`: invalid value \"keepalive\" (accepted: \"fresh\" or \"pooled\")\n"
+    );
+    let report = fx.errors(&one(json!({"connection": true})));
+    assert!(
+        report.contains(
+            "key `connection`: wrong type: got a boolean (accepted: \"fresh\" or \"pooled\")"
+        ),
+        "{report}"
+    );
+}
+
+#[test]
+fn connection_key_reaches_the_plan() {
+    use dfx_core::plan::ConnectionMode;
+    let fx = Fx::new();
+    for (value, want) in [
+        (json!("fresh"), Some(ConnectionMode::Fresh)),
+        (json!("pooled"), Some(ConnectionMode::Pooled)),
+        (json!(null), None),
+    ] {
+        let plan = fx.load(&one(json!({"connection": value}))).unwrap();
+        assert_eq!(plan.trials[0].entry.connection, want, "{value}");
+    }
+}

@@ -53,6 +53,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         trust_remote_code: false,
         raw: Map::new(),
         case: Default::default(),
+        connection: None,
     }
 }
 

@@ -174,6 +174,7 @@ pub fn native_bench(o: &BenchOptions) -> NativeBench {
         read_timeout: o.read_timeout.unwrap_or(d.read_timeout),
         duration_scale: o.duration_scale.unwrap_or(d.duration_scale),
         tokenizer: o.native_tokenizer.clone(),
+        connection: o.connection,
         progress: std::io::stderr().is_terminal(),
         ..d
     })

@@ -21,6 +21,15 @@ const CHUNK_BYTES: usize = 4800;
 /// `GET /timings`.
 pub type Marks = Arc<Mutex<HashMap<String, (f64, f64)>>>;
 
+/// Connections that carried at least one speech request, and speech requests, since the
+/// server started (`GET /stats`: `{"connections": n, "requests": m}`): how many TCP
+/// connections a client opened for its requests (fresh: one each; pooled: reused).
+#[derive(Default)]
+pub struct Counts {
+    connections: std::sync::atomic::AtomicU64,
+    requests: std::sync::atomic::AtomicU64,
+}
+
 /// `SO_TIMESTAMPNS` (the "old" value, right for 64-bit `time_t` on x86_64 and aarch64;
 /// the libc crate does not export it for linux-gnu).
 const SO_TIMESTAMPNS: libc::c_int = 35;
@@ -135,7 +144,8 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-async fn connection(mut sock: TcpStream, marks: Marks) {
+async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>) {
+    use std::sync::atomic::Ordering::Relaxed;
     let _ = sock.set_nodelay(true);
     {
         use std::os::fd::AsRawFd;
@@ -153,9 +163,21 @@ async fn connection(mut sock: TcpStream, marks: Marks) {
     }
     let mut buf = Vec::new();
     let pcm = super::native_support::pcm(CHUNK_BYTES / 2, true, 0);
+    let mut counted = false;
     while let Some(req) = read_request(&mut sock, &mut buf).await {
-        if req.head.starts_with("get /timings") || req.head.starts_with("get /marks") {
-            let body = {
+        if req.head.starts_with("get ") {
+            let body = if req.head.starts_with("get /stats") {
+                serde_json::to_vec(&serde_json::json!({
+                    "connections": counts.connections.load(Relaxed),
+                    "requests": counts.requests.load(Relaxed),
+                }))
+            } else if req.head.starts_with("get /v1/models") {
+                // What an OpenAI client asks when it is not told the model.
+                serde_json::to_vec(&serde_json::json!({
+                    "object": "list",
+                    "data": [{"id": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice", "object": "model"}],
+                }))
+            } else {
                 let marks = marks.lock().unwrap();
                 if req.head.starts_with("get /timings") {
                     let delays: HashMap<&String, f64> =
@@ -175,6 +197,11 @@ async fn connection(mut sock: TcpStream, marks: Marks) {
                 return;
             }
             continue;
+        }
+        counts.requests.fetch_add(1, Relaxed);
+        if !counted {
+            counted = true;
+            counts.connections.fetch_add(1, Relaxed);
         }
         let id = header(&req.head, "x-request-id:").map(String::from);
         let text_len = serde_json::from_slice::<serde_json::Value>(&req.body)
@@ -222,9 +249,10 @@ pub fn serve() {
         .unwrap();
     println!("http://{}", listener.local_addr().unwrap());
     let marks: Marks = Arc::default();
+    let counts: Arc<Counts> = Arc::default();
     rt.spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(connection(sock, marks.clone()));
+            tokio::spawn(connection(sock, marks.clone(), counts.clone()));
         }
     });
     let _ = std::io::stdin().read_to_end(&mut Vec::new());

@@ -32,6 +32,8 @@ pub const EXCLUDED_KEYS: &[&str] = &[
     "warmup_requests",
     "warmup_concurrency",
     "warmup_num_inference_steps",
+    // dfx-perf's own key (native bench only); vllm bench always opens fresh connections.
+    "connection",
 ];
 
 /// Entry keys upstream's stability runner never passes to a batch's `vllm bench`

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use dfx_core::bench::{BenchContext, BenchOutcome};
+use dfx_core::plan::ConnectionMode;
 
 use super::log::BenchLog;
 use super::prepare::{self, RowSource};
@@ -34,6 +35,7 @@ impl NativeBench {
             "soak: {:.1} s (duration_sec × {}), batches of {}, texts of {}–{} words",
             plan.seconds, s.duration_scale, plan.batch, plan.words.0, plan.words.1
         ));
+        log.write(&super::connection_line(self.connection(entry), s, entry));
         let seed = entry.seed.unwrap_or(s.seed);
         let prefix = prepare::request_id_prefix(entry);
         let rt = super::runtime()?;
@@ -65,7 +67,7 @@ impl NativeBench {
             let mut p = prepare::prepare_rows(
                 s,
                 ctx,
-                self.reuse_connections,
+                self.connection(&ctx.trial.entry) == ConnectionMode::Pooled,
                 &source,
                 selection.clone(),
                 Vec::new(),

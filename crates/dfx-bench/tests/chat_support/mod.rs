@@ -215,6 +215,7 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
         trust_remote_code: false,
         raw,
         case: Default::default(),
+        connection: None,
     };
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

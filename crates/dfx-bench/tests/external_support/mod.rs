@@ -96,6 +96,7 @@ pub fn entry_from_raw(
         trust_remote_code,
         raw,
         case: Default::default(),
+        connection: None,
     }
 }
 

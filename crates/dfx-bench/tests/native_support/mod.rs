@@ -258,6 +258,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         trust_remote_code: false,
         raw: Map::new(),
         case: Default::default(),
+        connection: None,
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -10,7 +10,7 @@ use super::sweep::{SweepKeys, expand_entry};
 use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
-use crate::plan::{BenchEntry, CaseKeys, Dialect, StepKind, SweepStep};
+use crate::plan::{BenchEntry, CaseKeys, ConnectionMode, Dialect, StepKind, SweepStep};
 
 /// Why diffusion-dialect trials cannot run when no diffusion bench is configured.
 pub const DIFFUSION_UNSUPPORTED: &str = "diffusion dialect (image/video generation, kebab-case \
@@ -164,6 +164,7 @@ fn omni_entry(
         trust_remote_code,
         raw: obj.clone(),
         case: case.keys.clone(),
+        connection: connection_key(ctx, raw.connection.as_ref(), errs),
     };
     let keys = SweepKeys {
         rate: ("request_rate", raw.request_rate.as_ref()),
@@ -187,6 +188,39 @@ fn omni_entry(
         baseline,
         suffix_parts: [task, eval_phase, dataset_name],
     })
+}
+
+/// The entry key `connection`: `"fresh"` or `"pooled"`; anything else is refused with
+/// the accepted values.
+pub(crate) fn connection_key(
+    ctx: &Ctx<'_>,
+    v: Option<&Value>,
+    errs: &mut Errs,
+) -> Option<ConnectionMode> {
+    let text = opt_str_or_refuse(ctx, v, errs)?;
+    let mode = ConnectionMode::parse(&text);
+    if mode.is_none() {
+        errs.push(ctx.err(
+            "connection",
+            format!("invalid value {text:?}"),
+            ConnectionMode::ACCEPTED,
+        ));
+    }
+    mode
+}
+
+fn opt_str_or_refuse(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        other => {
+            errs.push(ctx.err(
+                "connection",
+                format!("wrong type: got {}", json_type(other)),
+                ConnectionMode::ACCEPTED,
+            ));
+            None
+        }
+    }
 }
 
 /// Diffusion entries are read leniently (they run only when the diffusion driver is
@@ -279,6 +313,7 @@ fn diffusion_entry(
         trust_remote_code: false,
         raw: obj.clone(),
         case: case_keys.clone(),
+        connection: None,
     };
     Some(EntryDraft {
         raw_index,

@@ -70,6 +70,8 @@ pub struct RawOmniEntry {
     pub num_warmups: Option<Value>,
     pub burstiness: Option<Value>,
     pub seed: Option<Value>,
+    /// dfx-perf extension: `"fresh"` or `"pooled"` connections for the native bench.
+    pub connection: Option<Value>,
 }
 
 /// A benchmark entry of the diffusion dialect (kebab-case keys, image/video generation).

@@ -62,6 +62,7 @@ fn draft(
             trust_remote_code: false,
             raw: obj.clone(),
             case: Default::default(),
+            connection: None,
         },
         steps: vec![step],
         baseline: None,
@@ -208,6 +209,8 @@ pub(crate) fn stability_entry(
             None
         }
     };
-    let d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
+    let connection = super::entry::connection_key(ctx, obj.get("connection"), errs);
+    let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
+    d.entry.connection = connection;
     (errs.len() == n).then_some(d)
 }

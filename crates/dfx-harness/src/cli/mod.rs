@@ -45,6 +45,26 @@ pub enum BenchTool {
     Fake,
 }
 
+/// `--connection`: how the native bench's TTS requests get their TCP connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConnectionArg {
+    /// A new connection per request, as `vllm bench serve --omni` (its TTFP includes the
+    /// connect).
+    Fresh,
+    /// Idle connections kept and reused (the warmups open them).
+    Pooled,
+}
+
+impl ConnectionArg {
+    pub fn mode(self) -> dfx_core::plan::ConnectionMode {
+        match self {
+            ConnectionArg::Fresh => dfx_core::plan::ConnectionMode::Fresh,
+            ConnectionArg::Pooled => dfx_core::plan::ConnectionMode::Pooled,
+        }
+    }
+}
+
 /// The suite's command line (libtest flags + dfx-perf flags).
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -199,6 +219,12 @@ pub struct SuiteFlags {
     /// seconds. Default: 60.
     #[arg(long, value_name = "SECS", env = "DFX_READ_TIMEOUT")]
     pub read_timeout: Option<f64>,
+
+    /// Native bench: `fresh` (a new TCP connection per request, as vllm bench) or `pooled`
+    /// connections for every TTS step; wins over an entry's `connection` key. Default:
+    /// the entry's key, else fresh.
+    #[arg(long, value_name = "MODE", env = "DFX_CONNECTION")]
+    pub connection: Option<ConnectionArg>,
 
     /// Stability (soak) entries: multiply every `duration_sec` by this factor, so CI can
     /// shorten a day to seconds (`--duration-scale 0.0001`). Default: 1.

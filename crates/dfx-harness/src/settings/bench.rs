@@ -36,6 +36,8 @@ pub struct BenchOptions {
     pub read_timeout: Option<Duration>,
     /// `--duration-scale`: factor on every soak entry's `duration_sec`.
     pub duration_scale: Option<f64>,
+    /// `--connection` (native bench): wins over the entries' `connection` key.
+    pub connection: Option<dfx_core::plan::ConnectionMode>,
 }
 
 impl BenchOptions {
@@ -107,6 +109,7 @@ impl BenchOptions {
             ),
             read_timeout: seconds(s.read_timeout, "--read-timeout", "DFX_READ_TIMEOUT", errors),
             duration_scale: s.duration_scale,
+            connection: s.connection.map(|c| c.mode()),
         }
     }
 }
@@ -291,6 +294,24 @@ mod tests {
         assert_eq!(o.request_timeout, Some(Duration::from_secs(30)));
         assert_eq!(o.read_timeout, Some(Duration::from_millis(500)));
         assert_eq!(o.seed, Some(7));
+    }
+
+    #[test]
+    fn connection_flag_is_taken_and_bad_values_refused() {
+        use dfx_core::plan::ConnectionMode;
+        assert_eq!(options(&[], &[]).unwrap().connection, None);
+        let o = options(&["--connection", "pooled"], &[]).unwrap();
+        assert_eq!(o.connection, Some(ConnectionMode::Pooled));
+        let o = options(&["--connection", "fresh"], &[]).unwrap();
+        assert_eq!(o.connection, Some(ConnectionMode::Fresh));
+        let Err(e) = try_parse_from(["perf", "--connection", "keepalive"]) else {
+            panic!("--connection keepalive was accepted");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("--connection") && e.contains("fresh") && e.contains("pooled"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,0 +1,744 @@
+//! The native bench against `vllm bench serve --omni` (vllm-omni 0.30), side by side in
+//! one run (not a test): both clients, one after the other and alternately, against the
+//! raw server of `native_client` (server-side kernel-receive timestamps, matched by
+//! `x-request-id`), closed loops at c = 1, 64, 256 and open loops at 50 and 200 req/s.
+//! Per client: TTFP measurement overhead p50 / p99, marginal CPU per 1000 requests (two
+//! request counts, so start-up cancels), peak RSS, open-loop send lag p99 / max, TCP
+//! connections opened, failures. The native bench runs with fresh and with pooled
+//! connections; `vllm bench` always opens one connection per request (`force_close`).
+//!
+//! `cargo bench -p dfx-bench --bench vllm_peer` (`-- quick`: one round, fewer requests;
+//! `only=TEXT` picks scenarios by name; `keep=DIR` keeps every run's folder).
+//! `vllm` is found through `DFX_VLLM_BIN` (or `DFX_VLLM`), else `vllm` on `PATH`; it needs a
+//! local tokenizer, `DFX_TOKENIZER` (default `/work/tok` when that folder exists). Without
+//! `vllm` it runs the native half and says so. Under `cargo test --all-targets` it runs a
+//! native-only smoke check (about a second).
+//!
+//! Each client runs in its own child process, reaped with `wait4`, whose rusage gives its
+//! CPU time (user + system, its reaped children included); its peak RSS is its own
+//! `VmHWM` at exit (see [`vm_hwm_kib`] for why not `ru_maxrss`).
+//! `vllm bench` runs through `support/vllm_capture.py` (vLLM's own CLI, with its
+//! per-request TTFP and send time kept; see that file); its CPU is the measured phase's
+//! (from the scheduler's start to exit, by its own getrusage), because its ~45 s of
+//! start-up CPU varies by seconds from run to run. The native child's CPU is its whole
+//! process (start-up is ~10 ms), so its figure also holds the preparation of the bodies.
+
+#[path = "../tests/native_support/mod.rs"]
+mod native_support;
+#[path = "support/raw_server.rs"]
+mod raw_server;
+#[path = "support/server_child.rs"]
+mod server_child;
+
+use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dfx_bench::native::stats::Sorted;
+use dfx_bench::native::{NativeBench, NativeSettings};
+use dfx_core::bench::{Bench, BenchContext};
+use dfx_core::plan::StepKind;
+use native_support::{TrialSpec, read_records, trial};
+use server_child::ServerChild;
+
+const CAPTURE_PY: &str = include_str!("support/vllm_capture.py");
+const MODEL: &str = "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice";
+/// The longest one client run may take before it is killed (its whole process group).
+const RUN_LIMIT: Duration = Duration::from_secs(900);
+
+fn dataset() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Client {
+    NativePooled,
+    NativeFresh,
+    Vllm,
+}
+
+impl Client {
+    fn label(self) -> &'static str {
+        match self {
+            Client::NativePooled => "native, pooled",
+            Client::NativeFresh => "native, fresh",
+            Client::Vllm => "vllm bench (fresh)",
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Scenario {
+    name: String,
+    kind: StepKind,
+    /// The two request counts of each client run pair (marginal CPU = difference).
+    n: (u64, u64),
+    warmups: u32,
+}
+
+/// What one client run left: its rusage, and per measured request its TTFP overhead and
+/// (open loop) send lag.
+struct RunOut {
+    n: u64,
+    cpu_s: f64,
+    maxrss_kib: u64,
+    wall_s: f64,
+    overhead_ms: Vec<f64>,
+    lag_ms: Vec<f64>,
+    failed: u64,
+    connections: u64,
+}
+
+fn kind_arg(k: StepKind) -> String {
+    match k {
+        StepKind::Concurrency { max_concurrency } => format!("c={max_concurrency}"),
+        StepKind::RequestRate { request_rate } => format!("r={request_rate}"),
+    }
+}
+
+fn parse_kind(s: &str) -> StepKind {
+    if let Some(c) = s.strip_prefix("c=") {
+        StepKind::Concurrency {
+            max_concurrency: c.parse().unwrap(),
+        }
+    } else {
+        StepKind::RequestRate {
+            request_rate: s.strip_prefix("r=").unwrap().parse().unwrap(),
+        }
+    }
+}
+
+/// The child side of a native run: `--run-native DIR BASE_URL KIND N WARMUPS pooled|fresh`.
+/// Writes `DIR/result.json`; the records are in `DIR/records.jsonl`.
+fn run_native_child(args: &[String]) {
+    let [dir, base, kind, n, warmups, conn] = args else {
+        panic!("--run-native DIR BASE_URL KIND N WARMUPS pooled|fresh");
+    };
+    let dir = PathBuf::from(dir);
+    let ds = dataset();
+    let t = trial(TrialSpec {
+        dataset_path: ds.to_str().unwrap(),
+        kind: parse_kind(kind),
+        num_prompts: n.parse().unwrap(),
+        num_warmups: Some(warmups.parse().unwrap()),
+        ..TrialSpec::default()
+    });
+    let port = base.rsplit(':').next().unwrap().parse().unwrap();
+    let ctx = BenchContext {
+        trial: &t,
+        base_url: base.clone(),
+        host: "127.0.0.1".into(),
+        port,
+        out_dir: dir.clone(),
+        hardware: "na".into(),
+        judge_url: None,
+        server_group: None,
+    };
+    let settings = NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..NativeSettings::default()
+    };
+    let bench = NativeBench::new(settings).with_connection_reuse(conn == "pooled");
+    let outcome = bench.run(&ctx);
+    let doc = outcome
+        .result
+        .map_or(serde_json::Value::Null, serde_json::Value::Object);
+    std::fs::write(dir.join("result.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    std::fs::write(dir.join("vm_hwm_kib"), vm_hwm_kib().to_string()).unwrap();
+}
+
+/// This process's peak RSS (`VmHWM` of /proc/self/status, KiB). Not `ru_maxrss` from
+/// `wait4`: a child spawned with `posix_spawn`/`vfork` starts on the parent's memory, and
+/// Linux carries that memory's high-water mark into the child's `ru_maxrss` at `exec`, so
+/// it would report at least the parent's RSS at spawn time.
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A child in its own process group; killed (the group) when dropped before it was reaped.
+struct Reaped {
+    cpu_s: f64,
+    wall_s: f64,
+    status: i32,
+}
+
+// The child is reaped with wait4 (for its rusage), or killed and reaped by the guard.
+#[allow(clippy::zombie_processes)]
+fn run_child(mut cmd: Command, log: &Path) -> Reaped {
+    let out = std::fs::File::create(log).unwrap();
+    let err = out.try_clone().unwrap();
+    let t0 = Instant::now();
+    let child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("start a client child");
+    let pid = child.id() as libc::pid_t;
+    struct Guard(libc::pid_t, bool);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if !self.1 {
+                // SAFETY: signals our own child's process group, then reaps the child.
+                unsafe {
+                    libc::kill(-self.0, libc::SIGKILL);
+                    libc::waitpid(self.0, std::ptr::null_mut(), 0);
+                }
+            }
+        }
+    }
+    let mut guard = Guard(pid, false);
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid; wait4 writes into the two locals.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            guard.1 = true;
+            break;
+        }
+        assert!(r == 0, "wait4 failed: {}", std::io::Error::last_os_error());
+        if t0.elapsed() > RUN_LIMIT {
+            drop(guard);
+            panic!(
+                "a client run took over {RUN_LIMIT:?}; killed (log: {})",
+                log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Anything the client left in its group goes too.
+    // SAFETY: signals a process group we created; ESRCH when it is empty.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Reaped {
+        cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
+        wall_s: t0.elapsed().as_secs_f64(),
+        status,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Stats {
+    connections: u64,
+}
+
+fn run_native(server: &ServerChild, s: &Scenario, n: u64, pooled: bool, dir: &Path) -> RunOut {
+    std::fs::create_dir_all(dir).unwrap();
+    let before: Stats = server.get("stats");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.arg("--run-native")
+        .arg(dir)
+        .arg(&server.base_url)
+        .arg(kind_arg(s.kind))
+        .arg(n.to_string())
+        .arg(s.warmups.to_string())
+        .arg(if pooled { "pooled" } else { "fresh" });
+    let r = run_child(cmd, &dir.join("child.log"));
+    assert_eq!(r.status, 0, "native child failed: {}", dir.display());
+    let after: Stats = server.get("stats");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+    let hwm: u64 = std::fs::read_to_string(dir.join("vm_hwm_kib"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let delays = server.timings();
+    let recs: Vec<_> = read_records(dir)
+        .into_iter()
+        .filter(|r| r["warmup"] == false && r["ok"] == true)
+        .collect();
+    let overhead_ms: Vec<f64> = recs
+        .iter()
+        .map(|r| {
+            let id = r["request_id"].as_str().unwrap();
+            let d = delays.get(id).expect("every request has a server timing");
+            (r["ttfp_s"].as_f64().unwrap() - d) * 1000.0
+        })
+        .collect();
+    let lag_ms = match s.kind {
+        StepKind::RequestRate { .. } => recs
+            .iter()
+            .filter_map(|r| r["lag_s"].as_f64())
+            .map(|v| v * 1000.0)
+            .collect(),
+        StepKind::Concurrency { .. } => Vec::new(),
+    };
+    RunOut {
+        n,
+        cpu_s: r.cpu_s,
+        maxrss_kib: hwm,
+        wall_s: r.wall_s,
+        overhead_ms,
+        lag_ms,
+        failed: doc["failed"].as_u64().unwrap_or(n),
+        connections: after.connections - before.connections,
+    }
+}
+
+/// How `vllm bench` is run: the interpreter of its script (the shebang), the tokenizer.
+struct Vllm {
+    python: PathBuf,
+    tokenizer: PathBuf,
+}
+
+/// `DFX_VLLM_BIN` / `DFX_VLLM`, else `vllm` on `PATH`; `Err` says why the half is skipped.
+fn find_vllm() -> Result<Vllm, String> {
+    let bin = std::env::var_os("DFX_VLLM_BIN")
+        .or_else(|| std::env::var_os("DFX_VLLM"))
+        .map(PathBuf::from)
+        .or_else(|| which::which("vllm").ok())
+        .ok_or("no vllm: set DFX_VLLM_BIN (or DFX_VLLM) or put vllm on PATH")?;
+    let text = std::fs::read_to_string(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    let python = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("#!"))
+        .map(|l| PathBuf::from(l.trim()))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| format!("{}: no Python interpreter in its first line", bin.display()))?;
+    let tokenizer = std::env::var_os("DFX_TOKENIZER")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from("/work/tok")).filter(|p| p.is_dir()))
+        .ok_or("vllm bench needs a local tokenizer: set DFX_TOKENIZER to a folder")?;
+    Ok(Vllm { python, tokenizer })
+}
+
+#[derive(serde::Deserialize)]
+struct Capture {
+    /// `[id, start, ttfp, latency, ok]` per measured request.
+    requests: Vec<(String, f64, f64, f64, bool)>,
+    planned: HashMap<String, f64>,
+    /// CPU seconds from the measured phase's start to exit (see `vllm_capture.py`).
+    cpu_phase_s: f64,
+    /// Its `VmHWM` at exit, KiB (see [`vm_hwm_kib`]).
+    vm_hwm_kib: u64,
+}
+
+fn run_vllm(
+    vllm: &Vllm,
+    server: &ServerChild,
+    s: &Scenario,
+    n: u64,
+    dir: &Path,
+    tag: &str,
+) -> RunOut {
+    std::fs::create_dir_all(dir).unwrap();
+    let script = dir.join("vllm_capture.py");
+    std::fs::write(&script, CAPTURE_PY).unwrap();
+    let capture = dir.join("capture.json");
+    let prefix = format!("peer-{tag}-");
+    let before: Stats = server.get("stats");
+    let mut cmd = Command::new(&vllm.python);
+    cmd.arg(&script)
+        .args([
+            "bench",
+            "serve",
+            "--omni",
+            "--backend",
+            "openai-audio-speech",
+        ])
+        .args(["--endpoint", "/v1/audio/speech", "--host", "127.0.0.1"])
+        .args(["--port", &server.port().to_string(), "--model", MODEL])
+        .arg("--tokenizer")
+        .arg(&vllm.tokenizer)
+        .args(["--dataset-name", "seed-tts-text", "--dataset-path"])
+        .arg(dataset())
+        .args(["--num-prompts", &n.to_string()]);
+    match s.kind {
+        StepKind::Concurrency { max_concurrency } => {
+            cmd.args(["--max-concurrency", &max_concurrency.to_string()])
+                .args(["--request-rate", "inf"]);
+        }
+        StepKind::RequestRate { request_rate } => {
+            cmd.args(["--request-rate", &request_rate.to_string()]);
+        }
+    }
+    cmd.args(["--num-warmups", &s.warmups.to_string()])
+        .args([
+            "--percentile-metrics",
+            "e2el,audio_rtf,audio_ttfp,audio_duration",
+        ])
+        .args([
+            "--metric-percentiles",
+            "50,99",
+            "--request-id-prefix",
+            &prefix,
+        ])
+        .args(["--save-result", "--save-detailed", "--result-dir"])
+        .arg(dir)
+        .args([
+            "--result-filename",
+            "vllm.json",
+            "--seed",
+            "0",
+            "--disable-tqdm",
+        ])
+        .env("DFX_PEER_OUT", &capture)
+        .env("VLLM_OMNI_BENCH_AUDIO_SAMPLE_RATE", "24000")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+    ] {
+        cmd.env_remove(var);
+    }
+    let r = run_child(cmd, &dir.join("bench.log"));
+    assert_eq!(
+        r.status,
+        0,
+        "vllm bench failed, see {}",
+        dir.join("bench.log").display()
+    );
+    let after: Stats = server.get("stats");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("vllm.json")).unwrap()).unwrap();
+    let cap: Capture = serde_json::from_slice(&std::fs::read(&capture).unwrap()).unwrap();
+    assert_eq!(
+        cap.requests.len() as u64,
+        n,
+        "every measured request captured"
+    );
+    check_capture(&doc, &cap);
+    let delays = server.timings();
+    let ok: Vec<_> = cap.requests.iter().filter(|r| r.4).collect();
+    let overhead_ms: Vec<f64> = ok
+        .iter()
+        .map(|(id, _, ttfp, _, _)| {
+            let d = delays.get(id).expect("every request has a server timing");
+            (ttfp - d) * 1000.0
+        })
+        .collect();
+    let lag_ms = ok
+        .iter()
+        .filter_map(|(id, start, ..)| Some((start - cap.planned.get(id)?) * 1000.0))
+        .collect();
+    eprintln!(
+        "    vllm bench whole process: {:.2} s CPU, of which the measured phase {:.2} s",
+        r.cpu_s, cap.cpu_phase_s
+    );
+    RunOut {
+        n,
+        cpu_s: cap.cpu_phase_s,
+        maxrss_kib: cap.vm_hwm_kib,
+        wall_s: r.wall_s,
+        overhead_ms,
+        lag_ms,
+        failed: doc["failed"].as_u64().unwrap_or(n),
+        connections: after.connections - before.connections,
+    }
+}
+
+/// The captured values are vLLM's own: their median TTFP is the result file's, and the
+/// send times are the `--save-detailed` `start_times`.
+fn check_capture(doc: &serde_json::Value, cap: &Capture) {
+    let ttfp = Sorted::new(
+        cap.requests
+            .iter()
+            .filter(|r| r.4)
+            .map(|r| r.2 * 1000.0)
+            .collect(),
+    );
+    let median = doc["median_audio_ttfp_ms"].as_f64().unwrap();
+    assert!(
+        (ttfp.median() - median).abs() < 1e-6 * median.max(1.0),
+        "captured TTFP median {} != vllm's {median}",
+        ttfp.median()
+    );
+    let mut starts: Vec<f64> = doc["start_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .collect();
+    let mut mine: Vec<f64> = cap.requests.iter().map(|r| r.1).collect();
+    starts.sort_by(f64::total_cmp);
+    mine.sort_by(f64::total_cmp);
+    assert_eq!(starts, mine, "captured send times are vllm's start_times");
+}
+
+fn scenarios(mode: &str) -> Vec<Scenario> {
+    let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
+    let open = |r: f64| StepKind::RequestRate { request_rate: r };
+    if mode == "smoke" {
+        return vec![Scenario {
+            name: "closed loop c=2".into(),
+            kind: closed(2),
+            n: (2, 4),
+            warmups: 2,
+        }];
+    }
+    let q = if mode == "quick" { 4 } else { 1 };
+    vec![
+        Scenario {
+            name: "closed loop c=1".into(),
+            kind: closed(1),
+            n: (20 / q.min(2), 60 / q.min(2)),
+            warmups: 2,
+        },
+        Scenario {
+            name: "closed loop c=64".into(),
+            kind: closed(64),
+            n: (256 / q, 1024 / q),
+            warmups: 64,
+        },
+        Scenario {
+            name: "closed loop c=256".into(),
+            kind: closed(256),
+            n: (1024 / q, 4096 / q),
+            warmups: 256,
+        },
+        Scenario {
+            name: "open loop 50 req/s".into(),
+            kind: open(50.0),
+            n: (100 / q, 400 / q),
+            warmups: 2,
+        },
+        Scenario {
+            name: "open loop 200 req/s".into(),
+            kind: open(200.0),
+            n: (400 / q, 1600 / q),
+            warmups: 2,
+        },
+    ]
+}
+
+/// Every run of one client on one scenario.
+#[derive(Default)]
+struct Tally {
+    overhead_ms: Vec<f64>,
+    lag_ms: Vec<f64>,
+    /// (cpu at n_small, cpu at n_large) per round.
+    cpu: Vec<(f64, f64)>,
+    n: (u64, u64),
+    maxrss_kib: u64,
+    failed: u64,
+    requests: u64,
+    connections: u64,
+    wall_s: f64,
+}
+
+impl Tally {
+    fn add(&mut self, small: RunOut, large: RunOut) {
+        self.n = (small.n, large.n);
+        self.cpu.push((small.cpu_s, large.cpu_s));
+        for r in [small, large] {
+            self.overhead_ms.extend(r.overhead_ms);
+            self.lag_ms.extend(r.lag_ms);
+            self.maxrss_kib = self.maxrss_kib.max(r.maxrss_kib);
+            self.failed += r.failed;
+            self.requests += r.n;
+            self.connections += r.connections;
+            self.wall_s += r.wall_s;
+        }
+    }
+
+    /// Marginal CPU seconds per 1000 requests: mean over rounds of
+    /// (cpu(n_large) − cpu(n_small)) / (n_large − n_small) × 1000.
+    fn marginal_cpu(&self) -> f64 {
+        let dn = (self.n.1 - self.n.0) as f64;
+        let per: f64 = self.cpu.iter().map(|(a, b)| (b - a) / dn * 1000.0).sum();
+        per / self.cpu.len() as f64
+    }
+}
+
+struct Row {
+    scenario: String,
+    client: Client,
+    p50: f64,
+    p99: f64,
+    cpu: f64,
+    rss_mib: f64,
+    lag: Option<(f64, f64)>,
+    failed: u64,
+    requests: u64,
+    connections: u64,
+}
+
+fn row(scenario: &str, client: Client, t: &Tally) -> Row {
+    let o = Sorted::new(t.overhead_ms.clone());
+    let lag = (!t.lag_ms.is_empty()).then(|| {
+        let l = Sorted::new(t.lag_ms.clone());
+        (l.percentile(99.0), l.percentile(100.0))
+    });
+    Row {
+        scenario: scenario.to_string(),
+        client,
+        p50: o.median(),
+        p99: o.percentile(99.0),
+        cpu: t.marginal_cpu(),
+        rss_mib: t.maxrss_kib as f64 / 1024.0,
+        lag,
+        failed: t.failed,
+        requests: t.requests,
+        connections: t.connections,
+    }
+}
+
+fn print_row(r: &Row) {
+    let lag = match r.lag {
+        Some((p99, max)) => format!("{p99:.2} / {max:.2}"),
+        None => "—".into(),
+    };
+    eprintln!(
+        "| {} | {} | {} | {:.2} / {:.2} | {:.3} | {:.1} | {lag} | {} | {} |",
+        r.scenario,
+        r.client.label(),
+        r.requests,
+        r.p50,
+        r.p99,
+        r.cpu,
+        r.rss_mib,
+        r.connections,
+        r.failed
+    );
+}
+
+fn print_ratios(rows: &[Row]) {
+    eprintln!(
+        "\n| scenario | native mode | TTFP overhead p99 native / vllm | marginal CPU native / vllm | peak RSS native / vllm |"
+    );
+    eprintln!("|---|---|---|---|---|");
+    for v in rows.iter().filter(|r| r.client == Client::Vllm) {
+        for n in rows
+            .iter()
+            .filter(|r| r.scenario == v.scenario && r.client != Client::Vllm)
+        {
+            eprintln!(
+                "| {} | {} | {:.3} | {:.3} | {:.3} |",
+                v.scenario,
+                n.client.label(),
+                n.p99 / v.p99,
+                n.cpu / v.cpu,
+                n.rss_mib / v.rss_mib
+            );
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let has = |a: &str| args.iter().any(|x| x == a);
+    if has("--serve-raw") {
+        return raw_server::serve();
+    }
+    if let Some(i) = args.iter().position(|a| a == "--run-native") {
+        return run_native_child(&args[i + 1..]);
+    }
+    if has("--list") {
+        return; // test discovery: nothing to list
+    }
+    let mode = match (has("--bench"), has("quick")) {
+        (false, _) => "smoke",
+        (true, true) => "quick",
+        (true, false) => "full",
+    };
+    let opt = |key: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(key).map(String::from))
+    };
+    let vllm = if mode == "smoke" {
+        Err("smoke check (cargo test): the native half only".to_string())
+    } else {
+        find_vllm()
+    };
+    match &vllm {
+        Ok(v) => eprintln!(
+            "vllm bench: {} (tokenizer {})",
+            v.python.display(),
+            v.tokenizer.display()
+        ),
+        Err(why) => eprintln!("vllm bench not run: {why}; native half only"),
+    }
+    let rounds = match mode {
+        "full" => opt("rounds=").map_or(2, |r| r.parse().unwrap()),
+        _ => 1,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = opt("keep=")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let only = opt("only=");
+    let server = ServerChild::start("--serve-raw");
+    let mut clients = vec![Client::NativeFresh, Client::NativePooled];
+    if vllm.is_ok() {
+        clients.push(Client::Vllm);
+    }
+    let mut rows = Vec::new();
+    let mut run_no = 0;
+    let chosen: Vec<_> = scenarios(mode)
+        .into_iter()
+        .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())))
+        .collect();
+    for s in &chosen {
+        let mut tallies: Vec<Tally> = clients.iter().map(|_| Tally::default()).collect();
+        for round in 0..rounds {
+            // Alternate the order between rounds, so neither client always goes first.
+            let mut order: Vec<usize> = (0..clients.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for &ci in &order {
+                let client = clients[ci];
+                let mut pair = Vec::new();
+                for n in [s.n.0, s.n.1] {
+                    run_no += 1;
+                    let dir = root.join(format!("run{run_no:03}"));
+                    let out = match client {
+                        Client::NativePooled => run_native(&server, s, n, true, &dir),
+                        Client::NativeFresh => run_native(&server, s, n, false, &dir),
+                        Client::Vllm => {
+                            let v = vllm.as_ref().unwrap();
+                            run_vllm(v, &server, s, n, &dir, &format!("{run_no}"))
+                        }
+                    };
+                    eprintln!(
+                        "  {} / {} / n={n}: {:.1} s wall, {:.2} s CPU, {:.0} MiB peak, {} connections, {} failed",
+                        s.name,
+                        client.label(),
+                        out.wall_s,
+                        out.cpu_s,
+                        out.maxrss_kib as f64 / 1024.0,
+                        out.connections,
+                        out.failed
+                    );
+                    pair.push(out);
+                }
+                let large = pair.pop().unwrap();
+                let small = pair.pop().unwrap();
+                tallies[ci].add(small, large);
+            }
+        }
+        for (ci, t) in tallies.iter().enumerate() {
+            rows.push(row(&s.name, clients[ci], t));
+        }
+    }
+    drop(server);
+    eprintln!(
+        "\n| scenario | client | requests | TTFP overhead p50 / p99 (ms) | marginal CPU s / 1000 req | peak RSS (MiB) | send lag p99 / max (ms) | connections | failed |"
+    );
+    eprintln!("|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        print_row(r);
+    }
+    if vllm.is_ok() {
+        print_ratios(&rows);
+    }
+    let failed: u64 = rows.iter().map(|r| r.failed).sum();
+    assert_eq!(failed, 0, "requests failed against the local server");
+}

@@ -1,0 +1,155 @@
+//! Connection semantics of the native bench, against a loopback server that counts the
+//! TCP connections it accepts: fresh opens one per request (warmups included), pooled
+//! reuses them; `--connection` (here `with_connection_reuse`, which sets the same
+//! setting) wins over the entry's `connection` key, which wins over the default (fresh).
+
+mod native_support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dfx_bench::native::{NativeBench, NativeSettings};
+use dfx_core::bench::{Bench, BenchContext};
+use dfx_core::plan::{ConnectionMode, StepKind};
+use native_support::{TrialSpec, trial};
+
+/// HTTP/1.1 keep-alive server on an ephemeral port: every request gets 4800 bytes of
+/// PCM with a `Content-Length`; `accepted` counts TCP connections. One thread per
+/// connection; a connection ends when the client closes it.
+struct Counting {
+    url: String,
+    accepted: Arc<AtomicUsize>,
+}
+
+fn serve_connection(mut sock: TcpStream) {
+    let body = vec![0u8; 4800];
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    loop {
+        let head_end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            match sock.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            match sock.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        }
+        buf.drain(..head_end + len);
+        let h = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: audio/pcm\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        if sock.write_all(h.as_bytes()).is_err() || sock.write_all(&body).is_err() {
+            return;
+        }
+    }
+}
+
+impl Counting {
+    fn start() -> Counting {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for sock in listener.incoming() {
+                let Ok(sock) = sock else { return };
+                count.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || serve_connection(sock));
+            }
+        });
+        Counting { url, accepted }
+    }
+}
+
+const N: u64 = 6;
+const WARMUPS: u32 = 2;
+
+/// Runs one closed-loop step (c = 2, 6 requests, 2 warmups) and returns the connections
+/// the server accepted and the result's `connection`.
+fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize, String) {
+    let server = Counting::start();
+    let ds =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke");
+    let mut t = trial(TrialSpec {
+        dataset_path: ds.to_str().unwrap(),
+        kind: StepKind::Concurrency { max_concurrency: 2 },
+        num_prompts: N,
+        num_warmups: Some(WARMUPS),
+        ..TrialSpec::default()
+    });
+    Arc::make_mut(&mut t.entry).connection = entry_mode;
+    let dir = tempfile::tempdir().unwrap();
+    let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
+    let ctx = BenchContext {
+        trial: &t,
+        base_url: server.url.clone(),
+        host: "127.0.0.1".into(),
+        port,
+        out_dir: dir.path().to_path_buf(),
+        hardware: "na".into(),
+        judge_url: None,
+        server_group: None,
+    };
+    let settings = NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..NativeSettings::default()
+    };
+    let mut bench = NativeBench::new(settings);
+    if let Some(reuse) = flag_reuse {
+        bench = bench.with_connection_reuse(reuse);
+    }
+    let outcome = bench.run(&ctx);
+    let doc = outcome.result.expect("a result");
+    assert_eq!(doc["failed"], 0, "{:?}", outcome.errors);
+    let log = std::fs::read_to_string(dir.path().join("bench.log")).unwrap();
+    assert!(log.contains("connections: "), "{log}");
+    (
+        server.accepted.load(Ordering::SeqCst),
+        doc["connection"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn fresh_opens_one_connection_per_request_and_pooled_reuses_them() {
+    let (fresh, mode) = step(None, Some(false));
+    assert_eq!(mode, "fresh");
+    assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize, "one per request");
+    let (pooled, mode) = step(None, Some(true));
+    assert_eq!(mode, "pooled");
+    // The two warmups (sent together) open two; the measured requests reuse them. A
+    // connection returned to the pool a moment late can make one more.
+    assert!(
+        pooled <= 4,
+        "pooled opened {pooled} connections for 8 requests"
+    );
+}
+
+#[test]
+fn default_is_fresh_the_entry_key_chooses_and_the_flag_wins() {
+    assert_eq!(step(None, None).1, "fresh");
+    let (pooled, mode) = step(Some(ConnectionMode::Pooled), None);
+    assert_eq!(mode, "pooled");
+    assert!(pooled <= 4);
+    let (fresh, mode) = step(Some(ConnectionMode::Pooled), Some(false));
+    assert_eq!(mode, "fresh");
+    assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize);
+    assert_eq!(step(Some(ConnectionMode::Fresh), Some(true)).1, "pooled");
+}

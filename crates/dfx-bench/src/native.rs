@@ -391,18 +391,7 @@ impl NativeBench {
     ) -> BenchOutcome {
         let trial = ctx.trial;
         let facts = StepFacts {
-            date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
-            backend: trial
-                .entry
-                .backend
-                .clone()
-                .unwrap_or_else(|| BACKEND.into()),
-            model_id: trial.server.model.clone(),
-            tokenizer_id: tokenizer_id(&trial.entry, &trial.server.model),
-            num_prompts,
-            request_rate: trial.step.request_rate(),
-            burstiness: trial.entry.burstiness.unwrap_or(1.0),
-            max_concurrency: trial.step.max_concurrency(),
+            header: aggregate::StepHeader::of(trial, BACKEND, num_prompts),
             sample_rate: p.sample_rate,
             peak_inflight,
         };

@@ -1,7 +1,7 @@
 //! Compatibility of the native bench's result document and stdout block with the real
 //! output of `vllm bench serve --omni` (`tests/reference/vllm-bench/` of the repository).
 
-use dfx_bench::native::aggregate::{self, StepFacts};
+use dfx_bench::native::aggregate::{self, StepFacts, StepHeader};
 use dfx_bench::native::record::RequestRecord;
 use dfx_bench::native::selection::Selection;
 use dfx_bench::native::summary;
@@ -170,14 +170,16 @@ fn rec(index: usize, ok: bool, audio_s: f64, send: f64, ttfp: f64, e2el: f64) ->
 
 fn facts(rate: Option<f64>, burstiness: f64, c: Option<u32>, n: u64) -> StepFacts {
     StepFacts {
-        date: "20261130-101233".into(),
-        backend: "openai-audio-speech".into(),
-        model_id: "fake-tts".into(),
-        tokenizer_id: "fake-tts".into(),
-        num_prompts: n,
-        request_rate: rate,
-        burstiness,
-        max_concurrency: c,
+        header: StepHeader {
+            date: "20261130-101233".into(),
+            backend: "openai-audio-speech".into(),
+            model_id: "fake-tts".into(),
+            tokenizer_id: "fake-tts".into(),
+            num_prompts: n,
+            request_rate: rate,
+            burstiness,
+            max_concurrency: c,
+        },
         sample_rate: 24_000,
         peak_inflight: c.unwrap_or(4) as usize,
     }

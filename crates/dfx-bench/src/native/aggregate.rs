@@ -5,15 +5,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use dfx_core::plan::Trial;
 use dfx_core::result::ResultDoc;
 
 use super::record::RequestRecord;
 use super::selection::{AudioMetric, Metric, Selection, percentile_word};
 use super::stats::{self, Sorted};
 
-/// What the result says about the step besides its requests.
+/// The step's identity as the first keys of every native result (TTS and chat alike).
 #[derive(Debug, Clone)]
-pub struct StepFacts {
+pub struct StepHeader {
     /// `%Y%m%d-%H%M%S`, local time.
     pub date: String,
     pub backend: String,
@@ -24,52 +25,52 @@ pub struct StepFacts {
     pub request_rate: Option<f64>,
     pub burstiness: f64,
     pub max_concurrency: Option<u32>,
+}
+
+impl StepHeader {
+    /// The header of `trial`'s step, dated now: `backend` when the entry names none,
+    /// `num_prompts` as sent.
+    pub fn of(trial: &Trial, backend: &str, num_prompts: u64) -> Self {
+        StepHeader {
+            date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+            backend: trial
+                .entry
+                .backend
+                .clone()
+                .unwrap_or_else(|| backend.to_string()),
+            model_id: trial.server.model.clone(),
+            tokenizer_id: super::tokenizer_id(&trial.entry, &trial.server.model),
+            num_prompts,
+            request_rate: trial.step.request_rate(),
+            burstiness: trial.entry.burstiness.unwrap_or(1.0),
+            max_concurrency: trial.step.max_concurrency(),
+        }
+    }
+}
+
+/// What the result says about the step besides its requests.
+#[derive(Debug, Clone)]
+pub struct StepFacts {
+    pub header: StepHeader,
     pub sample_rate: u32,
     /// Exact largest number of requests in flight at once.
     pub peak_inflight: usize,
 }
 
-/// The step's identity as the first keys of every native result (TTS and chat alike).
-pub(crate) struct StepHeader<'a> {
-    pub date: &'a str,
-    pub backend: &'a str,
-    pub model_id: &'a str,
-    pub tokenizer_id: &'a str,
-    pub num_prompts: u64,
-    pub request_rate: Option<f64>,
-    pub burstiness: f64,
-    pub max_concurrency: Option<u32>,
-}
-
-impl StepFacts {
-    pub(crate) fn header(&self) -> StepHeader<'_> {
-        StepHeader {
-            date: &self.date,
-            backend: &self.backend,
-            model_id: &self.model_id,
-            tokenizer_id: &self.tokenizer_id,
-            num_prompts: self.num_prompts,
-            request_rate: self.request_rate,
-            burstiness: self.burstiness,
-            max_concurrency: self.max_concurrency,
-        }
-    }
-}
-
 /// vllm's leading keys, `date` … `failed`, in its order.
 pub(crate) fn put_step_header(
     d: &mut ResultDoc,
-    h: &StepHeader<'_>,
+    h: &StepHeader,
     duration: f64,
     completed: usize,
     failed: usize,
 ) {
-    d.insert("date".into(), Value::from(h.date));
-    d.insert("endpoint_type".into(), Value::from(h.backend));
-    d.insert("backend".into(), Value::from(h.backend));
+    d.insert("date".into(), Value::from(h.date.as_str()));
+    d.insert("endpoint_type".into(), Value::from(h.backend.as_str()));
+    d.insert("backend".into(), Value::from(h.backend.as_str()));
     d.insert("label".into(), Value::Null);
-    d.insert("model_id".into(), Value::from(h.model_id));
-    d.insert("tokenizer_id".into(), Value::from(h.tokenizer_id));
+    d.insert("model_id".into(), Value::from(h.model_id.as_str()));
+    d.insert("tokenizer_id".into(), Value::from(h.tokenizer_id.as_str()));
     d.insert("num_prompts".into(), Value::from(h.num_prompts));
     d.insert(
         "request_rate".into(),
@@ -204,7 +205,7 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
     let mut d = Map::new();
     put_step_header(
         &mut d,
-        &f.header(),
+        &f.header,
         duration,
         completed,
         measured.len() - completed,

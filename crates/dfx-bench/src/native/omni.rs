@@ -34,6 +34,7 @@ use super::client::Limits;
 use super::driver::Load;
 use super::log::BenchLog;
 use super::random::{self, RequestSpec, text::Counter};
+use crate::native::aggregate::StepHeader;
 
 /// Backends served here (`daily-omni` is upstream's alias of the chat function).
 pub const CHAT_BACKENDS: [&str; 2] = ["openai-chat-omni", "daily-omni"];
@@ -331,14 +332,7 @@ fn conclude(
         warm.len()
     ));
     let facts = ChatFacts {
-        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
-        backend: trial.entry.backend.clone().unwrap_or_default(),
-        model_id: trial.server.model.clone(),
-        tokenizer_id: super::tokenizer_id(&trial.entry, &trial.server.model),
-        num_prompts: trial.step.num_prompts,
-        request_rate: trial.step.request_rate(),
-        burstiness: trial.entry.burstiness.unwrap_or(1.0),
-        max_concurrency: trial.step.max_concurrency(),
+        header: StepHeader::of(trial, "", trial.step.num_prompts),
         peak_inflight: peak,
         real_tokenizer: real,
     };

@@ -102,32 +102,10 @@ impl ChatSelection {
 /// What the result says about the step besides its requests.
 #[derive(Debug, Clone)]
 pub struct ChatFacts {
-    pub date: String,
-    pub backend: String,
-    pub model_id: String,
-    pub tokenizer_id: String,
-    pub num_prompts: u64,
-    pub request_rate: Option<f64>,
-    pub burstiness: f64,
-    pub max_concurrency: Option<u32>,
+    pub header: StepHeader,
     pub peak_inflight: usize,
     /// Whether token counts came from a real tokenizer.
     pub real_tokenizer: bool,
-}
-
-impl ChatFacts {
-    fn header(&self) -> StepHeader<'_> {
-        StepHeader {
-            date: &self.date,
-            backend: &self.backend,
-            model_id: &self.model_id,
-            tokenizer_id: &self.tokenizer_id,
-            num_prompts: self.num_prompts,
-            request_rate: self.request_rate,
-            burstiness: self.burstiness,
-            max_concurrency: self.max_concurrency,
-        }
-    }
 }
 
 fn put(d: &mut ResultDoc, stem: &str, xs: Vec<f64>, scale: f64, ps: &[f64]) {
@@ -244,7 +222,7 @@ pub fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelection) -
     let mut d = Map::new();
     put_step_header(
         &mut d,
-        &f.header(),
+        &f.header,
         duration,
         completed,
         measured.len() - completed,

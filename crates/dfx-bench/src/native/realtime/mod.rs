@@ -254,14 +254,7 @@ fn conclude(
         warm.iter().filter(|r| !r.base.ok).count()
     ));
     let facts = aggregate::StepFacts {
-        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
-        backend: entry.backend.clone().unwrap_or_default(),
-        model_id: trial.server.model.clone(),
-        tokenizer_id: super::tokenizer_id(entry, &trial.server.model),
-        num_prompts: trial.step.num_prompts,
-        request_rate: trial.step.request_rate(),
-        burstiness: entry.burstiness.unwrap_or(1.0),
-        max_concurrency: trial.step.max_concurrency(),
+        header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts),
         sample_rate: metrics::FRAMES_RATE as u32,
         peak_inflight: peak,
     };

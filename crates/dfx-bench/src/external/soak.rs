@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::{VllmBench, command, process};
 use crate::native::soak;
+use crate::native::stats::Sorted;
 
 /// Upper bound of batches in one soak (a batch that ends at once must not spin).
 pub const MAX_BATCHES: usize = 100_000;
@@ -182,32 +183,23 @@ fn merged(
 }
 
 /// The median of each batch metric over the first and the last quarter of the batches
-/// (at least one batch each), and their ratio.
+/// ([`soak::quarters`], as the native soak), and their ratio.
 fn drift(batches: &[Batch]) -> Value {
-    let q = (batches.len() / 4).max(1);
-    let (first, last) = (
-        &batches[..q.min(batches.len())],
-        &batches[batches.len().saturating_sub(q)..],
-    );
+    let (head, tail) = soak::quarters(batches.len());
     let median_of = |part: &[Batch], key: &str| -> Option<f64> {
-        let mut xs: Vec<f64> = part
+        let xs: Vec<f64> = part
             .iter()
             .filter_map(|b| b.doc.as_ref()?.get(key)?.as_f64())
             .filter(|x| x.is_finite())
             .collect();
-        xs.sort_by(f64::total_cmp);
-        (!xs.is_empty()).then(|| {
-            let m = xs.len() / 2;
-            if xs.len() % 2 == 1 {
-                xs[m]
-            } else {
-                (xs[m - 1] + xs[m]) / 2.0
-            }
-        })
+        (!xs.is_empty()).then(|| Sorted::new(xs).median())
     };
     let mut out = serde_json::Map::new();
     for key in BATCH_METRICS {
-        let (a, b) = (median_of(first, key), median_of(last, key));
+        let (a, b) = (
+            median_of(&batches[head.clone()], key),
+            median_of(&batches[tail.clone()], key),
+        );
         let ratio = match (a, b) {
             (Some(a), Some(b)) if a != 0.0 => Some(b / a),
             _ => None,

@@ -141,6 +141,13 @@ fn figures(rs: &[&RequestRecord]) -> Value {
     })
 }
 
+/// The first and the last quarter of `n` batches (a quarter rounded up, at least one
+/// batch), as indices: the two ends the drift compares.
+pub fn quarters(n: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let q = n.div_ceil(4).max(1);
+    (0..q.min(n), n.saturating_sub(q)..n)
+}
+
 /// The `stability` section: every batch's figures and the first-vs-last-quarter drift.
 /// `rss_mb[b]` is the server group's resident memory after batch `b`, when it is local.
 pub fn section(
@@ -163,13 +170,10 @@ pub fn section(
             v
         })
         .collect();
-    let q = n.div_ceil(4).max(1);
+    let (head, tail) = quarters(n);
     let group =
         |range: std::ops::Range<usize>| -> Vec<&RequestRecord> { range.flat_map(of).collect() };
-    let (first, last) = (
-        figures(&group(0..q.min(n))),
-        figures(&group(n.saturating_sub(q)..n)),
-    );
+    let (first, last) = (figures(&group(head.clone())), figures(&group(tail.clone())));
     let rss = |range: std::ops::Range<usize>| -> Value {
         let v: Vec<f64> = range
             .filter_map(|b| rss_mb.get(b).copied().flatten())
@@ -182,8 +186,8 @@ pub fn section(
     };
     let mut first = first;
     let mut last = last;
-    first["server_rss_mb"] = rss(0..q.min(n));
-    last["server_rss_mb"] = rss(n.saturating_sub(q)..n);
+    first["server_rss_mb"] = rss(head);
+    last["server_rss_mb"] = rss(tail);
     let ratio = |k: &str| match (first[k].as_f64(), last[k].as_f64()) {
         (Some(a), Some(b)) if a > 0.0 => json!(b / a),
         _ => Value::Null,

@@ -117,20 +117,9 @@ impl Conn {
                 }
             }
             "error" => {
-                let e = v.get("error");
-                let s = |k: &str| {
-                    e.and_then(|e| e.get(k))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .chars()
-                        .take(300)
-                        .collect::<String>()
-                };
-                self.server_error.get_or_insert(format!(
-                    "server error: {}: {}",
-                    s("code"),
-                    s("message")
-                ));
+                let (code, message) = crate::native::realtime::protocol::error_of(v);
+                self.server_error
+                    .get_or_insert(format!("server error: {code}: {message}"));
             }
             k if p::is_text_delta(k) => {
                 let n = v.get("delta").and_then(Value::as_str).map_or(0, str::len);

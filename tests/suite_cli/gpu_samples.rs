@@ -9,7 +9,7 @@ use std::process::Output;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{fixture, perf_spawn};
+use crate::support::{output_text, sim_native, write_executable};
 
 /// Answers the sampler's query with a memory figure that grows by 10 MiB per call
 /// (GPU 0: 1000 + 10 n, GPU 1: 5000 + 10 n), only for the GPUs `-i` names; logs its
@@ -33,25 +33,9 @@ case "$ids" in all|*1*) echo "1, $((5000 + 10 * n)), 80" ;; esac
 "#;
 
 fn run_sim(env: &[(&str, &str)]) -> Result<(Output, tempfile::TempDir), Failed> {
-    let args = [
-        "--server",
-        "sim",
-        "--sim-speed",
-        "5",
-        "--bench",
-        "native",
-        "--hardware",
-        "SIMx5",
-    ];
-    let (child, results) = perf_spawn(&fixture("sim_tts.json"), &args, env)?;
-    let out = child.wait_with_output()?;
+    let (out, results) = sim_native("sim_tts.json", &[], env)?;
     if out.status.code() != Some(0) {
-        return Err(format!(
-            "suite failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
+        return Err(format!("suite failed: {}", output_text(&out)).into());
     }
     Ok((out, results))
 }
@@ -72,10 +56,7 @@ fn read(path: &Path) -> Result<Value, Failed> {
 pub fn gpu_samples_with_a_fake_nvidia_smi() -> Result<(), Failed> {
     let bin = tempfile::tempdir()?;
     let smi = bin.path().join("nvidia-smi");
-    std::fs::write(&smi, FAKE_SMI)?;
-    let mut perms = std::fs::metadata(&smi)?.permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&smi, perms)?;
+    write_executable(&smi, FAKE_SMI)?;
     let path = format!("{}:{}", bin.path().display(), std::env::var("PATH")?);
     let (_out, results) = run_sim(&[("PATH", &path), ("CUDA_VISIBLE_DEVICES", "1")])?;
     let calls = std::fs::read_to_string(bin.path().join("calls.log"))?;

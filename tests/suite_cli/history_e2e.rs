@@ -8,11 +8,11 @@
 //! steps have 16 and 24 prompts at speed 2 (`sim_history.json`): 10 of 10 runs passed with
 //! three busy loops on two cores, steady or switching on and off.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use libtest_mimic::Failed;
 
-use crate::support::{fixture, perf_in, perf_spawn};
+use crate::support::{dfx_perf_tool, fixture, output_text, perf_in, perf_spawn, write_executable};
 
 const RUNS: usize = 7;
 const SLOW_FROM: usize = 4;
@@ -21,23 +21,6 @@ const TRIALS: [&str; 2] = [
     "test_sim_smoke::default_voice_seed-tts-text::c4",
 ];
 const LATENCY: [&str; 3] = ["median_audio_ttfp_ms", "median_e2el_ms", "median_audio_rtf"];
-
-fn dfx_perf(args: &[&str]) -> Result<Output, Failed> {
-    Ok(Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
-        .args(args)
-        .env_remove("DFX_HISTORY")
-        .output()
-        .map_err(|e| format!("cannot run dfx-perf: {e}"))?)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n{}{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     let tmp = tempfile::tempdir()?;
@@ -67,24 +50,24 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
         };
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() != Some(0) || !stderr.contains("history: ") {
-            return Err(format!("run {i}: {}", text(&out)).into());
+            return Err(format!("run {i}: {}", output_text(&out)).into());
         }
     }
     fingerprint_was_recorded(tmp.path())?;
-    let list = dfx_perf(&["history", "--history", &db_arg, "list"])?;
+    let list = dfx_perf_tool(&["history", "--history", &db_arg, "list"])?;
     let listed = String::from_utf8_lossy(&list.stdout);
     if !listed.contains(&format!("{RUNS} run(s)")) {
-        return Err(format!("history list: {}", text(&list)).into());
+        return Err(format!("history list: {}", output_text(&list)).into());
     }
     let latest = tmp.path().join("latest").display().to_string();
-    let again = dfx_perf(&["history", "--history", &db_arg, "add", &latest])?;
+    let again = dfx_perf_tool(&["history", "--history", &db_arg, "add", &latest])?;
     if !String::from_utf8_lossy(&again.stdout).contains("already stored") {
-        return Err(format!("adding twice: {}", text(&again)).into());
+        return Err(format!("adding twice: {}", output_text(&again)).into());
     }
     // These do not depend on what the detector finds: checked before its findings.
     trend_report_is_written(&db_arg, tmp.path())?;
     rolling_baselines_fill_the_needs_data_trials(&db_arg, tmp.path())?;
-    let check = dfx_perf(&[
+    let check = dfx_perf_tool(&[
         "history",
         "--history",
         &db_arg,
@@ -93,7 +76,7 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
     ])?;
     let out = String::from_utf8_lossy(&check.stdout).into_owned();
     if check.status.code() != Some(3) {
-        return Err(format!("exit status 3 expected: {}", text(&check)).into());
+        return Err(format!("exit status 3 expected: {}", output_text(&check)).into());
     }
     let findings: Vec<&str> = out.lines().filter(|l| l.contains(" at run ")).collect();
     let at = format!(" at run {SLOW_FROM}/{RUNS} ");
@@ -128,9 +111,9 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
 fn trend_report_is_written(db: &str, dir: &std::path::Path) -> Result<(), Failed> {
     let out_dir = dir.join("trend");
     let o = out_dir.display().to_string();
-    let rep = dfx_perf(&["history", "--history", db, "report", "--out", &o])?;
+    let rep = dfx_perf_tool(&["history", "--history", db, "report", "--out", &o])?;
     let page = std::fs::read_to_string(out_dir.join("history.html"))
-        .map_err(|e| format!("no history.html: {e}\n{}", text(&rep)))?;
+        .map_err(|e| format!("no history.html: {e}\n{}", output_text(&rep)))?;
     let md = std::fs::read_to_string(out_dir.join("history.md"))?;
     let charts = page.matches("<svg class=\"chart\"").count();
     if charts < TRIALS.len() * LATENCY.len() || !md.contains("regression(s)") {
@@ -165,16 +148,16 @@ fn rolling_baselines_fill_the_needs_data_trials(
             b.as_str(),
         ]
     };
-    let none = dfx_perf(&args("9", "9"))?;
-    let none_out = text(&none);
+    let none = dfx_perf_tool(&args("9", "9"))?;
+    let none_out = output_text(&none);
     if none.status.code() != Some(0)
         || !none_out.contains("good run(s), at least 9 wanted (--min-runs)")
         || baselines.join("SIMx2.json").exists()
     {
         return Err(format!("min-runs 9 of 7 runs must write nothing: {none_out}").into());
     }
-    let out = dfx_perf(&args("3", "3"))?;
-    let shown = text(&out);
+    let out = dfx_perf_tool(&args("3", "3"))?;
+    let shown = output_text(&out);
     let stored = std::fs::read_to_string(baselines.join("SIMx2.json"))
         .map_err(|e| format!("no SIMx2.json written: {e}\n{shown}"))?;
     let doc: serde_json::Value = serde_json::from_str(&stored)?;
@@ -203,13 +186,10 @@ fn first_run_with_a_gpu(
     let bin = results.join("fake-bin");
     std::fs::create_dir_all(&bin)?;
     let smi = bin.join("nvidia-smi");
-    std::fs::write(
+    write_executable(
         &smi,
         "#!/bin/sh\necho 'NVIDIA H20, 560.35.03, 97871'\necho 'NVIDIA H20, 560.35.03, 97871'\n",
     )?;
-    let mut perms = std::fs::metadata(&smi)?.permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&smi, perms)?;
     let path = format!(
         "{}:{}",
         bin.display(),

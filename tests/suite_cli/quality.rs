@@ -9,7 +9,7 @@ use std::process::Output;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{fixture, perf_spawn};
+use crate::support::{output_text, sim_native, write_executable};
 
 /// The hook: records its argument, checks every WAV of the manifest exists, prints a WER.
 const HOOK: &str = r#"#!/bin/sh
@@ -24,19 +24,7 @@ printf '{"seed_tts_content_evaluated": %d, "seed_tts_content_error_mean": 0.025,
 "#;
 
 fn run(env: &[(&str, &str)], extra: &[&str]) -> Result<(Output, tempfile::TempDir), Failed> {
-    let mut args = vec![
-        "--server",
-        "sim",
-        "--sim-speed",
-        "5",
-        "--bench",
-        "native",
-        "--hardware",
-        "SIMx5",
-    ];
-    args.extend(extra);
-    let (child, results) = perf_spawn(&fixture("sim_quality.json"), &args, env)?;
-    Ok((child.wait_with_output()?, results))
+    sim_native("sim_quality.json", extra, env)
 }
 
 fn trial_dir(results: &Path) -> Result<PathBuf, Failed> {
@@ -49,26 +37,14 @@ fn trial_dir(results: &Path) -> Result<PathBuf, Failed> {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n{}{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 pub fn quality_capture_keeps_audio_and_runs_the_hook() -> Result<(), Failed> {
     let tools = tempfile::tempdir()?;
     let hook = tools.path().join("hook.sh");
-    std::fs::write(&hook, HOOK)?;
-    let mut perms = std::fs::metadata(&hook)?.permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&hook, perms)?;
+    write_executable(&hook, HOOK)?;
     let hook_cmd = hook.display().to_string();
     let (out, results) = run(&[], &["--quality-cmd", &hook_cmd])?;
     if out.status.code() != Some(0) {
-        return Err(format!("suite failed: {}", text(&out)).into());
+        return Err(format!("suite failed: {}", output_text(&out)).into());
     }
     let dir = trial_dir(results.path())?;
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json"))?)?;
@@ -121,7 +97,7 @@ pub fn without_a_hook_the_result_says_not_evaluated() -> Result<(), Failed> {
         || !why.contains("quality not evaluated")
         || !stderr.contains("quality not evaluated")
     {
-        return Err(format!("{}\nresult: {doc:#}", text(&out)).into());
+        return Err(format!("{}\nresult: {doc:#}", output_text(&out)).into());
     }
     Ok(())
 }

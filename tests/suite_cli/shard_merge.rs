@@ -5,12 +5,11 @@
 //! upstream export and a history entry. Then the refusals of `merge` through the CLI.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{Run, check, fixture, perf_unset};
+use crate::support::{Run, check, dfx_perf_tool, fixture, output_text, perf_unset};
 
 /// Runs the suite with the simulator's own hardware label (SIMx10).
 fn perf(config: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Run, Failed> {
@@ -25,24 +24,6 @@ const TRIALS: [&str; 4] = [
 ];
 
 const SIM: [&str; 6] = ["--server", "sim", "--sim-speed", "10", "--bench", "native"];
-
-fn dfx_perf(args: &[&str]) -> Result<Output, Failed> {
-    Ok(Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
-        .args(args)
-        .env_remove("DFX_HISTORY")
-        .env_remove("DFX_UPSTREAM_RESULTS_DIR")
-        .output()
-        .map_err(|e| format!("cannot run dfx-perf: {e}"))?)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n{}{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn read(path: &Path) -> Result<Value, Failed> {
     let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -112,8 +93,8 @@ pub fn shards_merge_into_the_whole_run() -> Result<(), Failed> {
     let out = tmp.path().join("merged");
     let db = tmp.path().join("history.sqlite");
     let (o, d, h) = (path(&out), path(&db), [path(&d2), path(&d1)]);
-    let merged = dfx_perf(&["merge", &h[0], &h[1], "--out", &o, "--history", &d])?;
-    let shown = text(&merged);
+    let merged = dfx_perf_tool(&["merge", &h[0], &h[1], "--out", &o, "--history", &d])?;
+    let shown = output_text(&merged);
     if merged.status.code() != Some(0) || !shown.contains("history: merged added") {
         return Err(format!("merge: {shown}").into());
     }
@@ -122,9 +103,9 @@ pub fn shards_merge_into_the_whole_run() -> Result<(), Failed> {
         return Err(format!("merged {:?} != whole {want:?}", trial_set(&summary)).into());
     }
     merged_folder_is_complete(&out, &whole_dir)?;
-    let list = dfx_perf(&["history", "--history", &d, "list"])?;
+    let list = dfx_perf_tool(&["history", "--history", &d, "list"])?;
     if !String::from_utf8_lossy(&list.stdout).contains("1 run(s)") {
-        return Err(format!("history list: {}", text(&list)).into());
+        return Err(format!("history list: {}", output_text(&list)).into());
     }
     refusals(tmp.path(), &d1, &whole_dir)
 }
@@ -202,9 +183,9 @@ fn refusals(tmp: &Path, shard1: &Path, whole: &Path) -> Result<(), Failed> {
         if !runs.iter().any(|r| r == "--out") {
             args.extend(["--out", &o]);
         }
-        let res = dfx_perf(&args)?;
-        if res.status.code() != Some(1) || !text(&res).contains(want) || out.exists() {
-            return Err(format!("{want}: {}", text(&res)).into());
+        let res = dfx_perf_tool(&args)?;
+        if res.status.code() != Some(1) || !output_text(&res).contains(want) || out.exists() {
+            return Err(format!("{want}: {}", output_text(&res)).into());
         }
     }
     let stray: Vec<PathBuf> = std::fs::read_dir(tmp)?

@@ -258,3 +258,55 @@ pub fn check(cond: bool, what: &str, run: &Run) -> Result<(), Failed> {
         Err(format!("{what}\n{}", run.both()).into())
     }
 }
+
+/// The `dfx-perf` binary with `args`, without the inherited history and upstream-copy
+/// settings (each test names its own).
+pub fn dfx_perf_tool(args: &[&str]) -> Result<Output, Failed> {
+    Ok(Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
+        .args(args)
+        .env_remove("DFX_HISTORY")
+        .env_remove("DFX_UPSTREAM_RESULTS_DIR")
+        .output()
+        .map_err(|e| format!("cannot run dfx-perf: {e}"))?)
+}
+
+/// A process's exit status, stdout and stderr, for failure messages.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "status {:?}\n{}{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Writes `script` to `path` and makes it executable (fake tools, hooks).
+pub fn write_executable(path: &Path, script: &str) -> Result<(), Failed> {
+    std::fs::write(path, script)?;
+    let mut perms = std::fs::metadata(path)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(path, perms)?;
+    Ok(())
+}
+
+/// The `perf` binary on fixture `name` against the simulator at speed 5 with the native
+/// bench (label SIMx5), `extra` flags and `env` added; waits for it.
+pub fn sim_native(
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(Output, tempfile::TempDir), Failed> {
+    let mut args = vec![
+        "--server",
+        "sim",
+        "--sim-speed",
+        "5",
+        "--bench",
+        "native",
+        "--hardware",
+        "SIMx5",
+    ];
+    args.extend(extra);
+    let (child, results) = perf_spawn(&fixture(name), &args, env)?;
+    Ok((child.wait_with_output()?, results))
+}

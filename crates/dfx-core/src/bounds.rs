@@ -21,6 +21,10 @@ pub const MAX_PROMPTS: u64 = 1_000_000;
 /// Most warmup requests of one step (`num_warmups`, or `max(2, c)`).
 pub const MAX_WARMUPS: u64 = MAX_CONCURRENCY;
 
+/// Most repeats of one sweep step (`repeats`, `--repeats`): each is a whole step on the
+/// same server.
+pub const MAX_REPEATS: u64 = 100;
+
 /// Lowest open-loop arrival rate, requests per second (one request per 1000 s).
 pub const MIN_RATE: f64 = 0.001;
 /// Highest open-loop arrival rate, requests per second.

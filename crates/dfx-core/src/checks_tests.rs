@@ -17,6 +17,7 @@ fn entry(raw: Value) -> BenchEntry {
         metric_percentiles: None,
         extra_body: None,
         num_warmups: None,
+        repeats: None,
         burstiness: None,
         seed: None,
         task: None,

@@ -20,6 +20,7 @@ pub mod hardware;
 pub mod models;
 pub mod plan;
 pub mod reference;
+pub mod repeats;
 pub mod result;
 pub mod server;
 pub mod verdict;

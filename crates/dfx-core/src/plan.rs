@@ -73,6 +73,9 @@ pub struct BenchEntry {
     pub extra_body: Option<Map<String, Value>>,
     /// `num_warmups` override (metadata, never a bench flag).
     pub num_warmups: Option<u32>,
+    /// `repeats` (dfx-perf key): runs of each sweep step on the same server; `None` when
+    /// the entry does not say (the suite flag `--repeats` wins over it, default 1).
+    pub repeats: Option<u32>,
     pub burstiness: Option<f64>,
     pub seed: Option<u64>,
     pub task: Option<String>,
@@ -183,6 +186,16 @@ impl BenchEntry {
             StepKind::RequestRate { .. } => 2,
             StepKind::Concurrency { max_concurrency } => max_concurrency.max(2),
         })
+    }
+
+    /// How many times each step of this entry runs: the flag (`--repeats`) wins over the
+    /// entry's key, default 1. Soaks and native-duplex entries always run once (a soak
+    /// is its own duration; the native-duplex runner has its own `repeats`).
+    pub fn repeats(&self, flag: Option<u32>) -> u32 {
+        match self.dialect {
+            Dialect::Stability | Dialect::NativeDuplex => 1,
+            Dialect::Omni | Dialect::Diffusion => flag.or(self.repeats).unwrap_or(1).max(1),
+        }
     }
 
     /// `seed_tts_wer_eval: true`: keep each request's audio for a quality evaluation (WER,

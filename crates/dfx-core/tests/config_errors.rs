@@ -222,3 +222,23 @@ fn connection_key_reaches_the_plan() {
         assert_eq!(plan.trials[0].entry.connection, want, "{value}");
     }
 }
+
+#[test]
+fn repeats_key_is_bounded_and_reaches_the_plan() {
+    let fx = Fx::new();
+    for bad in [json!(0), json!(101), json!(2.5), json!("3")] {
+        let report = fx.errors(&one(json!({"repeats": bad})));
+        assert!(
+            report.contains("$TMP/cfg.json: test `test_a`, benchmark_params[0], key `repeats`")
+                && report.contains("(accepted: an integer from 1 to 100)"),
+            "{bad}: {report}"
+        );
+    }
+    let plan = fx.load(&one(json!({"repeats": 3}))).unwrap();
+    let entry = &plan.trials[0].entry;
+    assert_eq!(entry.repeats, Some(3));
+    assert_eq!(entry.repeats(None), 3);
+    assert_eq!(entry.repeats(Some(5)), 5, "the flag wins");
+    let plan = fx.load(&one(json!({}))).unwrap();
+    assert_eq!(plan.trials[0].entry.repeats(None), 1);
+}

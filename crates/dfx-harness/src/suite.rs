@@ -263,6 +263,8 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         quality_said: false,
         ia_counts: Default::default(),
         trial_started: chrono::Local::now(),
+        repeats: cfg.repeats,
+        seed: cfg.bench.seed.unwrap_or(0),
     }));
     let trials = build_trials(
         &lock(&session).planned,

@@ -75,6 +75,11 @@ pub struct SummaryEntry {
     pub needs_data: bool,
     /// Key metrics of the result (see [`KEY_METRICS`]) plus every thresholded metric.
     pub metrics: Map<String, Value>,
+    /// A step run as repeats: `count`, `ci_method` and, for each metric of `metrics` the
+    /// repeats summarise, its statistics (`values`, `mean`, `median`, `std`, `min`,
+    /// `max`, `ci95_low`, `ci95_high`). Absent for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Value>,
     /// `trials/<dir>/result.json`, relative to the run folder.
     pub result: Option<String>,
     /// `native`, `vllm`, `fake`.
@@ -120,6 +125,7 @@ impl SummaryEntry {
             thresholds_note: trial.thresholds.note.clone(),
             needs_data: outcome != Outcome::Ignored && trial.thresholds.items.is_empty(),
             metrics: Map::new(),
+            repeats: None,
             result: None,
             bench: None,
             result_source: None,
@@ -144,6 +150,19 @@ impl SummaryEntry {
             if let Some(v) = doc.get(key) {
                 self.metrics.insert(key.to_string(), v.clone());
             }
+        }
+        if let Some(r) = doc.get("repeats").and_then(Value::as_object) {
+            let stats: Map<String, Value> = r
+                .get("stats")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| self.metrics.contains_key(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            self.repeats = Some(serde_json::json!({
+                "count": r.get("count"), "with_result": r.get("with_result"),
+                "ci_method": r.get("ci_method"), "stats": stats}));
         }
     }
 }

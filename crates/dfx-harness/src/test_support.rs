@@ -45,6 +45,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         metric_percentiles: None,
         extra_body: None,
         num_warmups: None,
+        repeats: None,
         burstiness: None,
         seed: None,
         task: None,

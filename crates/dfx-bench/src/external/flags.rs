@@ -34,6 +34,8 @@ pub const EXCLUDED_KEYS: &[&str] = &[
     "warmup_num_inference_steps",
     // dfx-perf's own key (native bench only); vllm bench always opens fresh connections.
     "connection",
+    // dfx-perf's own key: the harness runs the step that many times.
+    "repeats",
 ];
 
 /// Entry keys upstream's stability runner never passes to a batch's `vllm bench`

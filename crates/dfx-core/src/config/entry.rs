@@ -150,6 +150,7 @@ fn omni_entry(
             errs,
         )
         .and_then(|n| u32::try_from(n).ok()),
+        repeats: repeats_key(ctx, raw.repeats.as_ref(), errs),
         burstiness: opt_f64_in(
             ctx,
             "burstiness",
@@ -188,6 +189,24 @@ fn omni_entry(
         baseline,
         suffix_parts: [task, eval_phase, dataset_name],
     })
+}
+
+/// The entry key `repeats`: an integer from 1 to [`bounds::MAX_REPEATS`].
+fn repeats_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<u32> {
+    let v = v?;
+    match v.as_u64() {
+        Some(n) if (1..=bounds::MAX_REPEATS).contains(&n) => u32::try_from(n).ok(),
+        _ => {
+            let problem = if v.is_number() {
+                format!("invalid value {v}")
+            } else {
+                format!("wrong type: got {}", json_type(v))
+            };
+            let accepted = format!("an integer from 1 to {}", bounds::MAX_REPEATS);
+            errs.push(ctx.err("repeats", problem, &accepted));
+            None
+        }
+    }
 }
 
 /// The entry key `connection`: `"fresh"` or `"pooled"`; anything else is refused with
@@ -305,6 +324,7 @@ fn diffusion_entry(
         metric_percentiles: None,
         extra_body: None,
         num_warmups: None,
+        repeats: None,
         burstiness: None,
         seed: raw.seed.as_ref().and_then(Value::as_u64),
         task: task.clone(),

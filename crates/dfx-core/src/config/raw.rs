@@ -68,6 +68,8 @@ pub struct RawOmniEntry {
     pub enabled: Option<Value>,
     pub name: Option<Value>,
     pub num_warmups: Option<Value>,
+    /// dfx-perf extension: how many times each sweep step runs on the same server.
+    pub repeats: Option<Value>,
     pub burstiness: Option<Value>,
     pub seed: Option<Value>,
     /// dfx-perf extension: `"fresh"` or `"pooled"` connections for the native bench.

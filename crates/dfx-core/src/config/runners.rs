@@ -54,6 +54,7 @@ fn draft(
             metric_percentiles: s("metric-percentiles").or_else(|| s("metric_percentiles")),
             extra_body: obj.get("extra_body").and_then(Value::as_object).cloned(),
             num_warmups: None,
+            repeats: None,
             burstiness: None,
             seed: obj.get("seed").and_then(Value::as_u64),
             task: s("task"),

@@ -226,6 +226,12 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "MODE", env = "DFX_CONNECTION")]
     pub connection: Option<ConnectionArg>,
 
+    /// Run every sweep step N times on the same server (repeat k with seed + k − 1) and
+    /// judge the median of the repeats; wins over an entry's `repeats` key. Default: the
+    /// entry's key, else 1. Soaks and native-duplex entries run once.
+    #[arg(long, value_name = "N", env = "DFX_REPEATS")]
+    pub repeats: Option<u32>,
+
     /// Stability (soak) entries: multiply every `duration_sec` by this factor, so CI can
     /// shorten a day to seconds (`--duration-scale 0.0001`). Default: 1.
     #[arg(long, value_name = "FACTOR", env = "DFX_DURATION_SCALE")]

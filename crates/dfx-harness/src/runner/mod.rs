@@ -19,6 +19,7 @@ use crate::results::RunDir;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
 
+mod repeat;
 pub mod upstream;
 
 /// How a trial that did not fail ended.
@@ -53,6 +54,10 @@ pub struct Session {
     pub ia_counts: checks::SubsetCounts,
     /// When the running trial started (the `upstream/` file name's time).
     pub trial_started: chrono::DateTime<chrono::Local>,
+    /// `--repeats`: runs of each step, over the entries' `repeats` key.
+    pub repeats: Option<u32>,
+    /// The run's seed (`--seed`, default 0), the first repeat's when the entry has none.
+    pub seed: u64,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -235,66 +240,31 @@ impl Session {
             server_group: server.process_group,
         };
         let sampler = gpu_sampler(&mut self.gpu_absent_said, &trial.server.env, dir, &server);
-        let outcome = bench.run(&ctx);
+        let repeats = trial.entry.repeats(self.repeats);
+        let base_seed = trial.entry.seed.unwrap_or(self.seed);
+        let quality = repeat::QualityStep {
+            cmd: self.quality_cmd.as_deref(),
+            said: &mut self.quality_said,
+        };
+        let piece = repeat::run(bench, &ctx, label, repeats, base_seed, quality);
         let gpu = sampler.map(crate::gpu::GpuSampler::finish);
         let mut failures = Vec::new();
         if let Err(died) = self.pool.check_after_trial() {
             failures.push(died.to_string());
         }
-        let tail = |t: &str| {
-            if t.trim().is_empty() {
-                String::new()
-            } else {
-                format!("\n--- bench log tail ---\n{}", t.trim_end())
-            }
-        };
-        let exit = outcome.exit.as_deref().unwrap_or("no exit status");
-        let mut fallback = None;
-        let doc = match outcome.result {
-            Some(doc) => {
-                if let Some(exit) = &outcome.exit {
-                    failures.push(format!(
-                        "bench ended with {exit}{}",
-                        tail(&outcome.log_tail)
-                    ));
-                }
-                doc
-            }
-            None => {
-                fallback = Some(format!("bench `{label}` left no result ({exit})"));
-                template_fallback(fallback.as_deref().unwrap_or_default())
-            }
-        };
-        let mut doc = doc;
+        failures.extend(piece.failures);
+        let mut doc = piece.doc;
         if let Some(g) = &gpu {
             g.insert_into(&mut doc);
         }
-        if trial.entry.seed_tts_wer_eval() && fallback.is_none() {
-            use crate::quality::{Quality, evaluate};
-            match evaluate(self.quality_cmd.as_deref(), dir, &mut doc) {
-                Quality::HookFailed(e) => failures.push(e),
-                Quality::NotEvaluated(why) if !self.quality_said => {
-                    self.quality_said = true;
-                    eprintln!("{}: {why}", trial.name);
-                }
-                Quality::NotEvaluated(_) | Quality::Evaluated(_) => {}
-            }
-        }
-        if let Some(invalid) = outcome.invalid_load {
-            failures.push(format!("load generation invalid: {invalid}"));
-        }
-        let log_tail = if fallback.is_some() {
-            tail(&outcome.log_tail)
-        } else {
-            String::new()
-        };
+        let (fallback, log_tail) = (piece.fallback, piece.log_tail);
         Produced {
             doc,
             failures,
             fallback,
             log_tail,
             judged: true,
-            errors: outcome.errors,
+            errors: piece.errors,
             bench: Some(label),
             server: Some(server),
         }
@@ -542,5 +512,7 @@ fn gpu_sampler(
     .ok()
 }
 
+#[cfg(test)]
+mod repeat_tests;
 #[cfg(test)]
 mod tests;

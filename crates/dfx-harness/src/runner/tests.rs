@@ -13,13 +13,17 @@ use crate::fake::server::{FakeEvent, FakeLauncher, FakeState};
 use crate::select::{BenchSlot, plan_trials};
 use crate::test_support::{StubBench, concurrency_trial, spec, threshold};
 
-struct Fixture {
-    session: Session,
+pub(super) struct Fixture {
+    pub(super) session: Session,
     state: Arc<FakeState>,
     _dir: tempfile::TempDir,
 }
 
-fn fixture(trials: Vec<Trial>, bench: Box<dyn Bench + Send>, assert_baseline: bool) -> Fixture {
+pub(super) fn fixture(
+    trials: Vec<Trial>,
+    bench: Box<dyn Bench + Send>,
+    assert_baseline: bool,
+) -> Fixture {
     fixture_hw(trials, bench, assert_baseline, "H100")
 }
 
@@ -64,6 +68,8 @@ fn fixture_hw(
         quality_said: false,
         ia_counts: Default::default(),
         trial_started: chrono::Local::now(),
+        repeats: None,
+        seed: 0,
     };
     Fixture {
         session,
@@ -76,7 +82,7 @@ fn fake(knobs: FakeKnobs) -> Box<dyn Bench + Send> {
     Box::new(FakeBench { knobs })
 }
 
-fn result_json(f: &Fixture, idx: usize) -> serde_json::Map<String, Value> {
+pub(super) fn result_json(f: &Fixture, idx: usize) -> serde_json::Map<String, Value> {
     let path = f
         .session
         .run
@@ -85,7 +91,7 @@ fn result_json(f: &Fixture, idx: usize) -> serde_json::Map<String, Value> {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-fn entry(f: &Fixture, idx: usize) -> SummaryEntry {
+pub(super) fn entry(f: &Fixture, idx: usize) -> SummaryEntry {
     f.session.entry(idx).expect("summary entry recorded")
 }
 

@@ -78,6 +78,8 @@ pub struct SuiteConfig {
     pub history: Option<dfx_history::HistorySpec>,
     /// `--quality-cmd`: the evaluator of `seed_tts_wer_eval` entries' kept audio.
     pub quality_cmd: Option<String>,
+    /// `--repeats`: runs of each sweep step (1 to [`dfx_core::bounds::MAX_REPEATS`]).
+    pub repeats: Option<u32>,
     pub list_verbose: bool,
     /// `--partition`: the one shard of the plan this run executes.
     pub partition: Option<crate::partition::Partition>,
@@ -222,6 +224,7 @@ impl SuiteConfig {
                 .ok()
         });
 
+        let repeats = repeats_flag(s.repeats, &mut errors);
         if !errors.is_empty() {
             return Err(FlagErrors(errors));
         }
@@ -243,12 +246,32 @@ impl SuiteConfig {
                 .unwrap_or_else(|| project.root.join("baselines")),
             history,
             quality_cmd: s.quality_cmd.clone().filter(|c| !c.trim().is_empty()),
+            repeats,
             upstream_results_dir: s.upstream_results_dir.clone(),
             list_verbose,
             partition,
             flags: provenance,
             notes,
         })
+    }
+}
+
+/// `--repeats`: 1 to [`dfx_core::bounds::MAX_REPEATS`].
+fn repeats_flag(n: Option<u32>, errors: &mut Vec<FlagError>) -> Option<u32> {
+    let max = dfx_core::bounds::MAX_REPEATS;
+    match n {
+        Some(k) if k == 0 || u64::from(k) > max => {
+            let accepted = format!("an integer from 1 to {max}");
+            errors.push(err(
+                "--repeats",
+                "DFX_REPEATS",
+                k,
+                "not a usable count",
+                &accepted,
+            ));
+            None
+        }
+        other => other,
     }
 }
 
@@ -565,6 +588,24 @@ mod tests {
                 e.contains("--partition (DFX_PARTITION)")
                     && e.contains(&format!("`{bad}`"))
                     && e.contains("accepted: count:K/N or hash:K/N"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeats_is_bounded() {
+        let dir = with_configs();
+        assert_eq!(
+            config(dir.path(), &["--repeats", "5"]).unwrap().repeats,
+            Some(5)
+        );
+        for bad in ["0", "101"] {
+            let e = config(dir.path(), &["--repeats", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("--repeats (DFX_REPEATS)") && e.contains("an integer from 1 to 100"),
                 "{bad}: {e}"
             );
         }

@@ -103,10 +103,15 @@ fn point(run: &RunRecord, trial: Option<&TrialRecord>, metric: &str) -> Point {
         let configs: Vec<&String> = fp.config_hashes.values().collect();
         format!("{sha} {configs:?} {}", flags_key(&fp.flags))
     });
+    let repeat_values = match (&value, trial) {
+        (Ok(_), Some(t)) => t.repeats.get(metric).cloned().unwrap_or_default(),
+        _ => Vec::new(),
+    };
     Point {
         run_id: run.run_id.clone(),
         value,
         repeat_key,
+        repeat_values,
     }
 }
 

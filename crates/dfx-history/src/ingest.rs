@@ -105,6 +105,12 @@ fn trial_record(run: &Run, seq: usize, t: &TrialSummary) -> Result<TrialRecord, 
             metrics.insert(k.clone(), x);
         }
     }
+    let repeats: BTreeMap<String, Vec<f64>> = t
+        .metrics
+        .keys()
+        .map(|k| (k.clone(), t.repeat_values(k)))
+        .filter(|(_, v)| v.len() > 1)
+        .collect();
     let outcome = match t.outcome {
         Outcome::Passed => TrialOutcome::Passed,
         Outcome::Failed => TrialOutcome::Failed,
@@ -135,6 +141,7 @@ fn trial_record(run: &Run, seq: usize, t: &TrialSummary) -> Result<TrialRecord, 
         failures: t.failures.clone(),
         needs_data: thresholds.is_empty() && outcome != TrialOutcome::Ignored,
         metrics,
+        repeats,
         thresholds,
     })
 }

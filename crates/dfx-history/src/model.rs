@@ -107,6 +107,11 @@ pub struct TrialRecord {
     pub failures: Vec<String>,
     /// Every finite numeric metric of its summary entry and result file.
     pub metrics: BTreeMap<String, f64>,
+    /// A step run as repeats (`--repeats`): every repeat's value of each metric the
+    /// summary lists, in repeat order; their spread is the run's own noise. Empty for a
+    /// single run (and then left out of the content hash).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub repeats: BTreeMap<String, Vec<f64>>,
     /// The thresholds in force.
     pub thresholds: Vec<Threshold>,
     /// It ran without any threshold for its hardware ("needs data").

@@ -18,6 +18,7 @@ const CHECKS: &[(&str, Check)] = &[
     ("a_stored_run_reads_back_equal", round_trip),
     ("a_changed_run_replaces_the_stored_one", replaced),
     ("an_interrupted_run_is_stored_as_such", interrupted),
+    ("a_run_of_repeats_keeps_every_repeat", with_repeats),
     ("migrations_from_an_empty_database", from_empty),
     ("migrations_from_the_previous_version", from_previous),
     ("a_newer_schema_is_refused", newer_refused),
@@ -102,6 +103,34 @@ fn interrupted(b: &Backends, tmp: &Path) -> Result<(), Failed> {
     let list = store.list()?;
     ensure(list[0].interrupted, || format!("{list:?}"))?;
     ensure(store.load(None)?[0].interrupted, || "load".into())
+}
+
+/// A step run as repeats (`--repeats 3`): each repeat's value survives the store, in
+/// order, and a single run stays without any.
+fn with_repeats(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let id = "20260103-010000-H100";
+    let dir = write_run(tmp, id, 100.0, false);
+    let path = dir.join("summary.json");
+    let mut summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+    summary["trials"][0]["repeats"] = serde_json::json!({"count": 3, "stats": {
+        "median_e2el_ms": {"values": [104.0, 100.0, 97.0], "median": 100.0}}});
+    std::fs::write(&path, serde_json::to_vec(&summary)?)?;
+    let run = read_run(&dir)?;
+    let want = vec![104.0, 100.0, 97.0];
+    ensure(
+        run.trials[0].repeats.get("median_e2el_ms") == Some(&want),
+        || format!("read: {:?}", run.trials[0].repeats),
+    )?;
+    let mut store = b.open()?;
+    store.add(&run)?;
+    let loaded = store.load(None)?;
+    ensure(loaded[0] == run, || format!("{:?}", loaded[0].trials))?;
+    ensure(loaded[0].trials[1].repeats.is_empty(), || {
+        "single run".into()
+    })?;
+    ensure(store.add(&run)? == AddOutcome::Unchanged, || {
+        "re-add".into()
+    })
 }
 
 fn from_empty(b: &Backends, _tmp: &Path) -> Result<(), Failed> {

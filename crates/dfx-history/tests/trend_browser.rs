@@ -59,6 +59,7 @@ fn history() -> Vec<RunRecord> {
                         vec![]
                     },
                     metrics,
+                    repeats: Default::default(),
                     thresholds: vec![Threshold {
                         metric: "median_e2el_ms".into(),
                         value: 1250.0,

@@ -320,3 +320,57 @@ fn recorded_comparisons_match_their_expectation() {
         );
     }
 }
+
+/// One run folder standing for `dirs` run as in-run repeats: the first run's summary with
+/// every metric's per-repeat values (`repeats.stats.<metric>.values`) taken from all of
+/// them, as `--repeats` writes it.
+fn as_repeats(dirs: &[PathBuf]) -> PathBuf {
+    let read = |d: &PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap()
+    };
+    let all: Vec<serde_json::Value> = dirs.iter().map(read).collect();
+    let mut first = all[0].clone();
+    for (i, trial) in first["trials"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let mut stats = serde_json::Map::new();
+        for (metric, _) in trial["metrics"].as_object().unwrap().clone() {
+            let values: Vec<serde_json::Value> = all
+                .iter()
+                .map(|s| s["trials"][i]["metrics"][&metric].clone())
+                .collect();
+            stats.insert(metric, json!({"values": values}));
+        }
+        trial["repeats"] = json!({"count": dirs.len(), "stats": stats});
+    }
+    common::write_json(&dirs[0].join("summary.json"), &first);
+    dirs[0].clone()
+}
+
+#[test]
+fn in_run_repeats_give_one_run_per_side_a_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = as_repeats(&runs(tmp.path(), "SIM", &[1, 2, 3], 0.0));
+    let b = as_repeats(&runs(tmp.path(), "SIM", &[4, 5, 6], 0.15));
+    let c = compare_dirs(&[a.clone()], &[b], &CompareOptions::default()).unwrap();
+    let known: Vec<_> = c.rows.iter().filter(|r| r.direction.is_some()).collect();
+    assert!(!known.is_empty());
+    for r in &known {
+        assert_eq!(r.verdict, Verdict::Regression, "{} {}", r.trial, r.metric);
+        assert_eq!(r.a.as_ref().unwrap().n(), 3, "each repeat is a value");
+    }
+    let same = as_repeats(&runs(tmp.path(), "SIMB", &[4, 5, 6], 0.0));
+    let c = compare_dirs(&[a], &[same], &CompareOptions::default()).unwrap();
+    for r in &c.rows {
+        assert!(
+            matches!(r.verdict, Verdict::WithinNoise | Verdict::BelowTolerance),
+            "{} {}: {:?}",
+            r.trial,
+            r.metric,
+            r.verdict
+        );
+    }
+}

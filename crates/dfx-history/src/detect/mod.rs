@@ -92,6 +92,10 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
         .iter()
         .map(|(i, _)| points[*i].repeat_key.as_deref())
         .collect();
+    let within: Vec<&[f64]> = clean
+        .iter()
+        .map(|(i, _)| points[*i].repeat_values.as_slice())
+        .collect();
     let cps = edivisive::change_points(&xs, &opts.ed);
     let mut bounds = vec![0];
     bounds.extend(cps.iter().copied());
@@ -99,7 +103,7 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
     let mut out: Vec<Change> = Vec::new();
     for w in bounds.windows(3) {
         let (a, b) = (&xs[w[0]..w[1]], &xs[w[1]..w[2]]);
-        let repeats = segment_repeat_noise(&xs, &keys, w);
+        let repeats = segment_repeat_noise(&xs, &keys, &within, w);
         let noise = repeats.unwrap_or_else(|| mad_noise(&[a, b]));
         if let Some(c) = judge(a, b, dir, noise, opts) {
             out.push(Change {
@@ -112,7 +116,12 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
     }
     let all = [0, xs.len()];
     let k = opts.streak_runs.max(1);
-    for c in streaks(&xs, dir, opts, segment_repeat_noise(&xs, &keys, &all)) {
+    for c in streaks(
+        &xs,
+        dir,
+        opts,
+        segment_repeat_noise(&xs, &keys, &within, &all),
+    ) {
         let same = out
             .iter()
             .position(|o| o.is_regression() && same_shift(&bounds, &clean, o.index, c.index, k));
@@ -152,13 +161,23 @@ fn same_shift(
 
 /// The spread of repeats within the segments `bounds` delimits: values that share a
 /// repeat key *and* a segment, so a change between two runs of one commit (a fault, the
-/// machine) never counts as noise.
-fn segment_repeat_noise(xs: &[f64], keys: &[Option<&str>], bounds: &[usize]) -> Option<f64> {
+/// machine) never counts as noise, and each run's own repeats (`within`), one group per
+/// run. The spread of single repeats over-states the noise of their median: the
+/// detector errs toward calling fewer changes.
+fn segment_repeat_noise(
+    xs: &[f64],
+    keys: &[Option<&str>],
+    within: &[&[f64]],
+    bounds: &[usize],
+) -> Option<f64> {
     let mut keyed: Vec<(f64, String)> = Vec::new();
     for (seg, w) in bounds.windows(2).enumerate() {
         for i in w[0]..w[1] {
             if let Some(k) = keys[i] {
                 keyed.push((xs[i], format!("{seg}:{k}")));
+            }
+            if within[i].len() > 1 {
+                keyed.extend(within[i].iter().map(|v| (*v, format!("run:{i}"))));
             }
         }
     }

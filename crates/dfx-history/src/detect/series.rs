@@ -23,6 +23,9 @@ pub struct Point {
     pub value: Result<f64, Gap>,
     /// Repeats share a key (commit and config hashes): their spread is the noise.
     pub repeat_key: Option<String>,
+    /// The run's own repeats of the step (`--repeats`), whose value is their median:
+    /// their spread is noise too.
+    pub repeat_values: Vec<f64>,
 }
 
 /// Median of `xs` (`NaN` when empty).

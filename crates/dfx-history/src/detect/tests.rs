@@ -19,6 +19,7 @@ fn points(xs: &[f64]) -> Vec<Point> {
             run_id: format!("r{i}"),
             value: Ok(*x),
             repeat_key: None,
+            repeat_values: Vec::new(),
         })
         .collect()
 }
@@ -157,6 +158,38 @@ fn repeats_spread_is_the_noise_when_present() {
     assert!((found[0].noise - 0.5).abs() < 1e-9, "{}", found[0].noise);
 }
 
+#[test]
+fn a_runs_own_repeats_are_noise_too() {
+    // An 8 % step that the runs' scatter alone calls a change…
+    let xs = [100.0, 100.4, 99.6, 100.2, 108.0, 108.4, 107.6, 108.2];
+    assert_eq!(
+        detect(&points(&xs), LOWER, &DetectOptions::default()).len(),
+        1
+    );
+    // …is within noise when each run's repeats spread by ±6 %.
+    let mut pts = points(&xs);
+    for p in &mut pts {
+        let m = *p.value.as_ref().unwrap();
+        p.repeat_values = vec![m - 6.0, m, m + 6.0];
+    }
+    let found = detect(&pts, LOWER, &DetectOptions::default());
+    assert!(found.is_empty(), "{found:?}");
+    // A 40 % step is still found, judged against the repeats' spread.
+    let big: Vec<f64> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| if i < 4 { *x } else { x * 1.3 })
+        .collect();
+    let mut pts = points(&big);
+    for p in &mut pts {
+        let m = *p.value.as_ref().unwrap();
+        p.repeat_values = vec![m - 6.0, m, m + 6.0];
+    }
+    let found = detect(&pts, LOWER, &DetectOptions::default());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].noise_from_repeats && (found[0].noise - 6.0).abs() < 1e-9);
+}
+
 fn trial(metrics: &[(&str, f64)], failed: bool) -> TrialRecord {
     TrialRecord {
         name: "t::e::c1".into(),
@@ -177,6 +210,7 @@ fn trial(metrics: &[(&str, f64)], failed: bool) -> TrialRecord {
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect::<BTreeMap<_, _>>(),
+        repeats: BTreeMap::new(),
         thresholds: vec![],
         needs_data: true,
     }

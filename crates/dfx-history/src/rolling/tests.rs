@@ -26,6 +26,7 @@ fn trial(name: &str, e2el: f64, outcome: TrialOutcome, thresholds: &[(&str, f64)
         ]
         .into_iter()
         .collect::<BTreeMap<_, _>>(),
+        repeats: BTreeMap::new(),
         thresholds: thresholds
             .iter()
             .map(|(m, v)| Threshold {

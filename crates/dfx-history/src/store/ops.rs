@@ -50,7 +50,7 @@ impl<B: Backend> SqlStore<B> {
     }
 
     fn delete(&mut self, run_id: &str) -> Result<(), HistoryError> {
-        for table in ["metrics", "thresholds", "trials", "runs"] {
+        for table in ["repeat_values", "metrics", "thresholds", "trials", "runs"] {
             self.db.exec(
                 &format!("DELETE FROM {table} WHERE run_id = $1"),
                 &[run_id.into()],
@@ -110,6 +110,21 @@ impl<B: Backend> SqlStore<B> {
                     (*value).into(),
                 ],
             )?;
+        }
+        for (metric, values) in &t.repeats {
+            for (k, value) in values.iter().enumerate() {
+                self.db.exec(
+                    "INSERT INTO repeat_values (run_id, trial, metric, repeat, value) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                    &[
+                        run_id.into(),
+                        t.name.as_str().into(),
+                        metric.as_str().into(),
+                        (k as i64 + 1).into(),
+                        (*value).into(),
+                    ],
+                )?;
+            }
         }
         for th in &t.thresholds {
             self.db.exec(
@@ -195,6 +210,22 @@ impl<B: Backend> SqlStore<B> {
                 .or_default()
                 .insert(text_at(&r, 2), value);
         }
+        let mut repeats: BTreeMap<Key, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+        for r in self.db.query(
+            &format!(
+                "SELECT run_id, trial, metric, value FROM repeat_values WHERE {sub} \
+                 ORDER BY run_id, trial, metric, repeat"
+            ),
+            hw,
+        )? {
+            let value = r.get(3).and_then(Val::real).unwrap_or(f64::NAN);
+            repeats
+                .entry((text_at(&r, 0), text_at(&r, 1)))
+                .or_default()
+                .entry(text_at(&r, 2))
+                .or_default()
+                .push(value);
+        }
         let mut thresholds: BTreeMap<Key, Vec<Threshold>> = BTreeMap::new();
         for r in self.db.query(
             &format!(
@@ -235,6 +266,7 @@ impl<B: Backend> SqlStore<B> {
                 unclean: r.get(5).and_then(Val::text).map(str::to_string),
                 failures,
                 metrics: metrics.remove(&key).unwrap_or_default(),
+                repeats: repeats.remove(&key).unwrap_or_default(),
                 thresholds: thresholds.remove(&key).unwrap_or_default(),
                 needs_data: r.get(7).and_then(Val::int).unwrap_or(0) != 0,
             };

@@ -71,6 +71,20 @@ ALTER TABLE trials ADD COLUMN needs_data BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX runs_by_hardware ON runs (hardware, sort_key);
 CREATE INDEX metrics_by_series ON metrics (trial, metric)",
     },
+    Migration {
+        version: 3,
+        name: "repeat_values: each repeat's value of a step run as repeats",
+        sql: "
+CREATE TABLE repeat_values (
+    run_id TEXT NOT NULL,
+    trial TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    repeat BIGINT NOT NULL,
+    value DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (run_id, trial, metric, repeat),
+    FOREIGN KEY (run_id, trial) REFERENCES trials (run_id, trial)
+)",
+    },
 ];
 
 /// The newest schema version this build knows.

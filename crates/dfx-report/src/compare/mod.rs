@@ -234,7 +234,11 @@ fn side_values(
     for (run, t) in trials_of(runs, trial) {
         match t.unclean_reason() {
             Some(why) => notes.push(format!("{trial} in run {} not used: {why}", run.run_id)),
-            None => values.extend(t.metric(metric).filter(|v| v.is_finite())),
+            None => match t.repeat_values(metric) {
+                // A step run as repeats: each repeat is a value of its own.
+                r if r.len() > 1 => values.extend(r),
+                _ => values.extend(t.metric(metric).filter(|v| v.is_finite())),
+            },
         }
     }
     SideStats::of(values)

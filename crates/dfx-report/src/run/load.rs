@@ -173,6 +173,7 @@ fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
         warnings: verdict.warnings,
         thresholds,
         metrics,
+        repeats: doc.get("repeats").cloned(),
         result_path: Some(result_path.to_string_lossy().into_owned()),
         bench: None,
         result_source: doc

@@ -208,6 +208,10 @@ pub struct TrialSummary {
     pub thresholds: Vec<ThresholdEntry>,
     #[serde(default)]
     pub metrics: Map<String, Value>,
+    /// A step run as repeats: `count` and per-metric statistics (`stats.<metric>.values`
+    /// holds every repeat's value). Absent for a single run.
+    #[serde(default)]
+    pub repeats: Option<Value>,
     /// The result file, relative to the run folder (`result` in summary.json).
     #[serde(default, alias = "result")]
     pub result_path: Option<String>,
@@ -224,6 +228,21 @@ impl TrialSummary {
     /// A numeric metric (`None` when absent, `null` or not a number).
     pub fn metric(&self, key: &str) -> Option<f64> {
         self.metrics.get(key).and_then(Value::as_f64)
+    }
+
+    /// Every repeat's value of `key` when the step ran as repeats (finite values only;
+    /// empty for a single run).
+    pub fn repeat_values(&self, key: &str) -> Vec<f64> {
+        let values = self
+            .repeats
+            .as_ref()
+            .and_then(|r| r.get("stats")?.get(key)?.get("values")?.as_array().cloned());
+        values
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_f64)
+            .filter(|v| v.is_finite())
+            .collect()
     }
 
     /// The threshold on `metric`, if any.

@@ -27,6 +27,8 @@ mod leftovers;
 mod native_duplex;
 #[path = "suite_cli/quality.rs"]
 mod quality;
+#[path = "suite_cli/repeats.rs"]
+mod repeats;
 #[path = "suite_cli/shard_merge.rs"]
 mod shard_merge;
 #[path = "suite_cli/sim_baseline.rs"]
@@ -189,6 +191,10 @@ fn main() -> ExitCode {
         (
             "quality_without_a_hook_is_said_not_evaluated",
             quality::without_a_hook_the_result_says_not_evaluated,
+        ),
+        (
+            "repeats_give_a_spread_and_an_interval_around_the_median",
+            repeats::repeats_give_a_spread_and_an_interval_around_the_median,
         ),
         (
             "partition_shards_merge_into_the_whole_run",

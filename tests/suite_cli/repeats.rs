@@ -49,7 +49,9 @@ pub fn repeats_give_a_spread_and_an_interval_around_the_median() -> Result<(), F
         && median <= hi
         && lo < hi
         && doc["mean_e2el_ms"].as_f64() == Some(median)
-        && doc["repeats"]["ci_method"].as_str().is_some_and(|m| m.contains("bootstrap"));
+        && doc["repeats"]["ci_method"]
+            .as_str()
+            .is_some_and(|m| m.contains("bootstrap"));
     if !ok {
         return Err(format!("repeat statistics: {}", doc["repeats"]).into());
     }

@@ -355,7 +355,7 @@ fn in_run_repeats_give_one_run_per_side_a_verdict() {
     let tmp = tempfile::tempdir().unwrap();
     let a = as_repeats(&runs(tmp.path(), "SIM", &[1, 2, 3], 0.0));
     let b = as_repeats(&runs(tmp.path(), "SIM", &[4, 5, 6], 0.15));
-    let c = compare_dirs(&[a.clone()], &[b], &CompareOptions::default()).unwrap();
+    let c = compare_dirs(std::slice::from_ref(&a), &[b], &CompareOptions::default()).unwrap();
     let known: Vec<_> = c.rows.iter().filter(|r| r.direction.is_some()).collect();
     assert!(!known.is_empty());
     for r in &known {

@@ -78,7 +78,6 @@ fn scripted_timeline_gives_every_metric() {
     let t = trial(TrialSpec {
         dataset_path: ds.to_str().unwrap(),
         num_warmups: None, // default: max(2, 2) = 2
-        repeats: None,
         extra_body: Some(
             serde_json::json!({"voice": "Vivian", "language": "English", "task_type": "CustomVoice"}),
         ),

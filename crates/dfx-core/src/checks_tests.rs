@@ -18,6 +18,7 @@ fn entry(raw: Value) -> BenchEntry {
         extra_body: None,
         num_warmups: None,
         repeats: None,
+        capacity: None,
         burstiness: None,
         seed: None,
         task: None,

@@ -92,6 +92,27 @@ pub struct BenchEntry {
     /// `connection` (dfx-perf key, native bench only): fresh or pooled connections.
     /// `None` when the entry does not say; the suite flag `--connection` wins over it.
     pub connection: Option<ConnectionMode>,
+    /// `capacity` (dfx-perf key): search the highest open-loop rate meeting these
+    /// criteria instead of sweeping; the entry is one trial labelled `capacity`.
+    pub capacity: Option<CapacitySpec>,
+}
+
+/// A capacity search (`capacity` entry key, checked at load): the highest open-loop
+/// arrival rate at which every request completes, `audio_continuity_ok_rate` stays at
+/// least `min_continuity` and `p99_audio_ttfp_ms` at most `max_p99_ttfp_ms`, found by
+/// bracketing from `start_rate` (doubling / halving within `[min_rate, max_rate]`) and
+/// bisecting until the bracket is narrower than `tolerance` (relative), the boundary
+/// confirmed by `boundary_repeats` repeats, in at most `max_probes` probes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CapacitySpec {
+    pub max_p99_ttfp_ms: f64,
+    pub min_continuity: f64,
+    pub start_rate: f64,
+    pub min_rate: f64,
+    pub max_rate: f64,
+    pub tolerance: f64,
+    pub boundary_repeats: u32,
+    pub max_probes: u32,
 }
 
 /// How the native bench's requests get their TCP connections (`--connection`, entry key

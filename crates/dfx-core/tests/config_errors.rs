@@ -242,3 +242,62 @@ fn repeats_key_is_bounded_and_reaches_the_plan() {
     let plan = fx.load(&one(json!({}))).unwrap();
     assert_eq!(plan.trials[0].entry.repeats(None), 1);
 }
+
+#[test]
+fn capacity_key_is_checked_and_makes_one_trial() {
+    let fx = Fx::new();
+    let cap = json!({"max_p99_ttfp_ms": 800, "start_rate": 2, "max_rate": 64});
+    let plan = fx
+        .load(&one(
+            json!({"capacity": cap, "request_rate": null, "max_concurrency": null,
+                          "num_prompts": [32]}),
+        ))
+        .unwrap();
+    assert_eq!(plan.trials.len(), 1);
+    let t = &plan.trials[0];
+    assert_eq!(
+        (t.step.label.as_str(), t.step.num_prompts),
+        ("capacity", 32)
+    );
+    assert!(t.name.ends_with("::capacity"), "{}", t.name);
+    let spec = t.entry.capacity.unwrap();
+    assert_eq!(
+        (spec.start_rate, spec.min_continuity, spec.boundary_repeats),
+        (2.0, 0.95, 3)
+    );
+    for (bad, key) in [
+        (
+            json!({"capacity": {"start_rate": 2}, "num_prompts": 8}),
+            "capacity.max_p99_ttfp_ms",
+        ),
+        (
+            json!({"capacity": {"max_p99_ttfp_ms": 5, "speed": 1}, "num_prompts": 8}),
+            "capacity.speed",
+        ),
+        (
+            json!({"capacity": {"max_p99_ttfp_ms": 5, "min_continuity": 2}, "num_prompts": 8}),
+            "capacity.min_continuity",
+        ),
+        (
+            json!({"capacity": {"max_p99_ttfp_ms": 5, "start_rate": 99, "max_rate": 8}, "num_prompts": 8}),
+            "capacity.start_rate",
+        ),
+        (
+            json!({"capacity": {"max_p99_ttfp_ms": 5}, "num_prompts": [8, 16]}),
+            "num_prompts",
+        ),
+        (
+            json!({"capacity": {"max_p99_ttfp_ms": 5}, "num_prompts": 8, "request_rate": [1]}),
+            "request_rate",
+        ),
+        (json!({"capacity": 5, "num_prompts": 8}), "capacity"),
+    ] {
+        let mut entry = bad.clone();
+        entry["max_concurrency"] = serde_json::Value::Null;
+        let report = fx.errors(&one(entry));
+        assert!(
+            report.contains(&format!("benchmark_params[0], key `{key}`")),
+            "{bad}: {report}"
+        );
+    }
+}

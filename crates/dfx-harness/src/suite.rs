@@ -265,6 +265,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         trial_started: chrono::Local::now(),
         repeats: cfg.repeats,
         seed: cfg.bench.seed.unwrap_or(0),
+        gpu_hour_price: cfg.gpu_hour_price,
     }));
     let trials = build_trials(
         &lock(&session).planned,

@@ -46,6 +46,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         extra_body: None,
         num_warmups: None,
         repeats: None,
+        capacity: None,
         burstiness: None,
         seed: None,
         task: None,

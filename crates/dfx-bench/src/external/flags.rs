@@ -36,6 +36,7 @@ pub const EXCLUDED_KEYS: &[&str] = &[
     "connection",
     // dfx-perf's own key: the harness runs the step that many times.
     "repeats",
+    "capacity",
 ];
 
 /// Entry keys upstream's stability runner never passes to a batch's `vllm bench`

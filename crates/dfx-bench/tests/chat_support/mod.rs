@@ -217,6 +217,7 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
         case: Default::default(),
         connection: None,
         repeats: None,
+        capacity: None,
     };
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -98,6 +98,7 @@ pub fn entry_from_raw(
         case: Default::default(),
         connection: None,
         repeats: None,
+        capacity: None,
     }
 }
 

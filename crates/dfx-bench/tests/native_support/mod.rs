@@ -260,6 +260,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         case: Default::default(),
         connection: None,
         repeats: None,
+        capacity: None,
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

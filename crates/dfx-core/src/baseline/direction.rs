@@ -52,6 +52,8 @@ pub const HIGHER_EXACT: &[&str] = &[
     "rtfx",
     "completed",
     "audio_continuity_ok_rate",
+    // a capacity search (dfx-perf): the highest rate meeting its criteria
+    "capacity_request_rate",
     // native-duplex runner (upstream 2026): medians over repeats
     "median_responses_per_s",
     "median_audio_seconds_per_s",
@@ -102,7 +104,7 @@ pub const LOWER_FAMILIES: &[&str] = &[
 pub const ACCEPTED_HINT: &str = "a result key with a known direction: audio_throughput, \
 request_throughput, output_throughput, total_token_throughput, request_goodput, \
 max_output_tokens_per_s, image_throughput, video_throughput, rtfx, completed, \
-audio_continuity_ok_rate, median_responses_per_s, median_audio_seconds_per_s, \
+audio_continuity_ok_rate, capacity_request_rate, median_responses_per_s, median_audio_seconds_per_s, \
 median_sessions_per_s, throughput_qps (higher is better); duration, failed, \
 generator_lag_p99_ms, latency_{mean,median,p50,p90,p95,p99}, \
 peak_memory_mb_{mean,median,max}, peak_memory_mb, gpu_mean_memory_mb, \

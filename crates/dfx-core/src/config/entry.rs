@@ -166,15 +166,22 @@ fn omni_entry(
         raw: obj.clone(),
         case: case.keys.clone(),
         connection: connection_key(ctx, raw.connection.as_ref(), errs),
+        capacity: super::capacity::capacity_key(ctx, raw.capacity.as_ref(), errs),
     };
-    let keys = SweepKeys {
-        rate: ("request_rate", raw.request_rate.as_ref()),
-        conc: ("max_concurrency", raw.max_concurrency.as_ref()),
-        prompts: ("num_prompts", raw.num_prompts.as_ref()),
+    let steps = match &entry.capacity {
+        Some(spec) => super::capacity::capacity_step(ctx, obj, spec, errs),
+        None if raw.capacity.is_some() => Vec::new(),
+        None => {
+            let keys = SweepKeys {
+                rate: ("request_rate", raw.request_rate.as_ref()),
+                conc: ("max_concurrency", raw.max_concurrency.as_ref()),
+                prompts: ("num_prompts", raw.num_prompts.as_ref()),
+            };
+            expand_entry(ctx, &keys)
+                .map_err(|e| errs.extend(e))
+                .unwrap_or_default()
+        }
     };
-    let steps = expand_entry(ctx, &keys)
-        .map_err(|e| errs.extend(e))
-        .unwrap_or_default();
     let baseline = raw
         .baseline
         .as_ref()
@@ -325,6 +332,7 @@ fn diffusion_entry(
         extra_body: None,
         num_warmups: None,
         repeats: None,
+        capacity: None,
         burstiness: None,
         seed: raw.seed.as_ref().and_then(Value::as_u64),
         task: task.clone(),

@@ -15,6 +15,7 @@
 //! - unknown case and `server_params` keys are warnings; unknown entry keys are bench flags.
 
 mod assemble;
+mod capacity;
 mod case;
 pub(crate) mod entry;
 pub mod error;

@@ -70,6 +70,8 @@ pub struct RawOmniEntry {
     pub num_warmups: Option<Value>,
     /// dfx-perf extension: how many times each sweep step runs on the same server.
     pub repeats: Option<Value>,
+    /// dfx-perf extension: a capacity search instead of a sweep.
+    pub capacity: Option<Value>,
     pub burstiness: Option<Value>,
     pub seed: Option<Value>,
     /// dfx-perf extension: `"fresh"` or `"pooled"` connections for the native bench.

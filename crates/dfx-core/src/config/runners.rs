@@ -55,6 +55,7 @@ fn draft(
             extra_body: obj.get("extra_body").and_then(Value::as_object).cloned(),
             num_warmups: None,
             repeats: None,
+            capacity: None,
             burstiness: None,
             seed: obj.get("seed").and_then(Value::as_u64),
             task: s("task"),

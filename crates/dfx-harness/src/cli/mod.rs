@@ -232,6 +232,11 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "N", env = "DFX_REPEATS")]
     pub repeats: Option<u32>,
 
+    /// Capacity searches: the price of one GPU-hour (any currency), for the cost per
+    /// million input characters at the rate found.
+    #[arg(long, value_name = "PRICE", env = "DFX_GPU_HOUR_PRICE")]
+    pub gpu_hour_price: Option<f64>,
+
     /// Stability (soak) entries: multiply every `duration_sec` by this factor, so CI can
     /// shorten a day to seconds (`--duration-scale 0.0001`). Default: 1.
     #[arg(long, value_name = "FACTOR", env = "DFX_DURATION_SCALE")]

@@ -19,6 +19,7 @@ use crate::results::RunDir;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
 
+mod capacity;
 mod repeat;
 pub mod upstream;
 
@@ -58,6 +59,8 @@ pub struct Session {
     pub repeats: Option<u32>,
     /// The run's seed (`--seed`, default 0), the first repeat's when the entry has none.
     pub seed: u64,
+    /// `--gpu-hour-price`: price of one GPU-hour, for a capacity search's cost.
+    pub gpu_hour_price: Option<f64>,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -242,11 +245,23 @@ impl Session {
         let sampler = gpu_sampler(&mut self.gpu_absent_said, &trial.server.env, dir, &server);
         let repeats = trial.entry.repeats(self.repeats);
         let base_seed = trial.entry.seed.unwrap_or(self.seed);
-        let quality = repeat::QualityStep {
-            cmd: self.quality_cmd.as_deref(),
-            said: &mut self.quality_said,
+        let (cmd, said) = (self.quality_cmd.as_deref(), &mut self.quality_said);
+        let piece = match trial.entry.capacity {
+            Some(spec) => {
+                let search = capacity::Search {
+                    spec,
+                    base_seed,
+                    label,
+                    cmd,
+                    said,
+                };
+                capacity::run(bench, &ctx, search)
+            }
+            None => {
+                let quality = repeat::QualityStep { cmd, said };
+                repeat::run(bench, &ctx, label, repeats, base_seed, quality)
+            }
         };
-        let piece = repeat::run(bench, &ctx, label, repeats, base_seed, quality);
         let gpu = sampler.map(crate::gpu::GpuSampler::finish);
         let mut failures = Vec::new();
         if let Err(died) = self.pool.check_after_trial() {
@@ -256,6 +271,11 @@ impl Session {
         let mut doc = piece.doc;
         if let Some(g) = &gpu {
             g.insert_into(&mut doc);
+        }
+        if trial.entry.capacity.is_some() {
+            let visible = trial.server.env.get("CUDA_VISIBLE_DEVICES");
+            let gpus = visible.map(|v| v.split(',').filter(|d| !d.trim().is_empty()).count());
+            capacity::add_cost(&mut doc, self.gpu_hour_price, gpus);
         }
         let (fallback, log_tail) = (piece.fallback, piece.log_tail);
         Produced {
@@ -512,6 +532,8 @@ fn gpu_sampler(
     .ok()
 }
 
+#[cfg(test)]
+mod capacity_tests;
 #[cfg(test)]
 mod repeat_tests;
 #[cfg(test)]

@@ -70,6 +70,7 @@ fn fixture_hw(
         trial_started: chrono::Local::now(),
         repeats: None,
         seed: 0,
+        gpu_hour_price: None,
     };
     Fixture {
         session,

@@ -80,6 +80,8 @@ pub struct SuiteConfig {
     pub quality_cmd: Option<String>,
     /// `--repeats`: runs of each sweep step (1 to [`dfx_core::bounds::MAX_REPEATS`]).
     pub repeats: Option<u32>,
+    /// `--gpu-hour-price`: a positive finite price.
+    pub gpu_hour_price: Option<f64>,
     pub list_verbose: bool,
     /// `--partition`: the one shard of the plan this run executes.
     pub partition: Option<crate::partition::Partition>,
@@ -225,6 +227,20 @@ impl SuiteConfig {
         });
 
         let repeats = repeats_flag(s.repeats, &mut errors);
+        let gpu_hour_price = s.gpu_hour_price.filter(|p| {
+            let ok = p.is_finite() && *p > 0.0 && *p <= 1e6;
+            if !ok {
+                let accepted = "a price above 0 and at most 1000000, e.g. 2.5";
+                errors.push(err(
+                    "--gpu-hour-price",
+                    "DFX_GPU_HOUR_PRICE",
+                    p,
+                    "not a usable price",
+                    accepted,
+                ));
+            }
+            ok
+        });
         if !errors.is_empty() {
             return Err(FlagErrors(errors));
         }
@@ -247,6 +263,7 @@ impl SuiteConfig {
             history,
             quality_cmd: s.quality_cmd.clone().filter(|c| !c.trim().is_empty()),
             repeats,
+            gpu_hour_price,
             upstream_results_dir: s.upstream_results_dir.clone(),
             list_verbose,
             partition,

@@ -9,6 +9,8 @@
 //! external is needed. A nested run sets `DFX_SUITE_CLI_NESTED=1`, which makes this target
 //! run no checks (no recursion).
 
+#[path = "suite_cli/capacity.rs"]
+mod capacity;
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
 #[path = "suite_cli/gpu_samples.rs"]
@@ -191,6 +193,10 @@ fn main() -> ExitCode {
         (
             "quality_without_a_hook_is_said_not_evaluated",
             quality::without_a_hook_the_result_says_not_evaluated,
+        ),
+        (
+            "capacity_search_against_the_simulator_finds_the_models_rate",
+            capacity::capacity_search_finds_the_models_rate,
         ),
         (
             "repeats_give_a_spread_and_an_interval_around_the_median",

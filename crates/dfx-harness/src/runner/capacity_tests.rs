@@ -127,7 +127,7 @@ fn a_boundary_that_fails_its_repeats_moves_down() {
     let (out, doc, _) = search(spec(), Some(6.0));
     assert!(matches!(out, Ok(Ran::Passed)), "{out:?}");
     let found = doc["capacity_request_rate"].as_f64().unwrap();
-    assert!(found <= 6.0 && found >= 6.0 / 1.1 - 1e-9, "found {found}");
+    assert!((6.0 / 1.1 - 1e-9..=6.0).contains(&found), "found {found}");
     let probes = doc["capacity"]["probes"].as_array().unwrap();
     assert!(
         probes

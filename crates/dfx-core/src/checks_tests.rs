@@ -26,6 +26,7 @@ fn entry(raw: Value) -> BenchEntry {
         raw: raw.as_object().unwrap().clone(),
         case: Default::default(),
         connection: None,
+        load: Default::default(),
     }
 }
 

@@ -97,6 +97,7 @@ pub fn entry_from_raw(
         raw,
         case: Default::default(),
         connection: None,
+        load: Default::default(),
     }
 }
 

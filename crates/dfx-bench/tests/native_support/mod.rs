@@ -259,6 +259,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         raw: Map::new(),
         case: Default::default(),
         connection: None,
+        load: Default::default(),
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -287,7 +287,9 @@ fn peak_connections(p: &prepare::Prepared) -> usize {
     let measured = match &p.load {
         Load::Closed { concurrency } => *concurrency,
         Load::Open { cap: Some(c), .. } => *c,
-        Load::Open { offsets, cap: None } => {
+        Load::Open {
+            offsets, cap: None, ..
+        } => {
             let span = offsets.last().copied().unwrap_or(0.0);
             let rate = if span > 0.0 {
                 offsets.len() as f64 / span

@@ -259,3 +259,25 @@ fn without_the_gate_a_full_cap_makes_arrivals_wait() {
     assert!(queued >= 4, "{queued} requests waited for a slot");
     assert!(r.outcome.invalid_load.is_none(), "queueing is not send lag");
 }
+
+#[test]
+fn only_the_speech_backend_takes_the_load_keys() {
+    let bench = NativeBench::new(NativeSettings::default());
+    let mut t = trial(TrialSpec {
+        kind: StepKind::RequestRate { request_rate: 1.0 },
+        load: shaped(LoadShape::Burst),
+        ..TrialSpec::default()
+    });
+    bench
+        .supports(&t.entry)
+        .expect("openai-audio-speech runs a burst");
+    let mut chat = (*t.entry).clone();
+    chat.backend = Some("openai-chat-omni".into());
+    chat.endpoint = Some("/v1/chat/completions".into());
+    t.entry = std::sync::Arc::new(chat);
+    let why = bench.supports(&t.entry).unwrap_err().0;
+    assert!(
+        why.contains("implemented for backend openai-audio-speech only"),
+        "{why}"
+    );
+}

@@ -198,7 +198,7 @@ pub(crate) fn load_shape(
             let load = &entry.load;
             let cap = load.in_flight_cap(step).map(|c| c as usize);
             let what = format!(
-                "open loop at {}, burstiness {burstiness}{}",
+                "open loop: {}, burstiness {burstiness}{}",
                 load.shape.describe(n as u64, rate),
                 cap.map(|c| match load.saturation {
                     Saturation::Wait => format!(", at most {c} in flight (an arrival waits for a slot)"),

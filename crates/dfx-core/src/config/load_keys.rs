@@ -252,34 +252,39 @@ fn check_steps(
         LoadShape::Cohorts { .. } => "cohorts",
     };
     for s in rate_steps {
-        match &spec.shape {
-            LoadShape::Cohorts { cohorts } => {
-                let sum: u64 = cohorts.iter().map(|c| c.num_prompts).sum();
-                if sum != s.num_prompts {
-                    errs.push(ctx.err(
-                        "cohorts",
-                        format!(
-                            "step {}: the cohorts hold {sum} requests but the step has num_prompts {}",
-                            s.label, s.num_prompts
-                        ),
-                        "cohorts whose `num_prompts` add up to every request-rate step's `num_prompts`",
-                    ));
-                }
-            }
-            LoadShape::Soak { duration_s } if s.num_prompts as f64 / duration_s > MAX_RATE => {
-                errs.push(ctx.err(
-                    "soak_duration_s",
-                    format!(
-                        "step {}: {} requests over {duration_s} s is more than {MAX_RATE} req/s",
-                        s.label, s.num_prompts
-                    ),
-                    &format!("a duration of at least num_prompts / {MAX_RATE} s"),
-                ));
-            }
-            _ => {}
-        }
+        shape_fits_step(ctx, &spec.shape, s, errs);
         if let Some(e) = schedule_too_long(ctx, shape_key, s, &spec.shape) {
             errs.push(e);
         }
+    }
+}
+
+/// A cohorts shape holds the step's `num_prompts`; a soak's rate is at most [`MAX_RATE`].
+fn shape_fits_step(ctx: &Ctx<'_>, shape: &LoadShape, s: &SweepStep, errs: &mut Errs) {
+    match shape {
+        LoadShape::Cohorts { cohorts } => {
+            let sum: u64 = cohorts.iter().map(|c| c.num_prompts).sum();
+            if sum != s.num_prompts {
+                errs.push(ctx.err(
+                    "cohorts",
+                    format!(
+                        "step {}: the cohorts hold {sum} requests but the step has num_prompts {}",
+                        s.label, s.num_prompts
+                    ),
+                    "cohorts whose `num_prompts` add up to every request-rate step's `num_prompts`",
+                ));
+            }
+        }
+        LoadShape::Soak { duration_s } if s.num_prompts as f64 / duration_s > MAX_RATE => {
+            errs.push(ctx.err(
+                "soak_duration_s",
+                format!(
+                    "step {}: {} requests over {duration_s} s is more than {MAX_RATE} req/s",
+                    s.label, s.num_prompts
+                ),
+                &format!("a duration of at least num_prompts / {MAX_RATE} s"),
+            ));
+        }
+        _ => {}
     }
 }

@@ -25,6 +25,8 @@ mod interrupt;
 mod judge;
 #[path = "suite_cli/leftovers.rs"]
 mod leftovers;
+#[path = "suite_cli/load_shapes.rs"]
+mod load_shapes;
 #[path = "suite_cli/native_duplex.rs"]
 mod native_duplex;
 #[path = "suite_cli/quality.rs"]
@@ -181,6 +183,10 @@ fn main() -> ExitCode {
         (
             "gpu_samples_beside_the_simulator_with_a_fake_nvidia_smi",
             gpu_samples::gpu_samples_with_a_fake_nvidia_smi,
+        ),
+        (
+            "load_shapes_ramp_passes_and_the_gate_trips_against_the_simulator",
+            load_shapes::ramp_passes_and_the_gate_trips_against_the_simulator,
         ),
         (
             "no_nvidia_smi_means_no_gpu_keys_said_once",

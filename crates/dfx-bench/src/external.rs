@@ -217,6 +217,14 @@ impl Bench for VllmBench {
                     .into(),
             ));
         }
+        if !entry.load.is_upstream() {
+            return Err(Unsupported(format!(
+                "the load keys ({}) are dfx-perf's own, run by the native bench only \
+                 (`--bench native`): vllm bench serve --omni has no load shapes or \
+                 saturation gate of that meaning",
+                dfx_core::load::LOAD_KEYS.join(", ")
+            )));
+        }
         if entry.dialect == Dialect::Diffusion {
             return Err(Unsupported(
                 "diffusion-dialect entries are run upstream by run_diffusion_benchmark.py \

@@ -18,6 +18,7 @@ pub mod dataset;
 pub mod driver;
 pub mod duplex;
 pub mod fds;
+pub mod load_result;
 pub mod log;
 pub mod omni;
 pub mod prepare;
@@ -152,6 +153,13 @@ impl Bench for NativeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
+        if !entry.load.is_upstream() && (realtime::is_realtime(entry) || omni::is_chat(entry)) {
+            return Err(Unsupported(format!(
+                "the load keys ({}) are implemented for backend {BACKEND} only; got backend {}",
+                dfx_core::load::LOAD_KEYS.join(", "),
+                backend.unwrap_or("(none)")
+            )));
+        }
         if realtime::is_realtime(entry) {
             return realtime::supports(entry);
         }
@@ -287,7 +295,9 @@ fn peak_connections(p: &prepare::Prepared) -> usize {
     let measured = match &p.load {
         Load::Closed { concurrency } => *concurrency,
         Load::Open { cap: Some(c), .. } => *c,
-        Load::Open { offsets, cap: None } => {
+        Load::Open {
+            offsets, cap: None, ..
+        } => {
             let span = offsets.last().copied().unwrap_or(0.0);
             let rate = if span > 0.0 {
                 offsets.len() as f64 / span
@@ -400,6 +410,7 @@ impl NativeBench {
             "connection".into(),
             self.connection(&trial.entry).as_str().into(),
         );
+        load_result::insert(&mut doc, trial, measured);
         let block = summary::serving_block(
             &doc,
             &p.selection,
@@ -412,7 +423,10 @@ impl NativeBench {
         log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
         log.write(&block);
         log.write(&extras);
-        let errors = distinct_errors(measured);
+        let mut errors: Vec<String> = load_result::saturation_error(trial, measured)
+            .into_iter()
+            .collect();
+        errors.extend(distinct_errors(measured));
         for e in &errors {
             log.write(&format!("request error: {e}"));
         }
@@ -458,10 +472,12 @@ pub(crate) fn tokenizer_id(entry: &BenchEntry, model: &str) -> String {
         .to_string()
 }
 
-/// The first distinct request errors with their counts.
+/// The first distinct request errors with their counts (saturated arrivals are counted
+/// once, by [`load_result::saturation_error`]).
 pub(crate) fn distinct_errors(measured: &[RequestRecord]) -> Vec<String> {
     let mut seen: Vec<(String, usize)> = Vec::new();
-    for e in measured.iter().filter_map(|r| r.error.as_ref()) {
+    let sent = measured.iter().filter(|r| !r.saturated);
+    for e in sent.filter_map(|r| r.error.as_ref()) {
         match seen.iter_mut().find(|(m, _)| m == e) {
             Some((_, n)) => *n += 1,
             None => seen.push((e.clone(), 1)),

@@ -249,3 +249,19 @@ fn every_omni_backend_is_supported_when_vllm_exists() {
         bench.supports(&trial.entry).unwrap();
     }
 }
+
+#[test]
+fn entries_with_load_keys_are_refused_naming_the_native_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = fake_bench("ok", None, &dir.path().join("argv.jsonl"));
+    let mut trial = tts_trial();
+    bench.supports(&trial.entry).expect("no load keys");
+    let mut entry = (*trial.entry).clone();
+    entry.load.shape = dfx_core::plan::LoadShape::Burst;
+    trial.entry = std::sync::Arc::new(entry);
+    let why = bench.supports(&trial.entry).unwrap_err().0;
+    assert!(
+        why.contains("ramp_start_rate, burst") && why.contains("--bench native"),
+        "{why}"
+    );
+}

@@ -131,6 +131,7 @@ fn rec(index: usize, ok: bool, audio_s: f64, send: f64, ttfp: f64, e2el: f64) ->
         planned_send_s: send,
         actual_send_s: send,
         queue_s: 0.0,
+        saturated: false,
         lag_s: 0.0001,
         dispatch_lag_s: 0.00005,
         connect_s: None,

@@ -233,6 +233,7 @@ fn request_of_two_turns_sums_durations_and_means_latencies() {
         planned: start,
         dispatched: start,
         slot: start,
+        saturated: None,
     };
     let sample = Sample {
         request_id: Some("bench-0".into()),

@@ -34,6 +34,9 @@ pub const MAX_RATE: f64 = 100_000.0;
 /// step that would only finish sending after a day is a typo, not a benchmark.
 pub const MAX_SCHEDULE_SECONDS: f64 = 86_400.0;
 
+/// Most cohorts of one `cohorts` load shape.
+pub const MAX_COHORTS: usize = 64;
+
 /// `burstiness` (the gamma shape of the arrival gaps) range.
 pub const MIN_BURSTINESS: f64 = 0.01;
 /// See [`MIN_BURSTINESS`].

@@ -28,6 +28,7 @@ fn entry(raw: Value) -> BenchEntry {
         raw: raw.as_object().unwrap().clone(),
         case: Default::default(),
         connection: None,
+        load: Default::default(),
     }
 }
 

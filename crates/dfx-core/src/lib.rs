@@ -17,6 +17,7 @@ pub mod deploy;
 pub mod describe;
 pub mod fsutil;
 pub mod hardware;
+pub mod load;
 pub mod models;
 pub mod plan;
 pub mod reference;

@@ -11,6 +11,7 @@ use crate::baseline::Thresholds;
 use crate::server::ServerSpec;
 
 pub use crate::describe::describe_plan;
+pub use crate::load::{Cohort, LoadShape, LoadSpec, Saturation};
 
 /// Every trial of every selected config file, in plan order (file order, then case order
 /// with cases sharing a `test_name` concatenated at the position of the first one, then
@@ -92,6 +93,9 @@ pub struct BenchEntry {
     /// `connection` (dfx-perf key, native bench only): fresh or pooled connections.
     /// `None` when the entry does not say; the suite flag `--connection` wins over it.
     pub connection: Option<ConnectionMode>,
+    /// Load shape, open-loop cap and saturation gate of the entry's request-rate steps
+    /// (dfx-perf keys, native bench only; default: upstream's schedule, no cap).
+    pub load: LoadSpec,
     /// `capacity` (dfx-perf key): search the highest open-loop rate meeting these
     /// criteria instead of sweeping; the entry is one trial labelled `capacity`.
     pub capacity: Option<CapacitySpec>,
@@ -179,7 +183,9 @@ pub struct CaseKeys {
 pub enum StepKind {
     /// `max_concurrency` requests in flight, request rate infinite.
     Concurrency { max_concurrency: u32 },
-    /// Open loop at `request_rate` requests per second (no concurrency cap).
+    /// Open loop at `request_rate` requests per second. Upstream's runner gives these
+    /// steps no concurrency cap; the entry's `open_loop_max_concurrency` can
+    /// ([`LoadSpec::in_flight_cap`]).
     RequestRate { request_rate: f64 },
 }
 

@@ -56,6 +56,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         raw: Map::new(),
         case: Default::default(),
         connection: None,
+        load: Default::default(),
     }
 }
 

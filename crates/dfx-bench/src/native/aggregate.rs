@@ -24,6 +24,8 @@ pub struct StepHeader {
     /// `None` = infinite (closed loop).
     pub request_rate: Option<f64>,
     pub burstiness: f64,
+    /// The step's in-flight cap: `max_concurrency`, or a rate step's
+    /// `open_loop_max_concurrency` (upstream writes the `--max-concurrency` it ran with).
     pub max_concurrency: Option<u32>,
 }
 
@@ -43,7 +45,7 @@ impl StepHeader {
             num_prompts,
             request_rate: trial.step.request_rate(),
             burstiness: trial.entry.burstiness.unwrap_or(1.0),
-            max_concurrency: trial.step.max_concurrency(),
+            max_concurrency: trial.entry.load.in_flight_cap(&trial.step),
         }
     }
 }

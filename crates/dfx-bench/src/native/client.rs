@@ -88,11 +88,13 @@ pub enum FailureClass {
     Oversize,
     /// The body is a WAV file or an event stream, not raw PCM.
     NotPcm,
+    /// Never sent: the saturation gate found the open-loop cap full.
+    Saturated,
 }
 
 impl FailureClass {
     /// The `error_counts` key: `http_500`, `transport`, `stall`, `timeout`, `oversize`,
-    /// `not_pcm`.
+    /// `not_pcm`, `saturated`.
     pub fn key(&self) -> String {
         match self {
             FailureClass::Http(s) => format!("http_{s}"),
@@ -101,6 +103,7 @@ impl FailureClass {
             FailureClass::Timeout => "timeout".into(),
             FailureClass::Oversize => "oversize".into(),
             FailureClass::NotPcm => "not_pcm".into(),
+            FailureClass::Saturated => "saturated".into(),
         }
     }
 }
@@ -362,6 +365,25 @@ impl Target {
 }
 
 impl Exchange {
+    /// A request the saturation gate did not send: `cap` requests were in flight.
+    pub fn saturated(cap: usize) -> Exchange {
+        let now = Instant::now();
+        Exchange {
+            send_at: now,
+            end_at: now,
+            status: None,
+            chunks: Vec::new(),
+            bytes: 0,
+            connect: None,
+            failure: Some(Failure {
+                class: FailureClass::Saturated,
+                message: saturated_message(cap),
+            }),
+            pcm: PcmStats::default(),
+            audio: None,
+        }
+    }
+
     fn fail(mut self, class: FailureClass, message: String) -> Exchange {
         self.end_at = Instant::now();
         self.failure = Some(Failure { class, message });
@@ -372,6 +394,11 @@ impl Exchange {
     pub fn ok(&self) -> bool {
         self.failure.is_none()
     }
+}
+
+/// The failure message of one arrival the saturation gate did not send.
+pub fn saturated_message(cap: usize) -> String {
+    format!("load generator saturated: max_concurrency={cap} requests in flight")
 }
 
 fn not_pcm(what: &str) -> String {

@@ -1,6 +1,9 @@
 //! Offers a phase of requests to the server: closed loop (a fixed number of workers, a new
 //! request as each finishes) or open loop (a dispatcher thread firing each request at its
-//! absolute deadline, optionally capped in flight).
+//! absolute deadline, optionally capped in flight: an arrival finding the cap full waits
+//! for a slot, or with the saturation gate is not sent and is recorded as a failure).
+
+use dfx_core::plan::Saturation;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::runtime::Runtime;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::client::Target;
+use super::client::{Exchange, Target};
 use super::record::{Dispatch, RequestRecord, Sample};
 
 /// One request to send.
@@ -26,10 +29,12 @@ pub struct Job {
 pub enum Load {
     /// `concurrency` requests in flight, each worker sending the next as one finishes.
     Closed { concurrency: usize },
-    /// Each request at `base + offsets[i]` seconds; at most `cap` in flight when set.
+    /// Each request at `base + offsets[i]` seconds; at most `cap` in flight when set,
+    /// an arrival finding it full waiting or failing as `saturation` says.
     Open {
         offsets: Vec<f64>,
         cap: Option<usize>,
+        saturation: Saturation,
     },
 }
 
@@ -67,6 +72,12 @@ pub struct PhaseCtx {
 }
 
 async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
+    if let Some(cap) = d.saturated {
+        let x = Exchange::saturated(cap);
+        let rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
+        let _ = ctx.records.send(rec);
+        return;
+    }
     ctx.inflight.enter();
     let request_id = job.sample.request_id.clone();
     let mut x = ctx
@@ -90,7 +101,8 @@ pub fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> In
 }
 
 /// The scheduling of [`run_phase`] for any kind of request: `run(job, dispatch, base)`
-/// sends one request and records it (`base` is the phase's start). Used by the realtime
+/// sends one request and records it (`base` is the phase's start); with a dispatch
+/// marked `saturated` it records the refusal and sends nothing. Used by the realtime
 /// client, whose requests are WebSocket sessions.
 pub fn run_phase_with<J, F, Fut>(
     rt: &Runtime,
@@ -107,7 +119,14 @@ where
     let run = Arc::new(run);
     match load {
         Load::Closed { concurrency } => closed_loop(rt, warmup, jobs, concurrency, run),
-        Load::Open { offsets, cap } => open_loop(rt, warmup, jobs, &offsets, cap, run),
+        Load::Open {
+            offsets,
+            cap,
+            saturation,
+        } => {
+            let gate = Gate { cap, saturation };
+            open_loop(rt, warmup, jobs, &offsets, gate, run)
+        }
     }
 }
 
@@ -150,6 +169,7 @@ where
                             planned: now,
                             dispatched: now,
                             slot: now,
+                            saturated: None,
                         };
                         run(job, d, base).await;
                     }
@@ -173,12 +193,52 @@ fn sleep_until(t: Instant) {
     }
 }
 
+/// The in-flight cap of an open-loop phase and what an arrival finding it full does.
+#[derive(Debug, Clone, Copy)]
+struct Gate {
+    cap: Option<usize>,
+    saturation: Saturation,
+}
+
+/// How an arrival gets its slot: none needed, taken at its deadline by the dispatcher
+/// (the gate), refused (the gate found the cap full), or awaited in its task.
+enum Slot {
+    Free,
+    Taken(OwnedSemaphorePermit),
+    Refused(usize),
+    Await(Arc<Semaphore>),
+}
+
+impl Slot {
+    /// The slot of an arrival due now.
+    fn at_deadline(sem: Option<&Arc<Semaphore>>, gate: Gate) -> Slot {
+        match (sem, gate.saturation) {
+            (None, _) => Slot::Free,
+            (Some(s), Saturation::Wait) => Slot::Await(s.clone()),
+            (Some(s), Saturation::Fail) => match s.clone().try_acquire_owned() {
+                Ok(p) => Slot::Taken(p),
+                Err(_) => Slot::Refused(gate.cap.unwrap_or_default()),
+            },
+        }
+    }
+
+    /// The permit to hold while the request runs, and the cap when it was refused.
+    async fn take(self) -> (Option<OwnedSemaphorePermit>, Option<usize>) {
+        match self {
+            Slot::Free => (None, None),
+            Slot::Taken(p) => (Some(p), None),
+            Slot::Refused(cap) => (None, Some(cap)),
+            Slot::Await(s) => (s.acquire_owned().await.ok(), None),
+        }
+    }
+}
+
 fn open_loop<J, F, Fut>(
     rt: &Runtime,
     warmup: bool,
     jobs: Vec<J>,
     offsets: &[f64],
-    cap: Option<usize>,
+    gate: Gate,
     run: Arc<F>,
 ) -> Instant
 where
@@ -186,7 +246,7 @@ where
     F: Fn(J, Dispatch, Instant) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let sem = cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
+    let sem = gate.cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
     // A short lead so the first deadline is not already late when the loop starts.
     let base = Instant::now() + Duration::from_millis(20);
     let mut handles = Vec::with_capacity(jobs.len());
@@ -198,18 +258,17 @@ where
             .unwrap_or(base);
         sleep_until(planned);
         let dispatched = Instant::now();
-        let (sem, run) = (sem.clone(), run.clone());
+        let slot = Slot::at_deadline(sem.as_ref(), gate);
+        let run = run.clone();
         handles.push(rt.spawn(async move {
-            let _permit = match sem {
-                Some(s) => s.acquire_owned().await.ok(),
-                None => None,
-            };
+            let (_permit, saturated) = slot.take().await;
             let d = Dispatch {
                 index: i,
                 warmup,
                 planned,
                 dispatched,
                 slot: Instant::now(),
+                saturated,
             };
             run(job, d, base).await;
         }));

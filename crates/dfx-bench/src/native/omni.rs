@@ -224,7 +224,9 @@ pub fn run(
     let in_flight = match &load {
         Load::Closed { concurrency } => *concurrency,
         Load::Open { cap: Some(c), .. } => *c,
-        Load::Open { offsets, cap: None } => {
+        Load::Open {
+            offsets, cap: None, ..
+        } => {
             let span = offsets.last().copied().unwrap_or(0.0);
             let rate = if span > 0.0 {
                 offsets.len() as f64 / span

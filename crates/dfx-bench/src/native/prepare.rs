@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use dfx_core::bench::BenchContext;
 use dfx_core::models;
-use dfx_core::plan::{BenchEntry, Trial};
+use dfx_core::plan::{BenchEntry, Saturation, Trial};
 
 use super::NativeSettings;
 use super::client::{Limits, Target};
@@ -195,14 +195,29 @@ pub(crate) fn load_shape(
             )
         }
         Some(rate) => {
-            let cap = step.max_concurrency().map(|c| c as usize);
+            let load = &entry.load;
+            let cap = load.in_flight_cap(step).map(|c| c as usize);
             let what = format!(
-                "open loop at {rate} req/s, burstiness {burstiness}{}",
-                cap.map(|c| format!(", at most {c} in flight"))
-                    .unwrap_or_default()
+                "open loop: {}, burstiness {burstiness}{}",
+                load.shape.describe(n as u64, rate),
+                cap.map(|c| match load.saturation {
+                    Saturation::Wait => format!(", at most {c} in flight (an arrival waits for a slot)"),
+                    Saturation::Fail => format!(
+                        ", at most {c} in flight (saturation gate: an arrival finding {c} in flight fails)"
+                    ),
+                })
+                .unwrap_or_default()
             );
-            let offsets = schedule::arrival_offsets(n, rate, burstiness, seed)?;
-            (Load::Open { offsets, cap }, what)
+            let offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)?;
+            let saturation = load.saturation;
+            (
+                Load::Open {
+                    offsets,
+                    cap,
+                    saturation,
+                },
+                what,
+            )
         }
     })
 }

@@ -27,6 +27,9 @@ pub struct Dispatch {
     pub dispatched: Instant,
     /// When it got its concurrency slot.
     pub slot: Instant,
+    /// `Some(cap)` when the saturation gate found `cap` requests in flight at its
+    /// deadline: it is not sent, and its record is a failure.
+    pub saturated: Option<usize>,
 }
 
 /// Identity of the row a request sent.
@@ -52,6 +55,9 @@ pub struct RequestRecord {
     pub actual_send_s: f64,
     /// Waiting for a concurrency slot (client queueing, not latency).
     pub queue_s: f64,
+    /// Not sent: the saturation gate found the open-loop cap full at `planned_send_s`
+    /// (`actual_send_s` is then when it was refused).
+    pub saturated: bool,
     /// Send lag not explained by queueing: actual − planned − queue.
     pub lag_s: f64,
     /// Part of the lag before the request reached the runtime (open loop: the dispatcher
@@ -137,6 +143,7 @@ impl RequestRecord {
             planned_send_s: rel(d.planned),
             actual_send_s: rel(x.send_at),
             queue_s,
+            saturated: d.saturated.is_some(),
             lag_s,
             dispatch_lag_s: d
                 .dispatched

@@ -1,9 +1,98 @@
 //! Load shape of a step: when each open-loop request is due (the warmup count is
-//! `BenchEntry::warmups` in dfx-core).
+//! `BenchEntry::warmups` in dfx-core). Pure functions of the plan and the seed.
 
+use dfx_core::plan::{Cohort, LoadShape};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
+
+/// The planned send offsets (seconds from the step's start, sorted) of `n` requests of a
+/// request-rate step at `rate` under `shape` (`docs/bench.md` ("Load shapes")):
+/// steady = [`arrival_offsets`]; ramp = [`ramp_offsets`]; burst = all 0; soak =
+/// [`soak_offsets`]; cohorts = [`cohort_offsets`].
+pub fn planned_offsets(
+    shape: &LoadShape,
+    n: usize,
+    rate: f64,
+    burstiness: f64,
+    seed: u64,
+) -> Result<Vec<f64>, String> {
+    match shape {
+        LoadShape::Steady => arrival_offsets(n, rate, burstiness, seed),
+        LoadShape::Ramp { start_rate } => ramp_offsets(n, *start_rate, rate, burstiness, seed),
+        LoadShape::Burst => Ok(vec![0.0; n]),
+        LoadShape::Soak { duration_s } => soak_offsets(n, *duration_s, burstiness, seed),
+        LoadShape::Cohorts { cohorts } => cohort_offsets(cohorts, rate, burstiness, seed),
+    }
+}
+
+/// `n` offsets whose i-th arrival comes at rate `start + (end - start) · i / (n - 1)`
+/// (`vllm bench serve --ramp-up-strategy linear`): the gap before arrival i is a
+/// Gamma(burstiness) draw with mean `1 / rate_i`.
+pub fn ramp_offsets(
+    n: usize,
+    start: f64,
+    end: f64,
+    burstiness: f64,
+    seed: u64,
+) -> Result<Vec<f64>, String> {
+    let unit = arrival_offsets(n, 1.0, burstiness, seed)?;
+    let steps = n.saturating_sub(1).max(1) as f64;
+    let mut out = Vec::with_capacity(n);
+    let mut t = 0.0;
+    for (i, w) in unit.windows(2).enumerate() {
+        out.push(t);
+        let rate = start + (end - start) * (i + 1) as f64 / steps;
+        t += (w[1] - w[0]) / rate;
+    }
+    if n > 0 {
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// `n` offsets spread over `duration` seconds: Gamma gaps at `n / duration` per second,
+/// scaled so the last arrival is due one mean gap before the end
+/// (`duration · (n - 1) / n`): the sends fill the duration whatever the draws.
+pub fn soak_offsets(
+    n: usize,
+    duration: f64,
+    burstiness: f64,
+    seed: u64,
+) -> Result<Vec<f64>, String> {
+    if !(duration.is_finite() && duration > 0.0) {
+        return Err(format!(
+            "soak_duration_s must be a positive number, got {duration}"
+        ));
+    }
+    let mut out = arrival_offsets(n, n as f64 / duration, burstiness, seed)?;
+    let last = out.last().copied().unwrap_or(0.0);
+    if last > 0.0 {
+        let k = duration * (n - 1) as f64 / n as f64 / last;
+        out.iter_mut().for_each(|t| *t *= k);
+    }
+    Ok(out)
+}
+
+/// Each cohort's Gamma arrivals (at its own rate, else `rate`; each from its own seeded
+/// stream) shifted by its offset, all merged in time order.
+pub fn cohort_offsets(
+    cohorts: &[Cohort],
+    rate: f64,
+    burstiness: f64,
+    seed: u64,
+) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for (k, c) in cohorts.iter().enumerate() {
+        let n = usize::try_from(c.num_prompts).map_err(|e| e.to_string())?;
+        let r = c.request_rate.unwrap_or(rate);
+        let own_seed = seed ^ (k as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let offs = arrival_offsets(n, r, burstiness, own_seed)?;
+        out.extend(offs.into_iter().map(|t| t + c.offset_s));
+    }
+    out.sort_by(f64::total_cmp);
+    Ok(out)
+}
 
 /// Send offsets (seconds from the first scheduled send) of `n` open-loop requests at
 /// `rate` per second: the first at 0, then gaps drawn from
@@ -40,6 +129,10 @@ pub fn arrival_offsets(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod shape_tests;
 
 #[cfg(test)]
 mod tests {

@@ -218,6 +218,7 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
         connection: None,
         repeats: None,
         capacity: None,
+        load: Default::default(),
     };
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -99,6 +99,7 @@ pub fn entry_from_raw(
         connection: None,
         repeats: None,
         capacity: None,
+        load: Default::default(),
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use dfx_core::plan::{BenchEntry, Dialect, SourceRef, StepKind, SweepStep, Trial};
+use dfx_core::plan::{BenchEntry, Dialect, LoadSpec, SourceRef, StepKind, SweepStep, Trial};
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value};
 
@@ -214,6 +214,8 @@ pub struct TrialSpec<'a> {
     pub percentile_metrics: Option<&'a str>,
     pub metric_percentiles: Option<&'a str>,
     pub model: &'a str,
+    /// Load shape, open-loop cap and saturation gate of the entry.
+    pub load: LoadSpec,
 }
 
 impl Default for TrialSpec<'_> {
@@ -230,6 +232,7 @@ impl Default for TrialSpec<'_> {
             percentile_metrics: Some("ttft,e2el,audio_rtf,audio_ttfp,audio_duration"),
             metric_percentiles: None,
             model: "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
+            load: LoadSpec::default(),
         }
     }
 }
@@ -261,6 +264,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         connection: None,
         repeats: None,
         capacity: None,
+        load: s.load,
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
@@ -308,4 +312,34 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// The bench context of `trial` against `server`, writing into `out`.
+pub fn bench_ctx<'a>(
+    trial: &'a Trial,
+    server: &Scripted,
+    out: &Path,
+) -> dfx_core::bench::BenchContext<'a> {
+    let hostport = server.base_url.trim_start_matches("http://");
+    let (host, port) = hostport.rsplit_once(':').unwrap();
+    dfx_core::bench::BenchContext {
+        trial,
+        base_url: server.base_url.clone(),
+        host: host.to_string(),
+        port: port.parse().unwrap(),
+        out_dir: out.to_path_buf(),
+        hardware: "SIM".into(),
+        judge_url: None,
+        server_group: None,
+    }
+}
+
+/// The measured records of `dir`'s `records.jsonl`, by index.
+pub fn measured_records(dir: &Path) -> Vec<Value> {
+    let mut m: Vec<Value> = read_records(dir)
+        .into_iter()
+        .filter(|r| r["warmup"] == false)
+        .collect();
+    m.sort_by_key(|r| r["index"].as_u64());
+    m
 }

@@ -4,9 +4,10 @@
 use serde_json::{Map, Value};
 
 use super::error::{Ctx, json_type};
+use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::runners;
-use super::sweep::{SweepKeys, expand_entry};
+use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
 use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
@@ -98,6 +99,30 @@ fn omni_entry(
     let raw: RawOmniEntry = from_object(obj)
         .map_err(|e| errs.push(ctx.err("", e, "")))
         .ok()?;
+    let capacity = super::capacity::capacity_key(ctx, raw.capacity.as_ref(), errs);
+    let steps = match &capacity {
+        Some(spec) => super::capacity::capacity_step(ctx, obj, spec, errs),
+        None if raw.capacity.is_some() => Vec::new(),
+        None => {
+            let keys = SweepKeys {
+                rate: ("request_rate", raw.request_rate.as_ref()),
+                conc: ("max_concurrency", raw.max_concurrency.as_ref()),
+                prompts: ("num_prompts", raw.num_prompts.as_ref()),
+            };
+            expand_unbounded(ctx, &keys)
+                .map_err(|e| errs.extend(e))
+                .unwrap_or_default()
+        }
+    };
+    let load = load_spec(ctx, &raw, &steps, errs);
+    if capacity.is_some() && load != crate::load::LoadSpec::default() {
+        errs.push(ctx.err(
+            "capacity",
+            "a capacity search probes steady open-loop rates: load shape and cap keys do not apply",
+            "`capacity` without ramp_start_rate, burst, soak_duration_s, cohorts, \
+             open_loop_max_concurrency or saturation",
+        ));
+    }
     let s = |key: &str, v: &Option<Value>, errs: &mut Errs| opt_str(ctx, key, v.as_ref(), errs);
     let dataset_name = s("dataset_name", &raw.dataset_name, errs);
     let task = s("task", &raw.task, errs);
@@ -166,21 +191,8 @@ fn omni_entry(
         raw: obj.clone(),
         case: case.keys.clone(),
         connection: connection_key(ctx, raw.connection.as_ref(), errs),
-        capacity: super::capacity::capacity_key(ctx, raw.capacity.as_ref(), errs),
-    };
-    let steps = match &entry.capacity {
-        Some(spec) => super::capacity::capacity_step(ctx, obj, spec, errs),
-        None if raw.capacity.is_some() => Vec::new(),
-        None => {
-            let keys = SweepKeys {
-                rate: ("request_rate", raw.request_rate.as_ref()),
-                conc: ("max_concurrency", raw.max_concurrency.as_ref()),
-                prompts: ("num_prompts", raw.num_prompts.as_ref()),
-            };
-            expand_entry(ctx, &keys)
-                .map_err(|e| errs.extend(e))
-                .unwrap_or_default()
-        }
+        capacity,
+        load,
     };
     let baseline = raw
         .baseline
@@ -342,6 +354,7 @@ fn diffusion_entry(
         raw: obj.clone(),
         case: case_keys.clone(),
         connection: None,
+        load: Default::default(),
     };
     Some(EntryDraft {
         raw_index,

@@ -20,6 +20,7 @@ mod case;
 pub(crate) mod entry;
 pub mod error;
 mod judge;
+mod load_keys;
 pub mod marks;
 pub mod naming;
 pub mod raw;

@@ -76,6 +76,13 @@ pub struct RawOmniEntry {
     pub seed: Option<Value>,
     /// dfx-perf extension: `"fresh"` or `"pooled"` connections for the native bench.
     pub connection: Option<Value>,
+    /// dfx-perf extensions (native bench, rate steps): load shape, cap and gate.
+    pub ramp_start_rate: Option<Value>,
+    pub burst: Option<Value>,
+    pub soak_duration_s: Option<Value>,
+    pub cohorts: Option<Value>,
+    pub saturation: Option<Value>,
+    pub open_loop_max_concurrency: Option<Value>,
 }
 
 /// A benchmark entry of the diffusion dialect (kebab-case keys, image/video generation).

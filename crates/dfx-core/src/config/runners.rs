@@ -65,6 +65,7 @@ fn draft(
             raw: obj.clone(),
             case: Default::default(),
             connection: None,
+            load: Default::default(),
         },
         steps: vec![step],
         baseline: None,

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::error::{ConfigError, Ctx, json_type};
 use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE};
+use crate::load::LoadShape;
 use crate::plan::{StepKind, SweepStep, python_float_str};
 
 /// Why a sweep cannot be expanded.
@@ -111,8 +112,27 @@ pub(crate) struct SweepKeys<'a> {
     pub prompts: (&'a str, Option<&'a Value>),
 }
 
-/// Validates the sweep values and expands them; every problem becomes an error.
+/// Validates the sweep values and expands them; every problem becomes an error, and so
+/// does an open-loop step whose upstream schedule would be too long.
 pub(crate) fn expand_entry(
+    ctx: &Ctx<'_>,
+    keys: &SweepKeys<'_>,
+) -> Result<Vec<SweepStep>, Vec<ConfigError>> {
+    let steps = expand_unbounded(ctx, keys)?;
+    let long: Vec<ConfigError> = steps
+        .iter()
+        .filter_map(|s| schedule_too_long(ctx, keys.rate.0, s, &LoadShape::Steady))
+        .collect();
+    if long.is_empty() {
+        Ok(steps)
+    } else {
+        Err(long)
+    }
+}
+
+/// [`expand_entry`] without the schedule bound (the caller checks it with the entry's
+/// load shape, [`schedule_too_long`]).
+pub(crate) fn expand_unbounded(
     ctx: &Ctx<'_>,
     keys: &SweepKeys<'_>,
 ) -> Result<Vec<SweepStep>, Vec<ConfigError>> {
@@ -144,30 +164,29 @@ pub(crate) fn expand_entry(
     if !errs.is_empty() {
         return Err(errs);
     }
-    let steps = expand(&rates, &concs, &prompts).map_err(|e| vec![sweep_error(ctx, keys, e)])?;
-    let long: Vec<ConfigError> = steps
-        .iter()
-        .filter_map(|s| schedule_too_long(ctx, keys, s))
-        .collect();
-    if long.is_empty() {
-        Ok(steps)
-    } else {
-        Err(long)
-    }
+    expand(&rates, &concs, &prompts).map_err(|e| vec![sweep_error(ctx, keys, e)])
 }
 
-/// An open-loop step whose arrivals would span more than [`MAX_SCHEDULE_SECONDS`].
-fn schedule_too_long(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, s: &SweepStep) -> Option<ConfigError> {
+/// An open-loop step whose arrivals, spread by `shape`, would span more than
+/// [`MAX_SCHEDULE_SECONDS`] ([`LoadShape::expected_span`]); reported on `key`.
+pub(crate) fn schedule_too_long(
+    ctx: &Ctx<'_>,
+    key: &str,
+    s: &SweepStep,
+    shape: &LoadShape,
+) -> Option<ConfigError> {
     let StepKind::RequestRate { request_rate } = s.kind else {
         return None;
     };
-    let span = s.num_prompts.saturating_sub(1) as f64 / request_rate;
+    let span = shape.expected_span(s.num_prompts, request_rate);
     (span > MAX_SCHEDULE_SECONDS).then(|| {
         ctx.err(
-            keys.rate.0,
+            key,
             format!(
-                "step {}: {} requests at {request_rate} req/s would take {span:.0} s to send",
-                s.label, s.num_prompts
+                "step {}: {} requests at {} would take {span:.0} s to send",
+                s.label,
+                s.num_prompts,
+                shape.describe(s.num_prompts, request_rate)
             ),
             &format!(
                 "a rate and count whose schedule spans at most {MAX_SCHEDULE_SECONDS} s \

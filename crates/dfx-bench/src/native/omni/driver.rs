@@ -84,7 +84,7 @@ pub fn run_phase(
 ) -> Instant {
     match load {
         Load::Closed { concurrency } => closed_loop(rt, ctx, rx, n, concurrency),
-        Load::Open { offsets, cap } => open_loop(rt, ctx, rx, &offsets, cap),
+        Load::Open { offsets, cap, .. } => open_loop(rt, ctx, rx, &offsets, cap),
     }
 }
 
@@ -119,6 +119,7 @@ fn closed_loop(
                         planned: free,
                         dispatched: free,
                         slot: free,
+                        saturated: None,
                     };
                     let wait = (now - free).as_secs_f64();
                     run_one(&ctx, ready, d, base, wait).await;
@@ -172,6 +173,7 @@ fn open_loop(
                 planned,
                 dispatched,
                 slot: Instant::now(),
+                saturated: None,
             };
             run_one(&ctx, ready, d, base, wait).await;
         }));

@@ -196,7 +196,9 @@ pub fn run(
     let sessions = match &p.load {
         Load::Closed { concurrency } => *concurrency,
         Load::Open { cap: Some(c), .. } => *c,
-        Load::Open { offsets, cap: None } => offsets.len(),
+        Load::Open {
+            offsets, cap: None, ..
+        } => offsets.len(),
     };
     if let Some(note) = super::fds::ensure(sessions.max(p.warmups.len()))? {
         log.write(&note);

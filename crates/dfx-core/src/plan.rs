@@ -49,6 +49,9 @@ pub enum Dialect {
     NativeDuplex,
     /// Upstream's stability runner (soak entries with `duration_sec`).
     Stability,
+    /// dfx-perf's own `contract` runner (`"benchmark_runner": "contract"`): API contract
+    /// scenarios against the server under test, one trial per entry, no sweep.
+    Contract,
 }
 
 /// One benchmark entry of a test, after `enabled: false` entries were dropped.

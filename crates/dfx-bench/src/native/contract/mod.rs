@@ -157,7 +157,7 @@ pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcom
 /// The failure line of a failed scenario.
 pub fn failure_line(o: &Outcome) -> String {
     format!(
-        "contract scenario {}: expected {}, {}{}",
+        "contract scenario {}: expected {}; {}{}",
         o.scenario,
         o.expected,
         o.detail,

@@ -228,6 +228,15 @@ pub(crate) fn stability_entry(
     (errs.len() == n).then_some(d)
 }
 
+/// Keys a contract entry may carry.
+const CONTRACT_KEYS: [&str; 5] = [
+    "name",
+    "scenarios",
+    "voice_lifecycle",
+    "timeout_s",
+    "enabled",
+];
+
 /// A contract entry: `name`, `scenarios` (names of [`crate::contract::SCENARIOS`], no
 /// duplicates; absent = all), `voice_lifecycle` (boolean, `false` drops that scenario),
 /// `timeout_s` (per request, default 30). One trial whose `num_prompts` is the number of
@@ -238,46 +247,11 @@ pub(crate) fn contract_entry(
     obj: &Map<String, Value>,
     errs: &mut Errs,
 ) -> Option<EntryDraft> {
-    use crate::contract::{VOICE_LIFECYCLE, accepted_names, scenario, selected};
     let n = errs.len();
     opt_str(ctx, "name", obj.get("name"), errs);
     let lifecycle =
         super::value::opt_bool(ctx, "voice_lifecycle", obj.get("voice_lifecycle"), errs);
-    let accepted = format!(
-        "an array of scenario names, each once, from: {}",
-        accepted_names()
-    );
-    match obj.get("scenarios") {
-        None => {}
-        Some(Value::Array(items)) if !items.is_empty() => {
-            let mut seen: Vec<&str> = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                let key = format!("scenarios[{i}]");
-                match item.as_str() {
-                    Some(name) if scenario(name).is_none() => {
-                        errs.push(ctx.err(&key, format!("unknown scenario {name:?}"), &accepted));
-                    }
-                    Some(name) if seen.contains(&name) => {
-                        errs.push(ctx.err(
-                            &key,
-                            format!("scenario {name:?} listed twice"),
-                            &accepted,
-                        ));
-                    }
-                    Some(name) if name == VOICE_LIFECYCLE && lifecycle == Some(false) => {
-                        errs.push(ctx.err(
-                            &key,
-                            "`voice_lifecycle` is listed while `voice_lifecycle` is false",
-                            "one of the two",
-                        ));
-                    }
-                    Some(name) => seen.push(name),
-                    None => errs.push(ctx.err(&key, format!("wrong type: got {item}"), &accepted)),
-                }
-            }
-        }
-        Some(other) => errs.push(ctx.err("scenarios", format!("invalid value {other}"), &accepted)),
-    }
+    check_scenarios(ctx, obj.get("scenarios"), lifecycle, errs);
     if let Some(v) = obj.get("timeout_s")
         && !v
             .as_f64()
@@ -289,27 +263,17 @@ pub(crate) fn contract_entry(
             &format!("seconds > 0 and at most {MAX_CONTRACT_TIMEOUT_S}"),
         ));
     }
-    for key in obj.keys() {
-        if ![
-            "name",
-            "scenarios",
-            "voice_lifecycle",
-            "timeout_s",
-            "enabled",
-        ]
-        .contains(&key.as_str())
-        {
-            errs.push(ctx.err(
-                key,
-                "unknown key of a contract entry",
-                "name, scenarios, voice_lifecycle, timeout_s, enabled",
-            ));
-        }
+    for key in obj.keys().filter(|k| !CONTRACT_KEYS.contains(&k.as_str())) {
+        errs.push(ctx.err(
+            key,
+            "unknown key of a contract entry",
+            &CONTRACT_KEYS.join(", "),
+        ));
     }
     if errs.len() != n {
         return None;
     }
-    let count = selected(obj).len() as u64;
+    let count = crate::contract::selected(obj).len() as u64;
     if count == 0 {
         errs.push(ctx.err(
             "voice_lifecycle",
@@ -321,4 +285,39 @@ pub(crate) fn contract_entry(
     let mut st = step(StepKind::Concurrency { max_concurrency: 1 }, count);
     st.label = "contract".into();
     Some(draft(raw_index, obj, Dialect::Contract, st))
+}
+
+/// `scenarios`: a non-empty array of known names, each once, not `voice_lifecycle` when
+/// `voice_lifecycle` is false.
+fn check_scenarios(ctx: &Ctx<'_>, v: Option<&Value>, lifecycle: Option<bool>, errs: &mut Errs) {
+    use crate::contract::{VOICE_LIFECYCLE, accepted_names, scenario};
+    let accepted = format!(
+        "an array of scenario names, each once, from: {}",
+        accepted_names()
+    );
+    let items = match v {
+        None => return,
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        Some(other) => {
+            errs.push(ctx.err("scenarios", format!("invalid value {other}"), &accepted));
+            return;
+        }
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let key = format!("scenarios[{i}]");
+        let problem = match item.as_str() {
+            None => format!("wrong type: got {item}"),
+            Some(name) if scenario(name).is_none() => format!("unknown scenario {name:?}"),
+            Some(name) if seen.contains(&name) => format!("scenario {name:?} listed twice"),
+            Some(name) if name == VOICE_LIFECYCLE && lifecycle == Some(false) => {
+                "`voice_lifecycle` is listed while `voice_lifecycle` is false".into()
+            }
+            Some(name) => {
+                seen.push(name);
+                continue;
+            }
+        };
+        errs.push(ctx.err(&key, problem, &accepted));
+    }
 }

@@ -11,6 +11,8 @@
 
 #[path = "suite_cli/capacity.rs"]
 mod capacity;
+#[path = "suite_cli/contract.rs"]
+mod contract;
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
 #[path = "suite_cli/gpu_samples.rs"]
@@ -155,6 +157,18 @@ fn main() -> ExitCode {
         (
             "judge_server_is_started_used_and_stopped_with_the_main_server",
             judge::judge_server_is_started_used_and_stopped,
+        ),
+        (
+            "contract_scenarios_pass_against_the_simulator",
+            contract::contract_scenarios_pass_against_the_simulator,
+        ),
+        (
+            "contract_fails_naming_the_scenario_under_a_broken_envelope",
+            contract::contract_fails_naming_the_scenario_under_a_broken_envelope,
+        ),
+        (
+            "contract_listing_names_the_runner_and_the_external_reason",
+            contract::contract_listing_names_the_runner_and_the_external_reason,
         ),
         (
             "native_duplex_entries_pass_against_the_simulator",

@@ -210,6 +210,9 @@ impl Bench for VllmBench {
         if entry.dialect == Dialect::NativeDuplex {
             return Err(Unsupported(dfx_core::config::NATIVE_DUPLEX_EXTERNAL.into()));
         }
+        if entry.dialect == Dialect::Contract {
+            return Err(Unsupported(dfx_core::config::CONTRACT_EXTERNAL.into()));
+        }
         if entry.dialect == Dialect::Stability && entry.case.benchmark_endpoint.is_some() {
             return Err(Unsupported(
                 "diffusion stability entries: upstream soaks them with \

@@ -14,6 +14,7 @@
 
 pub mod aggregate;
 pub mod client;
+pub mod contract;
 pub mod dataset;
 pub mod driver;
 pub mod duplex;
@@ -166,6 +167,9 @@ impl Bench for NativeBench {
         if entry.dialect == Dialect::NativeDuplex {
             return duplex::supports(entry);
         }
+        if entry.dialect == Dialect::Contract {
+            return Ok(());
+        }
         let soak = entry.dialect == Dialect::Stability;
         if soak && backend == Some(BACKEND) {
             return Ok(());
@@ -197,7 +201,10 @@ impl Bench for NativeBench {
     }
 
     fn preflight(&self, trial: &Trial) -> Result<Option<String>, String> {
-        if trial.entry.dialect == Dialect::NativeDuplex {
+        if matches!(
+            trial.entry.dialect,
+            Dialect::NativeDuplex | Dialect::Contract
+        ) {
             return Ok(None);
         }
         if trial.entry.dialect == Dialect::Stability {
@@ -324,6 +331,9 @@ impl NativeBench {
         }
         if ctx.trial.entry.dialect == Dialect::NativeDuplex {
             return duplex::run(&self.settings, ctx, log);
+        }
+        if ctx.trial.entry.dialect == Dialect::Contract {
+            return contract::run(ctx, log);
         }
         if omni::is_chat(&ctx.trial.entry) {
             return omni::run(&self.settings, ctx, log);

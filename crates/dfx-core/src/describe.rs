@@ -108,6 +108,13 @@ pub fn describe_server(s: &ServerSpec) -> String {
 
 fn describe_bench(t: &Trial) -> String {
     let e = &t.entry;
+    if e.dialect == crate::plan::Dialect::Contract {
+        let names: Vec<&str> = crate::contract::selected(&e.raw)
+            .iter()
+            .map(|s| s.name)
+            .collect();
+        return format!("contract, {} scenario(s): {}", names.len(), names.join(" "));
+    }
     let mut parts: Vec<String> = Vec::new();
     for v in [&e.dataset_name, &e.backend, &e.endpoint]
         .into_iter()

@@ -13,6 +13,7 @@ pub mod bench;
 pub mod bounds;
 pub mod checks;
 pub mod config;
+pub mod contract;
 pub mod deploy;
 pub mod describe;
 pub mod fsutil;

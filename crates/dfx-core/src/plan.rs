@@ -50,6 +50,9 @@ pub enum Dialect {
     NativeDuplex,
     /// Upstream's stability runner (soak entries with `duration_sec`).
     Stability,
+    /// dfx-perf's own `contract` runner (`"benchmark_runner": "contract"`): API contract
+    /// scenarios against the server under test, one trial per entry, no sweep.
+    Contract,
 }
 
 /// One benchmark entry of a test, after `enabled: false` entries were dropped.
@@ -217,10 +220,11 @@ impl BenchEntry {
 
     /// How many times each step of this entry runs: the flag (`--repeats`) wins over the
     /// entry's key, default 1. Soaks and native-duplex entries always run once (a soak
-    /// is its own duration; the native-duplex runner has its own `repeats`).
+    /// is its own duration; the native-duplex runner has its own `repeats`; a contract
+    /// trial checks replies, it measures nothing).
     pub fn repeats(&self, flag: Option<u32>) -> u32 {
         match self.dialect {
-            Dialect::Stability | Dialect::NativeDuplex => 1,
+            Dialect::Stability | Dialect::NativeDuplex | Dialect::Contract => 1,
             Dialect::Omni | Dialect::Diffusion => flag.or(self.repeats).unwrap_or(1).max(1),
         }
     }

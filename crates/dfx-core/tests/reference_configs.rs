@@ -139,6 +139,7 @@ fn every_perf_config_loads_and_is_listed() {
         names,
         [
             "test_qwen3_omni_async_chunk.json",
+            "test_qwen3_tts_contract.json",
             "test_qwen3_tts_sglang.json",
             "test_tts.json"
         ]

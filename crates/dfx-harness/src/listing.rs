@@ -106,6 +106,7 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
         Dialect::Diffusion => Some("diffusion"),
         Dialect::NativeDuplex => Some("native-duplex"),
         Dialect::Stability => Some("stability"),
+        Dialect::Contract => Some("contract"),
     };
     if let Some(r) = runner {
         let _ = writeln!(out, "    runner     {r}");

@@ -70,7 +70,8 @@ pub struct SummaryEntry {
     /// Metrics whose baseline is `null`.
     pub thresholds_skipped: Vec<String>,
     pub thresholds_note: Option<String>,
-    /// It ran without any threshold for the run's hardware ("needs data"): it can only
+    /// It ran without any threshold for the run's hardware ("needs data"; never a contract
+    /// trial, which has no metric to threshold): it can only
     /// fail on completion, never on a regression.
     pub needs_data: bool,
     /// Key metrics of the result (see [`KEY_METRICS`]) plus every thresholded metric.
@@ -123,7 +124,9 @@ impl SummaryEntry {
             thresholds: trial.thresholds.items.clone(),
             thresholds_skipped: trial.thresholds.skipped.clone(),
             thresholds_note: trial.thresholds.note.clone(),
-            needs_data: outcome != Outcome::Ignored && trial.thresholds.items.is_empty(),
+            needs_data: outcome != Outcome::Ignored
+                && trial.thresholds.items.is_empty()
+                && trial.entry.dialect != dfx_core::plan::Dialect::Contract,
             metrics: Map::new(),
             repeats: None,
             result: None,

@@ -43,6 +43,10 @@ pub struct Faults {
     /// `realtime-event-seq`: every realtime server event carries an increasing
     /// `server_event_seq` (clients acknowledge it with `session.event_ack`).
     pub realtime_event_seq: bool,
+    /// `broken-error-envelope`: every error reply (status ≥ 400) carries FastAPI's bare
+    /// `{"detail": "<message>"}` instead of the OpenAI envelope (a server that broke its
+    /// error contract; the contract runner's scenarios catch it).
+    pub broken_error_envelope: bool,
 }
 
 /// A fault spec that could not be parsed.
@@ -82,6 +86,7 @@ pub const FAULT_NAMES: &[&str] = &[
     "realtime-exhausted=N",
     "realtime-drop-after-chunks=N",
     "realtime-event-seq",
+    "broken-error-envelope",
 ];
 
 fn parse_bool(v: &str) -> Option<bool> {
@@ -181,6 +186,7 @@ impl Faults {
             "realtime-exhausted" => self.realtime_exhausted = Some(chunks()?),
             "realtime-drop-after-chunks" => self.realtime_drop_after_chunks = Some(chunks()?),
             "realtime-event-seq" => self.realtime_event_seq = flag()?,
+            "broken-error-envelope" => self.broken_error_envelope = flag()?,
             _ => return Err(format!("unknown fault; known: {}", FAULT_NAMES.join(", "))),
         }
         Ok(())
@@ -231,7 +237,7 @@ mod tests {
         f.apply_list(
             "exit-at-startup=3, never-ready, ready-after=1.5, crash-at-inflight=4, error500=0.25, \
              stall-after-chunks=2, truncate-after-chunks=3, odd-bytes, ignore-sigterm, fork-child, slowdown=1.5, \
-             realtime-exhausted=2, realtime-drop-after-chunks=5, realtime-event-seq",
+             realtime-exhausted=2, realtime-drop-after-chunks=5, realtime-event-seq, broken-error-envelope",
             "--sim-fault",
         )
         .unwrap();
@@ -245,7 +251,7 @@ mod tests {
         assert_eq!(f.service_factor(), 1.5);
         assert_eq!(f.realtime_exhausted, Some(2));
         assert_eq!(f.realtime_drop_after_chunks, Some(5));
-        assert!(f.realtime_event_seq);
+        assert!(f.realtime_event_seq && f.broken_error_envelope);
     }
 
     #[test]

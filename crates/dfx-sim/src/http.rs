@@ -83,7 +83,8 @@ type St = State<Arc<AppState>>;
 /// The router with every route of `docs/simulator.md` ("API"), `/sim/info` and
 /// `/sim/stats` included.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let broken = state.cfg.options.faults.broken_error_envelope;
+    let r = Router::new()
         .route("/health", get(health))
         .route("/version", get(version))
         .route("/v1/models", get(models))
@@ -101,8 +102,32 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/sim/info", get(info))
         .route("/sim/stats", get(sim_stats))
         .fallback(|| async { ApiError::not_found("Not Found", None) })
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let r = if broken {
+        r.layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            break_envelope,
+        ))
+    } else {
+        r
+    };
+    r.with_state(state)
+}
+
+/// The `broken-error-envelope` fault: an error reply's body becomes `{"detail": message}`.
+async fn break_envelope(State(_): St, resp: Response) -> Response {
+    if resp.status().as_u16() < 400 {
+        return resp;
+    }
+    let status = resp.status();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    let message = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(String::from))
+        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+    (status, axum::Json(json!({ "detail": message }))).into_response()
 }
 
 async fn health(State(st): St) -> StatusCode {

@@ -72,6 +72,7 @@ pub(crate) fn build_case(
     draft.test_name = test_name(&base, raw.test_name.as_ref(), errs);
     let ctx = base.test(draft.test_name.as_deref());
     let native_duplex = super::runners::is_native_duplex(&raw.other);
+    let contract = super::runners::is_contract(&raw.other);
     for k in raw
         .other
         .keys()
@@ -117,6 +118,7 @@ pub(crate) fn build_case(
                     &CaseFacts {
                         tags: &draft.marks.tags,
                         native_duplex,
+                        contract,
                         trust_remote_code: server.trust_remote_code,
                         keys: case_keys.clone(),
                     },

@@ -40,6 +40,8 @@ pub(crate) struct CaseFacts<'a> {
     pub tags: &'a [String],
     /// `"benchmark_runner": "native-duplex"` on the case.
     pub native_duplex: bool,
+    /// `"benchmark_runner": "contract"` on the case.
+    pub contract: bool,
     /// `server_params.trust_remote_code`.
     pub trust_remote_code: bool,
     /// Case-level keys copied into every entry.
@@ -76,7 +78,9 @@ pub(crate) fn build_entry(
         return None;
     }
     let n = errs.len();
-    let draft = if case.native_duplex {
+    let draft = if case.contract {
+        runners::contract_entry(&ctx, raw_index, obj, errs)
+    } else if case.native_duplex {
         runners::native_duplex_entry(&ctx, raw_index, obj, errs)
     } else if runners::is_stability_entry(obj) {
         runners::stability_entry(&ctx, raw_index, obj, errs)

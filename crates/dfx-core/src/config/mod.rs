@@ -33,7 +33,7 @@ pub(crate) mod value;
 pub use entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED, diffusion_endpoint};
 pub use error::{ConfigError, ConfigErrors};
 pub use marks::MarkExpr;
-pub use runners::NATIVE_DUPLEX_EXTERNAL;
+pub use runners::{CONTRACT_EXTERNAL, MAX_CONTRACT_TIMEOUT_S, NATIVE_DUPLEX_EXTERNAL};
 pub use sweep::{SweepError, expand as expand_sweep};
 
 use std::path::{Path, PathBuf};

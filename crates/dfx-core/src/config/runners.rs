@@ -22,6 +22,19 @@ pub const NATIVE_DUPLEX_EXTERNAL: &str = "native-duplex entries run upstream und
 run_native_duplex_benchmark.py (realtime duplex sessions × turns, repeated), not under \
 `vllm bench serve --omni`; the native bench runs them (--bench native or auto)";
 
+/// Why the external bench does not run contract entries.
+pub const CONTRACT_EXTERNAL: &str = "contract entries are dfx-perf's own API contract \
+scenarios (error replies, reference audio, disconnects, voice uploads), not a load for \
+`vllm bench serve --omni`; the native bench runs them (--bench native or auto)";
+
+/// Longest `timeout_s` of a contract entry (per request), seconds.
+pub const MAX_CONTRACT_TIMEOUT_S: f64 = 600.0;
+
+/// `"benchmark_runner": "contract"` on the case (dfx-perf's own runner).
+pub(crate) fn is_contract(case_other: &Map<String, Value>) -> bool {
+    case_other.get("benchmark_runner").and_then(Value::as_str) == Some("contract")
+}
+
 /// The runner a case names (`benchmark_runner`), when it is one dfx-perf knows.
 pub(crate) fn is_native_duplex(case_other: &Map<String, Value>) -> bool {
     case_other.get("benchmark_runner").and_then(Value::as_str) == Some("native-duplex")
@@ -216,4 +229,98 @@ pub(crate) fn stability_entry(
     let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
     d.entry.connection = connection;
     (errs.len() == n).then_some(d)
+}
+
+/// Keys a contract entry may carry.
+const CONTRACT_KEYS: [&str; 5] = [
+    "name",
+    "scenarios",
+    "voice_lifecycle",
+    "timeout_s",
+    "enabled",
+];
+
+/// A contract entry: `name`, `scenarios` (names of [`crate::contract::SCENARIOS`], no
+/// duplicates; absent = all), `voice_lifecycle` (boolean, `false` drops that scenario),
+/// `timeout_s` (per request, default 30). One trial whose `num_prompts` is the number of
+/// scenarios it runs.
+pub(crate) fn contract_entry(
+    ctx: &Ctx<'_>,
+    raw_index: usize,
+    obj: &Map<String, Value>,
+    errs: &mut Errs,
+) -> Option<EntryDraft> {
+    let n = errs.len();
+    opt_str(ctx, "name", obj.get("name"), errs);
+    let lifecycle =
+        super::value::opt_bool(ctx, "voice_lifecycle", obj.get("voice_lifecycle"), errs);
+    check_scenarios(ctx, obj.get("scenarios"), lifecycle, errs);
+    if let Some(v) = obj.get("timeout_s")
+        && !v
+            .as_f64()
+            .is_some_and(|t| t > 0.0 && t <= MAX_CONTRACT_TIMEOUT_S)
+    {
+        errs.push(ctx.err(
+            "timeout_s",
+            format!("invalid value {v}"),
+            &format!("seconds > 0 and at most {MAX_CONTRACT_TIMEOUT_S}"),
+        ));
+    }
+    for key in obj.keys().filter(|k| !CONTRACT_KEYS.contains(&k.as_str())) {
+        errs.push(ctx.err(
+            key,
+            "unknown key of a contract entry",
+            &CONTRACT_KEYS.join(", "),
+        ));
+    }
+    if errs.len() != n {
+        return None;
+    }
+    let count = crate::contract::selected(obj).len() as u64;
+    if count == 0 {
+        errs.push(ctx.err(
+            "voice_lifecycle",
+            "the entry selects no scenario",
+            "at least one scenario",
+        ));
+        return None;
+    }
+    let mut st = step(StepKind::Concurrency { max_concurrency: 1 }, count);
+    st.label = "contract".into();
+    Some(draft(raw_index, obj, Dialect::Contract, st))
+}
+
+/// `scenarios`: a non-empty array of known names, each once, not `voice_lifecycle` when
+/// `voice_lifecycle` is false.
+fn check_scenarios(ctx: &Ctx<'_>, v: Option<&Value>, lifecycle: Option<bool>, errs: &mut Errs) {
+    use crate::contract::{VOICE_LIFECYCLE, accepted_names, scenario};
+    let accepted = format!(
+        "an array of scenario names, each once, from: {}",
+        accepted_names()
+    );
+    let items = match v {
+        None => return,
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        Some(other) => {
+            errs.push(ctx.err("scenarios", format!("invalid value {other}"), &accepted));
+            return;
+        }
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let key = format!("scenarios[{i}]");
+        let problem = match item.as_str() {
+            None => format!("wrong type: got {item}"),
+            Some(name) if scenario(name).is_none() => format!("unknown scenario {name:?}"),
+            Some(name) if seen.contains(&name) => format!("scenario {name:?} listed twice"),
+            Some(name) if name == VOICE_LIFECYCLE && lifecycle == Some(false) => {
+                "`voice_lifecycle` is listed while `voice_lifecycle` is false".into()
+            }
+            Some(name) => {
+                seen.push(name);
+                continue;
+            }
+        };
+        errs.push(ctx.err(&key, problem, &accepted));
+    }
 }

@@ -29,6 +29,19 @@ const THRESHOLDED: [&str; 4] = [
     "mean_e2el_ms",
 ];
 
+/// Every row says "no change": within noise or below the tolerance.
+fn assert_no_change(c: &dfx_report::compare::Comparison) {
+    for r in &c.rows {
+        assert!(
+            matches!(r.verdict, Verdict::WithinNoise | Verdict::BelowTolerance),
+            "{} {}: {:?}",
+            r.trial,
+            r.metric,
+            r.verdict
+        );
+    }
+}
+
 #[test]
 fn injected_slowdown_is_a_regression_with_repeats() {
     let tmp = tempfile::tempdir().unwrap();
@@ -75,15 +88,7 @@ fn unchanged_runs_are_not_flagged() {
     let b = runs(tmp.path(), "SIM", &[4, 5, 6], 0.0);
     let c = compare_dirs(&a, &b, &CompareOptions::default()).unwrap();
     assert!(!c.rows.is_empty());
-    for r in &c.rows {
-        assert!(
-            matches!(r.verdict, Verdict::WithinNoise | Verdict::BelowTolerance),
-            "{} {}: {:?}",
-            r.trial,
-            r.metric,
-            r.verdict
-        );
-    }
+    assert_no_change(&c);
 }
 
 #[test]
@@ -364,13 +369,5 @@ fn in_run_repeats_give_one_run_per_side_a_verdict() {
     }
     let same = as_repeats(&runs(tmp.path(), "SIMB", &[4, 5, 6], 0.0));
     let c = compare_dirs(&[a], &[same], &CompareOptions::default()).unwrap();
-    for r in &c.rows {
-        assert!(
-            matches!(r.verdict, Verdict::WithinNoise | Verdict::BelowTolerance),
-            "{} {}: {:?}",
-            r.trial,
-            r.metric,
-            r.verdict
-        );
-    }
+    assert_no_change(&c);
 }

@@ -216,20 +216,8 @@ fn omni_entry(
 
 /// The entry key `repeats`: an integer from 1 to [`bounds::MAX_REPEATS`].
 fn repeats_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<u32> {
-    let v = v?;
-    match v.as_u64() {
-        Some(n) if (1..=bounds::MAX_REPEATS).contains(&n) => u32::try_from(n).ok(),
-        _ => {
-            let problem = if v.is_number() {
-                format!("invalid value {v}")
-            } else {
-                format!("wrong type: got {}", json_type(v))
-            };
-            let accepted = format!("an integer from 1 to {}", bounds::MAX_REPEATS);
-            errs.push(ctx.err("repeats", problem, &accepted));
-            None
-        }
-    }
+    let range = (1, bounds::MAX_REPEATS);
+    super::value::opt_uint_in(ctx, "repeats", v, range, errs).and_then(|n| u32::try_from(n).ok())
 }
 
 /// The entry key `connection`: `"fresh"` or `"pooled"`; anything else is refused with

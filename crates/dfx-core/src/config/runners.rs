@@ -178,17 +178,8 @@ pub(crate) fn stability_entry(
     )
     .unwrap_or(20)
     .max(1);
-    if let Some(v) = obj.get("duration_sec")
-        && !v
-            .as_f64()
-            .is_some_and(|d| d > 0.0 && d <= MAX_TIMEOUT_SECONDS)
-    {
-        errs.push(ctx.err(
-            "duration_sec",
-            format!("invalid value {v}"),
-            &format!("seconds > 0 and at most {MAX_TIMEOUT_SECONDS}"),
-        ));
-    }
+    let duration = obj.get("duration_sec");
+    super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs);
     let conc = obj.get("max_concurrency").filter(|v| !v.is_null());
     let rate = obj.get("request_rate").filter(|v| !v.is_null());
     let kind = match (conc, rate) {
@@ -255,17 +246,8 @@ pub(crate) fn contract_entry(
     let lifecycle =
         super::value::opt_bool(ctx, "voice_lifecycle", obj.get("voice_lifecycle"), errs);
     check_scenarios(ctx, obj.get("scenarios"), lifecycle, errs);
-    if let Some(v) = obj.get("timeout_s")
-        && !v
-            .as_f64()
-            .is_some_and(|t| t > 0.0 && t <= MAX_CONTRACT_TIMEOUT_S)
-    {
-        errs.push(ctx.err(
-            "timeout_s",
-            format!("invalid value {v}"),
-            &format!("seconds > 0 and at most {MAX_CONTRACT_TIMEOUT_S}"),
-        ));
-    }
+    let timeout = obj.get("timeout_s");
+    super::value::check_seconds(ctx, "timeout_s", timeout, MAX_CONTRACT_TIMEOUT_S, errs);
     for key in obj.keys().filter(|k| !CONTRACT_KEYS.contains(&k.as_str())) {
         errs.push(ctx.err(
             key,

@@ -52,19 +52,51 @@ pub(crate) fn opt_uint(
     max: u64,
     errs: &mut Errs,
 ) -> Option<u64> {
+    opt_uint_in(ctx, key, v, (0, max), errs)
+}
+
+/// An optional integer from `lo` to `hi`.
+pub(crate) fn opt_uint_in(
+    ctx: &Ctx<'_>,
+    key: &str,
+    v: Option<&Value>,
+    (lo, hi): (u64, u64),
+    errs: &mut Errs,
+) -> Option<u64> {
     let v = v?;
     match v.as_u64() {
-        Some(n) if n <= max => Some(n),
+        Some(n) if (lo..=hi).contains(&n) => Some(n),
         _ => {
             let problem = if v.is_number() {
                 format!("invalid value {v}")
             } else {
                 format!("wrong type: got {}", json_type(v))
             };
-            errs.push(ctx.err(key, problem, &format!("an integer from 0 to {max}")));
+            errs.push(ctx.err(key, problem, &format!("an integer from {lo} to {hi}")));
             None
         }
     }
+}
+
+/// An optional duration in seconds, more than 0 and at most `max`; pushes the error and
+/// gives `None` otherwise.
+pub(crate) fn check_seconds(
+    ctx: &Ctx<'_>,
+    key: &str,
+    v: Option<&Value>,
+    max: f64,
+    errs: &mut Errs,
+) -> Option<f64> {
+    let v = v?;
+    let secs = v.as_f64().filter(|d| *d > 0.0 && *d <= max);
+    if secs.is_none() {
+        errs.push(ctx.err(
+            key,
+            format!("invalid value {v}"),
+            &format!("seconds > 0 and at most {max}"),
+        ));
+    }
+    secs
 }
 
 /// An optional object.

@@ -34,11 +34,11 @@ pub(super) struct Search<'a> {
 }
 
 /// Runs the search; the returned piece is the trial's.
-pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, s: Search<'_>) -> Piece {
+pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) -> Piece {
     let spec = s.spec;
     let mut probes: Vec<Probe> = Vec::new();
-    let probe = |rate: f64, repeats: u32, probes: &mut Vec<Probe>| -> bool {
-        let p = run_probe(bench, ctx, &s, probes.len() + 1, rate, repeats);
+    let mut probe = |rate: f64, repeats: u32, probes: &mut Vec<Probe>| -> bool {
+        let p = run_probe(bench, ctx, &mut s, probes.len() + 1, rate, repeats);
         let passed = p.miss.is_none();
         probes.push(p);
         passed
@@ -113,7 +113,7 @@ fn passes_below(probes: &[Probe], rate: f64) -> Option<f64> {
 fn run_probe(
     bench: &dyn Bench,
     ctx: &BenchContext<'_>,
-    s: &Search<'_>,
+    s: &mut Search<'_>,
     index: usize,
     rate: f64,
     repeats: u32,
@@ -127,10 +127,9 @@ fn run_probe(
         out_dir,
         ..ctx.clone()
     };
-    let mut said = *s.said;
     let quality = QualityStep {
         cmd: s.cmd,
-        said: &mut said,
+        said: &mut *s.said,
     };
     let piece = repeat::run(bench, &pctx, s.label, repeats, s.base_seed, quality);
     let miss = miss(&s.spec, &piece, trial.step.num_prompts);
@@ -258,17 +257,20 @@ fn probe_json(p: &Probe) -> Value {
 /// (every repeat's), for the cost per character.
 fn mean_chars(trial_dir: &Path, probes: &[Value], lo: Option<f64>) -> Option<f64> {
     let lo = lo?;
-    let dir = probes
+    let boundary = probes
         .iter()
         .rev()
-        .find(|p| p["rate"].as_f64() == Some(lo) && p["passed"] == json!(true))?["dir"]
-        .as_str()?
-        .to_string();
+        .find(|p| p["rate"].as_f64() == Some(lo) && p["passed"] == json!(true))?;
+    let dir = boundary["dir"].as_str()?;
     let base = trial_dir.join(dir);
-    let mut files = vec![base.join("records.jsonl")];
-    for k in 1..=20 {
-        files.push(base.join(format!("repeat-{k}/records.jsonl")));
-    }
+    let repeats = boundary["repeats"].as_u64().unwrap_or(1);
+    let files: Vec<_> = if repeats > 1 {
+        (1..=repeats)
+            .map(|k| base.join(format!("repeat-{k}/records.jsonl")))
+            .collect()
+    } else {
+        vec![base.join("records.jsonl")]
+    };
     let (mut sum, mut n) = (0.0, 0usize);
     for f in files {
         let Ok(text) = std::fs::read_to_string(&f) else {

@@ -40,16 +40,7 @@ impl SideStats {
 }
 
 /// Median of a non-empty slice (mean of the middle two for even counts).
-pub fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
+pub use dfx_core::repeats::median;
 
 /// What the numbers support.
 #[derive(Debug, Clone, PartialEq, Serialize)]

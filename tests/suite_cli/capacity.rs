@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use crate::support::{output_text, root, sim_native};
+use crate::support::{check_schemas, output_text, root, sim_native};
 
 const MODEL: &str = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice";
 /// `sim_native` runs the simulator at this speed.
@@ -146,5 +146,5 @@ pub fn capacity_search_finds_the_models_rate() -> Result<(), Failed> {
     if !every_probe_has_a_folder || cost <= 0.0 || doc["verdict"]["passed"] != json!(true) {
         return Err(format!("probes {probes:?}, cost {cost}, verdict {}", doc["verdict"]).into());
     }
-    Ok(())
+    check_schemas(&results.path().join("latest"))
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{output_text, sim_native};
+use crate::support::{check_schemas, output_text, sim_native};
 
 fn read(path: &std::path::Path) -> Result<Value, Failed> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -60,5 +60,5 @@ pub fn repeats_give_a_spread_and_an_interval_around_the_median() -> Result<(), F
     if entry["repeats"]["stats"]["mean_e2el_ms"]["median"].as_f64() != Some(median) {
         return Err(format!("summary: {entry}").into());
     }
-    Ok(())
+    check_schemas(&results.path().join("latest"))
 }

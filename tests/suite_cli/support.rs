@@ -310,3 +310,13 @@ pub fn sim_native(
     let (child, results) = perf_spawn(&fixture(name), &args, env)?;
     Ok((child.wait_with_output()?, results))
 }
+
+/// Every artefact of the run folder satisfies its schema in docs/schema/ (the schemas are
+/// generated from dfx-core's types; a dfx-core test keeps docs/ equal to them).
+pub fn check_schemas(run_dir: &Path) -> Result<(), Failed> {
+    match dfx_core::artefact::schema::check_run_dir(run_dir) {
+        Ok(n) if n >= 3 => Ok(()),
+        Ok(n) => Err(format!("only {n} artefacts in {}", run_dir.display()).into()),
+        Err(problems) => Err(format!("schema violations:\n{}", problems.join("\n")).into()),
+    }
+}

@@ -147,6 +147,7 @@ pub fn describe_thresholds(th: &Thresholds) -> String {
             let src = match &i.source {
                 ThresholdSource::Inline => "inline".to_string(),
                 ThresholdSource::Store { file } => file.display().to_string(),
+                ThresholdSource::ResultFile => "result.json".to_string(),
             };
             format!(
                 "{} {} {} [{src}]",

@@ -8,6 +8,7 @@
 //! defined here, [`server::ServerLauncher`] and [`bench::Bench`], and judges the outcome
 //! with [`verdict`].
 
+pub mod artefact;
 pub mod baseline;
 pub mod bench;
 pub mod bounds;

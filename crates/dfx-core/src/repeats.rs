@@ -23,7 +23,7 @@ pub const CI_METHOD: &str =
     "percentile bootstrap of the median, 2000 resamples with replacement, fixed seed";
 
 /// One metric over the repeats that produced a result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MetricStats {
     /// Repeats that measured it.
     pub n: usize,

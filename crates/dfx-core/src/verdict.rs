@@ -18,16 +18,50 @@ use crate::result::{ResultDoc, metric};
 pub const MAX_QUOTED_ERRORS: usize = 5;
 
 /// One threshold breach.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Breach {
     pub metric: String,
     pub value: f64,
     pub threshold: f64,
     /// Relative gap `(value - threshold) / threshold`: positive over a ceiling
     /// (lower-is-better), negative under a floor (higher-is-better); e.g. +0.178 for
-    /// 17.8 % over a ceiling. Infinite when the threshold is 0.
+    /// 17.8 % over a ceiling. Infinite when the threshold is 0 (written as `null`).
+    #[schemars(with = "Option<f64>")]
     pub gap: f64,
     pub direction: Direction,
+}
+
+/// Reads what dfx-perf writes; a breach recorded without `direction` (hand-made run
+/// folders) takes it from the direction table, else from the sign of `gap`, and a `null`
+/// gap (an infinite one, as JSON writes it) is infinite again.
+impl<'de> serde::Deserialize<'de> for Breach {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Raw {
+            metric: String,
+            value: f64,
+            threshold: f64,
+            gap: Option<f64>,
+            direction: Option<Direction>,
+        }
+        let r = Raw::deserialize(d)?;
+        let gap = r.gap.unwrap_or(f64::INFINITY);
+        let direction = r
+            .direction
+            .or_else(|| crate::baseline::direction_of(&r.metric))
+            .unwrap_or(if gap >= 0.0 {
+                Direction::LowerIsBetter
+            } else {
+                Direction::HigherIsBetter
+            });
+        Ok(Breach {
+            metric: r.metric,
+            value: r.value,
+            threshold: r.threshold,
+            gap,
+            direction,
+        })
+    }
 }
 
 impl Breach {
@@ -72,15 +106,31 @@ pub fn fmt_num(x: f64) -> String {
 }
 
 /// The outcome of judging one result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub passed: bool,
+    /// The run was interrupted (SIGINT / SIGTERM) while this trial ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// Why the trial failed (completion, fallback, breaches under `--assert-baseline`).
     pub failures: Vec<String>,
     /// Breaches found (fatal or not).
     pub breaches: Vec<Breach>,
     /// Breaches printed as warnings (no `--assert-baseline`), and other notes.
     pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    /// A failed verdict with these reasons and no breach or warning.
+    pub fn failed(failures: Vec<String>) -> Self {
+        Verdict {
+            passed: false,
+            interrupted: false,
+            failures,
+            breaches: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// Judges a result document against the expected prompt count and thresholds.
@@ -94,6 +144,7 @@ pub fn judge(
 ) -> Verdict {
     let mut v = Verdict {
         passed: false,
+        interrupted: false,
         failures: Vec::new(),
         breaches: Vec::new(),
         warnings: Vec::new(),

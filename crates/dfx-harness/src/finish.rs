@@ -174,7 +174,7 @@ fn print_needs_data(s: &Summary) {
     let names: Vec<&str> = s
         .trials
         .iter()
-        .filter(|t| t.needs_data)
+        .filter(|t| t.needs_data())
         .map(|t| t.name.as_str())
         .collect();
     let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
@@ -182,7 +182,7 @@ fn print_needs_data(s: &Summary) {
     eprintln!(
         "dfx-perf: {} trial(s) had no threshold for {} (needs data; judged on completion only): {shown}{}",
         s.needs_data,
-        s.hardware,
+        s.hardware.as_deref().unwrap_or(dfx_core::hardware::UNKNOWN),
         if more > 0 {
             format!(" and {more} more")
         } else {

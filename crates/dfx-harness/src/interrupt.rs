@@ -21,8 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dfx_core::artefact::VerdictFile;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::template_fallback;
+use dfx_core::verdict::Verdict;
 use serde_json::json;
 
 use crate::finish::{CloseGate, Closer, Closing};
@@ -165,24 +167,19 @@ fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryE
     let mut entry = SummaryEntry::new(&t.trial, Outcome::Failed);
     entry.interrupted = true;
     entry.failures = vec![reason.clone()];
-    entry.seconds = seconds;
+    entry.seconds = Some(seconds);
     entry.bench = cur.bench.map(String::from);
     entry.server = cur.server.as_ref().map(|s| s.rel_dir.clone());
     entry.server_started = cur.server.as_ref().map(|s| s.started);
     if dir.is_dir() {
         let mut doc = template_fallback(&reason);
         add_runner_keys(&mut doc, &t.trial, &closing.hardware, cur.bench);
-        let verdict = json!({"passed": false, "interrupted": true, "failures": [&reason],
-                             "breaches": [], "warnings": []});
-        doc.insert("verdict".into(), verdict);
-        let written = write_json_atomic(&dir.join("result.json"), &doc).and_then(|()| {
-            write_json_atomic(
-                &dir.join("verdict.json"),
-                &json!({"trial": t.trial.name, "passed": false, "interrupted": true,
-                        "failures": [&reason], "breaches": [], "warnings": [],
-                        "thresholds": t.trial.thresholds}),
-            )
-        });
+        let mut verdict = Verdict::failed(vec![reason.clone()]);
+        verdict.interrupted = true;
+        doc.insert("verdict".into(), json!(verdict));
+        let file = VerdictFile::new(&t.trial.name, verdict, &t.trial.thresholds);
+        let written = write_json_atomic(&dir.join("result.json"), &doc)
+            .and_then(|()| write_json_atomic(&dir.join("verdict.json"), &file));
         match written {
             Ok(()) => {
                 entry.result = Some(format!("{rel}/result.json"));

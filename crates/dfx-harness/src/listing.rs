@@ -136,6 +136,7 @@ fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
                     |f| f.to_string_lossy().into_owned()
                 )
             ),
+            ThresholdSource::ResultFile => "result.json".to_string(),
         };
         let _ = writeln!(
             out,

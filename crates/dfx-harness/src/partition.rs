@@ -23,7 +23,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use dfx_core::plan::Trial;
-use serde::Serialize;
 use serde_json::json;
 
 use crate::select::PlannedTrial;
@@ -35,15 +34,8 @@ pub const MAX_SHARDS: u32 = 1024;
 pub const ACCEPTED: &str =
     "count:K/N or hash:K/N with N from 1 to 1024 and K from 1 to N (e.g. count:1/4)";
 
-/// How groups are dealt to shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Method {
-    /// Round-robin over the selected groups in plan order.
-    Count,
-    /// A stable hash of each group's identity.
-    Hash,
-}
+/// How groups are dealt to shards (the type run.json records).
+pub use dfx_core::artefact::PartitionMethod as Method;
 
 /// One shard: `K` of `N` by a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,17 +104,7 @@ impl fmt::Display for Partition {
 }
 
 /// The shard a run executes, as `run.json` records it (`partition`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ShardRecord {
-    /// `count:1/2`.
-    pub spec: String,
-    pub method: Method,
-    pub shard: u32,
-    pub total: u32,
-    /// Server groups holding a selected trial, in the whole selection / in this shard.
-    pub server_groups: usize,
-    pub server_groups_in_shard: usize,
-}
+pub use dfx_core::artefact::ShardRecord;
 
 /// The outcome of applying a partition (or none) to a selection.
 #[derive(Debug, Clone, PartialEq)]

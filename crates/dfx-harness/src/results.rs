@@ -17,9 +17,6 @@ use std::process::Command;
 
 use chrono::{DateTime, Local};
 use dfx_core::fsutil::{sanitize_component, write_json_atomic};
-use serde::Serialize;
-
-use crate::cli::FlagRecord;
 
 /// A created run folder.
 #[derive(Debug, Clone)]
@@ -95,49 +92,8 @@ impl RunDir {
     }
 }
 
-/// Content of `run.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunInfo {
-    pub run_id: String,
-    pub dfx_perf_version: String,
-    /// `git rev-parse HEAD` of the project, when git is available.
-    pub git_sha: Option<String>,
-    pub hardware: String,
-    /// Server mode (`auto`, `sim`, `attach`, `fake`) and launcher name.
-    pub server: String,
-    pub launcher: String,
-    /// `--sim-speed`: results measured on a sped-up simulator are labelled as such.
-    pub sim_speed: Option<f64>,
-    /// `--bench` (`auto`, `native`, `vllm`); the key keeps its first name, which the
-    /// report reader uses.
-    pub bench_tool: String,
-    pub assert_baseline: bool,
-    /// Every dfx-perf flag that has a value, with its source (cli, env, default).
-    pub flags: Vec<FlagRecord>,
-    /// The full argument list.
-    pub argv: Vec<String>,
-    pub config_files: Vec<PathBuf>,
-    /// sha256 of each config file as loaded, keyed by its path as in `config_files`
-    /// (`dfx-perf merge` refuses shards whose configs differ).
-    pub config_hashes: std::collections::BTreeMap<String, String>,
-    /// `--partition`: the shard this run executed, `null` for a whole run.
-    pub partition: Option<crate::partition::ShardRecord>,
-    pub hostname: String,
-    pub started: String,
-    pub finished: Option<String>,
-    /// The run was interrupted (SIGINT / SIGTERM) before its last trial.
-    pub interrupted: bool,
-    /// Trials in the plan / selected by the filters.
-    pub trials_planned: usize,
-    pub trials_selected: usize,
-    /// Config loader warnings and flag notes.
-    pub warnings: Vec<String>,
-    /// GPU facts from `nvidia-smi` (`name`, `driver`, `memory_mib`, `count`), when present.
-    pub gpu: Option<serde_json::Value>,
-    /// Versions the servers reported on `GET /version` (`vllm`, `vllm_omni`,
-    /// `dfx-perf-sim`, …), filled in when the run closes.
-    pub server_versions: std::collections::BTreeMap<String, String>,
-}
+/// Content of `run.json` (the type lives in dfx-core's artefact module).
+pub use dfx_core::artefact::RunInfo;
 
 /// `git rev-parse HEAD` run in `dir`, if git and a repository are there.
 pub fn git_sha(dir: &Path) -> Option<String> {

@@ -29,6 +29,7 @@ use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials, preflight}
 use crate::settings::{Project, ServerChoice, SuiteConfig};
 use crate::summary::SummaryEntry;
 use crate::wiring;
+use dfx_core::artefact::ConfigFileRef;
 
 /// Exit status for problems found before anything ran.
 const USAGE: u8 = 2;
@@ -410,22 +411,26 @@ fn run_info(
         _ => None,
     };
     RunInfo {
-        run_id: run.id.clone(),
-        dfx_perf_version: env!("CARGO_PKG_VERSION").into(),
+        run_id: Some(run.id.clone()),
+        dfx_perf_version: Some(env!("CARGO_PKG_VERSION").into()),
         git_sha: git_sha(&project.root),
-        hardware: p.hardware.clone(),
-        server: cfg.server.label().into(),
-        launcher: p.launcher.name().into(),
+        hardware: Some(p.hardware.clone()),
+        server: Some(cfg.server.label().into()),
+        launcher: Some(p.launcher.name().into()),
         sim_speed,
-        bench_tool: format!("{:?}", cfg.bench.tool).to_lowercase(),
+        bench_tool: Some(format!("{:?}", cfg.bench.tool).to_lowercase()),
         assert_baseline: cfg.assert_baseline,
         flags: cfg.flags.clone(),
         argv: std::env::args().collect(),
-        config_files: cfg.config_files.clone(),
+        config_files: cfg
+            .config_files
+            .iter()
+            .map(|f| ConfigFileRef::Path(f.display().to_string()))
+            .collect(),
         config_hashes: config_hashes(&cfg.config_files),
         partition: p.shard.record.clone(),
-        hostname: hostname(),
-        started: started.to_rfc3339(),
+        hostname: Some(hostname()),
+        started: Some(started.to_rfc3339()),
         finished: None,
         interrupted: false,
         trials_planned: p.planned.len(),

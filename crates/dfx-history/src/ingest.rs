@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use dfx_core::artefact::ConfigFileRef;
+use dfx_core::baseline::ThresholdSource;
 use dfx_report::run::{Outcome, Run, TrialSummary};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -27,7 +29,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Reads the run folder `dir`. Errors name the folder or file and what is wrong.
 pub fn read_run(dir: &Path) -> Result<RunRecord, HistoryError> {
     let run = dfx_report::load_run(dir)?;
-    let raw = raw_run_json(dir)?;
     validate_run_id(dir, &run.run_id)?;
     let trials = run
         .trials
@@ -42,27 +43,9 @@ pub fn read_run(dir: &Path) -> Result<RunRecord, HistoryError> {
         run_id: run.run_id.clone(),
         started,
         finished: run.info.finished.clone(),
-        interrupted: raw
-            .get("interrupted")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        fingerprint: fingerprint(&run, &raw),
+        interrupted: run.info.interrupted,
+        fingerprint: fingerprint(&run),
         trials,
-    })
-}
-
-fn raw_run_json(dir: &Path) -> Result<Map<String, Value>, HistoryError> {
-    let path = dir.join("run.json");
-    if !path.is_file() {
-        return Ok(Map::new());
-    }
-    let text = std::fs::read_to_string(&path).map_err(|source| HistoryError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    serde_json::from_str(&text).map_err(|e| HistoryError::BadRun {
-        path,
-        problem: format!("not a JSON object: {e}"),
     })
 }
 
@@ -94,7 +77,7 @@ fn sort_key(started: Option<&str>, run_id: &str) -> String {
 
 fn trial_record(run: &Run, seq: usize, t: &TrialSummary) -> Result<TrialRecord, HistoryError> {
     let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
-    if let Some(rel) = &t.result_path {
+    if let Some(rel) = &t.result {
         let path = run.dir.join(rel);
         if path.is_file() {
             numeric_keys(&path, &mut metrics)?;
@@ -137,9 +120,9 @@ fn trial_record(run: &Run, seq: usize, t: &TrialSummary) -> Result<TrialRecord, 
         seq: seq as i64,
         outcome,
         interrupted,
-        unclean: t.unclean_reason(),
+        unclean: dfx_report::run::unclean_reason(t),
         failures: t.failures.clone(),
-        needs_data: thresholds.is_empty() && outcome != TrialOutcome::Ignored,
+        needs_data: t.needs_data(),
         metrics,
         repeats,
         thresholds,
@@ -154,17 +137,12 @@ fn direction_name(d: dfx_core::baseline::Direction) -> &'static str {
 }
 
 /// `inline`, or `store:baselines/H100.json`.
-fn source_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Object(o) => {
-            let from = o.get("from").and_then(Value::as_str).unwrap_or("?");
-            match o.get("file").and_then(Value::as_str) {
-                Some(f) => format!("{from}:{f}"),
-                None => from.to_string(),
-            }
+fn source_text(source: &ThresholdSource) -> String {
+    match source {
+        ThresholdSource::Store { file } if !file.as_os_str().is_empty() => {
+            format!("store:{}", file.display())
         }
-        _ => "?".into(),
+        other => other.label().to_string(),
     }
 }
 
@@ -187,20 +165,19 @@ fn numeric_keys(path: &Path, into: &mut BTreeMap<String, f64>) -> Result<(), His
     Ok(())
 }
 
-fn fingerprint(run: &Run, raw: &Map<String, Value>) -> Fingerprint {
-    let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
+fn fingerprint(run: &Run) -> Fingerprint {
     Fingerprint {
         dfx_perf_version: run.info.dfx_perf_version.clone(),
         git_sha: run.info.git_sha.clone(),
         hardware: run.hardware.clone(),
         sim_speed: run.info.sim_speed,
         bench_tool: run.info.bench_tool.clone(),
-        hostname: text("hostname"),
-        gpu: raw.get("gpu").and_then(gpu),
-        server_versions: string_map(raw.get("server_versions")),
-        config_hashes: config_hashes(&run.info.config_files, raw.get("config_hashes")),
+        hostname: run.info.hostname.clone(),
+        gpu: run.info.gpu.as_ref().and_then(gpu),
+        server_versions: run.info.server_versions.clone(),
+        config_hashes: config_hashes(&run.info.config_files, &run.info.config_hashes),
         deploy_hashes: deploy_hashes(&run.dir),
-        flags: run.info.flags.clone(),
+        flags: serde_json::to_value(&run.info.flags).unwrap_or(Value::Null),
     }
 }
 
@@ -213,33 +190,19 @@ fn gpu(v: &Value) -> Option<Gpu> {
     })
 }
 
-fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
-    v.and_then(Value::as_object)
-        .map(|o| {
-            o.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The recorded hash of each config file (objects with `sha256`, or run.json's
 /// `config_hashes` map), else the hash of the file as it is now when it can be read, else
 /// nothing for that path.
-fn config_hashes(files: &[Value], recorded_map: Option<&Value>) -> BTreeMap<String, String> {
-    let recorded_map = string_map(recorded_map);
+fn config_hashes(
+    files: &[ConfigFileRef],
+    recorded_map: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for f in files {
-        let (path, recorded) = match f {
-            Value::String(p) => (p.clone(), None),
-            Value::Object(o) => (
-                o.get("path")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_string(),
-                o.get("sha256").and_then(Value::as_str).map(str::to_string),
-            ),
-            _ => continue,
+        let path = f.path().to_string();
+        let recorded = match f {
+            ConfigFileRef::Described { sha256, .. } => sha256.clone(),
+            ConfigFileRef::Path(_) => None,
         };
         let hash = recorded
             .or_else(|| recorded_map.get(&path).cloned())

@@ -9,10 +9,10 @@
 //!   (`p99`, `p99.9`) and every family in [`LOWER_FAMILIES`] (latencies, RTF, underrun,
 //!   peak memory, video generation), plus `duration`, `failed`, `generator_lag_p99_ms`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Whether larger or smaller values are better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Throughputs, `rtfx`, goodput, `completed`, continuity rates.

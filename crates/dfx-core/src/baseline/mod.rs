@@ -12,20 +12,72 @@ pub use store::{Store, load_store, parse_store, store_path};
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where a resolved threshold came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "from", rename_all = "snake_case")]
 pub enum ThresholdSource {
     /// The entry's inline `baseline` in the config file.
     Inline,
     /// `baselines/<hardware>.json`, keyed by trial name.
     Store { file: PathBuf },
+    /// Read back from a `result.json`'s `baseline` section (a run folder without
+    /// `verdict.json` or `summary.json`): the origin is not known.
+    ResultFile,
+}
+
+impl ThresholdSource {
+    /// `inline`, `store` or `result.json`: where the threshold came from, in one word.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ThresholdSource::Inline => "inline",
+            ThresholdSource::Store { .. } => "store",
+            ThresholdSource::ResultFile => "result.json",
+        }
+    }
+}
+
+/// Reads the tagged form dfx-perf writes (`{"from": "store", "file": …}`) and, for run
+/// folders made by hand, the bare words `inline`, `store` and `result_file`.
+impl<'de> Deserialize<'de> for ThresholdSource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(tag = "from", rename_all = "snake_case")]
+        enum Tagged {
+            Inline,
+            Store {
+                #[serde(default)]
+                file: PathBuf,
+            },
+            ResultFile,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Tagged(Tagged),
+            Word(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Tagged(Tagged::Inline) => Ok(ThresholdSource::Inline),
+            Repr::Tagged(Tagged::Store { file }) => Ok(ThresholdSource::Store { file }),
+            Repr::Tagged(Tagged::ResultFile) => Ok(ThresholdSource::ResultFile),
+            Repr::Word(w) => match w.as_str() {
+                "inline" => Ok(ThresholdSource::Inline),
+                "store" => Ok(ThresholdSource::Store {
+                    file: PathBuf::new(),
+                }),
+                "result_file" | "result.json" => Ok(ThresholdSource::ResultFile),
+                other => Err(serde::de::Error::custom(format!(
+                    "unknown threshold source {other:?} (accepted: inline, store, result_file)"
+                ))),
+            },
+        }
+    }
 }
 
 /// One metric's threshold for one trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Threshold {
     /// Result key, e.g. `median_audio_ttfp_ms`.
     pub metric: String,
@@ -35,7 +87,8 @@ pub struct Threshold {
 }
 
 /// The thresholds of one trial, resolved for the run's hardware label.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct Thresholds {
     /// Metrics with a threshold, in the order the config lists them.
     pub items: Vec<Threshold>,

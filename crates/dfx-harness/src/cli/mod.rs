@@ -286,22 +286,8 @@ pub struct SuiteFlags {
     pub verbose: bool,
 }
 
-/// Where a flag's value came from (recorded in run.json).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Cli,
-    Env,
-    Default,
-}
-
-/// One dfx-perf flag as given: its name, value (JSON) and source.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlagRecord {
-    pub flag: String,
-    pub value: serde_json::Value,
-    pub source: Source,
-}
+/// Where a flag's value came from, and one flag as given (recorded in run.json).
+pub use dfx_core::artefact::{FlagRecord, FlagSource as Source};
 
 /// Parsed command line plus the source of every dfx-perf flag that has a value.
 #[derive(Debug, Clone)]

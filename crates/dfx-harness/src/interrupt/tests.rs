@@ -26,22 +26,22 @@ fn closing(dir: &std::path::Path) -> Closing {
         .collect();
     Closing {
         info: RunInfo {
-            run_id: run.id.clone(),
-            dfx_perf_version: "0".into(),
+            run_id: Some(run.id.clone()),
+            dfx_perf_version: Some("0".into()),
             git_sha: None,
-            hardware: "H100".into(),
-            server: "fake".into(),
-            launcher: "fake".into(),
+            hardware: Some("H100".into()),
+            server: Some("fake".into()),
+            launcher: Some("fake".into()),
             sim_speed: None,
-            bench_tool: "fake".into(),
+            bench_tool: Some("fake".into()),
             assert_baseline: false,
             flags: vec![],
             argv: vec![],
             config_files: vec![],
             config_hashes: Default::default(),
             partition: None,
-            hostname: "h".into(),
-            started: now.to_rfc3339(),
+            hostname: Some("h".into()),
+            started: Some(now.to_rfc3339()),
             finished: None,
             interrupted: false,
             trials_planned: 4,
@@ -68,7 +68,7 @@ fn read(path: &std::path::Path) -> Value {
 /// Trial c1 passed, c3 was running with two request records on disk when the signal came.
 fn interrupted_progress(c: &Closing) -> (Progress, Current, Instant) {
     let mut done = SummaryEntry::new(&c.trials[0].trial, Outcome::Passed);
-    done.seconds = 1.0;
+    done.seconds = Some(1.0);
     let mut progress = Progress {
         entries: vec![Some(done), None, None, None],
         server_starts: 1,

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use dfx_core::artefact::{ResultSections, VerdictFile};
 use dfx_core::bench::BenchContext;
 use dfx_core::checks;
 use dfx_core::fsutil::write_json_atomic;
@@ -121,7 +122,7 @@ impl Session {
             return result;
         }
         if let Some(e) = progress.entries[idx].as_mut() {
-            e.seconds = started.elapsed().as_secs_f64();
+            e.seconds = Some(started.elapsed().as_secs_f64());
         }
         progress.current = None;
         progress.server_starts = self.pool.starts();
@@ -139,16 +140,11 @@ impl Session {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut doc = template_fallback(msg);
         add_runner_keys(&mut doc, &p.trial, &self.hardware, None);
-        let verdict = json!({"passed": false, "failures": [msg], "breaches": [], "warnings": []});
-        doc.insert("verdict".into(), verdict);
+        let verdict = Verdict::failed(vec![msg.to_string()]);
+        doc.insert("verdict".into(), json!(verdict));
+        let file = VerdictFile::new(&p.trial.name, verdict, &p.trial.thresholds);
         write_json_atomic(&dir.join("result.json"), &doc)
-            .and_then(|()| {
-                write_json_atomic(
-                    &dir.join("verdict.json"),
-                    &json!({"trial": p.trial.name, "passed": false, "failures": [msg],
-                            "breaches": [], "warnings": [], "thresholds": p.trial.thresholds}),
-                )
-            })
+            .and_then(|()| write_json_atomic(&dir.join("verdict.json"), &file))
             .map_err(|e| format!("cannot write the result of the panicked trial: {e}"))?;
         Ok(format!("trials/{}/result.json", p.dir_name))
     }
@@ -333,6 +329,7 @@ impl Session {
         } else {
             Verdict {
                 passed: false,
+                interrupted: false,
                 failures: Vec::new(),
                 breaches: Vec::new(),
                 warnings: Vec::new(),
@@ -340,11 +337,14 @@ impl Session {
         };
         let failures = combined_failures(&p, &verdict, self.assert_baseline);
         let passed = failures.is_empty();
-        doc.insert(
-            "verdict".into(),
-            json!({"passed": passed, "failures": failures, "breaches": verdict.breaches,
-                   "warnings": verdict.warnings}),
-        );
+        let record = Verdict {
+            passed,
+            interrupted: false,
+            failures: failures.clone(),
+            breaches: verdict.breaches.clone(),
+            warnings: verdict.warnings.clone(),
+        };
+        doc.insert("verdict".into(), json!(record));
         let mut write_errors = Vec::new();
         if let Err(e) = std::fs::create_dir_all(&dir) {
             write_errors.push(format!("cannot create {}: {e}", dir.display()));
@@ -367,9 +367,7 @@ impl Session {
                 }
             }
         }
-        let verdict_doc = json!({"trial": trial.name, "passed": passed, "failures": failures,
-            "breaches": verdict.breaches, "warnings": verdict.warnings,
-            "thresholds": trial.thresholds});
+        let verdict_doc = VerdictFile::new(&trial.name, record, &trial.thresholds);
         if let Err(e) = write_json_atomic(&dir.join("verdict.json"), &verdict_doc) {
             write_errors.push(format!("cannot write verdict.json: {e}"));
         }
@@ -440,7 +438,7 @@ pub fn add_runner_keys(
     hardware: &str,
     bench: Option<&str>,
 ) {
-    doc.insert("baseline".into(), trial.thresholds.to_result_value());
+    ResultSections::insert_thresholds(doc, &trial.thresholds);
     for key in ["random_input_len", "random_output_len"] {
         match trial.entry.raw.get(key) {
             Some(v) if !v.is_null() => {

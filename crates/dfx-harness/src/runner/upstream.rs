@@ -60,6 +60,7 @@ pub fn write(
     }
     let mut doc = doc.clone();
     doc.remove("verdict");
+    doc.remove("thresholds");
     write_json_atomic(&path, &doc).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }
@@ -88,6 +89,7 @@ fn append_diffusion(
     };
     let mut result = doc.clone();
     result.remove("verdict");
+    result.remove("thresholds");
     let get = |k: &str| doc.get(k).cloned().unwrap_or(Value::Null);
     let mut rec = Map::new();
     rec.insert("test_name".into(), json!(trial.test_name));

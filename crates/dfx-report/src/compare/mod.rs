@@ -232,7 +232,7 @@ fn side_values(
 ) -> Option<SideStats> {
     let mut values = Vec::new();
     for (run, t) in trials_of(runs, trial) {
-        match t.unclean_reason() {
+        match crate::run::unclean_reason(t) {
             Some(why) => notes.push(format!("{trial} in run {} not used: {why}", run.run_id)),
             None => match t.repeat_values(metric) {
                 // A step run as repeats: each repeat is a value of its own.

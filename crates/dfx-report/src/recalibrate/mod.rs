@@ -269,7 +269,7 @@ fn unclean_trials(runs: &[Run]) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for r in runs {
         for t in r.trials.iter().filter(|t| t.outcome != Outcome::Ignored) {
-            if let Some(why) = t.unclean_reason() {
+            if let Some(why) = crate::run::unclean_reason(t) {
                 out.push((r.run_id.clone(), t.name.clone(), why));
             }
         }
@@ -352,10 +352,13 @@ fn change_for(
                 .find_map(|t| t.threshold(metric))
                 .map(|th| OldThreshold {
                     value: th.value,
-                    source: if th.from_store() {
+                    source: if matches!(
+                        th.source,
+                        dfx_core::baseline::ThresholdSource::Store { .. }
+                    ) {
                         RUNS_STORE.into()
                     } else {
-                        th.source_label()
+                        th.source.label().to_string()
                     },
                 })
         });

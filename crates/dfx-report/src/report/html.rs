@@ -200,7 +200,7 @@ fn failures_section(out: &mut String, run: &Run) {
         for w in &t.warnings {
             let _ = write!(out, "<li>warning: {}</li>", html(w));
         }
-        if let Some(p) = &t.result_path {
+        if let Some(p) = &t.result {
             let _ = write!(out, "<li>result: <code>{}</code></li>", html(p));
         }
         out.push_str("</ul>\n");

@@ -102,7 +102,7 @@ fn failures_section(out: &mut String, run: &Run) {
         for w in &t.warnings {
             let _ = writeln!(out, "- warning: {}", one_line(w));
         }
-        if let Some(p) = &t.result_path {
+        if let Some(p) = &t.result {
             let _ = writeln!(out, "- result: `{p}`");
         }
     }

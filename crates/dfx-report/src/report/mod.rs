@@ -14,6 +14,7 @@ pub use markdown::render_markdown;
 
 use std::path::{Path, PathBuf};
 
+use dfx_core::artefact::{FlagRecord, FlagSource};
 use dfx_core::baseline::Direction;
 use dfx_core::fsutil::write_atomic;
 
@@ -100,7 +101,7 @@ pub fn threshold_views(t: &TrialSummary) -> Vec<ThresholdView> {
                 direction: th.direction,
                 gap: g,
                 breached: t.breach(&th.metric).is_some() || g.is_some_and(|g| g > 0.0),
-                source: th.source_label(),
+                source: th.source.label().to_string(),
             }
         })
         .collect()
@@ -139,7 +140,7 @@ pub fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     if !configs.is_empty() {
         rows.push(("configs", configs.join(", ")));
     }
-    if !i.flags.is_null() {
+    if !i.flags.is_empty() {
         rows.push(("flags", flags_text(&i.flags)));
     }
     let (p, f, ig) = counts(run);
@@ -174,71 +175,44 @@ fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
     })
 }
 
-/// Flags as `key=value` pairs: an object of flags, or the harness's list of
-/// `{flag, value, source}` records (flags left at their default are counted, not listed).
-fn flags_text(flags: &serde_json::Value) -> String {
-    if let serde_json::Value::Array(a) = flags
-        && a.iter().all(|r| r.get("flag").is_some())
-    {
-        let is_default =
-            |r: &serde_json::Value| r.get("source").and_then(|s| s.as_str()) == Some("default");
-        let mut parts: Vec<String> = a
-            .iter()
-            .filter(|r| !is_default(r))
-            .map(|r| {
-                let flag = r["flag"].as_str().unwrap_or("?");
-                match r.get("value") {
-                    Some(serde_json::Value::Bool(true)) | None => flag.to_string(),
-                    Some(serde_json::Value::String(s)) => format!("{flag} {s}"),
-                    Some(serde_json::Value::Array(items)) => {
-                        let items: Vec<String> = items
-                            .iter()
-                            .map(|i| {
-                                i.as_str()
-                                    .map(str::to_string)
-                                    .unwrap_or_else(|| i.to_string())
-                            })
-                            .collect();
-                        format!("{flag} {}", items.join(","))
-                    }
-                    Some(v) => format!("{flag} {v}"),
+/// The flags as given, `flag value` each (flags left at their default are counted, not
+/// listed).
+fn flags_text(flags: &[FlagRecord]) -> String {
+    let is_default = |r: &&FlagRecord| r.source == FlagSource::Default;
+    let mut parts: Vec<String> = flags
+        .iter()
+        .filter(|r| !is_default(r))
+        .map(|r| {
+            let flag = &r.flag;
+            match &r.value {
+                serde_json::Value::Bool(true) => flag.to_string(),
+                serde_json::Value::String(s) => format!("{flag} {s}"),
+                serde_json::Value::Array(items) => {
+                    let items: Vec<String> = items
+                        .iter()
+                        .map(|i| {
+                            i.as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| i.to_string())
+                        })
+                        .collect();
+                    format!("{flag} {}", items.join(","))
                 }
-            })
-            .collect();
-        let defaults = a.iter().filter(|r| is_default(r)).count();
-        if defaults > 0 {
-            parts.push(format!("(+{defaults} at default)"));
-        }
-        return parts.join(" ");
+                v => format!("{flag} {v}"),
+            }
+        })
+        .collect();
+    let defaults = flags.iter().filter(is_default).count();
+    if defaults > 0 {
+        parts.push(format!("(+{defaults} at default)"));
     }
-    match flags {
-        serde_json::Value::Object(o) => o
-            .iter()
-            .filter(|(_, v)| !v.is_null() && *v != &serde_json::Value::Bool(false))
-            .map(|(k, v)| match v {
-                serde_json::Value::String(s) => format!("{k}={s}"),
-                serde_json::Value::Bool(true) => k.clone(),
-                other => format!("{k}={other}"),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        serde_json::Value::Array(a) => a
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    }
+    parts.join(" ")
 }
 
 /// `128/128` completed of expected, or `-`.
 pub fn completion_text(t: &TrialSummary) -> String {
     match (t.metric("completed"), t.num_prompts) {
-        (Some(c), Some(n)) => format!("{}/{}", fmt::num(c), fmt::num(n)),
+        (Some(c), Some(n)) => format!("{}/{}", fmt::num(c), fmt::num(n as f64)),
         (Some(c), None) => fmt::num(c),
         _ => "-".into(),
     }

@@ -4,23 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+use dfx_core::artefact::lenient::number_of;
+use dfx_core::artefact::{ResultSections, Summary, VerdictFile};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::serde_helpers::number_of;
-use super::{Breach, Outcome, Run, RunInfo, StepKind, ThresholdEntry, TrialSummary};
+use super::{Outcome, Run, RunInfo, StepKind, TrialSummary};
 use crate::ReportError;
-
-#[derive(Deserialize)]
-struct SummaryFile {
-    #[serde(default)]
-    run_id: Option<String>,
-    #[serde(default)]
-    hardware: Option<String>,
-    #[serde(default)]
-    notes: Vec<String>,
-    trials: Vec<TrialSummary>,
-}
 
 /// Loads a run folder. Errors name the file and what is wrong with it.
 pub fn load_run(dir: &Path) -> Result<Run, ReportError> {
@@ -39,7 +29,7 @@ pub fn load_run(dir: &Path) -> Result<Run, ReportError> {
     };
     let summary_path = dir.join("summary.json");
     let (run_id, hardware, trials) = if summary_path.is_file() {
-        let s: SummaryFile = read_json(&summary_path)?;
+        let s: Summary = read_json(&summary_path)?;
         notes.extend(s.notes);
         (s.run_id, s.hardware, s.trials)
     } else if dir.join("trials").is_dir() {
@@ -101,29 +91,23 @@ fn rebuild_trials(trials: &Path) -> Result<Vec<TrialSummary>, ReportError> {
         .collect()
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct VerdictFile {
-    passed: Option<bool>,
-    failures: Vec<String>,
-    breaches: Vec<Breach>,
-    warnings: Vec<String>,
-}
-
 fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
     let result_path = dir.join("result.json");
     let doc: Map<String, Value> = read_json(&result_path)?;
     let verdict_path = dir.join("verdict.json");
-    let verdict: VerdictFile = if verdict_path.is_file() {
-        read_json(&verdict_path)?
+    let verdict: Option<VerdictFile> = if verdict_path.is_file() {
+        Some(read_json(&verdict_path)?)
     } else {
-        VerdictFile::default()
+        None
     };
+    // The bench's own result may hold keys of other shapes; what cannot be read as
+    // dfx-perf's sections is left out, as before.
+    let sections: ResultSections =
+        serde_json::from_value(Value::Object(doc.clone())).unwrap_or_default();
     let dir_name = dir.file_name().unwrap_or_default().to_string_lossy();
-    let name = doc
-        .get("trial")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    let name = sections
+        .trial
+        .clone()
         .unwrap_or_else(|| dir_name.into_owned());
     let mut parts = name.splitn(3, "::");
     let (test_name, suffix, step) = (
@@ -142,63 +126,70 @@ fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
     } else {
         None
     };
-    let outcome = match verdict.passed {
-        Some(true) => Outcome::Passed,
-        Some(false) => Outcome::Failed,
-        None => Outcome::Failed,
+    // verdict.json carries the thresholds with direction and source; a result alone
+    // has its own list (or only upstream's `baseline`).
+    let thresholds = match &verdict {
+        Some(v) => v.thresholds.items.clone(),
+        None => sections.thresholds(),
     };
-    let mut failures = verdict.failures;
-    if verdict.passed.is_none() {
+    let (outcome, mut failures, breaches, warnings) = match verdict {
+        Some(v) => {
+            let o = if v.verdict.passed {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            };
+            (
+                o,
+                v.verdict.failures,
+                v.verdict.breaches,
+                v.verdict.warnings,
+            )
+        }
+        None => (Outcome::Failed, Vec::new(), Vec::new(), Vec::new()),
+    };
+    if !verdict_path.is_file() {
         failures.push("no verdict.json: the run stopped before judging this trial".into());
     }
-    let thresholds = rebuilt_thresholds(&doc);
     let metrics = doc
         .iter()
         .filter(|(_, v)| v.is_number())
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let whole = |x: Option<f64>| {
+        x.filter(|v| v.fract() == 0.0 && *v >= 0.0)
+            .map(|v| v as u64)
+    };
     Ok(TrialSummary {
         name,
+        plan_index: None,
         test_name,
         suffix,
         step,
         kind,
-        max_concurrency: num("max_concurrency")?,
+        max_concurrency: whole(num("max_concurrency")?).and_then(|v| u32::try_from(v).ok()),
         request_rate: num("request_rate")?,
-        num_prompts: num("num_prompts")?,
+        num_prompts: whole(num("num_prompts")?),
+        marks: Vec::new(),
         outcome,
+        interrupted: false,
         ignored_reason: None,
         failures,
-        breaches: verdict.breaches,
-        warnings: verdict.warnings,
+        breaches,
+        warnings,
         thresholds,
+        thresholds_skipped: Vec::new(),
+        thresholds_note: None,
+        needs_data: None,
         metrics,
-        repeats: doc.get("repeats").cloned(),
-        result_path: Some(result_path.to_string_lossy().into_owned()),
+        repeats: sections
+            .repeats
+            .and_then(|r| serde_json::from_value(r).ok()),
+        result: Some(result_path.to_string_lossy().into_owned()),
         bench: None,
-        result_source: doc
-            .get("result_source")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        result_source: sections.result_source,
+        server: None,
+        server_started: None,
         seconds: None,
     })
-}
-
-/// `baseline: {metric: value}` of a result file; metrics of unknown direction are left
-/// out (their direction cannot be told without the summary).
-fn rebuilt_thresholds(doc: &Map<String, Value>) -> Vec<ThresholdEntry> {
-    let Some(Value::Object(b)) = doc.get("baseline") else {
-        return Vec::new();
-    };
-    b.iter()
-        .filter_map(|(metric, v)| {
-            let direction = dfx_core::baseline::direction_of(metric)?;
-            Some(ThresholdEntry {
-                metric: metric.clone(),
-                value: v.as_f64()?,
-                direction,
-                source: Value::from("result.json"),
-            })
-        })
-        .collect()
 }

@@ -1,0 +1,24 @@
+//! What a run writes, as types: `run.json` ([`RunInfo`]), `summary.json` ([`Summary`]),
+//! `trials/<trial>/verdict.json` ([`VerdictFile`]) and dfx-perf's own sections of
+//! `trials/<trial>/result.json` ([`ResultSections`]). The harness writes these types and
+//! the report, compare, recalibrate and the history read them back, so the files have
+//! one definition; [`schema`] turns it into the JSON Schemas checked into
+//! `docs/schema/`.
+//!
+//! Readers are lenient where older run folders differ (missing keys take defaults,
+//! `"inf"` rates, numbers written as strings): a run folder recorded by an earlier
+//! dfx-perf still loads.
+
+pub mod lenient;
+pub mod result;
+pub mod run;
+pub mod schema;
+pub mod summary;
+pub mod verdict;
+
+pub use result::ResultSections;
+pub use run::{ConfigFileRef, FlagRecord, FlagSource, PartitionMethod, RunInfo, ShardRecord};
+pub use summary::{
+    Interruption, KEY_METRICS, Outcome, RepeatsSummary, StepKind, Summary, SummaryEntry,
+};
+pub use verdict::VerdictFile;

@@ -16,6 +16,7 @@ pub mod config;
 pub mod contract;
 pub mod deploy;
 pub mod describe;
+pub mod diag;
 pub mod fsutil;
 pub mod hardware;
 pub mod load;

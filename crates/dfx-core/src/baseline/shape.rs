@@ -7,8 +7,7 @@ use serde_json::{Map, Value};
 
 use super::direction::{ACCEPTED_HINT, Direction, direction_of};
 use super::{Threshold, ThresholdSource, Thresholds};
-use crate::config::error::{Ctx, json_type};
-use crate::config::value::Errs;
+use crate::diag::{Ctx, Errs, json_type};
 use crate::hardware;
 use crate::plan::{StepKind, SweepStep};
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::direction::{ACCEPTED_HINT, direction_of};
 use super::{Threshold, ThresholdSource, Thresholds};
-use crate::config::error::{ConfigError, json_type};
+use crate::diag::{ConfigError, json_type};
 use crate::fsutil;
 
 /// A loaded baseline store.

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::entry::{CaseFacts, EntryDraft, build_entry};
-use super::error::{Ctx, json_type};
 use super::marks::{CaseMarks, parse_mark_field};
 use super::raw::{RawCase, from_object};
 use super::server::build_server;
-use super::value::{Errs, opt_str};
+use super::value::opt_str;
+use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::CaseKeys;
 use crate::server::ServerSpec;
 

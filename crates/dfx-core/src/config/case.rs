@@ -272,11 +272,7 @@ fn aggregate_subsets(ctx: &Ctx<'_>, items: &[Value], errs: &mut Errs) -> Vec<Str
                     omniinteract_aggregate_min_ia_qtf1 names its subset, no two the same)";
     let mut subsets: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let evaluate = item.get("omniinteract_evaluate");
-        if matches!(
-            evaluate,
-            None | Some(Value::Null) | Some(Value::Bool(false))
-        ) {
+        if !crate::lenient::is_set(item.get("omniinteract_evaluate")) {
             continue;
         }
         let ectx = ctx.entry(i);

@@ -2,13 +2,17 @@
 //! higher); dfx-perf reads the registry ([`super::table`]) and refuses names it does not
 //! know.
 //!
-//! The registry covers the result keys of `vllm bench serve --omni` (and dfx-perf's own extra
-//! keys) that make sense as thresholds:
+//! The registry covers the result keys of `vllm bench serve --omni` (and dfx-perf's own
+//! extra keys) that make sense as thresholds:
 //! - higher is better: the throughputs, `rtfx`, `request_goodput`, `completed`,
 //!   `audio_continuity_ok_rate`;
 //! - lower is better: `<stat>_<family>` for every stat in `mean`, `median`, `std`, `pNN`
-//!   (`p99`, `p99.9`) and every lower-is-better family of [`super::table::FAMILIES`] (latencies, RTF, underrun,
-//!   peak memory, video generation), plus `duration`, `failed`, `generator_lag_p99_ms`.
+//!   (`p99`, `p99.9`) and every lower-is-better family of [`super::table::FAMILIES`]
+//!   (latencies, RTF, underrun, peak memory, video generation), plus `duration`, `failed`,
+//!   `generator_lag_p99_ms`.
+//!
+//! Informational keys of the registry (`total_audio_duration_s`, `mean_audio_duration_s`)
+//! have no direction and are refused as thresholds like unknown names.
 
 use serde::Serialize;
 

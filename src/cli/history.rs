@@ -178,14 +178,10 @@ fn show(
         );
     }
     let metrics: Vec<String> = if metrics.is_empty() {
-        [
-            "median_audio_ttfp_ms",
-            "median_e2el_ms",
-            "median_audio_rtf",
-            "audio_throughput",
-        ]
-        .map(String::from)
-        .to_vec()
+        dfx_core::metrics::HISTORY_TABLE_KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
     } else {
         metrics.to_vec()
     };

@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+use crate::lenient::is_set;
 use crate::plan::BenchEntry;
 use crate::result::ResultDoc;
 
@@ -70,7 +71,7 @@ pub fn fixed_length_failures(entry: &BenchEntry, doc: &ResultDoc, num_prompts: u
 /// Failures of the per-entry OmniInteract accuracy check (empty when it passes or the
 /// entry does not evaluate).
 pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc) -> Vec<String> {
-    if !truthy(entry.raw.get("omniinteract_evaluate")) {
+    if !is_set(entry.raw.get("omniinteract_evaluate")) {
         return Vec::new();
     }
     let acc = doc.get("omniinteract").and_then(|o| o.get("accuracy"));
@@ -160,7 +161,7 @@ pub fn pooled_gate(
     doc: &ResultDoc,
 ) -> Option<String> {
     let min = entry.case.omniinteract_aggregate_min_ia_qtf1?;
-    if !truthy(entry.raw.get("omniinteract_evaluate")) {
+    if !is_set(entry.raw.get("omniinteract_evaluate")) {
         return None;
     }
     let subset = entry.raw.get("omniinteract_subsets")?.as_str()?;
@@ -188,10 +189,6 @@ pub fn pooled_gate(
             all.join(", ")
         )
     })
-}
-
-fn truthy(v: Option<&Value>) -> bool {
-    !matches!(v, None | Some(Value::Null) | Some(Value::Bool(false)))
 }
 
 fn show(v: Option<&Value>) -> String {

@@ -68,13 +68,7 @@ pub fn selected(raw: &serde_json::Map<String, serde_json::Value>) -> Vec<&'stati
 /// Whether `model` (an id or a path) is a voice-clone checkpoint: its last path component
 /// ends with `-Base` (`Qwen/Qwen3-TTS-12Hz-1.7B-Base`), case-insensitively.
 pub fn is_clone_model(model: &str) -> bool {
-    model
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase()
-        .ends_with("-base")
+    crate::models::model_key(model).ends_with("-base")
 }
 
 #[cfg(test)]

@@ -343,6 +343,39 @@ mod tests {
         }
     }
 
+    /// Python's `repr(float)` on the cases the `vllm bench` command line needs (moved
+    /// here with the formatter from dfx-bench's `pyfmt`).
+    #[test]
+    fn floats_print_like_python_repr() {
+        let cases = [
+            (0.1, "0.1"),
+            (2.0, "2.0"),
+            (100.0, "100.0"),
+            (0.34, "0.34"),
+            (1.5, "1.5"),
+            (-2.5, "-2.5"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (0.000123, "0.000123"),
+            (0.0000123, "1.23e-05"),
+            (1e15, "1000000000000000.0"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (1e16, "1e+16"),
+            (1.5e16, "1.5e+16"),
+            (1e22, "1e+22"),
+            (123456789012345680.0, "1.2345678901234568e+17"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (f64::INFINITY, "inf"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(python_float_str(x), want, "repr({x:?})");
+        }
+    }
+
     #[test]
     fn baseline_keys() {
         let step = |kind| SweepStep {

@@ -48,13 +48,3 @@ pub use settings::Project;
 pub fn main(project: Project) -> ExitCode {
     suite::run(cli::parse_env(), project)
 }
-
-/// Lenient boolean used for environment knobs: `1/true/yes/on` and `0/false/no/off`
-/// (case-insensitive); anything else is `None`.
-pub fn boolish(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" | "y" | "t" => Some(true),
-        "0" | "false" | "no" | "off" | "n" | "f" | "" => Some(false),
-        _ => None,
-    }
-}

@@ -10,13 +10,7 @@ use crate::detect::{self, Change, DetectOptions, Gap, Point};
 use crate::model::{RunRecord, TrialOutcome, TrialRecord};
 
 /// Metrics checked in every trial besides those with a threshold.
-pub const DEFAULT_METRICS: &[&str] = &[
-    "median_audio_ttfp_ms",
-    "median_e2el_ms",
-    "mean_e2el_ms",
-    "median_audio_rtf",
-    "audio_throughput",
-];
+pub const DEFAULT_METRICS: &[&str] = dfx_core::metrics::HISTORY_KEYS;
 
 /// What a change is.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,55 +4,25 @@ use dfx_core::baseline::Direction;
 
 use crate::run::TrialSummary;
 
-/// A family of related result keys shown as one column / chart (TTFP, E2EL, …).
-#[derive(Debug, Clone, Copy)]
-pub struct Family {
-    /// Short identifier (`ttfp`), used in chart ids.
-    pub id: &'static str,
-    /// Column / chart title.
-    pub title: &'static str,
-    /// Unit for the axis (empty for ratios).
-    pub unit: &'static str,
-    /// Result keys of the family, preferred first.
-    pub keys: &'static [&'static str],
-}
+/// A family of related result keys shown as one column / chart (TTFP, E2EL, …): the
+/// registry's [`Group`], with its title, unit, headings and axis label.
+pub use dfx_core::metrics::Group as Family;
 
 /// TTFP, E2EL, RTF and audio throughput: what a TTS regression shows up in.
-pub const FAMILIES: [Family; 4] = [
-    Family {
-        id: "ttfp",
-        title: "TTFP",
-        unit: "ms",
-        keys: &[
-            "median_audio_ttfp_ms",
-            "mean_audio_ttfp_ms",
-            "p99_audio_ttfp_ms",
-        ],
-    },
-    Family {
-        id: "e2el",
-        title: "E2EL",
-        unit: "ms",
-        keys: &["median_e2el_ms", "mean_e2el_ms", "p99_e2el_ms"],
-    },
-    Family {
-        id: "rtf",
-        title: "RTF",
-        unit: "",
-        keys: &["median_audio_rtf", "mean_audio_rtf", "p99_audio_rtf"],
-    },
-    Family {
-        id: "audio_throughput",
-        title: "Audio throughput",
-        unit: "audio s / s",
-        keys: &["audio_throughput"],
-    },
-];
+pub const FAMILIES: &[Family] = dfx_core::metrics::REPORT_GROUPS;
 
-impl Family {
+/// Which key of a [`Family`] a set of trials shows.
+pub trait Pick {
     /// The key to show for these trials: the first key any of them has a threshold on
     /// (so the threshold can be drawn), else the first key any of them measured.
-    pub fn pick<'a>(
+    fn pick<'a>(
+        &self,
+        trials: impl IntoIterator<Item = &'a TrialSummary> + Clone,
+    ) -> Option<&'static str>;
+}
+
+impl Pick for Family {
+    fn pick<'a>(
         &self,
         trials: impl IntoIterator<Item = &'a TrialSummary> + Clone,
     ) -> Option<&'static str> {
@@ -67,35 +37,6 @@ impl Family {
                     .find(|k| trials.clone().into_iter().any(|t| t.metric(k).is_some()))
             })
             .copied()
-    }
-}
-
-impl Family {
-    /// `TTFP p50 (ms)`: the column heading for `key`.
-    pub fn heading(&self, key: &str) -> String {
-        let stat = if key.starts_with("median_") {
-            " p50"
-        } else if key.starts_with("mean_") {
-            " mean"
-        } else if key.starts_with("p99_") {
-            " p99"
-        } else {
-            ""
-        };
-        if self.unit.is_empty() {
-            format!("{}{stat}", self.title)
-        } else {
-            format!("{}{stat} ({})", self.title, self.unit)
-        }
-    }
-
-    /// Axis label: the unit, or the title for unitless ratios.
-    pub fn axis_label(&self) -> &'static str {
-        if self.unit.is_empty() {
-            self.title
-        } else {
-            self.unit
-        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! `DFX_SIM_FAULT_<NAME>=VALUE` (name upper-cased, `-` → `_`; boolean faults take
 //! `1/true/yes/on` or `0/false/no/off`).
 
+use dfx_core::lenient::{BoolRule, parse_bool};
 use serde::Serialize;
 
 /// Every fault, as parsed. `Default` is "no fault".
@@ -89,14 +90,6 @@ pub const FAULT_NAMES: &[&str] = &[
     "broken-error-envelope",
 ];
 
-fn parse_bool(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
 impl Faults {
     /// Applies a comma-separated list of `name[=value]` specs; `origin` names the source
     /// in errors (`--sim-fault`, `DFX_SIM_FAULTS`, …).
@@ -138,7 +131,7 @@ impl Faults {
                 .ok_or_else(|| format!("chunks must be from 0 to {MAX_COUNT}"))
         };
         let flag = || -> Result<bool, String> {
-            parse_bool(value.unwrap_or(""))
+            parse_bool(value.unwrap_or(""), BoolRule::SWITCH)
                 .ok_or_else(|| "expects 1/true/yes/on or 0/false/no/off".to_string())
         };
         match name.to_ascii_lowercase().replace('_', "-").as_str() {

@@ -11,6 +11,7 @@
 //! ("Simulator") for the fit and the measured result.
 //! The other profiles are derived or generic, and say so.
 
+use dfx_core::models::model_key;
 use serde::Serialize;
 
 use crate::engine::{Chunking, CodecParams, TalkerParams};
@@ -302,12 +303,7 @@ pub fn by_name(name: &str) -> Option<Profile> {
 /// `Qwen3-TTS-*-0.6B-*` / `*-1.7B-*` with `Base`, `VoiceDesign` or otherwise CustomVoice;
 /// `VoxCPM*`; `*Voxtral*`; anything else is `generic`.
 pub fn for_model(model: &str) -> Profile {
-    let name = model
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
+    let name = model_key(model);
     let pick = if name.starts_with("qwen3-tts") {
         let small = name.contains("0.6b");
         match (small, name.contains("base"), name.contains("voicedesign")) {

@@ -8,6 +8,7 @@
 //! be served otherwise, and the error then names the missing field.
 
 use base64::Engine as _;
+use dfx_core::diag::json_type_name;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -150,14 +151,7 @@ impl<'a> Body<'a> {
 }
 
 fn type_error(key: &str, want: &str, got: &Value) -> ApiError {
-    let kind = match got {
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        Value::Null => "null",
-    };
+    let kind = json_type_name(got);
     ApiError::bad(
         format!("`{key}` must be {want}, got {kind} {got}"),
         Some(key),

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dfx_core::bench::BenchContext;
+use dfx_core::lenient::python_truthy;
 use serde_json::{Map, Value};
 
 use super::{flags, pyfmt};
@@ -110,7 +111,7 @@ fn build_shaped(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>, shape: Shape
         args.extend(["--model".into(), trial.server.model.clone()]);
     }
     args.extend(shape.entry_flags);
-    if entry.trust_remote_code || flags::truthy(raw.get("trust_remote_code")) {
+    if entry.trust_remote_code || python_truthy(raw.get("trust_remote_code")) {
         args.push("--trust-remote-code".into());
     }
     args.extend(shape.step_flags);

@@ -1,7 +1,7 @@
 //! Flags of one `vllm bench serve --omni` run: the entry's own keys, rendered as upstream's
 //! DFX runner renders them, and the flags of one sweep step.
 
-use dfx_core::plan::{StepKind, SweepStep};
+use dfx_core::plan::{StepKind, SweepStep, python_float_str};
 use serde_json::{Map, Value};
 
 use super::pyfmt;
@@ -102,18 +102,6 @@ pub fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) -> Vec<St
     args
 }
 
-/// Python truthiness of a JSON value (upstream tests `params.get("trust_remote_code")`).
-pub fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-        Some(Value::Bool(true)) => true,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-    }
-}
-
 /// The step's flags: `--request-rate R --num-prompts N` for a rate step,
 /// `--max-concurrency C --num-prompts N --request-rate inf` for a concurrency step.
 pub fn step_flags(raw: &Map<String, Value>, step: &SweepStep) -> Vec<String> {
@@ -160,7 +148,7 @@ fn rate_text(raw: &Map<String, Value>, index: usize, rate: f64) -> String {
     match written {
         Some(Value::Number(n)) if n.as_f64() == Some(rate) => pyfmt::number_str(n),
         Some(Value::String(s)) if s.trim().parse::<f64>().ok() == Some(rate) => s.clone(),
-        _ => pyfmt::float_repr(rate),
+        _ => python_float_str(rate),
     }
 }
 
@@ -231,12 +219,13 @@ mod tests {
 
     #[test]
     fn truthiness_is_pythons() {
-        assert!(truthy(Some(&json!(true))));
-        assert!(truthy(Some(&json!(1))));
-        assert!(truthy(Some(&json!("yes"))));
-        assert!(!truthy(Some(&json!(0))));
-        assert!(!truthy(Some(&json!(""))));
-        assert!(!truthy(Some(&json!(null))));
-        assert!(!truthy(None));
+        use dfx_core::lenient::python_truthy;
+        assert!(python_truthy(Some(&json!(true))));
+        assert!(python_truthy(Some(&json!(1))));
+        assert!(python_truthy(Some(&json!("yes"))));
+        assert!(!python_truthy(Some(&json!(0))));
+        assert!(!python_truthy(Some(&json!(""))));
+        assert!(!python_truthy(Some(&json!(null))));
+        assert!(!python_truthy(None));
     }
 }

@@ -4,30 +4,7 @@
 use dfx_core::result::{ResultDoc, metric};
 
 /// The metrics shown by default, in this order (when at least one side has them).
-pub const CORE_METRICS: &[&str] = &[
-    "completed",
-    "failed",
-    "duration",
-    "request_throughput",
-    "audio_throughput",
-    "total_audio_duration_s",
-    "max_concurrent_requests",
-    "mean_e2el_ms",
-    "median_e2el_ms",
-    "p99_e2el_ms",
-    "mean_audio_ttfp_ms",
-    "median_audio_ttfp_ms",
-    "p99_audio_ttfp_ms",
-    "mean_audio_rtf",
-    "median_audio_rtf",
-    "p99_audio_rtf",
-    "mean_audio_duration_s",
-    "median_audio_duration_s",
-    "p99_audio_duration_s",
-    "mean_ttft_ms",
-    "mean_tpot_ms",
-    "mean_itl_ms",
-];
+pub const CORE_METRICS: &[&str] = dfx_core::metrics::PARITY_KEYS;
 
 /// One compared metric.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,63 +5,18 @@
 //! way Python prints them (`2.0` stays `2.0`, `1e-05`, `1e+16`) and objects must be compact
 //! JSON with non-ASCII text kept as is.
 
+use dfx_core::plan::python_float_str;
 use serde_json::{Number, Value};
 
-/// Python's `repr(float)` (= `str(float)`): the shortest digits that round-trip, in
-/// positional notation with at least one fractional digit when the decimal exponent is in
-/// `-5 < e < 16`, else scientific notation with a signed, at least two-digit exponent.
-pub fn float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    // Rust's `{:e}` gives the same shortest round-trip digits as Python's repr.
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
-    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let sign = if x < 0.0 { "-" } else { "" };
-    let body = if (-5 < exp) && (exp < 16) {
-        positional(&digits, exp)
-    } else {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        format!("{first}{frac}e{esign}{:02}", exp.abs())
-    };
-    format!("{sign}{body}")
-}
-
-/// `digits` (no dot, first digit non-zero) times 10^(exp - len + 1), written positionally.
-fn positional(digits: &str, exp: i32) -> String {
-    let point = exp + 1; // digits before the decimal point
-    if point <= 0 {
-        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
-    } else if point as usize >= digits.len() {
-        format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
-    } else {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{int}.{frac}")
-    }
-}
-
-/// Python's `str(n)` for a JSON number: integers as written, floats via [`float_repr`].
+/// Python's `str(n)` for a JSON number: integers as written, floats via
+/// [`python_float_str`].
 pub fn number_str(n: &Number) -> String {
     if let Some(i) = n.as_i64() {
         i.to_string()
     } else if let Some(u) = n.as_u64() {
         u.to_string()
     } else {
-        float_repr(n.as_f64().unwrap_or(f64::NAN))
+        python_float_str(n.as_f64().unwrap_or(f64::NAN))
     }
 }
 
@@ -141,37 +96,6 @@ mod tests {
 
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn floats_print_like_python_repr() {
-        let cases = [
-            (0.1, "0.1"),
-            (2.0, "2.0"),
-            (100.0, "100.0"),
-            (0.34, "0.34"),
-            (1.5, "1.5"),
-            (-2.5, "-2.5"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (0.000123, "0.000123"),
-            (0.0000123, "1.23e-05"),
-            (1e15, "1000000000000000.0"),
-            (1234567890123456.0, "1234567890123456.0"),
-            (1e16, "1e+16"),
-            (1.5e16, "1.5e+16"),
-            (1e22, "1e+22"),
-            (123456789012345680.0, "1.2345678901234568e+17"),
-            (0.1 + 0.2, "0.30000000000000004"),
-            (5e-324, "5e-324"),
-            (1.7976931348623157e308, "1.7976931348623157e+308"),
-            (-0.0, "-0.0"),
-            (0.0, "0.0"),
-            (f64::INFINITY, "inf"),
-        ];
-        for (x, want) in cases {
-            assert_eq!(float_repr(x), want, "repr({x:?})");
-        }
-    }
 
     #[test]
     fn numbers_keep_int_or_float_nature_of_the_json_text() {

@@ -4,6 +4,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use dfx_core::diag::json_type;
 use dfx_core::result::ResultDoc;
 use serde_json::Value;
 
@@ -59,22 +60,11 @@ pub fn read_result(path: &Path) -> Result<ResultDoc, ResultFileError> {
     let Value::Object(mut doc) = value else {
         return Err(ResultFileError::NotAnObject {
             path: shown,
-            kind: kind_of(&value),
+            kind: json_type(&value),
         });
     };
     doc.insert("result_source".into(), Value::from("vllm"));
     Ok(doc)
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The first distinct non-empty entries of the per-request `errors` list (present in

@@ -25,13 +25,7 @@ pub const MAX_BATCHES: usize = 100_000;
 const MAX_ERRORS: usize = 1000;
 
 /// The per-batch figures kept (when the batch's result has them).
-const BATCH_METRICS: &[&str] = &[
-    "median_e2el_ms",
-    "median_ttft_ms",
-    "median_audio_ttfp_ms",
-    "median_audio_rtf",
-    "request_throughput",
-];
+const BATCH_METRICS: &[&str] = dfx_core::metrics::SOAK_BATCH_KEYS;
 
 /// One batch: its start on the soak's clock, what it sent, and its result or why none.
 struct Batch {

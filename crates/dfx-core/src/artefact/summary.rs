@@ -52,23 +52,7 @@ pub enum StepKind {
 }
 
 /// Result keys copied into the summary when present (besides every thresholded metric).
-pub const KEY_METRICS: &[&str] = &[
-    "completed",
-    "failed",
-    "duration",
-    "request_throughput",
-    "audio_throughput",
-    "mean_audio_ttfp_ms",
-    "median_audio_ttfp_ms",
-    "p99_audio_ttfp_ms",
-    "mean_audio_rtf",
-    "median_audio_rtf",
-    "p99_audio_rtf",
-    "mean_e2el_ms",
-    "median_e2el_ms",
-    "p99_e2el_ms",
-    "audio_continuity_ok_rate",
-];
+pub const KEY_METRICS: &[&str] = crate::metrics::SUMMARY_KEYS;
 
 /// The repeats of one step, as the summary keeps them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,12 +1,12 @@
 //! Baselines: the shapes a perf-config may use (null, scalar, list, dict,
-//! hardware-nested), resolution into per-trial [`Thresholds`] at load time, the metric
-//! direction table, and the `baselines/<hardware>.json` store.
+//! hardware-nested), resolution into per-trial [`Thresholds`] at load time, and the
+//! `baselines/<hardware>.json` store. Metric directions come from the registry
+//! ([`crate::metrics`]), re-exported here.
 
-pub mod direction;
 pub mod shape;
 pub mod store;
 
-pub use direction::{Direction, direction_of};
+pub use crate::metrics::{Direction, direction_of};
 pub use shape::{BaselineSpec, FlatBaseline, MetricShape, looks_nested};
 pub use store::{Store, load_store, parse_store, store_path};
 

@@ -5,11 +5,10 @@
 
 use serde_json::{Map, Value};
 
-use super::direction::{ACCEPTED_HINT, Direction, direction_of};
 use super::{Threshold, ThresholdSource, Thresholds};
-use crate::config::error::{Ctx, json_type};
-use crate::config::value::Errs;
+use crate::diag::{Ctx, Errs, json_type};
 use crate::hardware;
+use crate::metrics::{ACCEPTED_HINT, Direction, direction_of};
 use crate::plan::{StepKind, SweepStep};
 
 /// One metric's baseline as written.

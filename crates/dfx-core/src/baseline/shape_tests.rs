@@ -6,13 +6,30 @@ use serde_json::{Value, json};
 
 use super::shape::parse_baseline;
 use super::*;
-use crate::config::error::Ctx;
-use crate::config::sweep::expand;
-use crate::plan::SweepStep;
+use crate::diag::Ctx;
+use crate::plan::{StepKind, SweepStep, python_float_str};
 
+/// The steps a sweep of distinct `rates` and `concs` expands to (10 prompts each), built
+/// here so that the baseline tests do not depend on config parsing.
 fn steps(rates: &[f64], concs: &[u32]) -> Vec<SweepStep> {
-    let n = rates.len().max(concs.len());
-    expand(rates, concs, &vec![10; n]).unwrap()
+    let step = |kind, index, label| SweepStep {
+        kind,
+        index,
+        num_prompts: 10,
+        label,
+    };
+    let rate_steps = rates.iter().enumerate().map(|(i, &r)| {
+        let label = format!("qps{}", python_float_str(r));
+        step(StepKind::RequestRate { request_rate: r }, i, label)
+    });
+    let conc_steps = concs.iter().enumerate().map(|(i, &c)| {
+        step(
+            StepKind::Concurrency { max_concurrency: c },
+            i,
+            format!("c{c}"),
+        )
+    });
+    rate_steps.chain(conc_steps).collect()
 }
 
 /// Parses and checks `v` against `steps`; returns the spec or the error messages.

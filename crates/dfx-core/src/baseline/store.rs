@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::direction::{ACCEPTED_HINT, direction_of};
 use super::{Threshold, ThresholdSource, Thresholds};
-use crate::config::error::{ConfigError, json_type};
+use crate::diag::{ConfigError, json_type};
 use crate::fsutil;
+use crate::metrics::{ACCEPTED_HINT, direction_of};
 
 /// A loaded baseline store.
 #[derive(Debug, Clone, Default, PartialEq)]

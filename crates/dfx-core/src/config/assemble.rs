@@ -6,10 +6,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::case::CaseDraft;
-use super::error::{ConfigError, Ctx};
 use super::marks::MarkExpr;
 use super::naming::{dedup_suffixes, entry_suffix, trial_name};
 use crate::baseline::{Store, Thresholds};
+use crate::diag::{ConfigError, Ctx};
 use crate::plan::{BenchEntry, SourceRef, Trial};
 
 /// Builds every trial in plan order (tests in order of their first case).

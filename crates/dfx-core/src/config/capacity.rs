@@ -5,9 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{Ctx, json_type};
-use super::value::Errs;
 use crate::bounds::{MAX_PROMPTS, MAX_RATE, MIN_RATE};
+use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{CapacitySpec, StepKind, SweepStep};
 
 /// What the `capacity` object accepts, for error messages.

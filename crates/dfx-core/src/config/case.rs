@@ -6,11 +6,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::entry::{CaseFacts, EntryDraft, build_entry};
-use super::error::{Ctx, json_type};
 use super::marks::{CaseMarks, parse_mark_field};
 use super::raw::{RawCase, from_object};
 use super::server::build_server;
-use super::value::{Errs, opt_str};
+use super::value::opt_str;
+use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::CaseKeys;
 use crate::server::ServerSpec;
 
@@ -272,11 +272,7 @@ fn aggregate_subsets(ctx: &Ctx<'_>, items: &[Value], errs: &mut Errs) -> Vec<Str
                     omniinteract_aggregate_min_ia_qtf1 names its subset, no two the same)";
     let mut subsets: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let evaluate = item.get("omniinteract_evaluate");
-        if matches!(
-            evaluate,
-            None | Some(Value::Null) | Some(Value::Bool(false))
-        ) {
+        if !crate::lenient::is_set(item.get("omniinteract_evaluate")) {
             continue;
         }
         let ectx = ctx.entry(i);

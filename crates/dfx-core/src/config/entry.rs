@@ -3,14 +3,14 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{Ctx, json_type};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::runners;
 use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
-use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
+use super::value::{opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
+use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{BenchEntry, CaseKeys, ConnectionMode, Dialect, StepKind, SweepStep};
 
 /// Why diffusion-dialect trials cannot run when no diffusion bench is configured.

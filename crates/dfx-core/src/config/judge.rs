@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::error::{Ctx, json_type};
-use super::value::{Errs, opt_bool, opt_str, opt_str_list};
+use super::value::{opt_bool, opt_str, opt_str_list};
+use crate::diag::{Ctx, Errs, json_type};
 use crate::server::{JudgeSpec, ServeArgs, ServerSpec, ServerType};
 
 const KEYS: [&str; 5] = [

@@ -5,13 +5,13 @@
 
 use serde_json::Value;
 
-use super::error::{Ctx, json_type};
 use super::raw::RawOmniEntry;
 use super::sweep::schedule_too_long;
-use super::value::{Errs, opt_bool, opt_f64_in, opt_uint};
+use super::value::{opt_bool, opt_f64_in, opt_uint};
 use crate::bounds::{
     MAX_COHORTS, MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE,
 };
+use crate::diag::{Ctx, Errs, json_type};
 use crate::load::{Cohort, LoadShape, LoadSpec, Saturation};
 use crate::plan::{StepKind, SweepStep};
 

@@ -4,8 +4,7 @@
 
 use serde_json::Value;
 
-use super::error::{Ctx, json_type};
-use super::value::Errs;
+use crate::diag::{Ctx, Errs, json_type};
 
 /// The marks of one case.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

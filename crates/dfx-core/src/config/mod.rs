@@ -18,7 +18,6 @@ mod assemble;
 mod capacity;
 mod case;
 pub(crate) mod entry;
-pub mod error;
 mod judge;
 mod load_keys;
 pub mod marks;
@@ -30,8 +29,8 @@ mod server;
 pub(crate) mod sweep;
 pub(crate) mod value;
 
+pub use crate::diag::{ConfigError, ConfigErrors};
 pub use entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED, diffusion_endpoint};
-pub use error::{ConfigError, ConfigErrors};
 pub use marks::MarkExpr;
 pub use runners::{CONTRACT_EXTERNAL, MAX_CONTRACT_TIMEOUT_S, NATIVE_DUPLEX_EXTERNAL};
 pub use sweep::{SweepError, expand as expand_sweep};

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::error::{ConfigError, json_type};
 use crate::bounds::MAX_CONFIG_BYTES;
+use crate::diag::{ConfigError, json_type};
 
 /// Reads `file` and returns its case values, or the one error that stops the whole file
 /// (unreadable, invalid JSON with line and column, top level not an array).

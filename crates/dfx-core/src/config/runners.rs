@@ -11,10 +11,10 @@
 use serde_json::{Map, Value};
 
 use super::entry::EntryDraft;
-use super::error::Ctx;
-use super::value::{Errs, opt_str, opt_uint};
+use super::value::{opt_str, opt_uint};
 use crate::baseline::shape::parse_baseline;
 use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS, MIN_RATE};
+use crate::diag::{Ctx, Errs};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 
 /// Why the external bench (`vllm bench serve --omni`) does not run native-duplex entries.

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::error::{Ctx, json_type};
 use super::raw::{RawServerParams, from_object};
-use super::value::{Errs, opt_bool, opt_f64_in, opt_object, opt_str, opt_str_list};
+use super::value::{opt_bool, opt_f64_in, opt_object, opt_str, opt_str_list};
 use crate::bounds;
 use crate::deploy;
+use crate::diag::{Ctx, Errs, json_type};
 use crate::server::{ServeArgs, ServerSpec, ServerType};
 
 /// What a case's server settings produce: the spec (when valid) and the bench-side

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::error::{ConfigError, Ctx, json_type};
 use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE};
+use crate::diag::{ConfigError, Ctx, json_type};
 use crate::load::LoadShape;
 use crate::plan::{StepKind, SweepStep, python_float_str};
 

@@ -1,12 +1,9 @@
-//! Typed reads of raw JSON values: each pushes a [`ConfigError`] naming the key and what
+//! Typed reads of raw JSON values: each pushes a [`ConfigError`](crate::diag::ConfigError) naming the key and what
 //! is accepted when the value has the wrong type, and returns `None`.
 
 use serde_json::{Map, Value};
 
-use super::error::{ConfigError, Ctx, json_type};
-
-/// Collects errors while a check runs.
-pub(crate) type Errs = Vec<ConfigError>;
+use crate::diag::{ConfigError, Ctx, Errs, json_type};
 
 fn wrong(ctx: &Ctx<'_>, key: &str, v: &Value, accepted: &str) -> ConfigError {
     ctx.err(key, format!("wrong type: got {}", json_type(v)), accepted)

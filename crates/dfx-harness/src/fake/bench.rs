@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::lenient::{BoolRule, parse_bool};
 use dfx_core::plan::{BenchEntry, Dialect, StepKind};
 use dfx_core::result::ResultDoc;
 use serde_json::{Value, json};
@@ -82,7 +83,7 @@ impl FakeKnobs {
                 .map_err(|_| format!("DFX_FAKE_SLEEP_MS=`{v}`: expected whole milliseconds"))?;
         }
         if let Some(v) = get("DFX_FAKE_NO_RESULT") {
-            k.no_result = crate::boolish(&v).ok_or(format!(
+            k.no_result = parse_bool(&v, BoolRule::ENV).ok_or(format!(
                 "DFX_FAKE_NO_RESULT=`{v}`: expected 1/true/yes/on or 0/false/no/off"
             ))?;
         }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use dfx_core::baseline::Direction;
 use serde::Serialize;
 
-use crate::metrics::FAMILIES;
+use crate::metrics::{FAMILIES, Pick};
 use crate::run::{Run, TrialSummary, load_run};
 use crate::{ReportError, fmt};
 

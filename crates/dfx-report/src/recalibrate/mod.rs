@@ -203,7 +203,7 @@ fn validate_options(opts: &RecalibrateOptions) -> Result<(), ReportError> {
         if direction_of(m).is_none() {
             return Err(ReportError::Invalid(format!(
                 "{flag} {m}: unknown metric (accepted: {})",
-                dfx_core::baseline::direction::ACCEPTED_HINT
+                dfx_core::metrics::ACCEPTED_HINT
             )));
         }
         Ok(())

@@ -2,7 +2,7 @@
 //! rate), per metric family, one line per benchmark entry with its thresholds.
 
 use crate::chart::{LineChart, LinePoint, LineSeries};
-use crate::metrics::FAMILIES;
+use crate::metrics::{FAMILIES, Pick};
 use crate::run::{Outcome, Run, StepKind, TrialSummary};
 
 /// The charts of one test.

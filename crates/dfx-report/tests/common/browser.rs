@@ -37,14 +37,7 @@ pub fn chromium() -> Result<PathBuf, String> {
 
 /// Whether [`REQUIRE_ENV`] is set to a true value.
 pub fn required() -> bool {
-    std::env::var(REQUIRE_ENV)
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
+    dfx_core::lenient::is_on(std::env::var(REQUIRE_ENV).ok().as_deref())
 }
 
 /// What Chromium made of a file.

@@ -7,6 +7,7 @@
 //! (BENCHMARKS.md, "Qwen3-Omni profile"); MiniCPM-o parameters are guesses (no published
 //! vllm-omni figures) and say so in [`OmniProfile::basis`].
 
+use dfx_core::models::model_key;
 use serde::Serialize;
 
 /// Codec frames per second of audio (Qwen3-Omni's 12.5 Hz talker codec).
@@ -232,12 +233,7 @@ pub fn by_name(name: &str) -> Option<OmniProfile> {
 /// `Qwen3-Omni-*` (`Thinking`, `Captioner` or otherwise Instruct), `MiniCPM-o-2_6`,
 /// `MiniCPM-o-4_5` (other `MiniCPM-o` versions → 4.5). `None` for non-omni models.
 pub fn for_model(model: &str) -> Option<OmniProfile> {
-    let name = model
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
+    let name = model_key(model);
     let pick = if name.starts_with("qwen3-omni") {
         if name.contains("thinking") {
             NAMES[1]

@@ -2,6 +2,8 @@
 //! envelope) for every invalid body or media item (`docs/simulator.md` ("Chat
 //! completions")). Unknown models are 404, as vLLM answers them.
 
+use dfx_core::diag::json_type_name;
+use dfx_core::lenient::python_truthy;
 use serde_json::{Map, Value};
 
 use super::media::{self, MediaError, MediaInfo};
@@ -55,17 +57,6 @@ impl ChatRequest {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        Value::Null => "null",
-    }
-}
-
 /// `v` as JSON, cut to `n` characters (error messages never echo a whole payload).
 fn short(v: &Value, n: usize) -> String {
     let s = v.to_string();
@@ -82,7 +73,7 @@ fn wrong(key: &str, want: &str, got: &Value) -> ApiError {
     ApiError::bad(
         format!(
             "`{key}` must be {want}, got {} {}",
-            type_name(got),
+            json_type_name(got),
             short(got, 60)
         ),
         Some(key),
@@ -98,17 +89,6 @@ fn boolean(m: &Map<String, Value>, key: &str) -> Result<Option<bool>, ApiError> 
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(v) => Err(wrong(key, "a boolean", v)),
-    }
-}
-
-fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
     }
 }
 
@@ -454,7 +434,7 @@ pub fn parse(
         max_tokens,
         ignore_eos,
         want_audio,
-        stage_metrics: truthy(body.get("return_stage_metrics")),
+        stage_metrics: python_truthy(body.get("return_stage_metrics")),
         seed,
         text_tokens,
         template_tokens,

@@ -24,6 +24,8 @@ use std::time::Duration;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
+use dfx_core::lenient::is_on;
+use dfx_core::models::model_key;
 use serde::Deserialize;
 
 use crate::http::AppState;
@@ -66,23 +68,11 @@ pub struct RealtimeQuery {
     pub autostart: Option<String>,
 }
 
-fn truthy(v: Option<&str>) -> bool {
-    matches!(
-        v.map(|s| s.trim().to_ascii_lowercase()).as_deref(),
-        Some("1" | "true" | "yes" | "on")
-    )
-}
-
 /// Whether a model (or profile) name stands for a duplex-served checkpoint: Qwen3-Omni,
 /// Qwen2.5-Omni, MiniCPM-o, Gander (anything whose last path component contains `omni`,
 /// `minicpm-o` or `gander`, case-insensitively).
 pub fn duplex_served(name: &str) -> bool {
-    let last = name
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(name)
-        .to_ascii_lowercase();
+    let last = model_key(name);
     ["omni", "minicpm-o", "gander"]
         .iter()
         .any(|k| last.contains(k))
@@ -103,8 +93,8 @@ pub async fn handler(
         || duplex_served(cfg.served_name())
         || duplex_served(cfg.profile.name);
     let opts = session::Opts {
-        duplex: truthy(q.duplex.as_deref()),
-        autostart: truthy(q.autostart.as_deref()),
+        duplex: is_on(q.duplex.as_deref()),
+        autostart: is_on(q.autostart.as_deref()),
         served,
     };
     if let Some(m) = &q.model {

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use dfx_core::bench::BenchContext;
+use dfx_core::lenient::python_truthy;
 use dfx_core::plan::StepKind;
 use dfx_core::server::ServeArgs;
 use serde_json::{Map, Value};
@@ -83,7 +84,7 @@ pub fn build(
 
 fn profiler_on(serve_args: &ServeArgs) -> bool {
     match serve_args {
-        ServeArgs::Map(m) => flags::truthy(m.get("enable-diffusion-pipeline-profiler")),
+        ServeArgs::Map(m) => python_truthy(m.get("enable-diffusion-pipeline-profiler")),
         ServeArgs::List(_) => false,
     }
 }

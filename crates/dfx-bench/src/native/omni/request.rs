@@ -5,6 +5,7 @@
 //! the media parts after it. Media are base64-encoded straight into the body buffer.
 
 use base64::Engine;
+use dfx_core::lenient::python_truthy;
 use serde_json::{Map, Value};
 
 use crate::native::random::RequestSpec;
@@ -61,7 +62,7 @@ impl ChatTemplate {
             .get("modalities")
             .and_then(Value::as_array)
             .is_some_and(|m| m.iter().any(|x| x == "image"));
-        let print_stage = norm.get("print_stage").is_some_and(truthy);
+        let print_stage = python_truthy(norm.get("print_stage"));
         if (names.contains(&"tpot") || names.contains(&"itl") || wants_image || print_stage)
             && !extra.contains_key("return_stage_metrics")
         {
@@ -116,16 +117,6 @@ impl ChatTemplate {
         }
         out.push(b'}');
         Ok(out)
-    }
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Bool(b) => *b,
-        Value::Null => false,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
     }
 }
 

@@ -68,7 +68,9 @@ pub fn turns_per_session(entry: &BenchEntry) -> Result<u64, String> {
     }
 }
 
-fn truthy(entry: &BenchEntry, keys: &[&str]) -> bool {
+/// Whether any of `keys` is the JSON `true` (not mere truthiness: the spelling upstream's
+/// `store_true` flags take in a config).
+fn any_true(entry: &BenchEntry, keys: &[&str]) -> bool {
     keys.iter()
         .any(|k| matches!(entry.raw.get(*k), Some(Value::Bool(true))))
 }
@@ -179,7 +181,7 @@ pub fn prepare(settings: &NativeSettings, ctx: &BenchContext<'_>) -> Result<RtPr
     let ds = load_dataset(settings, trial, kind, locale, &mut notes)?;
     let seed = entry.seed.unwrap_or(settings.seed);
     let mut n = trial.step.num_prompts as usize;
-    if truthy(entry, &["no_oversample", "no-oversample"]) && ds.rows.len() < n * turns {
+    if any_true(entry, &["no_oversample", "no-oversample"]) && ds.rows.len() < n * turns {
         n = ds.rows.len() / turns;
         notes.push(format!(
             "no_oversample: {} rows give {n} request(s) of {turns} turn(s)",

@@ -1,13 +1,18 @@
 //! Which way is better for each metric. Upstream guessed by substring (`throughput` →
-//! higher); dfx-perf uses an explicit table and refuses names it does not know.
+//! higher); dfx-perf reads the registry ([`super::table`]) and refuses names it does not
+//! know.
 //!
-//! The table covers the result keys of `vllm bench serve --omni` (and dfx-perf's own extra
-//! keys) that make sense as thresholds:
+//! The registry covers the result keys of `vllm bench serve --omni` (and dfx-perf's own
+//! extra keys) that make sense as thresholds:
 //! - higher is better: the throughputs, `rtfx`, `request_goodput`, `completed`,
 //!   `audio_continuity_ok_rate`;
 //! - lower is better: `<stat>_<family>` for every stat in `mean`, `median`, `std`, `pNN`
-//!   (`p99`, `p99.9`) and every family in [`LOWER_FAMILIES`] (latencies, RTF, underrun,
-//!   peak memory, video generation), plus `duration`, `failed`, `generator_lag_p99_ms`.
+//!   (`p99`, `p99.9`) and every lower-is-better family of [`super::table::FAMILIES`]
+//!   (latencies, RTF, underrun, peak memory, video generation), plus `duration`, `failed`,
+//!   `generator_lag_p99_ms`.
+//!
+//! Informational keys of the registry (`total_audio_duration_s`, `mean_audio_duration_s`)
+//! have no direction and are refused as thresholds like unknown names.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,67 +44,6 @@ impl Direction {
     }
 }
 
-/// Exact names that are better when higher.
-pub const HIGHER_EXACT: &[&str] = &[
-    "audio_throughput",
-    "request_throughput",
-    "output_throughput",
-    "total_token_throughput",
-    "request_goodput",
-    "max_output_tokens_per_s",
-    "image_throughput",
-    "video_throughput",
-    "rtfx",
-    "completed",
-    "audio_continuity_ok_rate",
-    // a capacity search (dfx-perf): the highest rate meeting its criteria
-    "capacity_request_rate",
-    // native-duplex runner (upstream 2026): medians over repeats
-    "median_responses_per_s",
-    "median_audio_seconds_per_s",
-    "median_sessions_per_s",
-    // upstream's diffusion benchmark script
-    "throughput_qps",
-];
-
-/// Exact names that are better when lower.
-pub const LOWER_EXACT: &[&str] = &[
-    "duration",
-    "failed",
-    "generator_lag_p99_ms",
-    // upstream's diffusion benchmark script (latencies in seconds, memory in MB)
-    "latency_mean",
-    "latency_median",
-    "latency_p50",
-    "latency_p90",
-    "latency_p95",
-    "latency_p99",
-    "peak_memory_mb_mean",
-    "peak_memory_mb_median",
-    "peak_memory_mb_max",
-    // GPU samples beside a local server (dfx-perf, MiB)
-    "peak_memory_mb",
-    "gpu_mean_memory_mb",
-];
-
-/// Metric families that are better when lower; a threshold names them with a statistic
-/// prefix (`mean_`, `median_`, `std_`, `p<N>_`), e.g. `median_audio_ttfp_ms`.
-pub const LOWER_FAMILIES: &[&str] = &[
-    "e2el_ms",
-    "ttft_ms",
-    "tpot_ms",
-    "itl_ms",
-    "audio_ttfp_ms",
-    "ttfp_ms",
-    "ttfa_audible_ms",
-    "audio_rtf",
-    "audio_underrun_s",
-    "peak_memory_mb",
-    "video_rtf",
-    "video_generation_ms",
-    "denoise_step_latency_ms",
-];
-
 /// A short list of accepted names for error messages.
 pub const ACCEPTED_HINT: &str = "a result key with a known direction: audio_throughput, \
 request_throughput, output_throughput, total_token_throughput, request_goodput, \
@@ -112,39 +56,10 @@ peak_memory_mb_{mean,median,max}, peak_memory_mb, gpu_mean_memory_mb, \
 audio_rtf,audio_underrun_s,peak_memory_mb,video_rtf,video_generation_ms,\
 denoise_step_latency_ms} (lower is better)";
 
-/// The direction of a result key, or `None` for names the table does not know (a config
-/// error).
+/// The direction of a result key, or `None` for names the registry does not know or
+/// holds as informational only (a config error).
 pub fn direction_of(metric: &str) -> Option<Direction> {
-    if HIGHER_EXACT.contains(&metric) {
-        return Some(Direction::HigherIsBetter);
-    }
-    if LOWER_EXACT.contains(&metric) {
-        return Some(Direction::LowerIsBetter);
-    }
-    let (stat, family) = metric.split_once('_')?;
-    if is_statistic(stat) && LOWER_FAMILIES.contains(&family) {
-        return Some(Direction::LowerIsBetter);
-    }
-    None
-}
-
-/// `mean`, `median`, `std`, or a percentile `pNN` / `pNN.N` (0 to 100).
-fn is_statistic(stat: &str) -> bool {
-    if matches!(stat, "mean" | "median" | "std") {
-        return true;
-    }
-    let Some(num) = stat.strip_prefix('p') else {
-        return false;
-    };
-    let (int, frac) = match num.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (num, None),
-    };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(int) || int.len() > 3 || frac.is_some_and(|f| !digits(f)) {
-        return false;
-    }
-    num.parse::<f64>().is_ok_and(|p| p <= 100.0)
+    super::lookup(metric)?.direction()
 }
 
 #[cfg(test)]
@@ -250,5 +165,56 @@ mod tests {
         assert!(HigherIsBetter.breached(24.1, 24.2));
         assert!(!LowerIsBetter.breached(349.0, 350.0));
         assert!(!HigherIsBetter.breached(25.0, 24.2));
+    }
+
+    /// Every name the hint spells out, with its `{a,b}` groups expanded (`pNN` kept).
+    fn hint_names() -> Vec<String> {
+        fn expand(token: &str) -> Vec<String> {
+            let Some(open) = token.find('{') else {
+                return vec![token.to_string()];
+            };
+            let close = open + token[open..].find('}').unwrap();
+            let (head, tail) = (&token[..open], &token[close + 1..]);
+            token[open + 1..close]
+                .split(',')
+                .flat_map(|alt| expand(&format!("{head}{alt}{tail}")))
+                .collect()
+        }
+        let body = ACCEPTED_HINT
+            .strip_prefix("a result key with a known direction: ")
+            .unwrap()
+            .replace(" (higher is better);", ",")
+            .replace(" (lower is better)", "");
+        let (mut tokens, mut depth, mut start) = (Vec::new(), 0, 0);
+        for (i, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    tokens.push(body[start..i].trim().to_string());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        tokens.push(body[start..].trim().to_string());
+        tokens.iter().flat_map(|t| expand(t)).collect()
+    }
+
+    #[test]
+    fn the_hint_names_exactly_the_registry_keys_with_a_direction() {
+        let hinted = hint_names();
+        for m in crate::metrics::table::EXACT {
+            let in_hint = hinted.iter().any(|h| h == m.name);
+            assert_eq!(in_hint, m.direction.is_some(), "{}", m.name);
+        }
+        for f in crate::metrics::table::FAMILIES {
+            let in_hint = hinted.iter().any(|h| *h == format!("mean_{}", f.name));
+            assert_eq!(in_hint, f.direction.is_some(), "{}", f.name);
+        }
+        for h in &hinted {
+            let name = h.replace("pNN", "p99");
+            assert!(direction_of(&name).is_some(), "{h}");
+        }
     }
 }

@@ -1,5 +1,7 @@
-//! Config errors that name the file, the test, the entry index and the key, and say what
-//! is accepted.
+//! Load-time diagnostics shared by config parsing ([`crate::config`]) and the baseline
+//! shapes and store ([`crate::baseline`]): errors that name the file, the test, the entry
+//! index and the key, and say what is accepted. Both modules depend on this one, never on
+//! each other's error types.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -55,6 +57,9 @@ pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
         Some((at, _)) => format!("{}… ({} more bytes)", &text[..at], text.len() - at).into(),
     }
 }
+
+/// Collects errors while a check runs.
+pub(crate) type Errs = Vec<ConfigError>;
 
 /// Every problem found while loading.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -175,8 +180,8 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The JSON type of a value, for messages ("got a string").
-pub(crate) fn json_type(v: &serde_json::Value) -> &'static str {
+/// The JSON type of a value with its article, for messages ("got a string", "got null").
+pub fn json_type(v: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match v {
         Value::Null => "null",
@@ -185,5 +190,36 @@ pub(crate) fn json_type(v: &serde_json::Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// The JSON type's bare name ("string", "null"), for messages that put their own words
+/// around it.
+pub fn json_type_name(v: &serde_json::Value) -> &'static str {
+    let t = json_type(v);
+    t.strip_prefix("an ")
+        .or_else(|| t.strip_prefix("a "))
+        .unwrap_or(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_type_with_and_without_article() {
+        let cases = [
+            (json!(null), "null", "null"),
+            (json!(true), "a boolean", "boolean"),
+            (json!(1.5), "a number", "number"),
+            (json!("x"), "a string", "string"),
+            (json!([1]), "an array", "array"),
+            (json!({"a": 1}), "an object", "object"),
+        ];
+        for (v, with, bare) in cases {
+            assert_eq!(json_type(&v), with, "{v}");
+            assert_eq!(json_type_name(&v), bare, "{v}");
+        }
     }
 }

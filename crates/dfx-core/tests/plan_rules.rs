@@ -561,8 +561,7 @@ fn one_warmup_rule_for_both_benches() {
             .map(|t| (t.step.label.clone(), t.entry.warmups(&t.step)))
             .collect()
     };
-    let sweep =
-        json!({"num_prompts": [8, 8, 8], "max_concurrency": [1, 16], "request_rate": [4.0]});
+    let sweep = json!({"num_prompts": [8], "max_concurrency": [1, 16], "request_rate": [4.0]});
     let w = |l: &str, n| (l.to_string(), n);
     assert_eq!(
         warmups(sweep.clone()),

@@ -13,7 +13,7 @@ use crate::server::ServerSpec;
 pub use crate::describe::describe_plan;
 pub use crate::load::{Cohort, LoadShape, LoadSpec, Saturation};
 pub use crate::percentiles::PercentileKeys;
-pub use crate::runner_keys::{ContractKeys, RunnerKeys, SoakKeys};
+pub use crate::runner_keys::{ContractKeys, DuplexKeys, RunnerKeys, SoakKeys};
 
 /// Every trial of every selected config file, in plan order (file order, then case order
 /// with cases sharing a `test_name` concatenated at the position of the first one, then
@@ -103,8 +103,8 @@ pub struct BenchEntry {
     /// `capacity` (dfx-perf key): search the highest open-loop rate meeting these
     /// criteria instead of sweeping; the entry is one trial labelled `capacity`.
     pub capacity: Option<CapacitySpec>,
-    /// Keys of the contract and stability runners, parsed at load
-    /// ([`RunnerKeys::None`] for the other entries).
+    /// Keys of the contract, stability and native-duplex runners, parsed at load
+    /// ([`RunnerKeys::None`] for sweep entries).
     pub runner: RunnerKeys,
 }
 

@@ -18,7 +18,7 @@ use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS,
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
     ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_SOAK_DURATION_S, DEFAULT_SOAK_WORDS,
-    RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys, soak_words,
+    DuplexKeys, RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys, soak_words,
 };
 
 /// Why the external bench (`vllm bench serve --omni`) does not run native-duplex entries.
@@ -163,6 +163,7 @@ pub(crate) fn native_duplex_entry(
     d.baseline = obj
         .get("baseline")
         .and_then(|b| parse_baseline(ctx, b, errs));
+    d.entry.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(obj));
     (errs.len() == n).then_some(d)
 }
 

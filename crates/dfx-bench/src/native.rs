@@ -208,7 +208,8 @@ impl Bench for NativeBench {
             return Ok(None);
         }
         if trial.entry.dialect == Dialect::Stability {
-            return soak::plan(&trial.entry.raw, trial.step.num_prompts, 1.0)
+            return soak::keys(&trial.entry)
+                .map(|k| soak::plan(k, trial.step.num_prompts, 1.0))
                 .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)));
         }
         if omni::is_chat(&trial.entry) {
@@ -323,9 +324,6 @@ impl NativeBench {
         ctx: &BenchContext<'_>,
         log: &mut BenchLog,
     ) -> Result<BenchOutcome, String> {
-        if let Err(Unsupported(why)) = self.supports(&ctx.trial.entry) {
-            return Err(why);
-        }
         if ctx.trial.entry.dialect == Dialect::Stability {
             return self.run_soak(ctx, log);
         }

@@ -17,7 +17,7 @@ use base64::Engine as _;
 use dfx_bench::native::duplex::result::median;
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
-use dfx_core::plan::{BenchEntry, Dialect, StepKind, Trial};
+use dfx_core::plan::{BenchEntry, Dialect, DuplexKeys, RunnerKeys, StepKind, Trial};
 use native_support::{TrialSpec, trial};
 use serde_json::{Value, json};
 
@@ -173,6 +173,7 @@ fn duplex_trial(model: &str, raw: Value) -> Trial {
     e.endpoint = None;
     e.dataset_name = None;
     e.raw = raw.as_object().cloned().unwrap();
+    e.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(&e.raw));
     let n = e.raw["sessions"].as_u64().unwrap() * e.raw["turns"].as_u64().unwrap();
     t.entry = Arc::new(e);
     t.step.num_prompts = n;

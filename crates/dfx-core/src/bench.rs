@@ -77,14 +77,19 @@ pub struct BenchOutcome {
 pub trait Bench {
     fn kind(&self) -> BenchKind;
     /// Whether this bench can run `entry` (backend/dataset implemented, executable found).
+    /// The harness asks before anything starts and gives a trial only to a bench that
+    /// said yes (`dfx_harness::select`), so [`Bench::preflight`] and [`Bench::run`] need
+    /// not ask again.
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported>;
     /// Checks the inputs of a trial this bench will run (datasets and the like) before
     /// any server starts; the harness turns an error into a config error (exit 2).
-    /// `Ok` carries a note for the log. The default checks nothing.
+    /// `Ok` carries a note for the log. The default checks nothing. Called only for an
+    /// entry [`Bench::supports`] accepted.
     fn preflight(&self, _trial: &Trial) -> Result<Option<String>, String> {
         Ok(None)
     }
     /// Runs one sweep step against a ready server. Never panics on server misbehaviour:
-    /// failures are counted in the result.
+    /// failures are counted in the result. Called only for an entry [`Bench::supports`]
+    /// accepted.
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome;
 }

@@ -13,8 +13,7 @@ fn entry(raw: Value) -> BenchEntry {
         endpoint: None,
         dataset_path: None,
         seed_tts_locale: None,
-        percentile_metrics: None,
-        metric_percentiles: None,
+        percentiles: Default::default(),
         extra_body: None,
         num_warmups: None,
         repeats: None,
@@ -29,6 +28,7 @@ fn entry(raw: Value) -> BenchEntry {
         case: Default::default(),
         connection: None,
         load: Default::default(),
+        runner: Default::default(),
     }
 }
 

@@ -108,11 +108,8 @@ pub fn describe_server(s: &ServerSpec) -> String {
 
 fn describe_bench(t: &Trial) -> String {
     let e = &t.entry;
-    if e.dialect == crate::plan::Dialect::Contract {
-        let names: Vec<&str> = crate::contract::selected(&e.raw)
-            .iter()
-            .map(|s| s.name)
-            .collect();
+    if let Some(c) = e.runner.contract() {
+        let names = &c.scenarios;
         return format!("contract, {} scenario(s): {}", names.len(), names.join(" "));
     }
     let mut parts: Vec<String> = Vec::new();

@@ -12,6 +12,8 @@ use crate::server::ServerSpec;
 
 pub use crate::describe::describe_plan;
 pub use crate::load::{Cohort, LoadShape, LoadSpec, Saturation};
+pub use crate::percentiles::PercentileKeys;
+pub use crate::runner_keys::{ContractKeys, DuplexKeys, RunnerKeys, SoakKeys};
 
 /// Every trial of every selected config file, in plan order (file order, then case order
 /// with cases sharing a `test_name` concatenated at the position of the first one, then
@@ -70,10 +72,9 @@ pub struct BenchEntry {
     pub endpoint: Option<String>,
     pub dataset_path: Option<String>,
     pub seed_tts_locale: Option<String>,
-    /// `percentile-metrics` as written (comma separated).
-    pub percentile_metrics: Option<String>,
-    /// `metric-percentiles` / `metric_percentiles` as written (comma separated).
-    pub metric_percentiles: Option<String>,
+    /// `percentile-metrics` / `percentile_metrics` and `metric-percentiles` /
+    /// `metric_percentiles`, parsed at load (a bad percentile is a config error).
+    pub percentiles: PercentileKeys,
     pub extra_body: Option<Map<String, Value>>,
     /// `num_warmups` override (metadata, never a bench flag).
     pub num_warmups: Option<u32>,
@@ -102,6 +103,9 @@ pub struct BenchEntry {
     /// `capacity` (dfx-perf key): search the highest open-loop rate meeting these
     /// criteria instead of sweeping; the entry is one trial labelled `capacity`.
     pub capacity: Option<CapacitySpec>,
+    /// Keys of the contract, stability and native-duplex runners, parsed at load
+    /// ([`RunnerKeys::None`] for sweep entries).
+    pub runner: RunnerKeys,
 }
 
 /// A capacity search (`capacity` entry key, checked at load): the highest open-loop

@@ -83,6 +83,22 @@ error_snapshot!(
     )
 );
 error_snapshot!(
+    bad_metric_percentiles,
+    json!([
+        tts_case("test_a", json!({"metric-percentiles": "50,p99", "percentile-metrics": "e2el"})),
+        tts_case("test_b", json!({"metric_percentiles": "101"})),
+        {
+            "test_name": "test_soak",
+            "server_params": {"model": "m"},
+            "benchmark_params": [{
+                "backend": "openai-audio-speech", "max_concurrency": 2, "duration_sec": 60,
+                "metric-percentiles": "50,nan"
+            }]
+        }
+    ])
+    .to_string()
+);
+error_snapshot!(
     duplicate_trial_names,
     json!([{
         "test_name": "test_a",

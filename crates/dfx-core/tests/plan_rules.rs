@@ -248,8 +248,11 @@ fn omni_entry_fields_are_read() {
         Some("perf-configs/datasets/seed_tts_smoke")
     );
     assert_eq!(en.seed_tts_locale.as_deref(), Some("zh"));
-    assert_eq!(en.percentile_metrics.as_deref(), Some("ttft,e2el"));
-    assert_eq!(en.metric_percentiles.as_deref(), Some("50,99"));
+    assert_eq!(
+        en.percentiles.metrics_as_written(),
+        Some(&["ttft".to_string(), "e2el".to_string()][..])
+    );
+    assert_eq!(en.percentiles.percentiles(), [50.0, 99.0]);
     assert_eq!(en.extra_body.as_ref().unwrap()["voice"], "Vivian");
     assert_eq!(
         (en.num_warmups, en.burstiness, en.seed),
@@ -481,4 +484,90 @@ fn pooled_ia_qtf1_subsets_are_collected_and_checked_at_load() {
         missing.contains("no entry with omniinteract_evaluate to pool"),
         "{missing}"
     );
+}
+
+#[test]
+fn runner_entries_percentile_soak_and_contract_keys() {
+    let fx = Fx::new();
+    let case = |runner: Option<&str>, entry: serde_json::Value| {
+        let mut c = json!({"test_name": "t", "server_params": {"model": "m"},
+                           "benchmark_params": [entry]});
+        if let Some(r) = runner {
+            c["benchmark_runner"] = json!(r);
+        }
+        json!([c]).to_string()
+    };
+    // A stability entry's string keys are parsed (the dashed spelling first).
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "percentile-metrics": "e2el,audio_rtf",
+                      "metric-percentiles": "50,90", "metric_percentiles": "10"});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    let keys = &plan.trials[0].entry.percentiles;
+    assert_eq!(keys.percentiles(), [50.0, 90.0]);
+    assert_eq!(keys.metric_names(""), ["e2el", "audio_rtf"]);
+    // A value that is not a string is not read, as before (upstream passes it on).
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "metric-percentiles": 95});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    assert_eq!(plan.trials[0].entry.percentiles.percentiles(), [99.0]);
+    // The soak keys: `duration_sec` and `random_input_len` parsed (defaults 300 s, 20 words).
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "random_input_len": "30-10"});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    let keys = plan.trials[0].entry.runner.soak().unwrap();
+    assert_eq!((keys.duration_s, keys.words), (60.0, (10, 30)));
+    let soak = json!({"backend": "openai-audio-speech", "request_rate": 1.0,
+                      "num_prompts_per_batch": 4});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    let keys = plan.trials[0].entry.runner.soak().unwrap();
+    assert_eq!((keys.duration_s, keys.words), (300.0, (20, 20)));
+    let bad = fx.errors(&case(
+        None,
+        json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+               "duration_sec": 60, "random_input_len": "ten"}),
+    ));
+    assert!(
+        bad.contains("key `random_input_len`: invalid value \"ten\" (accepted: a number,"),
+        "{bad}"
+    );
+    // The contract keys: the scenarios it runs and the timeout (default 30 s).
+    let contract = json!({"name": "c", "scenarios": ["wrong_type", "malformed_json"]});
+    let plan = fx.load(&case(Some("contract"), contract)).unwrap();
+    let keys = plan.trials[0].entry.runner.contract().unwrap();
+    assert_eq!(keys.scenarios, ["malformed_json", "wrong_type"]);
+    assert_eq!(keys.timeout_s, 30.0);
+    let contract = json!({"name": "c", "voice_lifecycle": false, "timeout_s": 5});
+    let plan = fx.load(&case(Some("contract"), contract)).unwrap();
+    let keys = plan.trials[0].entry.runner.contract().unwrap();
+    assert!(!keys.scenarios.contains(&"voice_lifecycle"));
+    assert_eq!(keys.timeout_s, 5.0);
+    // The native-duplex runner reports no percentiles: its keys are not read.
+    let duplex = json!({"name": "c1", "workload": "native-duplex-audio", "sessions": 1,
+                        "turns": 1, "warmups": 1, "repeats": 2, "metric-percentiles": "x"});
+    let plan = fx.load(&case(Some("native-duplex"), duplex)).unwrap();
+    assert_eq!(
+        plan.trials[0].entry.percentiles,
+        dfx_core::plan::PercentileKeys::default()
+    );
+}
+
+#[test]
+fn one_warmup_rule_for_both_benches() {
+    let fx = Fx::new();
+    let warmups = |entry: serde_json::Value| -> Vec<(String, u32)> {
+        let plan = fx.load(&json!([tts_case("t", entry)]).to_string()).unwrap();
+        plan.trials
+            .iter()
+            .map(|t| (t.step.label.clone(), t.entry.warmups(&t.step)))
+            .collect()
+    };
+    let sweep = json!({"num_prompts": [8], "max_concurrency": [1, 16], "request_rate": [4.0]});
+    let w = |l: &str, n| (l.to_string(), n);
+    assert_eq!(
+        warmups(sweep.clone()),
+        [w("qps4.0", 2), w("c1", 2), w("c16", 16)]
+    );
+    let mut fixed = sweep;
+    fixed["num_warmups"] = json!(3);
+    assert_eq!(warmups(fixed), [w("qps4.0", 3), w("c1", 3), w("c16", 3)]);
 }

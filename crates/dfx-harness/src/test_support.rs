@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dfx_core::baseline::{Direction, Threshold, ThresholdSource, Thresholds};
 use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
-use dfx_core::plan::{BenchEntry, Dialect, SourceRef, StepKind, SweepStep, Trial};
+use dfx_core::plan::{BenchEntry, Dialect, PercentileKeys, SourceRef, StepKind, SweepStep, Trial};
 use dfx_core::server::{
     RunningServer, ServeArgs, ServerError, ServerLauncher, ServerSpec, ServerType, StartContext,
     Unavailable,
@@ -41,8 +41,11 @@ pub fn entry(suffix: &str) -> BenchEntry {
         endpoint: Some("/v1/audio/speech".into()),
         dataset_path: None,
         seed_tts_locale: Some("en".into()),
-        percentile_metrics: Some("ttft,e2el,audio_rtf,audio_ttfp,audio_duration".into()),
-        metric_percentiles: None,
+        percentiles: PercentileKeys::parse(
+            Some("ttft,e2el,audio_rtf,audio_ttfp,audio_duration"),
+            None,
+        )
+        .expect("valid percentile keys"),
         extra_body: None,
         num_warmups: None,
         repeats: None,
@@ -57,6 +60,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         case: Default::default(),
         connection: None,
         load: Default::default(),
+        runner: Default::default(),
     }
 }
 

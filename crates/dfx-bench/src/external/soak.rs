@@ -71,12 +71,8 @@ pub(super) fn run(
     token: Option<&(String, String)>,
 ) -> BenchOutcome {
     let s = &bench.settings;
-    let plan = match soak::plan(
-        &ctx.trial.entry.raw,
-        ctx.trial.step.num_prompts,
-        s.duration_scale,
-    ) {
-        Ok(p) => p,
+    let plan = match soak::keys(&ctx.trial.entry) {
+        Ok(k) => soak::plan(k, ctx.trial.step.num_prompts, s.duration_scale),
         Err(e) => {
             return BenchOutcome {
                 exit: Some(format!("stability entry: {e}")),

@@ -73,13 +73,6 @@ pub fn supports(entry: &BenchEntry) -> Result<(), String> {
     }
 }
 
-fn selection(entry: &BenchEntry) -> Result<ChatSelection, String> {
-    ChatSelection::parse(
-        entry.percentile_metrics.as_deref(),
-        entry.metric_percentiles.as_deref(),
-    )
-}
-
 fn counter(settings: &NativeSettings) -> Result<Counter, String> {
     match &settings.tokenizer {
         Some(p) => Counter::load(p),
@@ -93,7 +86,7 @@ fn template(trial: &Trial) -> Result<ChatTemplate, String> {
         &trial.server.model,
         &e.raw,
         e.extra_body.as_ref(),
-        e.percentile_metrics.as_deref(),
+        &e.percentiles,
     )
 }
 
@@ -101,8 +94,6 @@ fn template(trial: &Trial) -> Result<ChatTemplate, String> {
 /// the entry key. Returns the dataset's description for the log.
 pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
-    supports(entry)?;
-    selection(entry)?;
     template(trial)?;
     let plan = random::parse(entry, trial.step.num_prompts)?;
     let counter = counter(settings)?;
@@ -180,8 +171,7 @@ pub fn run(
     log: &mut BenchLog,
 ) -> Result<BenchOutcome, String> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
-    supports(entry)?;
-    let sel = selection(entry)?;
+    let sel = ChatSelection::of(&entry.percentiles);
     let template = Arc::new(template(trial)?);
     let plan = random::parse(entry, trial.step.num_prompts)?;
     let counter = Arc::new(counter(settings)?);

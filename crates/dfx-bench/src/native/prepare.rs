@@ -111,15 +111,11 @@ pub(crate) fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
 
 /// Checks, before any server starts, what [`prepare`] will need of `trial`'s entry: the
 /// dataset resolves, `meta.lst` parses with the fields its task needs, every reference
-/// clip of a voice-clone dataset exists and decodes, the percentile selection parses.
-/// Returns the dataset's description for the log.
+/// clip of a voice-clone dataset exists and decodes (the percentile keys were checked
+/// when the plan was built). Returns the dataset's description for the log.
 pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
     let kind = dataset_kind(entry)?;
-    Selection::parse(
-        entry.percentile_metrics.as_deref(),
-        entry.metric_percentiles.as_deref(),
-    )?;
     if kind == DatasetKind::SeedTtsText && !has_voice(entry) {
         return Err(
             "seed-tts-text sends no reference audio, so the request needs a voice: \
@@ -231,10 +227,7 @@ pub fn prepare(
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
     let kind = dataset_kind(entry)?;
-    let selection = Selection::parse(
-        entry.percentile_metrics.as_deref(),
-        entry.metric_percentiles.as_deref(),
-    )?;
+    let selection = Selection::of(&entry.percentiles);
     if !selection.ignored.is_empty() {
         notes.push(format!(
             "percentile-metrics: {} not reported for TTS (vllm-omni writes no ttft keys)",

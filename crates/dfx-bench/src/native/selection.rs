@@ -1,4 +1,7 @@
-//! `percentile-metrics` and `metric-percentiles` of an entry, parsed once per step.
+//! Which statistics blocks a step reports, from the entry's `percentile-metrics` and
+//! `metric-percentiles` ([`PercentileKeys`], parsed and checked when the plan was built).
+
+use dfx_core::plan::PercentileKeys;
 
 /// An audio metric that can be selected in `percentile-metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,14 +61,9 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Parses the entry's strings.
-    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, String> {
-        let names: Vec<&str> = metrics
-            .unwrap_or(DEFAULT_PERCENTILE_METRICS)
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
+    /// The selection of an entry's keys, parsed and checked when the plan was built.
+    pub fn of(keys: &PercentileKeys) -> Self {
+        let names = keys.metric_names(DEFAULT_PERCENTILE_METRICS);
         let mut out = Vec::new();
         let mut ignored = Vec::new();
         if names.contains(&"e2el") {
@@ -87,18 +85,20 @@ impl Selection {
                 out.push(Metric::Audio(m));
             }
         }
-        // Validated at load (dfx-core's one parser); an error here is still reported.
-        let ps =
-            dfx_core::bounds::parse_percentiles(percentiles.unwrap_or("99")).map_err(|why| {
-                format!(
-                    "metric-percentiles: {why} (accepted: a comma-separated list such as 50,90,99)"
-                )
-            })?;
-        Ok(Selection {
+        Selection {
             metrics: out,
-            percentiles: ps,
+            percentiles: keys.percentiles().to_vec(),
             ignored,
-        })
+        }
+    }
+
+    /// Parses the strings as the plan does ([`PercentileKeys::parse`]), then
+    /// [`Selection::of`]; for tests and tools that start from the strings.
+    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, String> {
+        let keys = PercentileKeys::parse(metrics, percentiles).map_err(|why| {
+            format!("metric-percentiles: {why} (accepted: a comma-separated list such as 50,90,99)")
+        })?;
+        Ok(Selection::of(&keys))
     }
 
     /// Whether `m` is selected.

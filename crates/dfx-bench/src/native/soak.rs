@@ -13,9 +13,10 @@
 
 use std::time::Instant;
 
+use dfx_core::plan::{BenchEntry, SoakKeys};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::dataset::{DatasetKind, Row};
 use super::record::RequestRecord;
@@ -32,43 +33,22 @@ pub struct SoakPlan {
     pub words: (u64, u64),
 }
 
-/// Upper bound of a text length, words (a TTS request of 1000 tokens is already long).
-const MAX_WORDS: u64 = 4000;
-
-/// Reads the soak parameters of a stability entry (`duration_sec` default 300, the batch
-/// is the step's `num_prompts`, `random_input_len` default 20 words).
-pub fn plan(raw: &Map<String, Value>, batch: u64, scale: f64) -> Result<SoakPlan, String> {
-    let duration = raw
-        .get("duration_sec")
-        .and_then(Value::as_f64)
-        .unwrap_or(300.0);
-    let words = match raw.get("random_input_len") {
-        None | Some(Value::Null) => (20, 20),
-        Some(v) => range(v).ok_or_else(|| {
-            format!("random_input_len {v}: accepted a number, [lo, hi], {{\"min\": lo, \"max\": hi}} or \"lo-hi\"")
-        })?,
-    };
-    let (lo, hi) = (words.0.clamp(1, MAX_WORDS), words.1.clamp(1, MAX_WORDS));
-    Ok(SoakPlan {
-        seconds: duration * scale,
+/// The soak of a stability entry: its `duration_sec` × `scale` and `random_input_len`
+/// (parsed and bounded at load, [`SoakKeys`]); the batch is the step's `num_prompts`.
+pub fn plan(keys: &SoakKeys, batch: u64, scale: f64) -> SoakPlan {
+    SoakPlan {
+        seconds: keys.duration_s * scale,
         batch: usize::try_from(batch.max(1)).unwrap_or(1),
-        words: (lo.min(hi), lo.max(hi)),
-    })
+        words: keys.words,
+    }
 }
 
-/// Upstream's accepted range forms; reversed bounds are swapped.
-fn range(v: &Value) -> Option<(u64, u64)> {
-    let pair = match v {
-        Value::Number(n) => (n.as_u64()?, n.as_u64()?),
-        Value::Array(a) if a.len() == 2 => (a[0].as_u64()?, a[1].as_u64()?),
-        Value::Object(o) => (o.get("min")?.as_u64()?, o.get("max")?.as_u64()?),
-        Value::String(s) => match s.split_once('-') {
-            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
-            None => (s.trim().parse().ok()?, s.trim().parse().ok()?),
-        },
-        _ => return None,
-    };
-    Some((pair.0.min(pair.1), pair.0.max(pair.1)))
+/// The soak keys of a stability entry, or why `entry` is not one.
+pub fn keys(entry: &BenchEntry) -> Result<&SoakKeys, String> {
+    entry
+        .runner
+        .soak()
+        .ok_or_else(|| "not a stability entry".to_string())
 }
 
 const WORDS: [&str; 24] = [
@@ -252,28 +232,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranges_in_upstream_forms() {
-        for (v, want) in [
-            (json!(5), (5, 5)),
-            (json!([9, 3]), (3, 9)),
-            (json!({"min": 0, "max": 1000}), (0, 1000)),
-            (json!("10-20"), (10, 20)),
-            (json!("7"), (7, 7)),
-        ] {
-            assert_eq!(range(&v), Some(want), "{v}");
-        }
-        assert_eq!(range(&json!("x")), None);
-        let p = plan(
-            &json!({"random_input_len": {"min": 0, "max": 99999}})
-                .as_object()
-                .unwrap()
-                .clone(),
-            50,
-            0.001,
-        )
-        .unwrap();
-        assert_eq!(p.words, (1, MAX_WORDS));
+    fn the_plan_scales_the_duration_and_keeps_the_words() {
+        // The forms of `random_input_len` are parsed at load (dfx_core::runner_keys).
+        let keys = SoakKeys {
+            duration_s: dfx_core::runner_keys::DEFAULT_SOAK_DURATION_S,
+            words: (1, dfx_core::runner_keys::MAX_SOAK_WORDS),
+        };
+        let p = plan(&keys, 50, 0.001);
+        assert_eq!(p.words, (1, 4000));
+        assert_eq!(p.batch, 50);
         assert!((p.seconds - 0.3).abs() < 1e-9);
+        assert_eq!(plan(&keys, 0, 1.0).batch, 1);
     }
 
     #[test]

@@ -26,11 +26,8 @@ impl NativeBench {
     ) -> Result<BenchOutcome, String> {
         let (trial, entry) = (ctx.trial, &ctx.trial.entry);
         let s = &self.settings;
-        let plan = soak::plan(&entry.raw, trial.step.num_prompts, s.duration_scale)?;
-        let selection = Selection::parse(
-            entry.percentile_metrics.as_deref(),
-            entry.metric_percentiles.as_deref(),
-        )?;
+        let plan = soak::plan(soak::keys(entry)?, trial.step.num_prompts, s.duration_scale);
+        let selection = Selection::of(&entry.percentiles);
         log.write(&format!(
             "soak: {:.1} s (duration_sec × {}), batches of {}, texts of {}–{} words",
             plan.seconds, s.duration_scale, plan.batch, plan.words.0, plan.words.1

@@ -12,7 +12,7 @@ use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use base64::Engine;
-use dfx_core::plan::{BenchEntry, Dialect, SourceRef, StepKind, SweepStep, Trial};
+use dfx_core::plan::{BenchEntry, Dialect, PercentileKeys, SourceRef, StepKind, SweepStep, Trial};
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value, json};
 
@@ -200,8 +200,11 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
         endpoint: s("endpoint").or(Some("/v1/chat/completions".into())),
         dataset_path: s("dataset_path"),
         seed_tts_locale: None,
-        percentile_metrics: s("percentile-metrics"),
-        metric_percentiles: s("metric-percentiles"),
+        percentiles: PercentileKeys::parse(
+            s("percentile-metrics").as_deref(),
+            s("metric-percentiles").as_deref(),
+        )
+        .expect("valid percentile keys"),
         extra_body: raw.get("extra_body").and_then(Value::as_object).cloned(),
         num_warmups: raw
             .get("num_warmups")
@@ -219,6 +222,7 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
         repeats: None,
         capacity: None,
         load: Default::default(),
+        runner: Default::default(),
     };
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

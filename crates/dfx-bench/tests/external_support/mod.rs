@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use dfx_bench::external::{ExternalSettings, VllmBench};
 use dfx_core::bench::BenchContext;
-use dfx_core::plan::{BenchEntry, Dialect, StepKind, SweepStep, Trial, python_float_str};
+use dfx_core::plan::{
+    BenchEntry, Dialect, PercentileKeys, StepKind, SweepStep, Trial, python_float_str,
+};
 use serde_json::{Map, Value};
 
 /// The upstream reference data (see `dfx_core::reference`); missing data fails the test.
@@ -81,8 +83,11 @@ pub fn entry_from_raw(
         endpoint: s("endpoint"),
         dataset_path: s("dataset_path"),
         seed_tts_locale: s("seed_tts_locale"),
-        percentile_metrics: s("percentile-metrics"),
-        metric_percentiles: s("metric-percentiles"),
+        percentiles: PercentileKeys::parse(
+            s("percentile-metrics").as_deref(),
+            s("metric-percentiles").as_deref(),
+        )
+        .expect("valid percentile keys"),
         extra_body: raw.get("extra_body").and_then(Value::as_object).cloned(),
         num_warmups: raw
             .get("num_warmups")
@@ -100,6 +105,7 @@ pub fn entry_from_raw(
         repeats: None,
         capacity: None,
         load: Default::default(),
+        runner: Default::default(),
     }
 }
 

@@ -10,7 +10,9 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use dfx_core::plan::{BenchEntry, Dialect, LoadSpec, SourceRef, StepKind, SweepStep, Trial};
+use dfx_core::plan::{
+    BenchEntry, Dialect, LoadSpec, PercentileKeys, SourceRef, StepKind, SweepStep, Trial,
+};
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value};
 
@@ -249,8 +251,8 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         endpoint: Some("/v1/audio/speech".into()),
         dataset_path: Some(s.dataset_path.into()),
         seed_tts_locale: Some("en".into()),
-        percentile_metrics: s.percentile_metrics.map(String::from),
-        metric_percentiles: s.metric_percentiles.map(String::from),
+        percentiles: PercentileKeys::parse(s.percentile_metrics, s.metric_percentiles)
+            .expect("valid percentile keys"),
         extra_body,
         num_warmups: s.num_warmups,
         burstiness: s.burstiness,
@@ -265,6 +267,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
         repeats: None,
         capacity: None,
         load: s.load,
+        runner: Default::default(),
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -11,7 +11,9 @@ use super::value::{opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
 use crate::diag::{Ctx, Errs, json_type};
-use crate::plan::{BenchEntry, CaseKeys, ConnectionMode, Dialect, StepKind, SweepStep};
+use crate::plan::{
+    BenchEntry, CaseKeys, ConnectionMode, Dialect, PercentileKeys, StepKind, SweepStep,
+};
 
 /// Why diffusion-dialect trials cannot run when no diffusion bench is configured.
 pub const DIFFUSION_UNSUPPORTED: &str = "diffusion dialect (image/video generation, kebab-case \
@@ -140,19 +142,7 @@ fn omni_entry(
         None => s("metric_percentiles", &raw.metric_percentiles, errs)
             .map(|p| ("metric_percentiles", p)),
     };
-    if let Some((key, text)) = &metric_percentiles
-        && let Err(why) = bounds::parse_percentiles(text)
-    {
-        errs.push(ctx.err(
-            key,
-            format!("invalid value {text:?}: {why}"),
-            &format!(
-                "a comma-separated list of up to {} numbers from 0 to 100, e.g. \"50,90,99\"",
-                bounds::MAX_PERCENTILES
-            ),
-        ));
-    }
-    let metric_percentiles = metric_percentiles.map(|(_, p)| p);
+    let percentiles = percentile_keys(ctx, percentile_metrics, metric_percentiles, errs);
     opt_bool(
         ctx,
         "seed_tts_wer_eval",
@@ -168,8 +158,7 @@ fn omni_entry(
         endpoint: s("endpoint", &raw.endpoint, errs),
         dataset_path: s("dataset_path", &raw.dataset_path, errs),
         seed_tts_locale: s("seed_tts_locale", &raw.seed_tts_locale, errs),
-        percentile_metrics,
-        metric_percentiles,
+        percentiles,
         extra_body: opt_object(ctx, "extra_body", raw.extra_body.as_ref(), errs),
         num_warmups: opt_uint(
             ctx,
@@ -197,6 +186,7 @@ fn omni_entry(
         connection: connection_key(ctx, raw.connection.as_ref(), errs),
         capacity,
         load,
+        runner: Default::default(),
     };
     let baseline = raw
         .baseline
@@ -211,6 +201,28 @@ fn omni_entry(
         steps,
         baseline,
         suffix_parts: [task, eval_phase, dataset_name],
+    })
+}
+
+/// `percentile-metrics` and `metric-percentiles` (`key`, text) parsed into the plan's
+/// [`PercentileKeys`]; a value that is not a list of percentiles is an error at `key`.
+pub(crate) fn percentile_keys(
+    ctx: &Ctx<'_>,
+    metrics: Option<String>,
+    percentiles: Option<(&str, String)>,
+    errs: &mut Errs,
+) -> PercentileKeys {
+    let text = percentiles.as_ref().map(|(_, p)| p.as_str());
+    PercentileKeys::parse(metrics.as_deref(), text).unwrap_or_else(|why| {
+        let (key, text) = percentiles
+            .as_ref()
+            .map_or(("", ""), |(k, t)| (k, t.as_str()));
+        errs.push(ctx.err(
+            key,
+            format!("invalid value {text:?}: {why}"),
+            &crate::percentiles::accepted(),
+        ));
+        PercentileKeys::default()
     })
 }
 
@@ -331,8 +343,7 @@ fn diffusion_entry(
         endpoint,
         dataset_path: None,
         seed_tts_locale: None,
-        percentile_metrics: None,
-        metric_percentiles: None,
+        percentiles: Default::default(),
         extra_body: None,
         num_warmups: None,
         repeats: None,
@@ -347,6 +358,7 @@ fn diffusion_entry(
         case: case_keys.clone(),
         connection: None,
         load: Default::default(),
+        runner: Default::default(),
     };
     Some(EntryDraft {
         raw_index,

@@ -16,6 +16,10 @@ use crate::baseline::shape::parse_baseline;
 use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS, MIN_RATE};
 use crate::diag::{Ctx, Errs};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
+use crate::runner_keys::{
+    ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_SOAK_DURATION_S, DEFAULT_SOAK_WORDS,
+    DuplexKeys, RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys, soak_words,
+};
 
 /// Why the external bench (`vllm bench serve --omni`) does not run native-duplex entries.
 pub const NATIVE_DUPLEX_EXTERNAL: &str = "native-duplex entries run upstream under \
@@ -63,8 +67,9 @@ fn draft(
             endpoint: s("endpoint"),
             dataset_path: s("dataset_path"),
             seed_tts_locale: None,
-            percentile_metrics: s("percentile-metrics").or_else(|| s("percentile_metrics")),
-            metric_percentiles: s("metric-percentiles").or_else(|| s("metric_percentiles")),
+            // A stability entry's are set by `stability_entry`; the native-duplex runner
+            // reports its own medians, no percentiles.
+            percentiles: Default::default(),
             extra_body: obj.get("extra_body").and_then(Value::as_object).cloned(),
             num_warmups: None,
             repeats: None,
@@ -79,6 +84,7 @@ fn draft(
             case: Default::default(),
             connection: None,
             load: Default::default(),
+            runner: RunnerKeys::None,
         },
         steps: vec![step],
         baseline: None,
@@ -157,6 +163,7 @@ pub(crate) fn native_duplex_entry(
     d.baseline = obj
         .get("baseline")
         .and_then(|b| parse_baseline(ctx, b, errs));
+    d.entry.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(obj));
     (errs.len() == n).then_some(d)
 }
 
@@ -179,7 +186,10 @@ pub(crate) fn stability_entry(
     .unwrap_or(20)
     .max(1);
     let duration = obj.get("duration_sec");
-    super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs);
+    let duration_s =
+        super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs)
+            .unwrap_or(DEFAULT_SOAK_DURATION_S);
+    let words = soak_words_key(ctx, obj.get("random_input_len"), errs);
     let conc = obj.get("max_concurrency").filter(|v| !v.is_null());
     let rate = obj.get("request_rate").filter(|v| !v.is_null());
     let kind = match (conc, rate) {
@@ -217,9 +227,46 @@ pub(crate) fn stability_entry(
         }
     };
     let connection = super::entry::connection_key(ctx, obj.get("connection"), errs);
+    let percentiles = stability_percentiles(ctx, obj, errs);
     let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
     d.entry.connection = connection;
+    d.entry.percentiles = percentiles;
+    d.entry.runner = RunnerKeys::Stability(SoakKeys { duration_s, words });
     (errs.len() == n).then_some(d)
+}
+
+/// `random_input_len` of a stability entry: the soak's text lengths in words.
+fn soak_words_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> (u64, u64) {
+    let fallback = (DEFAULT_SOAK_WORDS, DEFAULT_SOAK_WORDS);
+    match v {
+        None | Some(Value::Null) => fallback,
+        Some(v) => soak_words(v).unwrap_or_else(|| {
+            errs.push(ctx.err(
+                "random_input_len",
+                format!("invalid value {v}"),
+                SOAK_WORDS_ACCEPTED,
+            ));
+            fallback
+        }),
+    }
+}
+
+/// The percentile keys of a stability entry: string values only (as upstream's stability
+/// runner passes them on; any other value is not read), the dashed spelling first, a
+/// `metric-percentiles` that is not a list of percentiles refused.
+fn stability_percentiles(
+    ctx: &Ctx<'_>,
+    obj: &Map<String, Value>,
+    errs: &mut Errs,
+) -> crate::plan::PercentileKeys {
+    let text = |k: &'static str| {
+        obj.get(k)
+            .and_then(Value::as_str)
+            .map(|s| (k, s.to_string()))
+    };
+    let metrics = text("percentile-metrics").or_else(|| text("percentile_metrics"));
+    let percentiles = text("metric-percentiles").or_else(|| text("metric_percentiles"));
+    super::entry::percentile_keys(ctx, metrics.map(|(_, m)| m), percentiles, errs)
 }
 
 /// Keys a contract entry may carry.
@@ -247,7 +294,9 @@ pub(crate) fn contract_entry(
         super::value::opt_bool(ctx, "voice_lifecycle", obj.get("voice_lifecycle"), errs);
     check_scenarios(ctx, obj.get("scenarios"), lifecycle, errs);
     let timeout = obj.get("timeout_s");
-    super::value::check_seconds(ctx, "timeout_s", timeout, MAX_CONTRACT_TIMEOUT_S, errs);
+    let timeout_s =
+        super::value::check_seconds(ctx, "timeout_s", timeout, MAX_CONTRACT_TIMEOUT_S, errs)
+            .unwrap_or(DEFAULT_CONTRACT_TIMEOUT_S);
     for key in obj.keys().filter(|k| !CONTRACT_KEYS.contains(&k.as_str())) {
         errs.push(ctx.err(
             key,
@@ -258,7 +307,11 @@ pub(crate) fn contract_entry(
     if errs.len() != n {
         return None;
     }
-    let count = crate::contract::selected(obj).len() as u64;
+    let scenarios: Vec<&'static str> = crate::contract::selected(obj)
+        .iter()
+        .map(|s| s.name)
+        .collect();
+    let count = scenarios.len() as u64;
     if count == 0 {
         errs.push(ctx.err(
             "voice_lifecycle",
@@ -269,7 +322,12 @@ pub(crate) fn contract_entry(
     }
     let mut st = step(StepKind::Concurrency { max_concurrency: 1 }, count);
     st.label = "contract".into();
-    Some(draft(raw_index, obj, Dialect::Contract, st))
+    let mut d = draft(raw_index, obj, Dialect::Contract, st);
+    d.entry.runner = RunnerKeys::Contract(ContractKeys {
+        scenarios,
+        timeout_s,
+    });
+    Some(d)
 }
 
 /// `scenarios`: a non-empty array of known names, each once, not `voice_lifecycle` when

@@ -256,17 +256,11 @@ fn result_doc(
     }
     let duration = duration.max(1e-3);
     let audio: f64 = ok.iter().map(|r| r.audio_s).sum();
-    let percentiles: Vec<f64> = entry
-        .metric_percentiles
-        .as_deref()
-        .unwrap_or("99")
-        .split(',')
-        .filter_map(|p| p.trim().parse().ok())
-        .collect();
-    let selected = entry
-        .percentile_metrics
-        .as_deref()
-        .unwrap_or("ttft,e2el,audio_rtf,audio_ttfp,audio_duration");
+    let percentiles: Vec<f64> = entry.percentiles.percentiles().to_vec();
+    let ttft_selected = entry
+        .percentiles
+        .metric_names("ttft,e2el,audio_rtf,audio_ttfp,audio_duration")
+        .contains(&"ttft");
     let mut doc = ResultDoc::new();
     let backend = entry
         .backend
@@ -322,7 +316,7 @@ fn result_doc(
     doc.insert("num_audio_ttfp_samples".into(), json!(completed));
     doc.insert("num_audio_rtf_samples".into(), json!(completed));
     let col = |f: fn(&Request) -> f64| ok.iter().map(|r| f(r)).collect::<Vec<f64>>();
-    if selected.split(',').any(|m| m.trim() == "ttft") && backend != "openai-audio-speech" {
+    if ttft_selected && backend != "openai-audio-speech" {
         add_stats(&mut doc, "ttft", "_ms", &col(|r| r.ttfp_ms), &percentiles);
     }
     add_stats(&mut doc, "e2el", "_ms", &col(|r| r.e2el_ms), &percentiles);

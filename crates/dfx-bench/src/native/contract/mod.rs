@@ -17,13 +17,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use dfx_core::bench::{BenchContext, BenchOutcome};
-use dfx_core::contract::{Scenario, is_clone_model, selected};
+use dfx_core::contract::{Scenario, is_clone_model, scenario};
 
 use self::http::{Reply, Target};
 use super::log::BenchLog;
-
-/// Per-request timeout without `timeout_s`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What one scenario saw: the reply (`got`) and, when it failed, what differed.
 #[derive(Debug, Clone, Default)]
@@ -193,23 +190,21 @@ pub fn result_doc(outcomes: &[Outcome], model: &str, hardware: &str) -> Map<Stri
     d
 }
 
-/// The entry's `timeout_s` (validated at load), else [`DEFAULT_TIMEOUT`].
-pub fn timeout(raw: &Map<String, Value>) -> Duration {
-    raw.get("timeout_s")
-        .and_then(Value::as_f64)
-        .filter(|t| *t > 0.0 && *t <= dfx_core::config::MAX_CONTRACT_TIMEOUT_S)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
-}
-
 /// Runs a contract trial: every selected scenario, `records.jsonl` (one line each),
 /// `bench.log` and the result document.
 pub fn run(ctx: &BenchContext<'_>, log: &mut BenchLog) -> Result<BenchOutcome, String> {
-    let entry = &ctx.trial.entry;
-    let scenarios = selected(&entry.raw);
+    let keys = ctx
+        .trial
+        .entry
+        .runner
+        .contract()
+        .ok_or_else(|| "not a contract entry".to_string())?;
+    let scenarios: Vec<&'static Scenario> =
+        keys.scenarios.iter().filter_map(|n| scenario(n)).collect();
     let target = Target {
         base_url: ctx.base_url.clone(),
         model: ctx.trial.server.model.clone(),
-        timeout: timeout(&entry.raw),
+        timeout: Duration::from_secs_f64(keys.timeout_s),
     };
     log.write(&format!(
         "contract: {} scenario(s) against {} (model {}, {:?} per request)",

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
-use dfx_core::plan::{BenchEntry, Dialect};
+use dfx_core::plan::{BenchEntry, Dialect, DuplexKeys};
 
 use self::metrics::TurnAt;
 use self::result::{DocFacts, Measurement};
@@ -29,8 +29,6 @@ use super::progress::Progress;
 
 /// The one workload upstream's runner accepts.
 pub const WORKLOAD: &str = "native-duplex-audio";
-/// Upstream's default `timeout_s` of a wait.
-pub const DEFAULT_TIMEOUT_S: f64 = 180.0;
 /// Wait for `session.created` / `session.closed` (upstream's fixed 20 s).
 pub const HANDSHAKE: Duration = Duration::from_secs(20);
 
@@ -46,66 +44,65 @@ pub struct Params {
 }
 
 impl Params {
-    /// Reads `sessions`, `turns`, `warmups`, `repeats` (upstream: sessions, turns > 0,
-    /// warmups ≥ 1, repeats ≥ 2), `realtime_input` (default true), `timeout_s`
-    /// (default 180 s).
-    pub fn of(raw: &serde_json::Map<String, Value>) -> Result<Params, String> {
-        let n = |k: &str, min: u64| -> Result<usize, String> {
-            match raw.get(k).and_then(Value::as_u64) {
+    /// The run's parameters from the entry's keys (parsed at load): `sessions`, `turns`,
+    /// `warmups`, `repeats` (upstream: sessions, turns > 0, warmups ≥ 1, repeats ≥ 2),
+    /// `realtime_input` (default true), `timeout_s` (default 180 s); why not when one is
+    /// missing or `timeout_s` cannot be used.
+    pub fn of(keys: &DuplexKeys) -> Result<Params, String> {
+        let n = |k: &str, v: Option<u64>, min: u64| -> Result<usize, String> {
+            match v {
                 Some(v) if v >= min => Ok(v as usize),
                 _ => Err(format!(
                     "native-duplex entry needs `{k}`, an integer ≥ {min}"
                 )),
             }
         };
-        let timeout = match raw.get("timeout_s") {
-            None | Some(Value::Null) => DEFAULT_TIMEOUT_S,
-            Some(v) => v
-                .as_f64()
-                .filter(|t| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
-                .ok_or_else(|| format!("invalid timeout_s {v}: seconds > 0"))?,
-        };
+        let timeout = keys
+            .timeout_s
+            .clone()
+            .map_err(|v| format!("invalid timeout_s {v}: seconds > 0"))?;
         Ok(Params {
-            sessions: n("sessions", 1)?,
-            turns: n("turns", 1)?,
-            warmups: n("warmups", 1)?,
-            repeats: n("repeats", 2)?,
-            realtime_input: raw
-                .get("realtime_input")
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
+            sessions: n("sessions", keys.sessions, 1)?,
+            turns: n("turns", keys.turns, 1)?,
+            warmups: n("warmups", keys.warmups, 1)?,
+            repeats: n("repeats", keys.repeats, 2)?,
+            realtime_input: keys.realtime_input,
             timeout: Duration::from_secs_f64(timeout),
         })
     }
+}
+
+/// The native-duplex keys of `entry`, or why it has none.
+fn keys(entry: &BenchEntry) -> Result<&DuplexKeys, String> {
+    entry
+        .runner
+        .duplex()
+        .ok_or_else(|| "not a native-duplex entry".to_string())
 }
 
 /// Whether the native bench runs `entry` (a native-duplex entry of workload
 /// [`WORKLOAD`]), else why not.
 pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     let refuse = |s: String| Err(Unsupported(s));
-    if entry.dialect != Dialect::NativeDuplex {
-        return refuse("not a native-duplex entry".into());
-    }
-    let workload = entry.raw.get("workload").and_then(Value::as_str);
+    let keys = match keys(entry) {
+        Ok(k) if entry.dialect == Dialect::NativeDuplex => k,
+        _ => return refuse("not a native-duplex entry".into()),
+    };
+    let workload = keys.workload.as_deref();
     if workload != Some(WORKLOAD) {
         return refuse(format!(
             "native-duplex runner implements workload {WORKLOAD} only (upstream's rule); got {}",
             workload.unwrap_or("(none)")
         ));
     }
-    if entry
-        .raw
-        .get("profile_stages")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-    {
+    if keys.profile_stages {
         return refuse(
             "profile_stages (upstream's /start_profile and /stop_profile around the first measured trial) \
              is not implemented by the native bench"
                 .into(),
         );
     }
-    Params::of(&entry.raw).map(|_| ()).map_err(Unsupported)
+    Params::of(keys).map(|_| ()).map_err(Unsupported)
 }
 
 /// A 32-hex suffix for session ids (upstream: `uuid4().hex`).
@@ -202,7 +199,7 @@ pub fn run(
     ctx: &BenchContext<'_>,
     log: &mut BenchLog,
 ) -> Result<BenchOutcome, String> {
-    let p = Params::of(&ctx.trial.entry.raw)?;
+    let p = Params::of(keys(&ctx.trial.entry)?)?;
     if let Some(note) = super::fds::ensure(p.sessions)? {
         log.write(&note);
     }

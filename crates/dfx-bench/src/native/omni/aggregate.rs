@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use dfx_core::plan::PercentileKeys;
 use dfx_core::result::ResultDoc;
 
 use super::record::ChatRecord;
@@ -52,14 +53,10 @@ pub struct ChatSelection {
 pub const DEFAULT_CHAT_METRICS: &str = crate::native::selection::DEFAULT_PERCENTILE_METRICS;
 
 impl ChatSelection {
-    /// Parses the entry's strings (`tpop` is upstream's alias of `tpot`).
-    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, String> {
-        let names: Vec<&str> = metrics
-            .unwrap_or(DEFAULT_CHAT_METRICS)
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
+    /// The selection of an entry's keys (parsed when the plan was built; `tpop` is
+    /// upstream's alias of `tpot`).
+    pub fn of(keys: &PercentileKeys) -> Self {
+        let names = keys.metric_names(DEFAULT_CHAT_METRICS);
         let mut text = Vec::new();
         for (n, m) in [
             ("ttft", TextMetric::Ttft),
@@ -88,14 +85,12 @@ impl ChatSelection {
                 audio.push(a);
             }
         }
-        let percentiles = dfx_core::bounds::parse_percentiles(percentiles.unwrap_or("99"))
-            .map_err(|why| format!("metric-percentiles: {why}"))?;
-        Ok(ChatSelection {
+        ChatSelection {
             text,
             audio,
-            percentiles,
+            percentiles: keys.percentiles().to_vec(),
             ignored,
-        })
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 use base64::Engine;
 use dfx_core::lenient::python_truthy;
+use dfx_core::plan::PercentileKeys;
 use serde_json::{Map, Value};
 
 use crate::native::random::RequestSpec;
@@ -34,13 +35,13 @@ pub struct ChatTemplate {
 }
 
 impl ChatTemplate {
-    /// The template of an entry: `raw` its keys as written, `percentile_metrics` its
-    /// selection string (as written: upstream does not trim the names).
+    /// The template of an entry: `raw` its keys as written, `percentiles` its selection
+    /// (the names as written: upstream does not trim them).
     pub fn new(
         model: &str,
         raw: &Map<String, Value>,
         extra_body: Option<&Map<String, Value>>,
-        percentile_metrics: Option<&str>,
+        percentiles: &PercentileKeys,
     ) -> Result<ChatTemplate, String> {
         let norm: Map<String, Value> = raw
             .iter()
@@ -57,13 +58,14 @@ impl ChatTemplate {
         for (k, v) in &body {
             extra.insert(k.clone(), v.clone());
         }
-        let names: Vec<&str> = percentile_metrics.unwrap_or("").split(',').collect();
+        let names = percentiles.metrics_as_written().unwrap_or_default();
+        let names_any = |n: &str| names.iter().any(|x| x == n);
         let wants_image = body
             .get("modalities")
             .and_then(Value::as_array)
             .is_some_and(|m| m.iter().any(|x| x == "image"));
         let print_stage = python_truthy(norm.get("print_stage"));
-        if (names.contains(&"tpot") || names.contains(&"itl") || wants_image || print_stage)
+        if (names_any("tpot") || names_any("itl") || wants_image || print_stage)
             && !extra.contains_key("return_stage_metrics")
         {
             extra.insert("return_stage_metrics".into(), Value::Bool(true));

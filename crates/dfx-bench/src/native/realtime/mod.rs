@@ -85,15 +85,11 @@ pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
         .map_err(Unsupported)
 }
 
-/// What [`crate::native::prepare::preflight`] checks, for realtime entries: the percentile
-/// selection parses and the dataset resolves and loads.
+/// What [`crate::native::prepare::preflight`] checks, for realtime entries: the dataset
+/// resolves and loads.
 pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
     let kind = super::prepare::dataset_kind(entry)?;
-    Selection::parse(
-        entry.percentile_metrics.as_deref(),
-        entry.metric_percentiles.as_deref(),
-    )?;
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
     let mut notes = Vec::new();
     super::prepare::load_dataset(settings, trial, kind, locale, &mut notes)?;
@@ -185,10 +181,7 @@ pub fn run(
 ) -> Result<BenchOutcome, String> {
     let trial = ctx.trial;
     let entry = &trial.entry;
-    let sel = Selection::parse(
-        entry.percentile_metrics.as_deref(),
-        entry.metric_percentiles.as_deref(),
-    )?;
+    let sel = Selection::of(&entry.percentiles);
     let mut p = prepare::prepare(settings, ctx)?;
     for n in &p.notes {
         log.write(n);
@@ -261,10 +254,7 @@ fn conclude(
         peak_inflight: peak,
     };
     let rf = result::RealtimeFacts {
-        ttft_selected: entry
-            .percentile_metrics
-            .as_deref()
-            .is_some_and(|m| m.split(',').any(|x| x.trim() == "ttft")),
+        ttft_selected: entry.percentiles.names("ttft"),
         save_duplex: entry
             .extra_body
             .as_ref()

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use dfx_core::bench::{BenchContext, BenchOutcome};
+use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Trial};
 
 use self::aggregate::{ChatFacts, ChatSelection};
@@ -56,20 +56,20 @@ pub fn is_chat(entry: &BenchEntry) -> bool {
 }
 
 /// Whether the native bench can serve a chat entry, with the reason when not.
-pub fn supports(entry: &BenchEntry) -> Result<(), String> {
+pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     let dataset = entry.dataset_name.as_deref().unwrap_or("(none)");
     if !CHAT_DATASETS.contains(&dataset) {
-        return Err(format!(
-            "native bench runs openai-chat-omni with datasets {} only; got dataset {dataset}",
-            CHAT_DATASETS.join(", ")
-        ));
+        return Err(Unsupported::ChatDataset {
+            dataset: entry.dataset_name.clone(),
+            accepted: &CHAT_DATASETS,
+        });
     }
     match entry.endpoint.as_deref() {
         Some(CHAT_ENDPOINT) => Ok(()),
-        other => Err(format!(
-            "native bench runs openai-chat-omni on endpoint {CHAT_ENDPOINT} only; got {}",
-            other.unwrap_or("(none: upstream's default /v1/completions)")
-        )),
+        _ => Err(Unsupported::ChatEndpoint {
+            endpoint: entry.endpoint.clone(),
+            expected: CHAT_ENDPOINT,
+        }),
     }
 }
 
@@ -101,7 +101,7 @@ fn template(trial: &Trial) -> Result<ChatTemplate, String> {
 /// the entry key. Returns the dataset's description for the log.
 pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
-    supports(entry)?;
+    supports(entry).map_err(|u| u.to_string())?;
     selection(entry)?;
     template(trial)?;
     let plan = random::parse(entry, trial.step.num_prompts)?;
@@ -180,7 +180,7 @@ pub fn run(
     log: &mut BenchLog,
 ) -> Result<BenchOutcome, String> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
-    supports(entry)?;
+    supports(entry).map_err(|u| u.to_string())?;
     let sel = selection(entry)?;
     let template = Arc::new(template(trial)?);
     let plan = random::parse(entry, trial.step.num_prompts)?;

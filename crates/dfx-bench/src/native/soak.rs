@@ -35,18 +35,25 @@ pub struct SoakPlan {
 /// Upper bound of a text length, words (a TTS request of 1000 tokens is already long).
 const MAX_WORDS: u64 = 4000;
 
+/// A `random_input_len` of none of upstream's range forms.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "random_input_len {value}: accepted a number, [lo, hi], {{\"min\": lo, \"max\": hi}} or \"lo-hi\""
+)]
+pub struct RangeError {
+    pub value: Value,
+}
+
 /// Reads the soak parameters of a stability entry (`duration_sec` default 300, the batch
 /// is the step's `num_prompts`, `random_input_len` default 20 words).
-pub fn plan(raw: &Map<String, Value>, batch: u64, scale: f64) -> Result<SoakPlan, String> {
+pub fn plan(raw: &Map<String, Value>, batch: u64, scale: f64) -> Result<SoakPlan, RangeError> {
     let duration = raw
         .get("duration_sec")
         .and_then(Value::as_f64)
         .unwrap_or(300.0);
     let words = match raw.get("random_input_len") {
         None | Some(Value::Null) => (20, 20),
-        Some(v) => range(v).ok_or_else(|| {
-            format!("random_input_len {v}: accepted a number, [lo, hi], {{\"min\": lo, \"max\": hi}} or \"lo-hi\"")
-        })?,
+        Some(v) => range(v).ok_or_else(|| RangeError { value: v.clone() })?,
     };
     let (lo, hi) = (words.0.clamp(1, MAX_WORDS), words.1.clamp(1, MAX_WORDS));
     Ok(SoakPlan {
@@ -263,6 +270,13 @@ mod tests {
             assert_eq!(range(&v), Some(want), "{v}");
         }
         assert_eq!(range(&json!("x")), None);
+        let bad = json!({"random_input_len": "x"});
+        assert_eq!(
+            plan(bad.as_object().unwrap(), 1, 1.0)
+                .unwrap_err()
+                .to_string(),
+            r#"random_input_len "x": accepted a number, [lo, hi], {"min": lo, "max": hi} or "lo-hi""#
+        );
         let p = plan(
             &json!({"random_input_len": {"min": 0, "max": 99999}})
                 .as_object()

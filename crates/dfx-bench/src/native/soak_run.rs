@@ -26,7 +26,8 @@ impl NativeBench {
     ) -> Result<BenchOutcome, String> {
         let (trial, entry) = (ctx.trial, &ctx.trial.entry);
         let s = &self.settings;
-        let plan = soak::plan(&entry.raw, trial.step.num_prompts, s.duration_scale)?;
+        let plan = soak::plan(&entry.raw, trial.step.num_prompts, s.duration_scale)
+            .map_err(|e| e.to_string())?;
         let selection = Selection::parse(
             entry.percentile_metrics.as_deref(),
             entry.metric_percentiles.as_deref(),

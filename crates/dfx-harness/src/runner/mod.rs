@@ -561,6 +561,8 @@ fn gpu_sampler(
 #[cfg(test)]
 mod capacity_tests;
 #[cfg(test)]
+mod combine_tests;
+#[cfg(test)]
 mod repeat_tests;
 #[cfg(test)]
 mod tests;

@@ -252,6 +252,61 @@ mod tests {
     }
 
     #[test]
+    fn fixed_texts_are_the_former_literals() {
+        let cases: [(Unsupported, &str); 7] = [
+            (
+                Unsupported::RealtimeProtocol {
+                    backend: "openai-realtime-chat",
+                    implemented: &["a", "b"],
+                },
+                "backend openai-realtime-chat is newer than vllm-omni 0.30.0 and its protocol is not available to dfx-perf (how realtime_trigger explicit/vad start a turn: the commit event, the server-VAD session keys, the events it answers with); the native bench implements a, b only",
+            ),
+            (
+                Unsupported::RealtimeOmniInteract,
+                "the OmniInteract variant of openai-realtime-duplex (the dataset's 16 kHz clips with 1 fps JPEG video_frames, --omniinteract-ref-audio, the explicit final commit and the judge's accuracy scoring) is not implemented by the native bench",
+            ),
+            (
+                Unsupported::ProfileStages,
+                "profile_stages (upstream's /start_profile and /stop_profile around the first measured trial) is not implemented by the native bench",
+            ),
+            (
+                Unsupported::DiffusionSoak,
+                "diffusion stability entries: upstream soaks them with diffusion_benchmark_serving.py batches; dfx-perf does not run those yet",
+            ),
+            (
+                Unsupported::LoadKeysExternal,
+                &format!(
+                    "the load keys ({}) are dfx-perf's own, run by the native bench only (`--bench native`): vllm bench serve --omni has no load shapes or saturation gate of that meaning",
+                    LOAD_KEYS.join(", ")
+                ),
+            ),
+            (
+                Unsupported::DiffusionOnVllm,
+                "diffusion-dialect entries are run upstream by run_diffusion_benchmark.py (diffusion_benchmark_serving.py), not by `vllm bench serve --omni`",
+            ),
+            (
+                Unsupported::NoDiffusionEndpoint,
+                "no diffusion endpoint: the entry's task has no default endpoint and the case sets no `benchmark_endpoint`",
+            ),
+        ];
+        for (u, want) in cases {
+            assert_eq!(u.to_string(), want);
+        }
+        assert_eq!(
+            Unsupported::NativeDuplexExternal.to_string(),
+            NATIVE_DUPLEX_EXTERNAL
+        );
+        let script = MissingProgram::NotConfigured {
+            what: "diffusion benchmark script",
+            hint: "pass --diffusion-script PATH (S) or --vllm-omni-dir DIR (D)".into(),
+        };
+        assert_eq!(
+            script.to_string(),
+            "no diffusion benchmark script: pass --diffusion-script PATH (S) or --vllm-omni-dir DIR (D)"
+        );
+    }
+
+    #[test]
     fn compared_as_values() {
         let a = Unsupported::DuplexWorkload {
             workload: Some("x".into()),

@@ -32,7 +32,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::bench::{
+    Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, MissingProgram, Unsupported,
+};
 use dfx_core::plan::{BenchEntry, Dialect};
 
 pub use command::{BenchCommand, SAMPLE_RATE_ENV, TOKEN_ENV, stamp_now, upstream_file_name};
@@ -110,7 +112,7 @@ impl ExternalSettings {
 pub struct VllmBench {
     settings: ExternalSettings,
     /// The executable, or why it cannot be used.
-    program: Result<PathBuf, String>,
+    program: Result<PathBuf, MissingProgram>,
 }
 
 impl VllmBench {
@@ -127,8 +129,8 @@ impl VllmBench {
     }
 
     /// The executable, or why the bench cannot run.
-    pub fn program(&self) -> Result<&std::path::Path, &str> {
-        self.program.as_deref().map_err(String::as_str)
+    pub fn program(&self) -> Result<&std::path::Path, &MissingProgram> {
+        self.program.as_deref()
     }
 
     /// The program, arguments and extra environment of `ctx`'s step, stamped with the
@@ -177,26 +179,28 @@ impl VllmBench {
     }
 
     /// The token's variable name and value, or the reason the run cannot start.
-    fn token(&self) -> Result<Option<(String, String)>, String> {
+    fn token(&self) -> Result<Option<(String, String)>, BenchExit> {
         let Some(name) = &self.settings.auth_token_env else {
             return Ok(None);
         };
         match std::env::var(name) {
             Ok(v) if !v.is_empty() => Ok(Some((name.clone(), v))),
-            _ => Err(format!(
-                "the auth token variable ${name} is not set (needed by the vllm bench)"
-            )),
+            _ => Err(BenchExit::TokenMissing { var: name.clone() }),
         }
     }
 }
 
-fn resolve_program(bin: Option<&std::path::Path>) -> Result<PathBuf, String> {
+fn resolve_program(bin: Option<&std::path::Path>) -> Result<PathBuf, MissingProgram> {
     match bin {
-        Some(p) => which::which(p).map_err(|e| {
-            format!("vllm executable {} cannot be used ({e}); check --vllm-bin / {VLLM_BIN_ENV}", p.display())
+        Some(p) => which::which(p).map_err(|e| MissingProgram::Unusable {
+            what: "vllm executable",
+            path: p.to_path_buf(),
+            error: e.to_string(),
+            check: format!("--vllm-bin / {VLLM_BIN_ENV}"),
         }),
-        None => which::which("vllm").map_err(|_| {
-            format!("`vllm` (vllm-omni's bench) is not on PATH; install it or pass --vllm-bin / {VLLM_BIN_ENV}")
+        None => which::which("vllm").map_err(|_| MissingProgram::NotOnPath {
+            what: "`vllm` (vllm-omni's bench)",
+            hint: format!("install it or pass --vllm-bin / {VLLM_BIN_ENV}"),
         }),
     }
 }
@@ -208,46 +212,33 @@ impl Bench for VllmBench {
 
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         if entry.dialect == Dialect::NativeDuplex {
-            return Err(Unsupported(dfx_core::config::NATIVE_DUPLEX_EXTERNAL.into()));
+            return Err(Unsupported::NativeDuplexExternal);
         }
         if entry.dialect == Dialect::Contract {
-            return Err(Unsupported(dfx_core::config::CONTRACT_EXTERNAL.into()));
+            return Err(Unsupported::ContractExternal);
         }
         if entry.dialect == Dialect::Stability && entry.case.benchmark_endpoint.is_some() {
-            return Err(Unsupported(
-                "diffusion stability entries: upstream soaks them with \
-                 diffusion_benchmark_serving.py batches; dfx-perf does not run those yet"
-                    .into(),
-            ));
+            return Err(Unsupported::DiffusionSoak);
         }
         if !entry.load.is_upstream() {
-            return Err(Unsupported(format!(
-                "the load keys ({}) are dfx-perf's own, run by the native bench only \
-                 (`--bench native`): vllm bench serve --omni has no load shapes or \
-                 saturation gate of that meaning",
-                dfx_core::load::LOAD_KEYS.join(", ")
-            )));
+            return Err(Unsupported::LoadKeysExternal);
         }
         if entry.dialect == Dialect::Diffusion {
-            return Err(Unsupported(
-                "diffusion-dialect entries are run upstream by run_diffusion_benchmark.py \
-                 (diffusion_benchmark_serving.py), not by `vllm bench serve --omni`"
-                    .into(),
-            ));
+            return Err(Unsupported::DiffusionOnVllm);
         }
         self.program
             .as_ref()
             .map(|_| ())
-            .map_err(|why| Unsupported(why.clone()))
+            .map_err(|why| Unsupported::Program(why.clone()))
     }
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
-        let not_run = |why: String| BenchOutcome {
+        let not_run = |why: BenchExit| BenchOutcome {
             exit: Some(why),
             ..BenchOutcome::default()
         };
         if let Err(why) = &self.program {
-            return not_run(why.clone());
+            return not_run(Unsupported::Program(why.clone()).into());
         }
         let token = match self.token() {
             Ok(t) => t,
@@ -295,9 +286,10 @@ fn outcome(exit: process::Exit, cmd: &BenchCommand, log_path: &std::path::Path) 
             invalid_load: None,
         },
         Err(e) => BenchOutcome {
-            exit: Some(
-                failure.unwrap_or_else(|| format!("vllm bench exited with status 0 but {e}")),
-            ),
+            exit: Some(failure.unwrap_or_else(|| BenchExit::NoResult {
+                program: "vllm bench",
+                error: e.to_string(),
+            })),
             log_tail,
             ..BenchOutcome::default()
         },

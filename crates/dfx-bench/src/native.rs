@@ -40,7 +40,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::bench::{
+    Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, PreflightError, Unsupported,
+};
 use dfx_core::plan::{BenchEntry, ConnectionMode, Dialect, Trial};
 
 use self::aggregate::StepFacts;
@@ -155,11 +157,10 @@ impl Bench for NativeBench {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
         if !entry.load.is_upstream() && (realtime::is_realtime(entry) || omni::is_chat(entry)) {
-            return Err(Unsupported(format!(
-                "the load keys ({}) are implemented for backend {BACKEND} only; got backend {}",
-                dfx_core::load::LOAD_KEYS.join(", "),
-                backend.unwrap_or("(none)")
-            )));
+            return Err(Unsupported::LoadKeysBackend {
+                backend: entry.backend.clone(),
+                implemented: BACKEND,
+            });
         }
         if realtime::is_realtime(entry) {
             return realtime::supports(entry);
@@ -175,32 +176,31 @@ impl Bench for NativeBench {
             return Ok(());
         }
         if soak {
-            return Err(Unsupported(format!(
-                "native bench runs stability soak entries for backend {BACKEND} only; got {}",
-                backend.unwrap_or("(none)")
-            )));
+            return Err(Unsupported::SoakBackend {
+                backend: entry.backend.clone(),
+                implemented: BACKEND,
+            });
         }
         if entry.dialect != Dialect::Omni {
-            return Err(Unsupported(format!(
-                "native bench runs sweep entries of the omni dialect, not {:?} entries",
-                entry.dialect
-            )));
+            return Err(Unsupported::NativeDialect {
+                dialect: entry.dialect,
+            });
         }
         if backend == Some(BACKEND) && dataset.is_some_and(|d| DATASETS.contains(&d)) {
             return Ok(());
         }
         if omni::is_chat(entry) {
-            return omni::supports(entry).map_err(Unsupported);
+            return omni::supports(entry);
         }
-        Err(Unsupported(format!(
-            "native bench implements backend {BACKEND} with datasets {}; got backend {} dataset {}",
-            DATASETS.join(", "),
-            backend.unwrap_or("(none)"),
-            dataset.unwrap_or("(none)")
-        )))
+        Err(Unsupported::BackendDataset {
+            backend: entry.backend.clone(),
+            dataset: entry.dataset_name.clone(),
+            implemented: BACKEND,
+            accepted: &DATASETS,
+        })
     }
 
-    fn preflight(&self, trial: &Trial) -> Result<Option<String>, String> {
+    fn preflight(&self, trial: &Trial) -> Result<Option<String>, PreflightError> {
         if matches!(
             trial.entry.dialect,
             Dialect::NativeDuplex | Dialect::Contract
@@ -210,15 +210,17 @@ impl Bench for NativeBench {
         if trial.entry.dialect == Dialect::Stability {
             return soak::keys(&trial.entry)
                 .map(|k| soak::plan(k, trial.step.num_prompts, 1.0))
-                .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)));
+                .map(|p| Some(format!("soak: {} s in batches of {}", p.seconds, p.batch)))
+                .map_err(|e| PreflightError::Soak(e.to_string()));
         }
-        if omni::is_chat(&trial.entry) {
-            return omni::preflight(&self.settings, trial).map(Some);
-        }
-        if realtime::is_realtime(&trial.entry) {
-            return realtime::preflight(&self.settings, trial).map(Some);
-        }
-        prepare::preflight(&self.settings, trial).map(Some)
+        let checked = if omni::is_chat(&trial.entry) {
+            omni::preflight(&self.settings, trial)
+        } else if realtime::is_realtime(&trial.entry) {
+            realtime::preflight(&self.settings, trial)
+        } else {
+            prepare::preflight(&self.settings, trial)
+        };
+        checked.map(Some).map_err(PreflightError::Inputs)
     }
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
@@ -230,7 +232,7 @@ impl Bench for NativeBench {
                 log.write(&format!("error: {msg}"));
                 BenchOutcome {
                     result: None,
-                    exit: Some(format!("native bench error: {msg}")),
+                    exit: Some(BenchExit::Native(msg.clone())),
                     log_tail: log.tail(),
                     errors: vec![msg],
                     invalid_load: None,

@@ -108,7 +108,7 @@ fn failed_or_silent_script_leaves_no_result_and_says_why() {
         let b = bench(mode, Path::new("/dev/null"));
         let outcome = b.run(&context(trial, dir.path(), "H100"));
         assert!(outcome.result.is_none(), "{mode}");
-        let exit = outcome.exit.unwrap();
+        let exit = outcome.exit.unwrap().to_string();
         assert!(exit.starts_with(want), "{mode}: {exit}");
         if mode == "fail" {
             assert!(
@@ -164,7 +164,7 @@ fn checkout_is_the_working_folder_and_missing_script_is_unsupported() {
     );
 
     let none = DiffusionBench::new(DiffusionSettings::default());
-    let why = none.supports(&trial.entry).unwrap_err().0;
+    let why = none.supports(&trial.entry).unwrap_err().to_string();
     assert!(why.contains("--diffusion-script"), "{why}");
     let missing = DiffusionBench::new(DiffusionSettings {
         script: Some("/nonexistent/x.py".into()),
@@ -174,7 +174,7 @@ fn checkout_is_the_working_folder_and_missing_script_is_unsupported() {
         missing
             .supports(&trial.entry)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("/nonexistent/x.py")
     );
     let omni = &trials_from_config(&upstream_config("test_tts.json"))[0];

@@ -322,7 +322,7 @@ fn a_server_error_stops_the_runner_with_the_reason() {
         port,
         dir.path(),
     );
-    let exit = o.exit.unwrap();
+    let exit = o.exit.unwrap().to_string();
     assert!(
         exit.contains("trial 1 failed") && exit.contains("boom"),
         "{exit}"
@@ -344,7 +344,7 @@ fn supports_only_the_native_duplex_audio_workload() {
         "m",
         json!({"name": "x", "workload": "other", "sessions": 1, "turns": 1, "warmups": 1, "repeats": 2}),
     );
-    let why = bench.supports(&t.entry).unwrap_err().0;
+    let why = bench.supports(&t.entry).unwrap_err().to_string();
     assert!(why.contains("native-duplex-audio"), "{why}");
 }
 

@@ -59,7 +59,7 @@ fn the_interrupt_teardown_stops_a_running_bench_group() {
         started.elapsed() < Duration::from_secs(55),
         "ended by the teardown, not by the time limit"
     );
-    let exit = outcome.exit.unwrap();
+    let exit = outcome.exit.unwrap().to_string();
     assert!(exit.contains("killed by signal"), "{exit}");
     for p in pids {
         assert!(

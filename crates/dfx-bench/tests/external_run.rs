@@ -131,7 +131,7 @@ fn failing_bench_reports_status_and_log_tail_without_result() {
     let outcome = bench.run(&context(&trial, &dir.path().join("t"), "H100"));
     assert!(outcome.result.is_none());
     assert_eq!(
-        outcome.exit.as_deref(),
+        outcome.exit.map(|e| e.to_string()).as_deref(),
         Some("vllm bench exited with status 2")
     );
     let tail: Vec<&str> = outcome.log_tail.lines().collect();
@@ -147,7 +147,7 @@ fn bench_that_writes_nothing_gives_no_result_and_says_why() {
     let trial = tts_trial();
     let outcome = bench.run(&context(&trial, &dir.path().join("t"), "H100"));
     assert!(outcome.result.is_none());
-    let exit = outcome.exit.unwrap();
+    let exit = outcome.exit.unwrap().to_string();
     assert!(
         exit.starts_with("vllm bench exited with status 0 but wrote no result file "),
         "{exit}"
@@ -165,7 +165,7 @@ fn malformed_result_gives_no_result_and_says_why() {
     let trial = tts_trial();
     let outcome = bench.run(&context(&trial, &dir.path().join("t"), "H100"));
     assert!(outcome.result.is_none());
-    let exit = outcome.exit.unwrap();
+    let exit = outcome.exit.unwrap().to_string();
     assert!(exit.contains("is not valid JSON"), "{exit}");
 }
 
@@ -193,7 +193,7 @@ fn time_limit_kills_the_whole_process_group() {
     let trial = tts_trial();
     let outcome = bench.run(&context(&trial, &dir.path().join("t"), "H100"));
     assert!(outcome.result.is_none());
-    let exit = outcome.exit.unwrap();
+    let exit = outcome.exit.unwrap().to_string();
     assert!(exit.contains("did not finish within 2 s"), "{exit}");
     let pids: Vec<u32> = std::fs::read_to_string(&pids_file)
         .expect("the fake wrote its pids before sleeping")
@@ -217,7 +217,7 @@ fn missing_executable_is_unsupported_with_a_clear_reason() {
         ..ExternalSettings::default()
     });
     let trial = tts_trial();
-    let why = bench.supports(&trial.entry).unwrap_err().0;
+    let why = bench.supports(&trial.entry).unwrap_err().to_string();
     assert!(
         why.contains("/nonexistent/bin/vllm") && why.contains("--vllm-bin"),
         "{why}"
@@ -225,7 +225,10 @@ fn missing_executable_is_unsupported_with_a_clear_reason() {
     let dir = tempfile::tempdir().unwrap();
     let outcome = bench.run(&context(&trial, dir.path(), "H100"));
     assert!(outcome.result.is_none());
-    assert_eq!(outcome.exit.as_deref(), Some(why.as_str()));
+    assert_eq!(
+        outcome.exit.map(|e| e.to_string()).as_deref(),
+        Some(why.as_str())
+    );
     assert!(
         !dir.path().join("bench.log").exists(),
         "nothing was started"
@@ -237,7 +240,7 @@ fn diffusion_entries_are_unsupported() {
     let bench = fake_bench("ok", None, Path::new("/dev/null"));
     let mut entry = (*tts_trial().entry).clone();
     entry.dialect = Dialect::Diffusion;
-    let why = bench.supports(&entry).unwrap_err().0;
+    let why = bench.supports(&entry).unwrap_err().to_string();
     assert!(why.contains("run_diffusion_benchmark.py"), "{why}");
 }
 
@@ -259,7 +262,7 @@ fn entries_with_load_keys_are_refused_naming_the_native_bench() {
     let mut entry = (*trial.entry).clone();
     entry.load.shape = dfx_core::plan::LoadShape::Burst;
     trial.entry = std::sync::Arc::new(entry);
-    let why = bench.supports(&trial.entry).unwrap_err().0;
+    let why = bench.supports(&trial.entry).unwrap_err().to_string();
     assert!(
         why.contains("ramp_start_rate, burst") && why.contains("--bench native"),
         "{why}"

@@ -23,7 +23,7 @@ fn token_travels_in_the_environment_only_and_missing_token_stops_the_run() {
     // Unset: the run does not start, and the message names the variable.
     let outcome = bench.run(&context(&trial, &dir.path().join("unset"), "H100"));
     assert!(outcome.result.is_none());
-    let exit = outcome.exit.unwrap();
+    let exit = outcome.exit.unwrap().to_string();
     assert!(exit.contains(VAR), "{exit}");
     assert!(recorded(&record).is_empty(), "the bench must not have run");
 

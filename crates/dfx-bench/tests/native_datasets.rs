@@ -181,7 +181,7 @@ fn missing_dataset_leaves_no_result_and_names_every_place() {
     };
     let outcome = NativeBench::new(s).run(&c);
     assert!(outcome.result.is_none());
-    let exit = outcome.exit.unwrap();
+    let exit = outcome.exit.unwrap().to_string();
     for place in [
         "cfg/someone/not-there",
         "root/someone/not-there",
@@ -210,14 +210,14 @@ fn supports_names_backend_and_dataset() {
     assert!(b.supports(&entry).is_ok());
     entry.dataset_name = Some("random".into());
     entry.backend = Some("openai-foo".into());
-    let why = b.supports(&entry).unwrap_err().0;
+    let why = b.supports(&entry).unwrap_err().to_string();
     assert_eq!(
         why,
         "native bench implements backend openai-audio-speech with datasets seed-tts, seed-tts-text, seed-tts-design; got backend openai-foo dataset random"
     );
     // A chat entry the chat backend cannot serve names the endpoint it needs.
     entry.backend = Some("openai-chat-omni".into());
-    let why = b.supports(&entry).unwrap_err().0;
+    let why = b.supports(&entry).unwrap_err().to_string();
     assert!(
         why.contains("endpoint /v1/chat/completions only; got /v1/audio/speech"),
         "{why}"

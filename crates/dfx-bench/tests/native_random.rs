@@ -353,8 +353,8 @@ fn refusal(raw: Value) -> String {
     let t = chat_trial(raw, StepKind::Concurrency { max_concurrency: 1 }, 4);
     let bench = NativeBench::new(NativeSettings::default());
     match bench.supports(&t.entry) {
-        Err(u) => u.0,
-        Ok(()) => bench.preflight(&t).unwrap_err(),
+        Err(u) => u.to_string(),
+        Ok(()) => bench.preflight(&t).unwrap_err().to_string(),
     }
 }
 
@@ -437,6 +437,7 @@ fn entries_refused_at_load_with_the_key() {
         bench
             .preflight(&t)
             .unwrap_err()
+            .to_string()
             .contains("/nonexistent/tok.json")
     );
     // The alias backend is served too; TTS is unchanged.
@@ -464,7 +465,7 @@ fn shipped_qwen3_omni_config_is_served_natively() {
     for t in &plan.trials {
         bench
             .supports(&t.entry)
-            .unwrap_or_else(|u| panic!("{}: {}", t.name, u.0));
+            .unwrap_or_else(|u| panic!("{}: {u}", t.name));
         let what = bench
             .preflight(t)
             .unwrap_or_else(|e| panic!("{}: {e}", t.name));

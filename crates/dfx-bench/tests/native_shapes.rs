@@ -275,7 +275,7 @@ fn only_the_speech_backend_takes_the_load_keys() {
     chat.backend = Some("openai-chat-omni".into());
     chat.endpoint = Some("/v1/chat/completions".into());
     t.entry = std::sync::Arc::new(chat);
-    let why = bench.supports(&t.entry).unwrap_err().0;
+    let why = bench.supports(&t.entry).unwrap_err().to_string();
     assert!(
         why.contains("implemented for backend openai-audio-speech only"),
         "{why}"

@@ -202,7 +202,7 @@ fn supports_refuses_what_it_cannot_serve() {
     });
     let why = |backend: &str, endpoint: &str, raw: Value| {
         let t = realtime(base.clone(), backend, endpoint, raw);
-        bench.supports(&t.entry).err().map(|u| u.0)
+        bench.supports(&t.entry).err().map(|u| u.to_string())
     };
     assert_eq!(why("openai-realtime-tts", "/v1/realtime", json!({})), None);
     assert!(
@@ -237,7 +237,7 @@ fn supports_refuses_what_it_cannot_serve() {
         bench
             .supports(&t.entry)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("OmniInteract")
     );
 }

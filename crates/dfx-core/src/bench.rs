@@ -7,6 +7,12 @@ use std::path::PathBuf;
 use crate::plan::{BenchEntry, Trial};
 use crate::result::ResultDoc;
 
+mod exit;
+mod unsupported;
+
+pub use exit::{BenchExit, PreflightError, ProcessEnd};
+pub use unsupported::{MissingProgram, Unsupported};
+
 /// Which bench produced a result (`result_source` in result.json).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -29,10 +35,6 @@ impl BenchKind {
         }
     }
 }
-
-/// Why a bench cannot run an entry (backend not implemented, executable missing).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsupported(pub String);
 
 /// Everything a bench needs for one trial beyond its own settings.
 #[derive(Debug, Clone)]
@@ -61,9 +63,9 @@ pub struct BenchOutcome {
     /// The result document; `None` when the bench left no result (the harness then writes
     /// the template fallback and fails the trial).
     pub result: Option<ResultDoc>,
-    /// How the bench ended when that matters for the user: "exit status 2" of the
-    /// external bench, or a native error. `None` when it ran to completion.
-    pub exit: Option<String>,
+    /// How the bench ended when that matters for the user: the external bench's exit
+    /// status, or a native error. `None` when it ran to completion.
+    pub exit: Option<BenchExit>,
     /// Tail of the bench's own log (`bench.log`), shown on failure.
     pub log_tail: String,
     /// The first distinct request errors, for the completion failure message.
@@ -85,7 +87,7 @@ pub trait Bench {
     /// any server starts; the harness turns an error into a config error (exit 2).
     /// `Ok` carries a note for the log. The default checks nothing. Called only for an
     /// entry [`Bench::supports`] accepted.
-    fn preflight(&self, _trial: &Trial) -> Result<Option<String>, String> {
+    fn preflight(&self, _trial: &Trial) -> Result<Option<String>, PreflightError> {
         Ok(None)
     }
     /// Runs one sweep step against a ready server. Never panics on server misbehaviour:

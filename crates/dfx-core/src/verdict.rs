@@ -154,9 +154,7 @@ pub fn judge(
             .get("fallback_reason")
             .and_then(|r| r.as_str())
             .unwrap_or("no reason recorded");
-        v.failures.push(format!(
-            "the bench left no result: this is the template fallback (completed 0 of {num_prompts}); {reason}"
-        ));
+        v.failures.push(template_failure(num_prompts, reason));
         return v;
     }
     if let Some(f) = completion_failure(doc, num_prompts, errors) {
@@ -170,6 +168,14 @@ pub fn judge(
     }
     v.passed = v.failures.is_empty();
     v
+}
+
+/// The failure [`judge`] gives a template fallback result whose `fallback_reason` is
+/// `reason`.
+pub fn template_failure(num_prompts: u64, reason: &str) -> String {
+    format!(
+        "the bench left no result: this is the template fallback (completed 0 of {num_prompts}); {reason}"
+    )
 }
 
 fn completion_failure(doc: &ResultDoc, num_prompts: u64, errors: &[String]) -> Option<String> {

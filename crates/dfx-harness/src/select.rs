@@ -31,7 +31,7 @@ impl BenchSet {
             match &slot.bench {
                 Ok(bench) => match bench.supports(&trial.entry) {
                     Ok(()) => return Ok(i),
-                    Err(u) => reasons.push(format!("{}: {}", slot.label, u.0)),
+                    Err(u) => reasons.push(format!("{}: {u}", slot.label)),
                 },
                 Err(why) => reasons.push(format!("{}: {why}", slot.label)),
             }
@@ -147,7 +147,7 @@ fn decide(trial: &Trial, launcher: &dyn ServerLauncher, benches: &BenchSet) -> D
         reasons.push(format!("unsupported: {why}"));
     }
     if let Err(u) = launcher.availability(&trial.server) {
-        reasons.push(format!("server unavailable: {}", u.0));
+        reasons.push(format!("server unavailable: {u}"));
     }
     let chosen = benches.choose(trial);
     match chosen {
@@ -269,13 +269,16 @@ mod tests {
         let benches = set(vec![("fake", Ok(Box::new(FakeBench::default())))]);
         let launcher = UnavailableLauncher {
             name: "vllm-omni".into(),
-            reason: "`vllm-omni` not found on PATH".into(),
+            reason: dfx_core::server::Unavailable::NotFound {
+                program: "vllm-omni".into(),
+                hint: "put vllm-omni on PATH".into(),
+            },
         };
         let planned = plan_trials(&plan, &launcher, &benches);
         assert_eq!(
             planned[0].disposition,
             Disposition::Skip {
-                reason: "server unavailable: `vllm-omni` not found on PATH".into()
+                reason: "server unavailable: vllm-omni not found: put vllm-omni on PATH".into()
             }
         );
     }

@@ -151,7 +151,7 @@ impl Bench for StubBench {
 
     fn supports(&self, _entry: &BenchEntry) -> Result<(), Unsupported> {
         match &self.refuse {
-            Some(why) => Err(Unsupported(why.clone())),
+            Some(why) => Err(Unsupported::InvalidEntry(why.clone())),
             None => Ok(()),
         }
     }
@@ -170,7 +170,7 @@ pub struct UnavailableLauncher {
     /// Name shown in listings (`vllm-omni`, `sim`).
     pub name: String,
     /// Why nothing can be started.
-    pub reason: String,
+    pub reason: Unavailable,
 }
 
 impl ServerLauncher for UnavailableLauncher {
@@ -179,7 +179,7 @@ impl ServerLauncher for UnavailableLauncher {
     }
 
     fn availability(&self, _spec: &ServerSpec) -> Result<(), Unavailable> {
-        Err(Unavailable(self.reason.clone()))
+        Err(self.reason.clone())
     }
 
     fn start(

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dfx_core::server::{
-    RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext, Unavailable,
+    ExitStatus, RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext, Unavailable,
 };
 
 use crate::probe::{Probe, http_get};
@@ -145,7 +145,7 @@ impl RunningServer for AttachedServer {
     fn port(&self) -> u16 {
         self.port
     }
-    fn exit_status(&mut self) -> Option<String> {
+    fn exit_status(&mut self) -> Option<ExitStatus> {
         None
     }
     fn log_tail(&self, _lines: usize) -> String {

@@ -38,8 +38,10 @@ pub fn find_with(
         }
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    which::which_in(lookup.program, env("PATH"), cwd)
-        .map_err(|_| Unavailable(format!("{} not found: {}", lookup.program, lookup.hint)))
+    which::which_in(lookup.program, env("PATH"), cwd).map_err(|_| Unavailable::NotFound {
+        program: lookup.program.to_string(),
+        hint: lookup.hint.to_string(),
+    })
 }
 
 fn checked(path: &Path, source: &str) -> Result<PathBuf, Unavailable> {
@@ -49,10 +51,10 @@ fn checked(path: &Path, source: &str) -> Result<PathBuf, Unavailable> {
     if executable {
         Ok(path.to_path_buf())
     } else {
-        Err(Unavailable(format!(
-            "server executable {} (from {source}) does not exist or is not executable",
-            path.display()
-        )))
+        Err(Unavailable::NotExecutable {
+            path: path.to_path_buf(),
+            from: source.to_string(),
+        })
     }
 }
 
@@ -76,7 +78,14 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let path = empty.path().as_os_str().to_owned();
         let err = find_with(&lookup(None), |k| (k == "PATH").then(|| path.clone())).unwrap_err();
-        assert_eq!(err.0, format!("vllm-omni not found: {HINT}"));
+        assert_eq!(err.to_string(), format!("vllm-omni not found: {HINT}"));
+        assert_eq!(
+            err,
+            Unavailable::NotFound {
+                program: "vllm-omni".into(),
+                hint: HINT.into()
+            }
+        );
     }
 
     #[test]
@@ -94,10 +103,9 @@ mod tests {
         })
         .unwrap_err();
         assert!(
-            err.0
+            err.to_string()
                 .contains("/nonexistent/vllm-omni (from DFX_SERVER_BIN) does not exist"),
-            "{}",
-            err.0
+            "{err}"
         );
         let flag = find_with(&lookup(Some((&exe, "--server-bin"))), |_| None).unwrap();
         assert_eq!(flag, exe);

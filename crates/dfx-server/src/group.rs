@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use dfx_core::server::ServerError;
+use dfx_core::server::{ExitStatus, ServerError};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -66,14 +66,8 @@ pub fn terminate_groups(groups: &[i32], grace: Duration) -> Result<(), ServerErr
     if survivors.is_empty() {
         return Ok(());
     }
-    let detail: Vec<String> = survivors
-        .iter()
-        .map(|g| format!("group {g}: pids {:?}", group_members(*g)))
-        .collect();
-    Err(ServerError::Other(format!(
-        "server processes survived SIGKILL ({})",
-        detail.join("; ")
-    )))
+    let detail = survivors.iter().map(|g| (*g, group_members(*g))).collect();
+    Err(ServerError::SurvivedKill(detail))
 }
 
 /// Tears down the process group `leader` started, signalling it only while it is still
@@ -97,10 +91,10 @@ pub fn terminate_checked(leader: &ProcessId, grace: Duration) -> Result<(), Serv
             return Ok(());
         }
     }
-    Err(ServerError::Other(format!(
-        "processes of group {pgid} survived SIGKILL: pids {:?}",
-        group_members(pgid)
-    )))
+    Err(ServerError::GroupSurvivedKill {
+        pgid,
+        pids: group_members(pgid),
+    })
 }
 
 /// The live groups this process started, with what tears each down completely.
@@ -182,20 +176,21 @@ pub fn install_signal_handlers() -> Result<(), ServerError> {
                 }
                 std::process::exit(130);
             })
-            .map_err(|e| format!("cannot install the signal handler: {e}"))
+            .map_err(|e| e.to_string())
         })
         .clone()
-        .map_err(ServerError::Other)
+        .map_err(ServerError::SignalHandler)
 }
 
-/// "exit status N" / "signal N (SIGNAME)" for a finished process.
-pub fn describe_wait(status: &nix::sys::wait::WaitStatus) -> Option<String> {
+/// How a finished process ended ("exit status N" / "signal N (SIGNAME)").
+pub fn describe_wait(status: &nix::sys::wait::WaitStatus) -> Option<ExitStatus> {
     use nix::sys::wait::WaitStatus;
     match status {
-        WaitStatus::Exited(_, code) => Some(format!("exit status {code}")),
-        WaitStatus::Signaled(_, sig, _) => {
-            Some(format!("signal {} ({})", *sig as i32, sig.as_str()))
-        }
+        WaitStatus::Exited(_, code) => Some(ExitStatus::Code(*code)),
+        WaitStatus::Signaled(_, sig, _) => Some(ExitStatus::Signal {
+            number: *sig as i32,
+            name: sig.as_str(),
+        }),
         _ => None,
     }
 }

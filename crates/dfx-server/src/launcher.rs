@@ -165,7 +165,7 @@ impl ProcessLauncher {
     ) -> Result<ServerCommand, ServerError> {
         let exe = self
             .executable(spec)
-            .map_err(|u| ServerError::ExecutableMissing(u.0))?;
+            .map_err(ServerError::ExecutableMissing)?;
         let deploy_config = match &spec.deploy {
             Some(d) if d.edited => {
                 let stem = d.name.trim_end_matches(".yaml").trim_end_matches(".yml");
@@ -309,8 +309,13 @@ impl ServerLauncher for ProcessLauncher {
     fn availability(&self, spec: &ServerSpec) -> Result<(), Unavailable> {
         self.executable(spec)?;
         if self.sglang_form(spec) {
-            command::sglang_serve_args(&spec.serve_args, &self.config.deploy_dir)
-                .map_err(|e| Unavailable(e.to_string()))?;
+            command::sglang_serve_args(&spec.serve_args, &self.config.deploy_dir).map_err(|e| {
+                match e {
+                    // The only error of sglang_serve_args.
+                    ServerError::InvalidSpec(why) => Unavailable::InvalidSpec(why),
+                    other => Unavailable::InvalidSpec(other.to_string()),
+                }
+            })?;
         }
         Ok(())
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use dfx_core::server::{RunningServer, ServerError};
+use dfx_core::server::{ExitStatus, RunningServer, ServerError};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 
 use crate::command::HOST;
@@ -27,7 +27,7 @@ pub struct ManagedServer {
     port: u16,
     log: PathBuf,
     grace: Duration,
-    exit: Option<String>,
+    exit: Option<ExitStatus>,
     stopped: bool,
     watch: Watch,
 }
@@ -73,7 +73,7 @@ impl ManagedServer {
 
     /// The exit status without reaping the leader (`WNOWAIT`): while it stays a zombie its
     /// pid, which is the group id, cannot be reused, so signalling the group stays safe.
-    fn peek_exit(&mut self) -> Option<String> {
+    fn peek_exit(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
             let pid = nix::unistd::Pid::from_raw(self.pgid);
             let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
@@ -82,7 +82,7 @@ impl ManagedServer {
                 Ok(status) => self.exit = describe_wait(&status),
             }
         }
-        self.exit.clone()
+        self.exit
     }
 
     /// SIGTERM to the group, grace, SIGKILL, sweep; then reaps the leader. Idempotent.
@@ -183,7 +183,7 @@ impl RunningServer for ManagedServer {
         self.port
     }
 
-    fn exit_status(&mut self) -> Option<String> {
+    fn exit_status(&mut self) -> Option<ExitStatus> {
         self.peek_exit()
     }
 

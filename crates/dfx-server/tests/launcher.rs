@@ -212,7 +212,18 @@ fn death_by_signal_names_the_signal() {
         assert!(Instant::now() < deadline, "crash never detected");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(server.exit_status().as_deref(), Some("signal 9 (SIGKILL)"));
+    let status = server.exit_status();
+    assert_eq!(
+        status.map(|s| s.to_string()).as_deref(),
+        Some("signal 9 (SIGKILL)")
+    );
+    assert_eq!(
+        status,
+        Some(dfx_core::server::ExitStatus::Signal {
+            number: 9,
+            name: "SIGKILL"
+        })
+    );
     let pgid = server.pgid();
     drop(server);
     assert_gone(pgid, &[]);
@@ -290,7 +301,7 @@ fn missing_executable_is_unavailable_with_the_reason() {
     });
     let why = launcher.availability(&spec(&[])).unwrap_err();
     assert_eq!(
-        why.0,
+        why.to_string(),
         "server executable /nonexistent/vllm-omni (from --server-bin) does not exist or is not executable"
     );
     let err = launcher

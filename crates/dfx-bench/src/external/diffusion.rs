@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::bench::{
+    Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, MissingProgram, Unsupported,
+};
 use dfx_core::plan::{BenchEntry, Dialect};
 
 use super::process;
@@ -87,7 +89,7 @@ pub struct Resolved {
 #[derive(Debug, Clone)]
 pub struct DiffusionBench {
     settings: DiffusionSettings,
-    resolved: Result<Resolved, String>,
+    resolved: Result<Resolved, MissingProgram>,
 }
 
 impl DiffusionBench {
@@ -99,42 +101,45 @@ impl DiffusionBench {
     }
 
     /// What was resolved, or why the driver cannot run.
-    pub fn resolved(&self) -> Result<&Resolved, &str> {
-        self.resolved.as_ref().map_err(String::as_str)
+    pub fn resolved(&self) -> Result<&Resolved, &MissingProgram> {
+        self.resolved.as_ref()
     }
 
     /// The command of `ctx`'s step (for tests and listings).
     pub fn build_command(&self, ctx: &BenchContext<'_>) -> Result<super::BenchCommand, String> {
-        let r = self.resolved.as_ref().map_err(Clone::clone)?;
+        let r = self.resolved.as_ref().map_err(ToString::to_string)?;
         command::build(ctx, r, &self.settings.extra_env)
     }
 }
 
-fn resolve(s: &DiffusionSettings) -> Result<Resolved, String> {
+fn resolve(s: &DiffusionSettings) -> Result<Resolved, MissingProgram> {
     let (script, checkout) = match (&s.script, &s.vllm_omni_dir) {
         (Some(p), _) => (p.clone(), checkout_of(p)),
         (None, Some(dir)) => (dir.join(SCRIPT_IN_CHECKOUT), Some(dir.clone())),
         (None, None) => {
-            return Err(format!(
-                "no diffusion benchmark script: pass --diffusion-script PATH ({SCRIPT_ENV}) or \
-                 --vllm-omni-dir DIR ({VLLM_OMNI_DIR_ENV})"
-            ));
+            return Err(MissingProgram::NotConfigured {
+                what: "diffusion benchmark script",
+                hint: format!(
+                    "pass --diffusion-script PATH ({SCRIPT_ENV}) or --vllm-omni-dir DIR \
+                     ({VLLM_OMNI_DIR_ENV})"
+                ),
+            });
         }
     };
     if !script.is_file() {
-        return Err(format!(
-            "diffusion benchmark script {} is not a file; check --diffusion-script / \
-             --vllm-omni-dir",
-            script.display()
-        ));
+        return Err(MissingProgram::NotAFile {
+            what: "diffusion benchmark script",
+            path: script,
+            check: "--diffusion-script / --vllm-omni-dir",
+        });
     }
-    let script = std::path::absolute(&script).map_err(|e| e.to_string())?;
+    let script = std::path::absolute(&script).map_err(|e| MissingProgram::Path(e.to_string()))?;
     let python = s.python.clone().unwrap_or_else(|| PathBuf::from("python3"));
-    let python = which::which(&python).map_err(|e| {
-        format!(
-            "Python interpreter {} cannot be used ({e}); check --python / {PYTHON_ENV}",
-            python.display()
-        )
+    let python = which::which(&python).map_err(|e| MissingProgram::Unusable {
+        what: "Python interpreter",
+        path: python.clone(),
+        error: e.to_string(),
+        check: format!("--python / {PYTHON_ENV}"),
     })?;
     let cwd = checkout
         .map(|c| c.join("tests"))
@@ -163,32 +168,27 @@ impl Bench for DiffusionBench {
 
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         if entry.dialect != Dialect::Diffusion {
-            return Err(Unsupported(format!(
-                "the diffusion driver runs diffusion-dialect entries only, not {:?} entries",
-                entry.dialect
-            )));
+            return Err(Unsupported::DiffusionDialect {
+                dialect: entry.dialect,
+            });
         }
         if let Err(why) = &self.resolved {
-            return Err(Unsupported(why.clone()));
+            return Err(Unsupported::Program(why.clone()));
         }
         if entry.endpoint.is_none() {
-            return Err(Unsupported(
-                "no diffusion endpoint: the entry's task has no default endpoint and the case \
-                 sets no `benchmark_endpoint`"
-                    .into(),
-            ));
+            return Err(Unsupported::NoDiffusionEndpoint);
         }
         Ok(())
     }
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
-        let not_run = |why: String| BenchOutcome {
+        let not_run = |why: BenchExit| BenchOutcome {
             exit: Some(why),
             ..BenchOutcome::default()
         };
         let cmd = match self.build_command(ctx) {
             Ok(c) => c,
-            Err(why) => return not_run(why),
+            Err(why) => return not_run(BenchExit::NotStarted(why)),
         };
         let _ = std::fs::remove_file(&cmd.result_path);
         let log_path = ctx.out_dir.join("bench.log");
@@ -209,10 +209,13 @@ impl Bench for DiffusionBench {
                     result: Some(doc),
                     ..BenchOutcome::default()
                 },
-                Err(e) => not_run(format!("{WHAT} exited with status 0 but {e}")),
+                Err(e) => not_run(BenchExit::NoResult {
+                    program: WHAT,
+                    error: e.to_string(),
+                }),
             },
             // Upstream discards the output of a failed run.
-            (_, failure) => not_run(failure.unwrap_or_else(|| format!("{WHAT} failed"))),
+            (_, failure) => not_run(failure.unwrap_or(BenchExit::Failed { program: WHAT })),
         };
         BenchOutcome {
             log_tail: tail,

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dfx_core::bench::{BenchExit, ProcessEnd};
 use dfx_server::{Supervision, Watch, WatchSpec};
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
@@ -27,19 +28,16 @@ pub enum Exit {
 }
 
 impl Exit {
-    /// The user-facing message when the run of `what` (`vllm bench`) did not end with
-    /// status 0.
-    pub fn failure(&self, what: &str) -> Option<String> {
-        match self {
-            Exit::Code(0) => None,
-            Exit::Code(n) => Some(format!("{what} exited with status {n}")),
-            Exit::Signal(s) => Some(format!("{what} was killed by signal {s}")),
-            Exit::TimedOut(d) => Some(format!(
-                "{what} did not finish within {} s and was killed",
-                d.as_secs()
-            )),
-            Exit::NotStarted(why) => Some(why.clone()),
-        }
+    /// How the run of `program` (`vllm bench`) ended when not with status 0.
+    pub fn failure(&self, program: &'static str) -> Option<BenchExit> {
+        let end = match self {
+            Exit::Code(0) => return None,
+            Exit::Code(n) => ProcessEnd::Code(*n),
+            Exit::Signal(s) => ProcessEnd::Signal(*s),
+            Exit::TimedOut(d) => ProcessEnd::TimedOut(*d),
+            Exit::NotStarted(why) => return Some(BenchExit::NotStarted(why.clone())),
+        };
+        Some(BenchExit::Process { program, end })
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use dfx_core::bench::{BenchContext, BenchOutcome};
+use dfx_core::bench::{BenchContext, BenchExit, BenchOutcome};
 use dfx_core::result::ResultDoc;
 use serde_json::{Value, json};
 
@@ -32,7 +32,7 @@ struct Batch {
     started_s: f64,
     sent: u64,
     doc: Option<ResultDoc>,
-    failure: Option<String>,
+    failure: Option<BenchExit>,
 }
 
 impl Batch {
@@ -55,7 +55,7 @@ impl Batch {
     fn row(&self, index: usize) -> Value {
         let mut row = json!({"batch": index, "started_s": self.started_s, "requests": self.sent,
                              "completed": self.completed(), "failed": self.failed(),
-                             "failure": self.failure});
+                             "failure": self.failure.as_ref().map(ToString::to_string)});
         for key in BATCH_METRICS {
             let v = self.doc.as_ref().and_then(|d| d.get(*key)).cloned();
             row[*key] = v.unwrap_or(Value::Null);
@@ -75,7 +75,7 @@ pub(super) fn run(
         Ok(k) => soak::plan(k, ctx.trial.step.num_prompts, s.duration_scale),
         Err(e) => {
             return BenchOutcome {
-                exit: Some(format!("stability entry: {e}")),
+                exit: Some(BenchExit::SoakEntry(e.to_string())),
                 ..BenchOutcome::default()
             };
         }
@@ -130,7 +130,7 @@ fn merged(
     let first_failure = batches.iter().find_map(|b| b.failure.clone());
     if batches.iter().all(|b| b.doc.is_none()) {
         return BenchOutcome {
-            exit: Some(first_failure.unwrap_or_else(|| "the soak ran no batch".into())),
+            exit: Some(first_failure.unwrap_or(BenchExit::SoakRanNoBatch)),
             log_tail,
             ..BenchOutcome::default()
         };
@@ -165,7 +165,7 @@ fn merged(
     doc.insert("result_source".into(), Value::from("vllm"));
     BenchOutcome {
         result: Some(doc),
-        exit: first_failure.map(|f| format!("a soak batch failed: {f}")),
+        exit: first_failure.map(|f| BenchExit::SoakBatch(Box::new(f))),
         log_tail,
         errors,
         invalid_load: None,

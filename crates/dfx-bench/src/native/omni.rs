@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use dfx_core::bench::{BenchContext, BenchOutcome};
+use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Trial};
 
 use self::aggregate::{ChatFacts, ChatSelection};
@@ -56,20 +56,20 @@ pub fn is_chat(entry: &BenchEntry) -> bool {
 }
 
 /// Whether the native bench can serve a chat entry, with the reason when not.
-pub fn supports(entry: &BenchEntry) -> Result<(), String> {
+pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     let dataset = entry.dataset_name.as_deref().unwrap_or("(none)");
     if !CHAT_DATASETS.contains(&dataset) {
-        return Err(format!(
-            "native bench runs openai-chat-omni with datasets {} only; got dataset {dataset}",
-            CHAT_DATASETS.join(", ")
-        ));
+        return Err(Unsupported::ChatDataset {
+            dataset: entry.dataset_name.clone(),
+            accepted: &CHAT_DATASETS,
+        });
     }
     match entry.endpoint.as_deref() {
         Some(CHAT_ENDPOINT) => Ok(()),
-        other => Err(format!(
-            "native bench runs openai-chat-omni on endpoint {CHAT_ENDPOINT} only; got {}",
-            other.unwrap_or("(none: upstream's default /v1/completions)")
-        )),
+        _ => Err(Unsupported::ChatEndpoint {
+            endpoint: entry.endpoint.clone(),
+            expected: CHAT_ENDPOINT,
+        }),
     }
 }
 

@@ -130,6 +130,7 @@ mod tests {
         assert!(
             j.visible_devices(Some("4"))
                 .unwrap_err()
+                .to_string()
                 .contains("index 1")
         );
         let (j, _) = parse(json!({"model": "m", "cuda_visible_devices": "0,2", "required": false}));

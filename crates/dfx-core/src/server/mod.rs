@@ -18,7 +18,10 @@ pub enum ServerType {
     SglangOmni,
 }
 
+mod exit;
 pub mod inline;
+
+pub use exit::{ExitStatus, Unavailable};
 
 /// `serve_args` as written: an object (rendered `--key-with-dashes value`, order kept) or a
 /// list of raw strings.
@@ -96,19 +99,19 @@ pub struct JudgeSpec {
 impl JudgeSpec {
     /// The judge's `CUDA_VISIBLE_DEVICES` given the parent's value: each index picks an
     /// element of the parent's list; an index past its end is an error naming both.
-    pub fn visible_devices(&self, parent: Option<&str>) -> Result<String, String> {
-        let picked: Result<Vec<String>, String> = match parent.map(str::trim) {
+    pub fn visible_devices(&self, parent: Option<&str>) -> Result<String, DeviceIndexError> {
+        let picked: Result<Vec<String>, DeviceIndexError> = match parent.map(str::trim) {
             Some(p) if !p.is_empty() => {
                 let list: Vec<&str> = p.split(',').map(str::trim).collect();
                 self.device_indices
                     .iter()
                     .map(|&i| {
-                        list.get(i).map(|d| d.to_string()).ok_or_else(|| {
-                            format!(
-                                "judge_server_params.cuda_visible_devices index {i} is past the \
-                                 end of the parent's CUDA_VISIBLE_DEVICES={p}"
-                            )
-                        })
+                        list.get(i)
+                            .map(|d| d.to_string())
+                            .ok_or_else(|| DeviceIndexError {
+                                index: i,
+                                parent: p.to_string(),
+                            })
                     })
                     .collect()
             }
@@ -118,17 +121,23 @@ impl JudgeSpec {
     }
 }
 
-/// Why a launcher cannot run a spec at all (the trials are ignored with this reason on a
-/// plain run and failed under `--assert-baseline`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unavailable(pub String);
+/// A judge's device index past the end of the parent's `CUDA_VISIBLE_DEVICES`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "judge_server_params.cuda_visible_devices index {index} is past the end of the parent's \
+     CUDA_VISIBLE_DEVICES={parent}"
+)]
+pub struct DeviceIndexError {
+    pub index: usize,
+    pub parent: String,
+}
 
 /// Errors of starting, watching and stopping a server. Every message carries what the user
 /// needs: the exit status or signal and the tail of the server log.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("server executable not found: {0}")]
-    ExecutableMissing(String),
+    ExecutableMissing(Unavailable),
     #[error(
         "port {port} on {host} already answers before the server was started (a stale server?); refusing to benchmark it"
     )]
@@ -143,7 +152,7 @@ pub enum ServerError {
         "server exited with {status} before becoming ready\n--- server log tail ({log}) ---\n{log_tail}"
     )]
     ExitedBeforeReady {
-        status: String,
+        status: ExitStatus,
         log: PathBuf,
         log_tail: String,
     },
@@ -159,7 +168,7 @@ pub enum ServerError {
         "server exited with {status} during the benchmark\n--- server log tail ({log}) ---\n{log_tail}"
     )]
     DiedDuringTrial {
-        status: String,
+        status: ExitStatus,
         log: PathBuf,
         log_tail: String,
     },
@@ -169,8 +178,24 @@ pub enum ServerError {
     AttachNotReady { url: String, reason: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    #[error("{0}")]
-    Other(String),
+    /// Teardown of several groups left processes alive: each group with its pids.
+    #[error("server processes survived SIGKILL ({})", survivors_text(.0))]
+    SurvivedKill(Vec<(i32, Vec<i32>)>),
+    /// Teardown of one group left processes alive.
+    #[error("processes of group {pgid} survived SIGKILL: pids {pids:?}")]
+    GroupSurvivedKill { pgid: i32, pids: Vec<i32> },
+    /// The SIGINT/SIGTERM handler could not be installed (the `ctrlc` error's text).
+    #[error("cannot install the signal handler: {0}")]
+    SignalHandler(String),
+}
+
+/// `group 12: pids [12, 13]; group 20: pids [21]`.
+fn survivors_text(groups: &[(i32, Vec<i32>)]) -> String {
+    let detail: Vec<String> = groups
+        .iter()
+        .map(|(g, pids)| format!("group {g}: pids {pids:?}"))
+        .collect();
+    detail.join("; ")
 }
 
 /// Per-start context the harness hands to a launcher.
@@ -212,7 +237,7 @@ pub trait RunningServer: Send {
     fn host(&self) -> String;
     fn port(&self) -> u16;
     /// `Some(status)` ("exit status 3", "signal 9 (SIGKILL)") once the process has exited.
-    fn exit_status(&mut self) -> Option<String>;
+    fn exit_status(&mut self) -> Option<ExitStatus>;
     /// The last `lines` lines of the server log ("" when there is none).
     fn log_tail(&self, lines: usize) -> String;
     /// The log file of this start, if any.

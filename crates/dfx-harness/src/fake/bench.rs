@@ -23,10 +23,11 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dfx_core::bench::{Bench, BenchContext, BenchKind, BenchOutcome, Unsupported};
+use dfx_core::bench::{Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, Unsupported};
 use dfx_core::lenient::{BoolRule, parse_bool};
 use dfx_core::plan::{BenchEntry, Dialect, StepKind};
 use dfx_core::result::ResultDoc;
+use dfx_core::server::ExitStatus;
 use serde_json::{Value, json};
 
 /// The fake bench's knobs.
@@ -113,9 +114,7 @@ impl Bench for FakeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         match entry.dialect {
             Dialect::Omni => Ok(()),
-            other => Err(Unsupported(format!(
-                "the fake bench models audio steps only ({other:?} dialect)"
-            ))),
+            dialect => Err(Unsupported::FakeDialect { dialect }),
         }
     }
 
@@ -137,7 +136,7 @@ impl Bench for FakeBench {
             let _ = std::fs::write(ctx.out_dir.join("bench.log"), &log);
             return BenchOutcome {
                 result: None,
-                exit: Some("exit status 1".into()),
+                exit: Some(BenchExit::Status(ExitStatus::Code(1))),
                 log_tail: log.trim_end().to_string(),
                 ..BenchOutcome::default()
             };
@@ -442,7 +441,8 @@ mod tests {
             &t,
         );
         assert!(o.result.is_none());
-        assert_eq!(o.exit.as_deref(), Some("exit status 1"));
+        assert_eq!(o.exit, Some(BenchExit::Status(ExitStatus::Code(1))));
+        assert_eq!(o.exit.unwrap().to_string(), "exit status 1");
         assert!(o.log_tail.contains("DFX_FAKE_NO_RESULT"));
     }
 

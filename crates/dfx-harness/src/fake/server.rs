@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use dfx_core::server::{
-    RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext, Unavailable,
+    ExitStatus, RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext, Unavailable,
 };
 
 /// One start or stop, identified by the spec's model.
@@ -109,7 +109,7 @@ impl ServerLauncher for FakeLauncher {
         if fail {
             std::fs::write(&log, "fake server: refusing to start (test seam)\n")?;
             return Err(ServerError::ExitedBeforeReady {
-                status: "exit status 1".into(),
+                status: ExitStatus::Code(1),
                 log,
                 log_tail: "fake server: refusing to start (test seam)".into(),
             });
@@ -158,10 +158,10 @@ impl RunningServer for FakeServer {
         self.port
     }
 
-    fn exit_status(&mut self) -> Option<String> {
+    fn exit_status(&mut self) -> Option<ExitStatus> {
         lock(&self.state.exited)
             .contains(&self.id)
-            .then(|| "exit status 137".to_string())
+            .then_some(ExitStatus::Code(137))
     }
 
     fn log_tail(&self, lines: usize) -> String {

@@ -10,8 +10,28 @@ use std::time::Duration;
 
 use dfx_core::fsutil::sanitize_component;
 use dfx_core::server::{
-    JudgeSpec, RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext,
+    ExitStatus, JudgeSpec, RunningServer, ServerError, ServerLauncher, ServerSpec, StartContext,
 };
+
+/// A server (or its required judge) that exited during a trial: how, its log and the
+/// log's tail. Displays as [`ServerError::DiedDuringTrial`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerDied {
+    pub status: ExitStatus,
+    pub log: PathBuf,
+    pub log_tail: String,
+}
+
+impl std::fmt::Display for ServerDied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        ServerError::DiedDuringTrial {
+            status: self.status,
+            log: self.log.clone(),
+            log_tail: self.log_tail.clone(),
+        }
+        .fmt(f)
+    }
+}
 
 /// Launcher plus the server it currently keeps alive.
 pub struct ServerPool {
@@ -125,7 +145,7 @@ impl ServerPool {
                     let note = format!(
                         "judge server of {} exited with {} between trials; starting both anew",
                         live.rel_dir,
-                        judge_exit.unwrap_or_default()
+                        judge_exit.map(|s| s.to_string()).unwrap_or_default()
                     );
                     eprintln!("dfx-perf: {note}");
                     self.notes.push(note);
@@ -245,7 +265,7 @@ impl ServerPool {
         let parent = std::env::var("CUDA_VISIBLE_DEVICES").ok();
         let devices = match j.visible_devices(parent.as_deref()) {
             Ok(d) => d,
-            Err(why) => return failed(self, why),
+            Err(why) => return failed(self, why.to_string()),
         };
         let mut spec = j.server.clone();
         spec.env.insert("CUDA_VISIBLE_DEVICES".into(), devices);
@@ -259,7 +279,7 @@ impl ServerPool {
 
     /// Called after every trial that used a server: when the server exited during the
     /// trial, it is cleaned up and the error (exit status, log tail) returned.
-    pub fn check_after_trial(&mut self) -> Result<(), ServerError> {
+    pub fn check_after_trial(&mut self) -> Result<(), ServerDied> {
         let Some(live) = &mut self.live else {
             return Ok(());
         };
@@ -274,7 +294,7 @@ impl ServerPool {
         let Some((status, dead)) = died else {
             return Ok(());
         };
-        let err = ServerError::DiedDuringTrial {
+        let err = ServerDied {
             status,
             log: dead.log_path().unwrap_or_default(),
             log_tail: dead.log_tail(40),

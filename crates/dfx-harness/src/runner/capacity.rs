@@ -12,6 +12,7 @@ use dfx_core::plan::{CapacitySpec, StepKind, Trial};
 use dfx_core::result::{ResultDoc, template_fallback};
 use serde_json::{Value, json};
 
+use super::failure::{CapacityFailure, NoResult, TrialFailure};
 use super::repeat::{self, Piece, QualityStep};
 
 /// One probe: its rate, how it went and where its files are.
@@ -152,10 +153,10 @@ fn at_rate(trial: &Trial, rate: f64) -> Trial {
 /// Why a probe's (median) result misses the criteria, or `None`.
 fn miss(spec: &CapacitySpec, p: &Piece, n: u64) -> Option<String> {
     if let Some(why) = &p.fallback {
-        return Some(why.clone());
+        return Some(why.to_string());
     }
     if let Some(f) = p.failures.first() {
-        return Some(f.clone());
+        return Some(f.to_string());
     }
     let num = |k: &str| p.doc.get(k).and_then(Value::as_f64);
     let completed = p.doc.get("completed").and_then(Value::as_u64).unwrap_or(0);
@@ -198,15 +199,14 @@ fn conclude(
     let listed: Vec<Value> = probes.iter().map(probe_json).collect();
     let boundary = lo.and_then(|l| probes.iter().rposition(|p| p.rate == l && p.miss.is_none()));
     let why_none = match (lo, probes.len() >= budget) {
-        (None, _) => Some(format!(
-            "capacity search: no probed rate met the criteria (lowest tried {} req/s)",
-            probes.iter().map(|p| p.rate).fold(f64::INFINITY, f64::min)
-        )),
+        (None, _) => Some(CapacityFailure::NoRate {
+            lowest: probes.iter().map(|p| p.rate).fold(f64::INFINITY, f64::min),
+        }),
         (Some(_), true) if hi.is_some_and(|h| h / lo.unwrap_or(h) - 1.0 > spec.tolerance) => {
-            Some(format!(
-                "capacity search: max_probes ({budget}) spent before the bracket narrowed to {}",
-                spec.tolerance
-            ))
+            Some(CapacityFailure::Budget {
+                max_probes: budget,
+                tolerance: spec.tolerance,
+            })
         }
         _ => None,
     };
@@ -214,9 +214,9 @@ fn conclude(
     let mut piece = match boundary {
         Some(i) => probes.swap_remove(i).piece,
         None => probes.pop().map(|p| p.piece).unwrap_or_else(|| Piece {
-            doc: template_fallback("capacity search ran no probe"),
+            doc: template_fallback(&NoResult::NoProbe.to_string()),
             failures: Vec::new(),
-            fallback: Some("capacity search ran no probe".into()),
+            fallback: Some(NoResult::NoProbe),
             log_tail: String::new(),
             errors: Vec::new(),
         }),
@@ -236,7 +236,7 @@ fn conclude(
                "note": note, "mean_input_chars": chars, "probes": listed}),
     );
     if let Some(why) = why_none {
-        piece.failures.insert(0, why);
+        piece.failures.insert(0, TrialFailure::Capacity(why));
     } else {
         // The boundary's own misses (none) and the other probes' are evidence, not failures.
         piece.failures.clear();

@@ -11,7 +11,7 @@ use dfx_core::bench::BenchContext;
 use dfx_core::checks;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::{ResultDoc, template_fallback};
-use dfx_core::verdict::{Verdict, judge};
+use dfx_core::verdict::{Verdict, judge, template_failure};
 use serde_json::{Value, json};
 
 use crate::pool::{ServerInfo, ServerPool};
@@ -21,7 +21,10 @@ use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
 
 mod capacity;
+pub mod failure;
 mod repeat;
+
+use failure::{Fallback, NotRun, TrialFailure, render};
 pub mod upstream;
 
 /// How a trial that did not fail ended.
@@ -68,10 +71,10 @@ pub struct Session {
 struct Produced {
     doc: ResultDoc,
     /// Failures the verdict cannot see (bench exit status, server death, invalid load).
-    failures: Vec<String>,
+    failures: Vec<TrialFailure>,
     /// Why the document is the template fallback (also stored in it as
     /// `fallback_reason`), when it is.
-    fallback: Option<String>,
+    fallback: Option<Fallback>,
     /// Bench log tail shown with a fallback.
     log_tail: String,
     /// False when no bench ran at all (server failed to start, trial cannot run): the
@@ -187,8 +190,9 @@ impl Session {
                 return Ok(Ran::Ignored(reason));
             }
             Disposition::Skip { reason } => {
-                let why =
-                    format!("cannot run, and --assert-baseline forbids ignoring it: {reason}");
+                let why = NotRun::Forbidden {
+                    reason: reason.clone(),
+                };
                 let produced = Produced::fallback(why, None, None);
                 return self.conclude(idx, dir, produced);
             }
@@ -203,8 +207,8 @@ impl Session {
         let server = match acquired {
             Ok(s) => s,
             Err(e) => {
-                let produced =
-                    Produced::fallback(format!("server failed to start: {e}"), Some(label), None);
+                let why = NotRun::ServerStart(e.to_string());
+                let produced = Produced::fallback(why, Some(label), None);
                 return self.conclude(idx, dir, produced);
             }
         };
@@ -222,11 +226,7 @@ impl Session {
         let trial = &self.planned[idx].trial;
         let label = self.benches.label(slot);
         let Some(bench) = self.benches.get(slot) else {
-            return Produced::fallback(
-                format!("bench `{label}` is not available"),
-                Some(label),
-                Some(server),
-            );
+            return Produced::fallback(NotRun::BenchMissing { label }, Some(label), Some(server));
         };
         let ctx = BenchContext {
             trial,
@@ -261,7 +261,7 @@ impl Session {
         let gpu = sampler.map(crate::gpu::GpuSampler::finish);
         let mut failures = Vec::new();
         if let Err(died) = self.pool.check_after_trial() {
-            failures.push(died.to_string());
+            failures.push(TrialFailure::ServerDied(died));
         }
         failures.extend(piece.failures);
         let mut doc = piece.doc;
@@ -273,7 +273,7 @@ impl Session {
             let gpus = visible.map(|v| v.split(',').filter(|d| !d.trim().is_empty()).count());
             capacity::add_cost(&mut doc, self.gpu_hour_price, gpus);
         }
-        let (fallback, log_tail) = (piece.fallback, piece.log_tail);
+        let (fallback, log_tail) = (piece.fallback.map(Fallback::NoResult), piece.log_tail);
         Produced {
             doc,
             failures,
@@ -335,7 +335,12 @@ impl Session {
                 warnings: Vec::new(),
             }
         };
-        let failures = combined_failures(&p, &verdict, self.assert_baseline);
+        let failures = render(&combined_failures(
+            &p,
+            &verdict,
+            self.assert_baseline,
+            expected,
+        ));
         let passed = failures.is_empty();
         let record = Verdict {
             passed,
@@ -411,14 +416,14 @@ impl Session {
 impl Produced {
     /// No bench ran: the template fallback with `reason` as the failure.
     fn fallback(
-        reason: String,
+        reason: NotRun,
         bench: Option<&'static str>,
         server: Option<ServerInfo>,
     ) -> Produced {
         Produced {
-            doc: template_fallback(&reason),
+            doc: template_fallback(&reason.to_string()),
             failures: Vec::new(),
-            fallback: Some(reason),
+            fallback: Some(Fallback::NotRun(reason)),
             log_tail: String::new(),
             judged: false,
             errors: Vec::new(),
@@ -465,35 +470,56 @@ pub fn add_runner_keys(
 }
 
 /// What only the harness saw (server death, bench exit status), then the verdict's
-/// failures, with the fallback reason and bench log tail; under `--assert-baseline` every
-/// breach line is guaranteed to be there.
-fn combined_failures(p: &Produced, verdict: &Verdict, assert_baseline: bool) -> Vec<String> {
-    let mut out: Vec<String> = p.failures.clone();
+/// failures (each once), with the fallback reason and bench log tail; under
+/// `--assert-baseline` every breach is guaranteed to be there. `expected` is the prompt
+/// count the verdict judged against.
+fn combined_failures(
+    p: &Produced,
+    verdict: &Verdict,
+    assert_baseline: bool,
+    expected: u64,
+) -> Vec<TrialFailure> {
+    let mut out: Vec<TrialFailure> = p.failures.clone();
     for f in &verdict.failures {
-        if !out.contains(f) {
-            out.push(f.clone());
+        let f = match verdict.breaches.iter().find(|b| b.line() == *f) {
+            Some(b) => TrialFailure::Breach(b.clone()),
+            None => TrialFailure::Verdict(f.clone()),
+        };
+        if !out.contains(&f) {
+            out.push(f);
         }
     }
-    if let Some(reason) = &p.fallback {
-        match out.iter_mut().find(|f| f.contains(reason.as_str())) {
-            Some(line) => line.push_str(&p.log_tail),
-            None if !p.judged => out.insert(0, reason.clone()),
-            None => out.insert(
-                0,
-                format!("{reason}: wrote the template fallback{}", p.log_tail),
-            ),
+    match &p.fallback {
+        None => {}
+        Some(Fallback::NotRun(why)) => out.insert(0, TrialFailure::NotRun(why.clone())),
+        Some(Fallback::NoResult(why)) => {
+            let judged = TrialFailure::Verdict(template_failure(expected, &why.to_string()));
+            let log_tail = p.log_tail.clone();
+            match out.iter().position(|f| *f == judged) {
+                Some(i) => {
+                    let verdict = out[i].to_string();
+                    out[i] = TrialFailure::Fallback { verdict, log_tail };
+                }
+                None => out.insert(
+                    0,
+                    TrialFailure::FallbackUnjudged {
+                        reason: why.clone(),
+                        log_tail,
+                    },
+                ),
+            }
         }
     }
     if assert_baseline {
         for b in &verdict.breaches {
-            let line = b.line();
-            if !line.is_empty() && !out.iter().any(|f| f.contains(&line)) {
-                out.push(line);
+            let breach = TrialFailure::Breach(b.clone());
+            if !b.line().is_empty() && !out.contains(&breach) {
+                out.push(breach);
             }
         }
     }
     if !verdict.passed && out.is_empty() {
-        out.push("the verdict failed the trial without a reason".into());
+        out.push(TrialFailure::Unexplained);
     }
     out
 }
@@ -532,6 +558,8 @@ fn gpu_sampler(
 
 #[cfg(test)]
 mod capacity_tests;
+#[cfg(test)]
+mod combine_tests;
 #[cfg(test)]
 mod repeat_tests;
 #[cfg(test)]

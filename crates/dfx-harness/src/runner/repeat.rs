@@ -12,6 +12,8 @@ use dfx_core::repeats::{RepeatRun, combine};
 use dfx_core::result::{ResultDoc, template_fallback};
 use serde_json::json;
 
+use super::failure::{NoResult, TrialFailure, render};
+
 /// The quality step's settings and whether its absence was said.
 pub(super) struct QualityStep<'a> {
     pub cmd: Option<&'a str>,
@@ -21,9 +23,9 @@ pub(super) struct QualityStep<'a> {
 /// What one bench run (or the repeats together) produced.
 pub(super) struct Piece {
     pub doc: ResultDoc,
-    pub failures: Vec<String>,
+    pub failures: Vec<TrialFailure>,
     /// Why `doc` is the template fallback, when it is.
-    pub fallback: Option<String>,
+    pub fallback: Option<NoResult>,
     /// Bench log tail shown with a fallback.
     pub log_tail: String,
     pub errors: Vec<String>,
@@ -42,7 +44,7 @@ pub(super) fn run(
         return piece(bench.run(ctx), label, ctx, quality);
     }
     let QualityStep { cmd, said } = quality;
-    let mut runs = Vec::new();
+    let (mut runs, mut typed) = (Vec::new(), Vec::new());
     let (mut errors, mut log_tail) = (Vec::new(), String::new());
     for k in 1..=repeats {
         let seed = base_seed.wrapping_add(u64::from(k - 1));
@@ -51,7 +53,10 @@ pub(super) fn run(
         let out_dir = ctx.out_dir.join(&dir);
         let mut failures = Vec::new();
         if let Err(e) = std::fs::create_dir_all(&out_dir) {
-            failures.push(format!("cannot create {}: {e}", out_dir.display()));
+            failures.push(TrialFailure::CreateDir {
+                dir: out_dir.clone(),
+                error: e.to_string(),
+            });
         }
         let rctx = BenchContext {
             trial: &trial,
@@ -65,7 +70,7 @@ pub(super) fn run(
         let p = piece(bench.run(&rctx), label, &rctx, quality);
         failures.extend(p.failures);
         if let Some(why) = &p.fallback {
-            failures.insert(0, why.clone());
+            failures.insert(0, TrialFailure::NoResult(why.clone()));
             log_tail = p.log_tail;
         }
         for e in p.errors {
@@ -82,7 +87,10 @@ pub(super) fn run(
                 json!({"index": k, "of": repeats, "seed": seed}),
             );
             if let Err(e) = write_json_atomic(&out_dir.join("result.json"), &d) {
-                failures.push(format!("cannot write {dir}/result.json: {e}"));
+                failures.push(TrialFailure::WriteRepeat {
+                    dir: dir.clone(),
+                    error: e.to_string(),
+                });
             }
         }
         runs.push(RepeatRun {
@@ -90,24 +98,22 @@ pub(super) fn run(
             dir,
             seed,
             doc,
-            failures,
+            failures: render(&failures),
         });
+        typed.extend(failures.into_iter().map(|f| TrialFailure::Repeat {
+            k,
+            of: repeats,
+            failure: Box::new(f),
+        }));
     }
-    let failures = runs
-        .iter()
-        .flat_map(|r| {
-            r.failures
-                .iter()
-                .map(move |f| format!("repeat {}/{repeats}: {f}", r.repeat))
-        })
-        .collect();
     let combined = combine(&runs);
     let fallback = combined
         .is_none()
-        .then(|| format!("no repeat of {repeats} left a result"));
+        .then_some(NoResult::NoRepeat { of: repeats });
+    let reason = fallback.as_ref().map(ToString::to_string);
     Piece {
-        doc: combined.unwrap_or_else(|| template_fallback(fallback.as_deref().unwrap_or_default())),
-        failures,
+        doc: combined.unwrap_or_else(|| template_fallback(reason.as_deref().unwrap_or_default())),
+        failures: typed,
         fallback,
         log_tail,
         errors,
@@ -139,29 +145,33 @@ fn piece(outcome: BenchOutcome, label: &str, ctx: &BenchContext<'_>, q: QualityS
             format!("\n--- bench log tail ---\n{}", t.trim_end())
         }
     };
-    let exit = outcome.exit.as_deref().unwrap_or("no exit status");
     let mut failures = Vec::new();
     let mut fallback = None;
     let mut doc = match outcome.result {
         Some(doc) => {
             if let Some(exit) = &outcome.exit {
-                failures.push(format!(
-                    "bench ended with {exit}{}",
-                    tail(&outcome.log_tail)
-                ));
+                failures.push(TrialFailure::BenchEnded {
+                    exit: exit.clone(),
+                    log_tail: tail(&outcome.log_tail),
+                });
             }
             doc
         }
         None => {
-            fallback = Some(format!("bench `{label}` left no result ({exit})"));
-            template_fallback(fallback.as_deref().unwrap_or_default())
+            let why = NoResult::Left {
+                label: label.to_string(),
+                exit: outcome.exit.clone(),
+            };
+            let doc = template_fallback(&why.to_string());
+            fallback = Some(why);
+            doc
         }
     };
     if ctx.trial.entry.seed_tts_wer_eval() && fallback.is_none() {
         quality_step(q, &ctx.trial.name, &ctx.out_dir, &mut doc, &mut failures);
     }
     if let Some(invalid) = outcome.invalid_load {
-        failures.push(format!("load generation invalid: {invalid}"));
+        failures.push(TrialFailure::InvalidLoad(invalid));
     }
     let log_tail = if fallback.is_some() {
         tail(&outcome.log_tail)
@@ -182,11 +192,11 @@ fn quality_step(
     trial: &str,
     dir: &Path,
     doc: &mut ResultDoc,
-    failures: &mut Vec<String>,
+    failures: &mut Vec<TrialFailure>,
 ) {
     use crate::quality::{Quality, evaluate};
     match evaluate(q.cmd, dir, doc) {
-        Quality::HookFailed(e) => failures.push(e),
+        Quality::HookFailed(e) => failures.push(TrialFailure::Quality(e)),
         Quality::NotEvaluated(why) if !*q.said => {
             *q.said = true;
             eprintln!("{trial}: {why}");

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
+use dfx_core::bench::{BenchContext, BenchExit, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Dialect, DuplexKeys};
 
 use self::metrics::TurnAt;
@@ -83,26 +83,23 @@ fn keys(entry: &BenchEntry) -> Result<&DuplexKeys, String> {
 /// Whether the native bench runs `entry` (a native-duplex entry of workload
 /// [`WORKLOAD`]), else why not.
 pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
-    let refuse = |s: String| Err(Unsupported(s));
     let keys = match keys(entry) {
         Ok(k) if entry.dialect == Dialect::NativeDuplex => k,
-        _ => return refuse("not a native-duplex entry".into()),
+        _ => return Err(Unsupported::NotNativeDuplex),
     };
     let workload = keys.workload.as_deref();
     if workload != Some(WORKLOAD) {
-        return refuse(format!(
-            "native-duplex runner implements workload {WORKLOAD} only (upstream's rule); got {}",
-            workload.unwrap_or("(none)")
-        ));
+        return Err(Unsupported::DuplexWorkload {
+            workload: workload.map(String::from),
+            implemented: WORKLOAD,
+        });
     }
     if keys.profile_stages {
-        return refuse(
-            "profile_stages (upstream's /start_profile and /stop_profile around the first measured trial) \
-             is not implemented by the native bench"
-                .into(),
-        );
+        return Err(Unsupported::ProfileStages);
     }
-    Params::of(keys).map(|_| ()).map_err(Unsupported)
+    Params::of(keys)
+        .map(|_| ())
+        .map_err(Unsupported::InvalidEntry)
 }
 
 /// A 32-hex suffix for session ids (upstream: `uuid4().hex`).
@@ -248,8 +245,9 @@ pub fn run(
             serde_json::to_string_pretty(&all).unwrap_or_default() + "\n",
         );
         if let Some(e) = failed {
-            exit = Some(format!("native-duplex trial {index} failed: {e}"));
-            log.write(exit.as_deref().unwrap_or_default());
+            let failure = BenchExit::DuplexTrial { index, reason: e };
+            log.write(&failure.to_string());
+            exit = Some(failure);
             break;
         }
     }
@@ -271,7 +269,7 @@ pub fn run(
     log.write(&summary);
     Ok(BenchOutcome {
         result: Some(doc),
-        errors: exit.clone().into_iter().collect(),
+        errors: exit.iter().map(ToString::to_string).collect(),
         exit,
         log_tail: log.tail(),
         invalid_load: None,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
+use dfx_core::bench::{BenchContext, BenchExit, BenchOutcome, Unsupported};
 use dfx_core::plan::{BenchEntry, Dialect, Trial};
 
 use self::metrics::{RealtimeRecord, TurnRecord, request_record};
@@ -45,44 +45,39 @@ pub fn is_realtime(entry: &BenchEntry) -> bool {
 
 /// Whether the native bench can run a realtime `entry`, else the reason (at load).
 pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
-    let refuse = |s: String| Err(Unsupported(s));
     let backend = entry.backend.as_deref().unwrap_or_default();
     if backend == CHAT_BACKEND {
-        return refuse(format!(
-            "backend {CHAT_BACKEND} is newer than vllm-omni 0.30.0 and its protocol is not available to dfx-perf \
-             (how realtime_trigger explicit/vad start a turn: the commit event, the server-VAD session keys, the events it answers with); \
-             the native bench implements {} only",
-            BACKENDS.join(", ")
-        ));
+        return Err(Unsupported::RealtimeProtocol {
+            backend: CHAT_BACKEND,
+            implemented: &BACKENDS,
+        });
     }
     if entry.dialect != Dialect::Omni {
-        return refuse(format!(
-            "native bench runs {backend} sweep entries of the omni dialect only"
-        ));
+        return Err(Unsupported::RealtimeDialect {
+            backend: backend.to_string(),
+        });
     }
     if entry.endpoint.as_deref() != Some(ENDPOINT) {
-        return refuse(format!(
-            "backend {backend} needs endpoint {ENDPOINT}; got {}",
-            entry.endpoint.as_deref().unwrap_or("(none)")
-        ));
+        return Err(Unsupported::RealtimeEndpoint {
+            backend: backend.to_string(),
+            endpoint: entry.endpoint.clone(),
+            expected: ENDPOINT,
+        });
     }
     let dataset = entry.dataset_name.as_deref().unwrap_or("(none)");
     if dataset == "omniinteract" {
-        return refuse(
-            "the OmniInteract variant of openai-realtime-duplex (the dataset's 16 kHz clips with 1 fps JPEG video_frames, \
-             --omniinteract-ref-audio, the explicit final commit and the judge's accuracy scoring) is not implemented by the native bench"
-                .into(),
-        );
+        return Err(Unsupported::RealtimeOmniInteract);
     }
     if !super::DATASETS.contains(&dataset) {
-        return refuse(format!(
-            "native bench runs {backend} with datasets {}; got dataset {dataset}",
-            super::DATASETS.join(", ")
-        ));
+        return Err(Unsupported::RealtimeDataset {
+            backend: backend.to_string(),
+            dataset: entry.dataset_name.clone(),
+            accepted: &super::DATASETS,
+        });
     }
     prepare::turns_per_session(entry)
         .map(|_| ())
-        .map_err(Unsupported)
+        .map_err(Unsupported::InvalidEntry)
 }
 
 /// What [`crate::native::prepare::preflight`] checks, for realtime entries: the dataset
@@ -283,7 +278,7 @@ fn conclude(
     }
     BenchOutcome {
         result: Some(doc),
-        exit,
+        exit: exit.map(BenchExit::TurnCount),
         log_tail: log.tail(),
         errors,
         invalid_load,

@@ -1,0 +1,118 @@
+//! How a bench run ended when that matters for the user ([`BenchExit`]), and why a trial's
+//! inputs cannot be used ([`PreflightError`]).
+
+use std::time::Duration;
+
+use super::Unsupported;
+use crate::server::ExitStatus;
+
+/// How a bench run ended abnormally. `Display` gives the message the trial's failure
+/// quotes (`bench ended with …`, `bench `x` left no result (…)`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BenchExit {
+    /// The bench process's own exit status, as the system reports it (`exit status 1`).
+    #[error("{0}")]
+    Status(ExitStatus),
+    /// An external program (`vllm bench`, `diffusion benchmark`) did not end with status 0.
+    #[error("{program} {end}")]
+    Process {
+        program: &'static str,
+        end: ProcessEnd,
+    },
+    /// An external program ended with status 0 but its result cannot be read.
+    #[error("{program} exited with status 0 but {error}")]
+    NoResult {
+        program: &'static str,
+        error: String,
+    },
+    /// An external program failed without a status to show.
+    #[error("{program} failed")]
+    Failed { program: &'static str },
+    /// The process could not be started (or its log could not be created).
+    #[error("{0}")]
+    NotStarted(String),
+    /// The bench cannot run at all (its program is missing).
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The configured auth token variable is unset.
+    #[error("the auth token variable ${var} is not set (needed by the vllm bench)")]
+    TokenMissing { var: String },
+    /// The native bench stopped with an error (its message).
+    #[error("native bench error: {0}")]
+    Native(String),
+    /// A native-duplex trial (warmup or repeat `index`) failed: why.
+    #[error("native-duplex trial {index} failed: {reason}")]
+    DuplexTrial { index: usize, reason: String },
+    /// The realtime sessions did not have the expected turn count (the check's message).
+    #[error("{0}")]
+    TurnCount(String),
+    /// A stability entry's soak keys cannot be used.
+    #[error("stability entry: {0}")]
+    SoakEntry(String),
+    /// A soak whose first batch could not even start.
+    #[error("the soak ran no batch")]
+    SoakRanNoBatch,
+    /// A soak with results whose batch failed: the first failure.
+    #[error("a soak batch failed: {0}")]
+    SoakBatch(Box<BenchExit>),
+}
+
+/// How an external program ended without status 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessEnd {
+    #[error("exited with status {0}")]
+    Code(i32),
+    #[error("was killed by signal {0}")]
+    Signal(i32),
+    /// Killed by the bench after its time limit.
+    #[error("did not finish within {} s and was killed", .0.as_secs())]
+    TimedOut(Duration),
+}
+
+/// Why a trial's inputs cannot be used, found before any server starts; the harness turns
+/// it into a config error (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PreflightError {
+    /// The entry is not one the bench runs.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// A stability entry's soak keys (the key's message).
+    #[error("{0}")]
+    Soak(String),
+    /// The dataset, the metric selection or another input of the step (its message).
+    #[error("{0}")]
+    Inputs(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_todays_texts() {
+        let end = |end| BenchExit::Process {
+            program: "vllm bench",
+            end,
+        };
+        assert_eq!(
+            end(ProcessEnd::Code(2)).to_string(),
+            "vllm bench exited with status 2"
+        );
+        assert_eq!(
+            end(ProcessEnd::Signal(9)).to_string(),
+            "vllm bench was killed by signal 9"
+        );
+        assert_eq!(
+            end(ProcessEnd::TimedOut(Duration::from_millis(3500))).to_string(),
+            "vllm bench did not finish within 3 s and was killed"
+        );
+        assert_eq!(
+            BenchExit::SoakBatch(Box::new(BenchExit::Status(ExitStatus::Code(1)))).to_string(),
+            "a soak batch failed: exit status 1"
+        );
+        assert_eq!(
+            BenchExit::TokenMissing { var: "TOK".into() }.to_string(),
+            "the auth token variable $TOK is not set (needed by the vllm bench)"
+        );
+    }
+}

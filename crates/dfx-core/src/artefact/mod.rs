@@ -9,7 +9,6 @@
 //! `"inf"` rates, numbers written as strings): a run folder recorded by an earlier
 //! dfx-perf still loads.
 
-pub mod lenient;
 pub mod result;
 pub mod run;
 pub mod schema;

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::lenient;
 use crate::baseline::{Direction, Threshold, direction_of};
+use crate::lenient;
 use crate::plan::{Dialect, Trial};
 use crate::repeats::MetricStats;
 use crate::result::ResultDoc;

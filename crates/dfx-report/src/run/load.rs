@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use dfx_core::artefact::lenient::number_of;
 use dfx_core::artefact::{ResultSections, Summary, VerdictFile};
+use dfx_core::lenient::number_of;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

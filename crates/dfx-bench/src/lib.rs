@@ -3,6 +3,6 @@
 //! implement [`dfx_core::bench::Bench`]. [`audio`] holds the PCM accounting, continuity
 //! and audible-onset figures the native bench computes per request.
 
-pub mod audio;
+pub(crate) mod audio;
 pub mod external;
 pub mod native;

@@ -13,25 +13,25 @@
 //! so the tests and the client benchmark can check each piece, not as a stable API.
 
 pub mod aggregate;
-pub mod client;
+pub(crate) mod client;
 pub mod contract;
 pub mod dataset;
-pub mod driver;
+pub(crate) mod driver;
 pub mod duplex;
-pub mod fds;
-pub mod load_result;
-pub mod log;
-pub mod omni;
-pub mod prepare;
-pub mod progress;
-pub mod quality;
+pub(crate) mod fds;
+pub(crate) mod load_result;
+pub(crate) mod log;
+pub(crate) mod omni;
+pub(crate) mod prepare;
+pub(crate) mod progress;
+pub(crate) mod quality;
 pub mod random;
 pub mod realtime;
 pub mod record;
-pub mod request;
+pub(crate) mod request;
 pub mod schedule;
 pub mod selection;
-pub mod soak;
+pub(crate) mod soak;
 mod soak_run;
 pub mod stats;
 pub mod summary;

@@ -6,8 +6,8 @@
 //! segments index lists; `{"stage_args": {"<stage id>": {...}}}` targets the element of the
 //! `stages` list (or legacy `stage_args` list) whose `stage_id` equals that id.
 
-pub mod edit;
-pub mod header;
+pub(crate) mod edit;
+pub(crate) mod header;
 
 use std::path::{Component, Path, PathBuf};
 

@@ -30,7 +30,7 @@ pub fn describe_plan(plan: &Plan) -> String {
 }
 
 /// One trial's block (first line: the trial name).
-pub fn describe_trial(t: &Trial) -> String {
+pub(crate) fn describe_trial(t: &Trial) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", t.name);
     let _ = writeln!(
@@ -64,7 +64,7 @@ pub fn describe_trial(t: &Trial) -> String {
 }
 
 /// `vllm-omni <model> deploy=… serve_args=… extra=[…]` (only what is set).
-pub fn describe_server(s: &ServerSpec) -> String {
+pub(crate) fn describe_server(s: &ServerSpec) -> String {
     let mut parts = vec![
         match s.server_type {
             ServerType::VllmOmni => "vllm-omni".to_string(),
@@ -136,7 +136,7 @@ fn describe_bench(t: &Trial) -> String {
 }
 
 /// `metric <= value [source]` items, then skipped metrics and the note.
-pub fn describe_thresholds(th: &Thresholds) -> String {
+pub(crate) fn describe_thresholds(th: &Thresholds) -> String {
     let mut parts: Vec<String> = th
         .items
         .iter()

@@ -137,7 +137,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(file: &'a std::path::Path) -> Self {
+    pub(crate) fn new(file: &'a std::path::Path) -> Self {
         Ctx {
             file,
             test_name: None,
@@ -146,18 +146,18 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn case(self, index: usize) -> Self {
+    pub(crate) fn case(self, index: usize) -> Self {
         Ctx {
             case_index: Some(index),
             ..self
         }
     }
 
-    pub fn test(self, test_name: Option<&'a str>) -> Self {
+    pub(crate) fn test(self, test_name: Option<&'a str>) -> Self {
         Ctx { test_name, ..self }
     }
 
-    pub fn entry(self, index: usize) -> Self {
+    pub(crate) fn entry(self, index: usize) -> Self {
         Ctx {
             entry_index: Some(index),
             ..self
@@ -165,7 +165,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// An error at `key` (dotted path) with what is accepted.
-    pub fn err(&self, key: &str, problem: impl Into<String>, accepted: &str) -> ConfigError {
+    pub(crate) fn err(&self, key: &str, problem: impl Into<String>, accepted: &str) -> ConfigError {
         let mut e = ConfigError::in_file(self.file, problem)
             .with_test(self.test_name)
             .with_case(self.case_index)

@@ -84,7 +84,7 @@ pub struct LoadSpec {
 }
 
 /// The entry keys of a [`LoadSpec`], for the benches that refuse them.
-pub const LOAD_KEYS: &[&str] = &[
+pub(crate) const LOAD_KEYS: &[&str] = &[
     "ramp_start_rate",
     "burst",
     "soak_duration_s",

@@ -7,10 +7,10 @@ use serde::Serialize;
 use crate::bounds::{MAX_PERCENTILES, parse_percentiles};
 
 /// `metric-percentiles` when an entry has none.
-pub const DEFAULT_PERCENTILES: [f64; 1] = [99.0];
+pub(crate) const DEFAULT_PERCENTILES: [f64; 1] = [99.0];
 
 /// What `metric-percentiles` accepts, for config errors.
-pub fn accepted() -> String {
+pub(crate) fn accepted() -> String {
     format!(
         "a comma-separated list of up to {MAX_PERCENTILES} numbers from 0 to 100, e.g. \"50,90,99\""
     )

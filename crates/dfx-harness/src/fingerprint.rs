@@ -18,13 +18,13 @@ static VERSIONS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 
 /// GPU facts for `run.json` (`{"name", "driver", "memory_mib", "count"}`), when
 /// `nvidia-smi` answers.
-pub fn gpu() -> Option<Value> {
+pub(crate) fn gpu() -> Option<Value> {
     dfx_core::hardware::query_gpu_facts().and_then(|g| serde_json::to_value(g).ok())
 }
 
 /// Asks a server that just became ready for its versions and remembers them. Silent on
 /// any failure: a server without `/version` simply tells nothing.
-pub fn note_server(host: &str, port: u16) {
+pub(crate) fn note_server(host: &str, port: u16) {
     let Some(doc) = dfx_server::probe::http_get_json(
         host,
         port,
@@ -40,14 +40,14 @@ pub fn note_server(host: &str, port: u16) {
 }
 
 /// Every version the servers of this run told so far.
-pub fn server_versions() -> BTreeMap<String, String> {
+pub(crate) fn server_versions() -> BTreeMap<String, String> {
     VERSIONS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// vLLM's `/version` is `{"version": "0.30.0"}` (the vllm package); other keys ending in
 /// `version` (`vllm_omni_version`) name their package; a `server` key names the package
 /// of `version` (the simulator says `dfx-perf-sim`). Non-string values are skipped.
-pub fn versions_from(doc: &Value) -> BTreeMap<String, String> {
+pub(crate) fn versions_from(doc: &Value) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Some(o) = doc.as_object() else {
         return out;

@@ -16,7 +16,7 @@ use crate::wiring;
 
 /// A planned trial as the closing needs it.
 #[derive(Debug, Clone)]
-pub struct TrialRef {
+pub(crate) struct TrialRef {
     pub trial: Trial,
     /// Folder name under `trials/`.
     pub dir_name: String,
@@ -24,7 +24,7 @@ pub struct TrialRef {
 
 /// Who closes a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Closer {
+pub(crate) enum Closer {
     /// The main thread, after libtest ran the last trial.
     Main,
     /// The SIGINT/SIGTERM handler.
@@ -33,7 +33,7 @@ pub enum Closer {
 
 /// Decides once who closes the run, and lets the other side wait until the closer is done.
 #[derive(Debug, Default)]
-pub struct CloseGate {
+pub(crate) struct CloseGate {
     state: Mutex<GateState>,
     changed: Condvar,
 }
@@ -51,7 +51,7 @@ impl CloseGate {
 
     /// Claims the close for `who`. `Ok` when `who` is the first (it then closes the run
     /// and calls [`CloseGate::finish`]); `Err(owner)` when `owner` claimed it before.
-    pub fn claim(&self, who: Closer) -> Result<(), Closer> {
+    pub(crate) fn claim(&self, who: Closer) -> Result<(), Closer> {
         let mut s = self.state();
         match s.owner {
             Some(owner) => Err(owner),
@@ -63,18 +63,19 @@ impl CloseGate {
     }
 
     /// Who claimed the close, if anyone did.
-    pub fn owner(&self) -> Option<Closer> {
+    #[cfg(test)]
+    pub(crate) fn owner(&self) -> Option<Closer> {
         self.state().owner
     }
 
     /// The claimant has done its closing work.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.state().done = true;
         self.changed.notify_all();
     }
 
     /// Waits until the claimant has finished, at most `within`; whether it has.
-    pub fn wait_done(&self, within: Duration) -> bool {
+    pub(crate) fn wait_done(&self, within: Duration) -> bool {
         let deadline = Instant::now() + within;
         let mut s = self.state();
         while !s.done {
@@ -94,7 +95,7 @@ impl CloseGate {
 
 /// Everything needed to close a run besides its progress.
 #[derive(Debug)]
-pub struct Closing {
+pub(crate) struct Closing {
     pub run: RunDir,
     /// `run.json` as written at the start.
     pub info: RunInfo,
@@ -114,7 +115,7 @@ impl Closing {
     /// Writes `summary.json` from `progress` (with `interruption` when the run was
     /// interrupted), updates `run.json` and writes the reports. Problems are printed,
     /// never fatal. Does nothing when the run was already closed.
-    pub fn close(&self, progress: &mut Progress, interruption: Option<Interruption>) {
+    pub(crate) fn close(&self, progress: &mut Progress, interruption: Option<Interruption>) {
         if progress.closed {
             return;
         }

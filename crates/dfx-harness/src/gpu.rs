@@ -20,17 +20,17 @@ use dfx_core::result::ResultDoc;
 use serde_json::{Value, json};
 
 /// Time between two samples.
-pub const INTERVAL: Duration = Duration::from_millis(500);
+pub(crate) const INTERVAL: Duration = Duration::from_millis(500);
 
 /// How long one `nvidia-smi` query may take.
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The samples file in the trial folder.
-pub const SAMPLES_FILE: &str = "gpu_samples.jsonl";
+pub(crate) const SAMPLES_FILE: &str = "gpu_samples.jsonl";
 
 /// What one query says about one GPU.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// `nvidia-smi`'s index of the GPU.
     pub gpu: String,
     /// Memory used, MiB.
@@ -41,7 +41,7 @@ pub struct Reading {
 
 /// Parses the CSV lines of `--query-gpu=index,memory.used,utilization.gpu
 /// --format=csv,noheader,nounits`. A line without a numeric memory figure is left out.
-pub fn parse_readings(out: &str) -> Vec<Reading> {
+pub(crate) fn parse_readings(out: &str) -> Vec<Reading> {
     out.lines()
         .filter_map(|line| {
             let mut cols = line.split(',').map(str::trim);
@@ -62,7 +62,7 @@ pub fn parse_readings(out: &str) -> Vec<Reading> {
 
 /// The running figures of one GPU.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct GpuStats {
+pub(crate) struct GpuStats {
     /// `nvidia-smi`'s index.
     pub gpu: String,
     /// Samples taken.
@@ -86,19 +86,19 @@ impl GpuStats {
     }
 
     /// Mean memory used, MiB.
-    pub fn mean_memory_mb(&self) -> f64 {
+    pub(crate) fn mean_memory_mb(&self) -> f64 {
         self.memory_sum / self.samples.max(1) as f64
     }
 
     /// Mean utilisation, percent, when the GPU reported it.
-    pub fn mean_utilization_pct(&self) -> Option<f64> {
+    pub(crate) fn mean_utilization_pct(&self) -> Option<f64> {
         (self.util_samples > 0).then(|| self.util_sum / self.util_samples as f64)
     }
 }
 
 /// What a trial's sampling found.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct GpuSummary {
+pub(crate) struct GpuSummary {
     /// Per GPU, in the order `nvidia-smi` first listed them.
     pub gpus: Vec<GpuStats>,
     /// Queries that failed or timed out.
@@ -125,7 +125,7 @@ impl GpuSummary {
     }
 
     /// Adds the summary to a result document; nothing when no sample was taken.
-    pub fn insert_into(&self, doc: &mut ResultDoc) {
+    pub(crate) fn insert_into(&self, doc: &mut ResultDoc) {
         let sampled: Vec<&GpuStats> = self.gpus.iter().filter(|g| g.samples > 0).collect();
         if sampled.is_empty() {
             doc.insert(
@@ -174,7 +174,7 @@ impl GpuSummary {
 
 /// The GPUs a server may use: its own `CUDA_VISIBLE_DEVICES`, else the suite's; `None`
 /// (all GPUs) when neither is set or the value is not a list of indices or UUIDs.
-pub fn server_devices(server_env: Option<&str>, suite_env: Option<&str>) -> Option<String> {
+pub(crate) fn server_devices(server_env: Option<&str>, suite_env: Option<&str>) -> Option<String> {
     let v = server_env.or(suite_env)?.trim();
     let ok = !v.is_empty()
         && v.len() <= 1024
@@ -184,7 +184,7 @@ pub fn server_devices(server_env: Option<&str>, suite_env: Option<&str>) -> Opti
 }
 
 /// A sampler thread; [`GpuSampler::finish`] stops it and returns the summary.
-pub struct GpuSampler {
+pub(crate) struct GpuSampler {
     stop: mpsc::Sender<()>,
     handle: JoinHandle<GpuSummary>,
 }
@@ -199,7 +199,7 @@ fn unix_now() -> f64 {
 impl GpuSampler {
     /// Starts sampling `devices` (all GPUs when `None`) into `dir/gpu_samples.jsonl`, one
     /// query every `interval`, through `query` (the real one is [`nvidia_smi_query`]).
-    pub fn start<Q>(
+    pub(crate) fn start<Q>(
         dir: &Path,
         devices: Option<String>,
         interval: Duration,
@@ -220,7 +220,7 @@ impl GpuSampler {
     }
 
     /// Stops sampling (at once, not at the next tick) and returns what was found.
-    pub fn finish(self) -> GpuSummary {
+    pub(crate) fn finish(self) -> GpuSummary {
         let _ = self.stop.send(());
         self.handle.join().unwrap_or_default()
     }
@@ -228,7 +228,7 @@ impl GpuSampler {
 
 /// The real query: `nvidia-smi --query-gpu=index,memory.used,utilization.gpu
 /// --format=csv,noheader,nounits [-i devices]`, killed after [`QUERY_TIMEOUT`].
-pub fn nvidia_smi_query(devices: Option<&str>) -> Option<String> {
+pub(crate) fn nvidia_smi_query(devices: Option<&str>) -> Option<String> {
     let mut args = vec![
         "--query-gpu=index,memory.used,utilization.gpu",
         "--format=csv,noheader,nounits",

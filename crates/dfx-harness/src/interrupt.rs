@@ -33,7 +33,7 @@ use crate::runner::add_runner_keys;
 use crate::summary::{Interruption, Outcome, SummaryEntry};
 
 /// Exit status of an interrupted run (128 + SIGINT, like a shell).
-pub const EXIT_INTERRUPTED: i32 = 130;
+pub(crate) const EXIT_INTERRUPTED: i32 = 130;
 
 /// Longest wait of one side of the close for the other: two teardowns of a stubborn
 /// sglang-omni group (30 s grace + 5 s each) and the writing of the summary and reports.
@@ -45,20 +45,20 @@ const MAIN_EXIT_WAIT: Duration = Duration::from_secs(5);
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether the run has been interrupted (the server pool then starts nothing).
-pub fn requested() -> bool {
+pub(crate) fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }
 
 /// Installs the handler for this run. Fails only when another `ctrlc` handler exists in
 /// the process.
-pub fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), String> {
+pub(crate) fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), String> {
     ctrlc::set_handler(move || on_signal(&closing, &progress))
         .map_err(|e| format!("cannot install the signal handler: {e}"))
 }
 
 /// What the main thread does when the handler claimed the close: waits (bounded) for the
 /// handler, which exits the process with status 130; if it never does, returns 130 itself.
-pub fn await_handler(gate: &CloseGate) -> ExitCode {
+pub(crate) fn await_handler(gate: &CloseGate) -> ExitCode {
     if !gate.wait_done(OTHER_SIDE_WAIT) {
         eprintln!("dfx-perf: the interrupt handler did not finish in {OTHER_SIDE_WAIT:?}");
     }
@@ -119,7 +119,7 @@ fn reap(groups: &[i32]) {
 /// Records the interruption in `progress`: the running trial (if any) becomes a failed,
 /// `interrupted` entry with a template `result.json` and a `verdict.json` in its folder;
 /// the answer lists the selected trials that never started. `at` is when the signal came.
-pub fn mark_interrupted(
+pub(crate) fn mark_interrupted(
     progress: &mut Progress,
     closing: &Closing,
     running: Option<&Current>,

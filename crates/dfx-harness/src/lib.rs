@@ -16,24 +16,24 @@
 //! is the one place where the real launchers, benches and report writer plug in.
 
 pub mod cli;
-pub mod fake;
-pub mod fingerprint;
-pub mod finish;
-pub mod gpu;
-pub mod interrupt;
-pub mod listing;
-pub mod partition;
-pub mod pool;
-pub mod progress;
-pub mod quality;
-pub mod reserve;
-pub mod results;
-pub mod runner;
-pub mod select;
-pub mod settings;
-pub mod suite;
-pub mod summary;
-pub mod wiring;
+pub(crate) mod fake;
+pub(crate) mod fingerprint;
+pub(crate) mod finish;
+pub(crate) mod gpu;
+pub(crate) mod interrupt;
+pub(crate) mod listing;
+pub(crate) mod partition;
+pub(crate) mod pool;
+pub(crate) mod progress;
+pub(crate) mod quality;
+pub(crate) mod reserve;
+pub(crate) mod results;
+pub(crate) mod runner;
+pub(crate) mod select;
+pub(crate) mod settings;
+pub(crate) mod suite;
+pub(crate) mod summary;
+pub(crate) mod wiring;
 
 #[cfg(test)]
 mod test_support;

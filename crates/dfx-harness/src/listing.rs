@@ -12,7 +12,7 @@ use dfx_core::server::ServerType;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 
 /// What the listing needs besides the trials.
-pub struct ListContext<'a> {
+pub(crate) struct ListContext<'a> {
     pub benches: &'a BenchSet,
     /// Launcher name (`vllm-omni`, `sim`, `fake`, `attach`).
     pub launcher: &'a str,
@@ -23,7 +23,7 @@ pub struct ListContext<'a> {
 }
 
 /// Renders the verbose listing of `selected` (indices into `planned`).
-pub fn render_verbose(
+pub(crate) fn render_verbose(
     planned: &[PlannedTrial],
     selected: &[usize],
     ctx: &ListContext<'_>,

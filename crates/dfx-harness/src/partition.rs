@@ -28,18 +28,18 @@ use serde_json::json;
 use crate::select::PlannedTrial;
 
 /// Largest shard count accepted.
-pub const MAX_SHARDS: u32 = 1024;
+pub(crate) const MAX_SHARDS: u32 = 1024;
 
 /// What `--partition` accepts, for error messages.
-pub const ACCEPTED: &str =
+pub(crate) const ACCEPTED: &str =
     "count:K/N or hash:K/N with N from 1 to 1024 and K from 1 to N (e.g. count:1/4)";
 
 /// How groups are dealt to shards (the type run.json records).
-pub use dfx_core::artefact::PartitionMethod as Method;
+pub(crate) use dfx_core::artefact::PartitionMethod as Method;
 
 /// One shard: `K` of `N` by a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Partition {
+pub(crate) struct Partition {
     pub method: Method,
     /// `K`, 1-based.
     pub shard: u32,
@@ -49,7 +49,7 @@ pub struct Partition {
 
 /// Why a `--partition` value is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PartitionError {
+pub(crate) enum PartitionError {
     #[error("not of the form METHOD:K/N")]
     Syntax,
     #[error("unknown method `{0}`")]
@@ -104,11 +104,11 @@ impl fmt::Display for Partition {
 }
 
 /// The shard a run executes, as `run.json` records it (`partition`).
-pub use dfx_core::artefact::ShardRecord;
+pub(crate) use dfx_core::artefact::ShardRecord;
 
 /// The outcome of applying a partition (or none) to a selection.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sharded {
+pub(crate) struct Sharded {
     /// Plan indices of the selected trials in the shard, in plan order.
     pub selected: Vec<usize>,
     /// Per plan index: whether its server group belongs to the shard (what libtest-mimic
@@ -119,7 +119,7 @@ pub struct Sharded {
 }
 
 /// Applies `partition` to the `selected` plan indices (in plan order).
-pub fn apply(
+pub(crate) fn apply(
     partition: Option<&Partition>,
     planned: &[PlannedTrial],
     selected: &[usize],
@@ -149,7 +149,11 @@ pub fn apply(
 }
 
 /// `(server group, shard)` for every group holding a selected trial, in plan order.
-pub fn assign(p: &Partition, planned: &[PlannedTrial], selected: &[usize]) -> Vec<(usize, u32)> {
+pub(crate) fn assign(
+    p: &Partition,
+    planned: &[PlannedTrial],
+    selected: &[usize],
+) -> Vec<(usize, u32)> {
     let mut groups: Vec<usize> = selected.iter().map(|&i| planned[i].server_group).collect();
     groups.dedup();
     groups
@@ -172,7 +176,7 @@ pub fn assign(p: &Partition, planned: &[PlannedTrial], selected: &[usize]) -> Ve
 /// The identity a group is hashed by: the compact JSON of the test name and the server
 /// parameters of its first trial (type, model, deploy name, stage overrides, serve args,
 /// extra CLI args, `use_omni`, env). No paths or file contents: equal on every machine.
-pub fn group_identity(trial: &Trial) -> String {
+pub(crate) fn group_identity(trial: &Trial) -> String {
     let s = &trial.server;
     json!({
         "test_name": trial.test_name,
@@ -190,7 +194,7 @@ pub fn group_identity(trial: &Trial) -> String {
 
 /// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3): written out so
 /// the shard of a group never depends on a library's or the standard library's hasher.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

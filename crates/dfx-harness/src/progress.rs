@@ -12,11 +12,11 @@ use crate::pool::ServerInfo;
 use crate::summary::SummaryEntry;
 
 /// The shared progress of a run.
-pub type SharedProgress = Arc<Mutex<Progress>>;
+pub(crate) type SharedProgress = Arc<Mutex<Progress>>;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Summary entries by plan index (`None`: filtered out or not run yet).
     pub entries: Vec<Option<SummaryEntry>>,
     /// The trial running now.
@@ -34,7 +34,7 @@ pub struct Progress {
 
 /// The trial running now.
 #[derive(Debug, Clone)]
-pub struct Current {
+pub(crate) struct Current {
     /// Plan index.
     pub idx: usize,
     pub started: Instant,
@@ -47,7 +47,7 @@ pub struct Current {
 impl Progress {
     /// Progress of a run of `entries.len()` planned trials, some already decided
     /// (statically ignored).
-    pub fn shared(entries: Vec<Option<SummaryEntry>>) -> SharedProgress {
+    pub(crate) fn shared(entries: Vec<Option<SummaryEntry>>) -> SharedProgress {
         Arc::new(Mutex::new(Progress {
             entries,
             ..Progress::default()
@@ -56,6 +56,6 @@ impl Progress {
 }
 
 /// Locks the progress, also after a panic elsewhere (the data stays usable).
-pub fn lock(p: &Mutex<Progress>) -> MutexGuard<'_, Progress> {
+pub(crate) fn lock(p: &Mutex<Progress>) -> MutexGuard<'_, Progress> {
     p.lock().unwrap_or_else(|e| e.into_inner())
 }

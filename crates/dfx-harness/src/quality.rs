@@ -15,17 +15,17 @@ use dfx_core::result::ResultDoc;
 use serde_json::Value;
 
 /// How long an evaluator may run.
-pub const HOOK_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const HOOK_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The most bytes of the hook's stdout read.
-pub const MAX_OUTPUT: u64 = 16 << 20;
+pub(crate) const MAX_OUTPUT: u64 = 16 << 20;
 
 /// Upstream's key for why no quality figure exists.
 const NOT_EVALUATED: &str = "seed_tts_eval_setup_error";
 
 /// What the quality step did.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Quality {
+pub(crate) enum Quality {
     /// The hook ran; this many of its keys were merged.
     Evaluated(usize),
     /// No evaluation, and why (recorded in the result).
@@ -35,7 +35,7 @@ pub enum Quality {
 }
 
 /// Runs the quality step for a result of a `seed_tts_wer_eval` entry in `trial_dir`.
-pub fn evaluate(hook: Option<&str>, trial_dir: &Path, doc: &mut ResultDoc) -> Quality {
+pub(crate) fn evaluate(hook: Option<&str>, trial_dir: &Path, doc: &mut ResultDoc) -> Quality {
     let outcome = evaluate_inner(hook, trial_dir, doc, HOOK_TIMEOUT);
     let evaluated = matches!(outcome, Quality::Evaluated(_));
     doc.insert("quality_evaluated".into(), Value::Bool(evaluated));

@@ -9,13 +9,13 @@ use std::sync::Mutex;
 
 /// Spare descriptors held: the final writes open a handful of files at a time (a
 /// temporary file and its rename, the reports' inputs), teardown reads `/proc`.
-pub const SPARE: usize = 32;
+pub(crate) const SPARE: usize = 32;
 
 static HELD: Mutex<Vec<File>> = Mutex::new(Vec::new());
 
 /// Opens [`SPARE`] descriptors on `/dev/null` (fewer if the limit is already tight);
 /// returns how many are held.
-pub fn hold() -> usize {
+pub(crate) fn hold() -> usize {
     let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
     while held.len() < SPARE {
         match File::open("/dev/null") {
@@ -27,7 +27,7 @@ pub fn hold() -> usize {
 }
 
 /// Closes the spare descriptors (idempotent), so what follows can open files.
-pub fn release() {
+pub(crate) fn release() {
     HELD.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 

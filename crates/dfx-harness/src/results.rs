@@ -20,7 +20,7 @@ use dfx_core::fsutil::{sanitize_component, write_json_atomic};
 
 /// A created run folder.
 #[derive(Debug, Clone)]
-pub struct RunDir {
+pub(crate) struct RunDir {
     /// `YYYYmmdd-HHMMSS-<hw>`, with `-2`, `-3`, … when that folder existed.
     pub id: String,
     /// `<results-dir>/<id>`.
@@ -30,7 +30,11 @@ pub struct RunDir {
 impl RunDir {
     /// Creates `<results_dir>/<run-id>` (never reusing an existing folder) and points
     /// `<results_dir>/latest` at it.
-    pub fn create(results_dir: &Path, hardware: &str, now: DateTime<Local>) -> io::Result<RunDir> {
+    pub(crate) fn create(
+        results_dir: &Path,
+        hardware: &str,
+        now: DateTime<Local>,
+    ) -> io::Result<RunDir> {
         std::fs::create_dir_all(results_dir)?;
         let base = format!(
             "{}-{}",
@@ -77,26 +81,26 @@ impl RunDir {
 
     /// `trials/<dir_name>` (the name is already sanitised by the planner; sanitised
     /// again here so no caller can leave the run folder).
-    pub fn trial_dir(&self, dir_name: &str) -> PathBuf {
+    pub(crate) fn trial_dir(&self, dir_name: &str) -> PathBuf {
         self.path.join("trials").join(sanitize_component(dir_name))
     }
 
     /// `servers/`.
-    pub fn servers_dir(&self) -> PathBuf {
+    pub(crate) fn servers_dir(&self) -> PathBuf {
         self.path.join("servers")
     }
 
     /// `run.json`.
-    pub fn write_run_info(&self, info: &RunInfo) -> io::Result<()> {
+    pub(crate) fn write_run_info(&self, info: &RunInfo) -> io::Result<()> {
         write_json_atomic(&self.path.join("run.json"), info)
     }
 }
 
 /// Content of `run.json` (the type lives in dfx-core's artefact module).
-pub use dfx_core::artefact::RunInfo;
+pub(crate) use dfx_core::artefact::RunInfo;
 
 /// `git rev-parse HEAD` run in `dir`, if git and a repository are there.
-pub fn git_sha(dir: &Path) -> Option<String> {
+pub(crate) fn git_sha(dir: &Path) -> Option<String> {
     let out = Command::new("git")
         .args(["rev-parse", "HEAD"])
         .current_dir(dir)
@@ -107,7 +111,7 @@ pub fn git_sha(dir: &Path) -> Option<String> {
 }
 
 /// sha256 of every readable config file, keyed by its path as displayed.
-pub fn config_hashes(files: &[PathBuf]) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn config_hashes(files: &[PathBuf]) -> std::collections::BTreeMap<String, String> {
     files
         .iter()
         .filter_map(|f| {
@@ -121,7 +125,7 @@ pub fn config_hashes(files: &[PathBuf]) -> std::collections::BTreeMap<String, St
 }
 
 /// The host name (`/proc/sys/kernel/hostname`, `$HOSTNAME`, else `unknown`).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())

@@ -13,19 +13,19 @@ use dfx_core::server::ServerLauncher;
 
 /// One candidate bench: `native`, `vllm`, `fake` or `diffusion`, or why it does not exist
 /// here.
-pub struct BenchSlot {
+pub(crate) struct BenchSlot {
     pub label: &'static str,
     pub bench: Result<Box<dyn Bench + Send>, String>,
 }
 
 /// The benches `--bench` allows, in order of preference.
-pub struct BenchSet {
+pub(crate) struct BenchSet {
     pub slots: Vec<BenchSlot>,
 }
 
 impl BenchSet {
     /// The first bench that supports `trial`'s entry, or every reason why none does.
-    pub fn choose(&self, trial: &Trial) -> Result<usize, String> {
+    pub(crate) fn choose(&self, trial: &Trial) -> Result<usize, String> {
         let mut reasons = Vec::new();
         for (i, slot) in self.slots.iter().enumerate() {
             match &slot.bench {
@@ -43,24 +43,24 @@ impl BenchSet {
     }
 
     /// The bench of a slot chosen by [`BenchSet::choose`].
-    pub fn get(&self, slot: usize) -> Option<&(dyn Bench + Send)> {
+    pub(crate) fn get(&self, slot: usize) -> Option<&(dyn Bench + Send)> {
         self.slots.get(slot)?.bench.as_ref().ok().map(|b| &**b)
     }
 
     /// Whether a slot with this label exists.
-    pub fn has(&self, label: &str) -> bool {
+    pub(crate) fn has(&self, label: &str) -> bool {
         self.slots.iter().any(|s| s.label == label)
     }
 
     /// The label of a slot (`native`, `vllm`, `fake`, `diffusion`).
-    pub fn label(&self, slot: usize) -> &'static str {
+    pub(crate) fn label(&self, slot: usize) -> &'static str {
         self.slots.get(slot).map_or("?", |s| s.label)
     }
 }
 
 /// Whether a trial can run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Disposition {
+pub(crate) enum Disposition {
     /// Runs with the bench in this slot of the [`BenchSet`].
     Run { slot: usize },
     /// Cannot run: ignored on a plain run, failed under `--assert-baseline`.
@@ -68,7 +68,7 @@ pub enum Disposition {
 }
 
 /// A plan trial with everything decided before the run.
-pub struct PlannedTrial {
+pub(crate) struct PlannedTrial {
     pub trial: Trial,
     pub disposition: Disposition,
     /// 1-based number of the run of consecutive trials sharing one server
@@ -81,7 +81,7 @@ pub struct PlannedTrial {
 /// Runs each chosen bench's [`Bench::preflight`] once per entry of the `selected` trials
 /// that will run, before any server starts. Each failure becomes a config error naming the
 /// file, the test, the entry and `dataset_path`.
-pub fn preflight(
+pub(crate) fn preflight(
     planned: &[PlannedTrial],
     selected: &[usize],
     benches: &BenchSet,
@@ -117,7 +117,7 @@ pub fn preflight(
 }
 
 /// Decides every trial of the plan, in plan order.
-pub fn plan_trials(
+pub(crate) fn plan_trials(
     plan: &Plan,
     launcher: &dyn ServerLauncher,
     benches: &BenchSet,

@@ -38,7 +38,7 @@ const USAGE: u8 = 2;
 const SHOWN_WARNINGS: usize = 5;
 
 /// Runs the suite with an already parsed command line.
-pub fn run(parsed: Parsed, project: Project) -> ExitCode {
+pub(crate) fn run(parsed: Parsed, project: Project) -> ExitCode {
     let prepared = match prepare(parsed, &project) {
         Ok(p) => p,
         Err(code) => return code,
@@ -352,7 +352,7 @@ fn lock(s: &Mutex<Session>) -> MutexGuard<'_, Session> {
 /// order. Trials that cannot run carry libtest's ignored flag (so `--ignored` and
 /// `--include-ignored` behave as usual) unless `--assert-baseline` turns them into
 /// failures. Without a session the runners are never meant to be called (listing).
-pub fn build_trials(
+pub(crate) fn build_trials(
     planned: &[PlannedTrial],
     assert_baseline: bool,
     session: Option<Arc<Mutex<Session>>>,
@@ -393,7 +393,7 @@ fn in_shard(trials: Vec<libtest_mimic::Trial>, keep: &[bool]) -> Vec<libtest_mim
 }
 
 /// The selected trial indices for `args` (libtest-mimic's own filter logic).
-pub fn selection(args: &Arguments, trials: &[libtest_mimic::Trial]) -> Vec<usize> {
+pub(crate) fn selection(args: &Arguments, trials: &[libtest_mimic::Trial]) -> Vec<usize> {
     (0..trials.len())
         .filter(|&i| !args.is_filtered_out(&trials[i]))
         .collect()

@@ -1,9 +1,7 @@
 //! `summary.json`: the types live in [`dfx_core::artefact::summary`] (one definition for
 //! the writer here and the readers in dfx-report and dfx-history).
 
-pub use dfx_core::artefact::summary::{
-    Interruption, KEY_METRICS, Outcome, RepeatsSummary, StepKind, Summary, SummaryEntry,
-};
+pub(crate) use dfx_core::artefact::summary::{Interruption, Outcome, Summary, SummaryEntry};
 
 #[cfg(test)]
 mod tests {

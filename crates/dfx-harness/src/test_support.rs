@@ -14,7 +14,7 @@ use dfx_core::server::{
 use serde_json::Map;
 
 /// A vllm-omni spec for `model` with nothing else set.
-pub fn spec(model: &str) -> ServerSpec {
+pub(crate) fn spec(model: &str) -> ServerSpec {
     ServerSpec {
         server_type: ServerType::VllmOmni,
         model: model.into(),
@@ -31,7 +31,7 @@ pub fn spec(model: &str) -> ServerSpec {
 }
 
 /// An omni-dialect TTS entry with suffix `suffix`.
-pub fn entry(suffix: &str) -> BenchEntry {
+pub(crate) fn entry(suffix: &str) -> BenchEntry {
     BenchEntry {
         index: 0,
         suffix: suffix.into(),
@@ -89,7 +89,7 @@ fn trial(test: &str, suffix: &str, kind: StepKind, label: String, n: u64) -> Tri
 }
 
 /// `<test>::<suffix>::c<c>` with `n` prompts on spec `A`.
-pub fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
+pub(crate) fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
     trial(
         test,
         suffix,
@@ -100,7 +100,7 @@ pub fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
 }
 
 /// `<test>::<suffix>::qps<rate>` with `n` prompts on spec `A`.
-pub fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
+pub(crate) fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
     let label = format!("qps{}", dfx_core::plan::python_float_str(rate));
     trial(
         test,
@@ -112,7 +112,7 @@ pub fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
 }
 
 /// An inline threshold.
-pub fn threshold(metric: &str, value: f64, direction: Direction) -> Threshold {
+pub(crate) fn threshold(metric: &str, value: f64, direction: Direction) -> Threshold {
     Threshold {
         metric: metric.into(),
         value,
@@ -123,20 +123,20 @@ pub fn threshold(metric: &str, value: f64, direction: Direction) -> Threshold {
 
 /// A bench that only answers `supports` (and panics or returns nothing when run, on
 /// request).
-pub struct StubBench {
+pub(crate) struct StubBench {
     refuse: Option<String>,
     pub panic_on_run: bool,
 }
 
 impl StubBench {
-    pub fn accepting() -> Self {
+    pub(crate) fn accepting() -> Self {
         StubBench {
             refuse: None,
             panic_on_run: false,
         }
     }
 
-    pub fn refusing(why: &str) -> Self {
+    pub(crate) fn refusing(why: &str) -> Self {
         StubBench {
             refuse: Some(why.into()),
             panic_on_run: false,
@@ -166,7 +166,7 @@ impl Bench for StubBench {
 
 /// Launcher with a fixed unavailability reason.
 #[derive(Debug, Clone)]
-pub struct UnavailableLauncher {
+pub(crate) struct UnavailableLauncher {
     /// Name shown in listings (`vllm-omni`, `sim`).
     pub name: String,
     /// Why nothing can be started.

@@ -29,7 +29,7 @@ use crate::settings::{BenchOptions, Project, ServerChoice, SuiteConfig};
 /// `VLLM_OMNI_EXECUTABLE` / PATH; `sgl-omni` from `SGLANG_OMNI_EXECUTABLE` / PATH), the
 /// same launcher pointed at the simulator binary, the attach launcher, or the fake. An
 /// error is a bad setting (reported before anything starts).
-pub fn launcher(
+pub(crate) fn launcher(
     cfg: &SuiteConfig,
     project: &Project,
 ) -> Result<Box<dyn ServerLauncher + Send>, String> {
@@ -67,7 +67,7 @@ pub fn launcher(
 
 /// Hidden test knob `DFX_SERVER_GRACE_MS`: the SIGTERM→SIGKILL grace of started servers
 /// (and of their guards), instead of 15 s (30 s for sglang-omni).
-pub const GRACE_ENV: &str = "DFX_SERVER_GRACE_MS";
+pub(crate) const GRACE_ENV: &str = "DFX_SERVER_GRACE_MS";
 
 fn grace_override() -> Result<Option<Duration>, String> {
     match std::env::var(GRACE_ENV) {
@@ -81,7 +81,7 @@ fn grace_override() -> Result<Option<Duration>, String> {
 }
 
 /// The state folder of a results folder (absolute, since guards get paths into it).
-pub fn live_dir(results_dir: &Path) -> PathBuf {
+pub(crate) fn live_dir(results_dir: &Path) -> PathBuf {
     std::path::absolute(results_dir)
         .unwrap_or_else(|_| results_dir.to_path_buf())
         .join(LIVE_DIR_NAME)
@@ -89,7 +89,7 @@ pub fn live_dir(results_dir: &Path) -> PathBuf {
 
 /// How the suite supervises the process groups it starts (servers, the external bench):
 /// the project's guard, state files in the results folder's `.dfx-live-servers`.
-pub fn supervision(cfg: &SuiteConfig, project: &Project) -> Supervision {
+pub(crate) fn supervision(cfg: &SuiteConfig, project: &Project) -> Supervision {
     Supervision {
         guard_bin: Some(project.guard_bin.clone()),
         live_dir: Some(live_dir(&cfg.results_dir)),
@@ -99,7 +99,7 @@ pub fn supervision(cfg: &SuiteConfig, project: &Project) -> Supervision {
 /// Stops the server (and bench) groups that earlier runs into `results_dir` left behind
 /// and are provably theirs ([`dfx_server::live::sweep`]); the lines saying what was found,
 /// each already printed on stderr, for run.json's warnings.
-pub fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
+pub(crate) fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
     live::sweep(&live_dir(results_dir))
         .into_iter()
         .filter(live::Found::worth_telling)
@@ -116,7 +116,7 @@ pub fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
 /// diffusion driver when `--diffusion-script` / `--vllm-omni-dir` is given (it runs
 /// diffusion-dialect entries only, whichever bench `--bench` names). An error is a problem with the settings (reported like a flag error,
 /// before anything starts).
-pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String> {
+pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String> {
     let native = || BenchSlot {
         label: "native",
         bench: Ok(Box::new(native_bench(&cfg.bench)) as Box<dyn dfx_core::bench::Bench + Send>),
@@ -163,7 +163,7 @@ pub fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String>
 
 /// The native bench for the suite's bench flags; unset flags keep the bench's defaults.
 /// Its progress line is only drawn when stderr is a terminal.
-pub fn native_bench(o: &BenchOptions) -> NativeBench {
+pub(crate) fn native_bench(o: &BenchOptions) -> NativeBench {
     let d = NativeSettings::default();
     NativeBench::new(NativeSettings {
         dataset_roots: o.dataset_roots.clone(),
@@ -182,7 +182,7 @@ pub fn native_bench(o: &BenchOptions) -> NativeBench {
 
 /// Writes the run's reports (report.md / report.html / junit.xml) from the run folder,
 /// after summary.json.
-pub fn write_reports(run_dir: &Path) -> Result<(), String> {
+pub(crate) fn write_reports(run_dir: &Path) -> Result<(), String> {
     dfx_report::write_run_reports(run_dir)
         .map(|_| ())
         .map_err(|e| e.to_string())

@@ -53,7 +53,7 @@ pub struct LineChart {
 }
 
 /// Draws a line chart as an SVG element.
-pub fn line_chart_svg(c: &LineChart) -> Result<String, ReportError> {
+pub(crate) fn line_chart_svg(c: &LineChart) -> Result<String, ReportError> {
     let err = |e: &dyn std::fmt::Display| ReportError::Chart {
         chart: c.id.clone(),
         problem: e.to_string(),
@@ -176,7 +176,7 @@ fn draw_series(
 /// One bar of a change chart: the relative change toward "worse" (positive = worse)
 /// with the range the repeats allow.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangeBar {
+pub(crate) struct ChangeBar {
     pub label: String,
     pub change: f64,
     /// `(low, high)` of the change across repeats, when there are repeats.
@@ -186,7 +186,7 @@ pub struct ChangeBar {
 
 /// How a change bar is coloured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BarKind {
+pub(crate) enum BarKind {
     Worse,
     Better,
     Unchanged,
@@ -195,7 +195,7 @@ pub enum BarKind {
 
 /// Horizontal bars of relative change (percent, positive = worse), one per label, with
 /// the ±tolerance band drawn as dashed lines.
-pub fn change_chart_svg(
+pub(crate) fn change_chart_svg(
     id: &str,
     title: &str,
     bars: &[ChangeBar],

@@ -2,12 +2,12 @@
 //! recalibration and the merge of shard runs, all working on the run folders the harness writes
 //! (`<results-dir>/<run-id>/`: `run.json`, `summary.json`, `trials/*/result.json`).
 
-pub mod chart;
+pub(crate) mod chart;
 pub mod compare;
 mod error;
 pub mod fmt;
 pub mod merge;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod recalibrate;
 pub mod report;
 pub mod run;

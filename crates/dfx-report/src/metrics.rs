@@ -6,13 +6,13 @@ use crate::run::TrialSummary;
 
 /// A family of related result keys shown as one column / chart (TTFP, E2EL, …): the
 /// registry's [`Group`], with its title, unit, headings and axis label.
-pub use dfx_core::metrics::Group as Family;
+pub(crate) use dfx_core::metrics::Group as Family;
 
 /// TTFP, E2EL, RTF and audio throughput: what a TTS regression shows up in.
-pub const FAMILIES: &[Family] = dfx_core::metrics::REPORT_GROUPS;
+pub(crate) const FAMILIES: &[Family] = dfx_core::metrics::REPORT_GROUPS;
 
 /// Which key of a [`Family`] a set of trials shows.
-pub trait Pick {
+pub(crate) trait Pick {
     /// The key to show for these trials: the first key any of them has a threshold on
     /// (so the threshold can be drawn), else the first key any of them measured.
     fn pick<'a>(
@@ -42,7 +42,7 @@ impl Pick for Family {
 
 /// Relative gap of `value` to `threshold`, signed toward worse: `+0.178` means 17.8 %
 /// worse than the threshold (a breach), `-0.05` means 5 % headroom. Equality passes.
-pub fn gap(value: f64, threshold: f64, direction: Direction) -> f64 {
+pub(crate) fn gap(value: f64, threshold: f64, direction: Direction) -> f64 {
     let denom = threshold.abs().max(f64::MIN_POSITIVE);
     match direction {
         Direction::LowerIsBetter => (value - threshold) / denom,
@@ -51,7 +51,7 @@ pub fn gap(value: f64, threshold: f64, direction: Direction) -> f64 {
 }
 
 /// `≤` for a ceiling, `≥` for a floor.
-pub fn bound_word(direction: Direction) -> &'static str {
+pub(crate) fn bound_word(direction: Direction) -> &'static str {
     match direction {
         Direction::LowerIsBetter => "max",
         Direction::HigherIsBetter => "min",

@@ -11,7 +11,7 @@ use dfx_core::server::{
 use crate::probe::{Probe, http_get};
 
 /// How long an attached server gets to answer `/health` 200 (it is supposed to be up).
-pub const ATTACH_READY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const ATTACH_READY_TIMEOUT: Duration = Duration::from_secs(10);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL: Duration = Duration::from_millis(250);
 

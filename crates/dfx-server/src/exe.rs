@@ -8,7 +8,7 @@ use dfx_core::server::Unavailable;
 
 /// Where to look for one program.
 #[derive(Debug, Clone)]
-pub struct ExeLookup<'a> {
+pub(crate) struct ExeLookup<'a> {
     /// Program name on PATH (`vllm-omni`).
     pub program: &'a str,
     /// Explicit path (a flag), with how the user gave it (for messages).
@@ -20,12 +20,12 @@ pub struct ExeLookup<'a> {
 }
 
 /// Resolves with the process environment.
-pub fn find(lookup: &ExeLookup<'_>) -> Result<PathBuf, Unavailable> {
+pub(crate) fn find(lookup: &ExeLookup<'_>) -> Result<PathBuf, Unavailable> {
     find_with(lookup, |k| std::env::var_os(k))
 }
 
 /// Resolves with an explicit environment (`PATH` included), for tests.
-pub fn find_with(
+pub(crate) fn find_with(
     lookup: &ExeLookup<'_>,
     env: impl Fn(&str) -> Option<OsString>,
 ) -> Result<PathBuf, Unavailable> {

@@ -46,7 +46,7 @@ fn wait_empty(groups: &[i32], within: Duration) -> Vec<i32> {
 ///
 /// The caller keeps each group leader unreaped (a zombie) until this returns, so its pid,
 /// which is the group id, cannot be reused by an unrelated process while we signal it.
-pub fn terminate_groups(groups: &[i32], grace: Duration) -> Result<(), ServerError> {
+pub(crate) fn terminate_groups(groups: &[i32], grace: Duration) -> Result<(), ServerError> {
     let live: Vec<i32> = groups
         .iter()
         .copied()
@@ -74,7 +74,7 @@ pub fn terminate_groups(groups: &[i32], grace: Duration) -> Result<(), ServerErr
 /// that group ([`procfs::group_still_of`]): SIGTERM, up to `grace` for it to empty,
 /// SIGKILL, then up to 5 s more. For groups whose leader this process cannot keep
 /// unreaped (the guard's and the leftover sweep's case). Errors name any survivor.
-pub fn terminate_checked(leader: &ProcessId, grace: Duration) -> Result<(), ServerError> {
+pub(crate) fn terminate_checked(leader: &ProcessId, grace: Duration) -> Result<(), ServerError> {
     let pgid = leader.pid;
     for (sig, within) in [(Signal::SIGTERM, grace), (Signal::SIGKILL, KILL_WAIT)] {
         if !procfs::group_still_of(leader) || group_members(pgid).is_empty() {
@@ -183,7 +183,7 @@ pub fn install_signal_handlers() -> Result<(), ServerError> {
 }
 
 /// How a finished process ended ("exit status N" / "signal N (SIGNAME)").
-pub fn describe_wait(status: &nix::sys::wait::WaitStatus) -> Option<ExitStatus> {
+pub(crate) fn describe_wait(status: &nix::sys::wait::WaitStatus) -> Option<ExitStatus> {
     use nix::sys::wait::WaitStatus;
     match status {
         WaitStatus::Exited(_, code) => Some(ExitStatus::Code(*code)),

@@ -23,7 +23,7 @@ const DISMISS_WAIT: Duration = Duration::from_secs(3);
 
 /// A running guard, owned by the suite; dropping it dismisses it.
 #[derive(Debug)]
-pub struct Guard {
+pub(crate) struct Guard {
     child: Child,
     pipe: Option<PipeWriter>,
 }
@@ -31,7 +31,7 @@ pub struct Guard {
 impl Guard {
     /// Starts `bin` with `orders`, in a session of its own, the pipe on its stdin, its
     /// stdout discarded and its stderr the suite's.
-    pub fn spawn(bin: &Path, orders: &Orders) -> Result<Guard, SupervisionError> {
+    pub(crate) fn spawn(bin: &Path, orders: &Orders) -> Result<Guard, SupervisionError> {
         let io = |source| SupervisionError::GuardSpawn {
             bin: bin.to_path_buf(),
             source,
@@ -67,14 +67,14 @@ impl Guard {
     }
 
     /// The guard's pid.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Says `done`, closes the pipe and waits (at most 3 s) for the guard to exit; a guard
     /// that lingers is killed by its pid (it is our child and unreaped, so the pid is
     /// still its own). Reaps it. Idempotent.
-    pub fn dismiss(&mut self) {
+    pub(crate) fn dismiss(&mut self) {
         let Some(mut pipe) = self.pipe.take() else {
             return;
         };

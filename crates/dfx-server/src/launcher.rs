@@ -24,11 +24,11 @@ use crate::probe;
 use crate::supervise::Supervision;
 
 /// Default SIGTERM→SIGKILL grace (upstream: 15 s for vllm-omni, 30 s for sglang-omni).
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(15);
 /// Default grace for sglang-omni.
-pub const SGLANG_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const SGLANG_GRACE: Duration = Duration::from_secs(30);
 /// sglang-omni's readiness floor (upstream default of `SGLANG_OMNI_SERVER_TIMEOUT`).
-pub const SGLANG_READY_TIMEOUT: Duration = Duration::from_secs(1800);
+pub(crate) const SGLANG_READY_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// How the process launcher finds and supervises servers.
 #[derive(Debug, Clone)]
@@ -259,7 +259,7 @@ impl ProcessLauncher {
 
 /// Where vllm-omni stores generated media; upstream's runner points it at
 /// `<results>/storage`.
-pub const STORAGE_ENV: &str = "VLLM_OMNI_STORAGE_PATH";
+pub(crate) const STORAGE_ENV: &str = "VLLM_OMNI_STORAGE_PATH";
 
 /// When `serve_args` has `*-inline` keys: a copy of `spec` where each is replaced, in
 /// place, by its base key naming the file written into `dir` (`deploy-config-inline` →

@@ -16,20 +16,20 @@
 //! its pipe close and tears the group down, and a state file ([`live`]) with which the
 //! next run finds and stops what the guard could not.
 
-pub mod attach;
+pub(crate) mod attach;
 pub mod command;
-pub mod exe;
-pub mod group;
-pub mod guard;
+pub(crate) mod exe;
+pub(crate) mod group;
+pub(crate) mod guard;
 pub mod guardian;
-pub mod launcher;
+pub(crate) mod launcher;
 pub mod live;
-pub mod logtail;
-pub mod managed;
-pub mod owner;
+pub(crate) mod logtail;
+pub(crate) mod managed;
+pub(crate) mod owner;
 pub mod probe;
 pub mod procfs;
-pub mod supervise;
+pub(crate) mod supervise;
 
 use dfx_core::server::{RunningServer, ServerError};
 

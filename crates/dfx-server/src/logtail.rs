@@ -7,7 +7,7 @@ use std::path::Path;
 const WINDOW: u64 = 256 * 1024;
 
 /// The last `lines` lines of `path` ("" when it cannot be read).
-pub fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let Ok(mut f) = std::fs::File::open(path) else {
         return String::new();
     };

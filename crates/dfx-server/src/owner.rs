@@ -39,7 +39,7 @@ fn listening_inodes(port: u16) -> Option<BTreeSet<u64>> {
 
 /// Whether a live member of process group `pgid` holds a socket listening on `port`.
 /// `None` when that cannot be determined (no `/proc/net` tables, or nobody listens).
-pub fn group_owns_listener(pgid: i32, port: u16) -> Option<bool> {
+pub(crate) fn group_owns_listener(pgid: i32, port: u16) -> Option<bool> {
     let inodes = listening_inodes(port)?;
     if inodes.is_empty() {
         return None;

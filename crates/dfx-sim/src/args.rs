@@ -20,7 +20,7 @@ use crate::profile;
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Command {
+pub(crate) enum Command {
     /// Serve with these options and this log filter.
     Serve(Box<SimOptions>, LogFilter),
     /// `--help`: print usage.
@@ -31,10 +31,10 @@ pub enum Command {
 
 /// The log filter (`--sim-log` / `DFX_SIM_LOG`, default `info`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogFilter(pub String);
+pub(crate) struct LogFilter(pub String);
 
 /// Usage text.
-pub fn usage() -> String {
+pub(crate) fn usage() -> String {
     format!(
         "dfx-perf-sim: a GPU-less twin of `vllm-omni serve` for TTS\n\n\
          Usage: dfx-perf-sim serve <model> [--host H] [--port P] [--omni] [--deploy-config PATH]\n\
@@ -90,7 +90,7 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, SimError> {
 }
 
 /// Parses `args` (argv[0] first) with `env` for the variables.
-pub fn parse(
+pub(crate) fn parse(
     args: Vec<OsString>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Command, SimError> {

@@ -23,7 +23,7 @@ const PEAK: f64 = 0.6;
 
 /// The shared speech-like signal for one sample rate.
 #[derive(Debug)]
-pub struct VoiceBuffer {
+pub(crate) struct VoiceBuffer {
     /// Samples per second of the buffer (and of every response rendered from it).
     pub sample_rate: u32,
     samples: Vec<i16>,
@@ -33,7 +33,7 @@ pub struct VoiceBuffer {
 
 impl VoiceBuffer {
     /// The process-wide buffer for `sample_rate`, built on first use.
-    pub fn shared(sample_rate: u32) -> Arc<Self> {
+    pub(crate) fn shared(sample_rate: u32) -> Arc<Self> {
         static CACHE: OnceLock<Mutex<HashMap<u32, Arc<VoiceBuffer>>>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         let mut map = cache.lock().expect("voice cache lock");
@@ -43,7 +43,7 @@ impl VoiceBuffer {
     }
 
     /// Builds the buffer (deterministic: same rate, same samples).
-    pub fn new(sample_rate: u32) -> Arc<Self> {
+    pub(crate) fn new(sample_rate: u32) -> Arc<Self> {
         let sr = f64::from(sample_rate);
         let total = (BUFFER_SECS * sr) as usize;
         let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_5eec);
@@ -79,12 +79,12 @@ impl VoiceBuffer {
     }
 
     /// Number of word starts a request may begin at.
-    pub fn word_count(&self) -> usize {
+    pub(crate) fn word_count(&self) -> usize {
         self.word_starts.len()
     }
 
     /// s16le bytes of samples `[from, to)` of the utterance `plan`.
-    pub fn render(&self, plan: &AudioPlan, from: u64, to: u64, buf: &mut BytesMut) {
+    pub(crate) fn render(&self, plan: &AudioPlan, from: u64, to: u64, buf: &mut BytesMut) {
         buf.reserve(to.saturating_sub(from) as usize * 2);
         let lead = plan.leading_silence_samples;
         let mut i = from;
@@ -182,7 +182,7 @@ impl AudioPlan {
 }
 
 /// A 44-byte RIFF/WAVE header for mono s16le PCM of `data_bytes` bytes.
-pub fn wav_header(sample_rate: u32, data_bytes: u64) -> Bytes {
+pub(crate) fn wav_header(sample_rate: u32, data_bytes: u64) -> Bytes {
     let data = u32::try_from(data_bytes).unwrap_or(u32::MAX - 36);
     let mut h = BytesMut::with_capacity(44);
     h.put_slice(b"RIFF");

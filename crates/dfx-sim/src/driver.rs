@@ -23,26 +23,26 @@ use crate::stats::Stats;
 
 /// Maps virtual nanoseconds to wall-clock instants.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(crate) struct Clock {
     start: Instant,
     speed: f64,
 }
 
 impl Clock {
-    pub fn new(speed: f64) -> Self {
+    pub(crate) fn new(speed: f64) -> Self {
         Clock {
             start: Instant::now(),
             speed,
         }
     }
 
-    pub fn virt(&self, at: Instant) -> VTime {
+    pub(crate) fn virt(&self, at: Instant) -> VTime {
         (at.saturating_duration_since(self.start).as_nanos() as f64 * self.speed) as VTime
     }
 
     /// Wall time of virtual time `v`; a time past what `Instant` holds (not reachable
     /// with a bounded speed factor) saturates to a day from the start rather than panic.
-    pub fn real(&self, v: VTime) -> Instant {
+    pub(crate) fn real(&self, v: VTime) -> Instant {
         let d = Duration::from_nanos((v as f64 / self.speed) as u64);
         self.start
             .checked_add(d)
@@ -62,7 +62,7 @@ enum Cmd {
 
 /// The handlers' side of the engine thread.
 #[derive(Debug)]
-pub struct EngineHandle {
+pub(crate) struct EngineHandle {
     tx: mpsc::Sender<Cmd>,
     next_id: AtomicU64,
 }
@@ -75,7 +75,7 @@ impl std::fmt::Debug for Cmd {
 
 impl EngineHandle {
     /// Starts the engine thread.
-    pub fn start(cfg: EngineConfig, speed: f64, stats: Arc<Stats>) -> Self {
+    pub(crate) fn start(cfg: EngineConfig, speed: f64, stats: Arc<Stats>) -> Self {
         let (tx, rx) = mpsc::channel();
         let clock = Clock::new(speed);
         std::thread::Builder::new()
@@ -92,7 +92,11 @@ impl EngineHandle {
     /// arrival order); chunks arrive on the returned channel, which closes after the last
     /// one or when the engine stops. The model starts the request at `arrived`: the
     /// simulator's own parsing time is part of the modelled prefill, not added to it.
-    pub fn submit(&self, mut job: Job, arrived: Instant) -> (u64, UnboundedReceiver<Emission>) {
+    pub(crate) fn submit(
+        &self,
+        mut job: Job,
+        arrived: Instant,
+    ) -> (u64, UnboundedReceiver<Emission>) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         job.id = id;
         let (tx, rx) = unbounded_channel();
@@ -101,12 +105,12 @@ impl EngineHandle {
     }
 
     /// Withdraws a job (client gone).
-    pub fn cancel(&self, id: u64) {
+    pub(crate) fn cancel(&self, id: u64) {
         let _ = self.tx.send(Cmd::Cancel(id));
     }
 
     /// Stops the engine: every open chunk channel closes.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let _ = self.tx.send(Cmd::Stop);
     }
 }

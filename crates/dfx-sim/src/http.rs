@@ -27,7 +27,7 @@ use crate::{plan, profile};
 const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 /// Everything the handlers share.
-pub struct AppState {
+pub(crate) struct AppState {
     pub cfg: Arc<SimConfig>,
     pub engine: Arc<EngineHandle>,
     pub stats: Arc<Stats>,
@@ -82,7 +82,7 @@ type St = State<Arc<AppState>>;
 
 /// The router with every route of `docs/simulator.md` ("API"), `/sim/info` and
 /// `/sim/stats` included.
-pub fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<AppState>) -> Router {
     let broken = state.cfg.options.faults.broken_error_envelope;
     let r = Router::new()
         .route("/health", get(health))
@@ -381,7 +381,7 @@ async fn whole(
 }
 
 /// `/sim/info` content fixed at start-up.
-pub fn static_info(cfg: &SimConfig, child_pid: Option<u32>) -> Value {
+pub(crate) fn static_info(cfg: &SimConfig, child_pid: Option<u32>) -> Value {
     let o = &cfg.options;
     json!({
         "server": "dfx-perf-sim",

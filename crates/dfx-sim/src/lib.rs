@@ -6,25 +6,25 @@
 //!   for in-process use; [`spawn`] binds 127.0.0.1:0 and returns a [`SimHandle`].
 //! - [`engine`]: the discrete-event model itself, usable without any I/O.
 
-pub mod args;
-pub mod audio;
-pub mod deploy;
+pub(crate) mod args;
+pub(crate) mod audio;
+pub(crate) mod deploy;
 mod driver;
 pub mod engine;
 mod error;
 pub mod faults;
 mod http;
 pub mod omni;
-pub mod options;
+pub(crate) mod options;
 pub mod plan;
-pub mod profile;
-pub mod realtime;
-pub mod request;
+pub(crate) mod profile;
+pub(crate) mod realtime;
+pub(crate) mod request;
 mod server;
-pub mod stats;
+pub(crate) mod stats;
 mod stream;
 pub mod vbench;
-pub mod voices;
+pub(crate) mod voices;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;

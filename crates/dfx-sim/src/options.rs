@@ -138,9 +138,9 @@ pub struct SimConfig {
 }
 
 /// Speed factor range (the suite's `--sim-speed` bounds: dfx-core's `bounds`).
-pub const MIN_SPEED: f64 = 0.01;
+pub(crate) const MIN_SPEED: f64 = 0.01;
 /// See [`MIN_SPEED`].
-pub const MAX_SPEED: f64 = 1_000.0;
+pub(crate) const MAX_SPEED: f64 = 1_000.0;
 
 impl SimConfig {
     fn resolve(o: &SimOptions) -> Result<SimConfig, SimError> {

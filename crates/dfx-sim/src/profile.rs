@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::engine::{Chunking, CodecParams, TalkerParams};
 
 /// Codec frames per second of audio (Qwen3-TTS 12 Hz tokenizer: 12.5 frames/s).
-pub const FRAME_RATE_HZ: f64 = 12.5;
+pub(crate) const FRAME_RATE_HZ: f64 = 12.5;
 
 /// Which checkpoint family a profile stands for; decides task support and voices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -132,7 +132,7 @@ fn qwen_codec(step_base_s: f64, per_frame_s: f64, resident: usize) -> CodecParam
 
 /// Assumed GPU gain of batched decode (no published figure to fit it to): a batch of n
 /// chunks costs `(1 + 0.5 (n − 1)) / n` of their serial frame work.
-pub const BATCH_EFFICIENCY: f64 = 0.5;
+pub(crate) const BATCH_EFFICIENCY: f64 = 0.5;
 
 fn talker(step_base_s: f64, step_per_seq_s: f64, prefill_per_seq_s: f64) -> TalkerParams {
     TalkerParams {
@@ -265,7 +265,7 @@ fn two_stage_generic(
 }
 
 /// Every profile name `--sim-profile` accepts.
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "qwen3-tts-1.7b-base",
     "qwen3-tts-1.7b-customvoice",
     "qwen3-tts-1.7b-voicedesign",
@@ -277,7 +277,7 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// The profile called `name` (one of [`NAMES`]).
-pub fn by_name(name: &str) -> Option<Profile> {
+pub(crate) fn by_name(name: &str) -> Option<Profile> {
     Some(match name {
         "qwen3-tts-1.7b-base" => qwen_17_base(),
         "qwen3-tts-1.7b-customvoice" => qwen_17_custom(Family::QwenCustomVoice, NAMES[1]),
@@ -302,7 +302,7 @@ pub fn by_name(name: &str) -> Option<Profile> {
 /// The profile for a model id or path, by its last path component (case-insensitive):
 /// `Qwen3-TTS-*-0.6B-*` / `*-1.7B-*` with `Base`, `VoiceDesign` or otherwise CustomVoice;
 /// `VoxCPM*`; `*Voxtral*`; anything else is `generic`.
-pub fn for_model(model: &str) -> Profile {
+pub(crate) fn for_model(model: &str) -> Profile {
     let name = model_key(model);
     let pick = if name.starts_with("qwen3-tts") {
         let small = name.contains("0.6b");

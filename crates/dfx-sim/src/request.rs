@@ -15,11 +15,11 @@ use crate::error::ApiError;
 use crate::profile::{Family, Profile};
 
 /// Longest accepted `input`, in characters (OpenAI's limit).
-pub const MAX_INPUT_CHARS: usize = 4096;
+pub(crate) const MAX_INPUT_CHARS: usize = 4096;
 /// `speed` bounds (OpenAI).
-pub const SPEED_RANGE: (f64, f64) = (0.25, 4.0);
+pub(crate) const SPEED_RANGE: (f64, f64) = (0.25, 4.0);
 /// Default `max_new_tokens` (codec frames).
-pub const DEFAULT_MAX_NEW_TOKENS: u32 = 2048;
+pub(crate) const DEFAULT_MAX_NEW_TOKENS: u32 = 2048;
 
 /// The three Qwen3-TTS task types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -100,7 +100,7 @@ pub struct SpeechRequest {
 }
 
 /// What validation needs to know about the server.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub profile: &'a Profile,
     /// Names the `model` field may carry.
     pub model_names: &'a [String],
@@ -159,7 +159,7 @@ fn type_error(key: &str, want: &str, got: &Value) -> ApiError {
 }
 
 /// Parses and validates a request body.
-pub fn parse(raw: &[u8], ctx: &Context) -> Result<SpeechRequest, ApiError> {
+pub(crate) fn parse(raw: &[u8], ctx: &Context) -> Result<SpeechRequest, ApiError> {
     let value: Value = serde_json::from_slice(raw)
         .map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}"), None))?;
     let Value::Object(map) = &value else {

@@ -41,7 +41,7 @@ pub async fn serve_until(
 
 /// An instance set up (options validated, start-up faults applied, engine running) but
 /// not yet answering.
-pub struct Prepared {
+pub(crate) struct Prepared {
     listener: TcpListener,
     state: Arc<AppState>,
     engine: Arc<EngineHandle>,
@@ -50,7 +50,7 @@ pub struct Prepared {
 }
 
 /// Validates `opts` and sets the instance up on `listener`.
-pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared, SimError> {
+pub(crate) async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared, SimError> {
     let cfg = Arc::new(opts.resolve()?);
     let o = &cfg.options;
     if let Some(code) = o.faults.exit_at_startup {
@@ -119,7 +119,7 @@ pub async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<Prepared
 
 impl Prepared {
     /// Answers requests until `shutdown` completes or the crash fault fires.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), SimError> {

@@ -21,7 +21,7 @@ use crate::request::Format;
 use crate::stats::Stats;
 
 /// Counts a request in flight; on drop, withdraws it from the engine unless it finished.
-pub struct Guard {
+pub(crate) struct Guard {
     pub id: u64,
     pub engine: Arc<EngineHandle>,
     pub stats: Arc<Stats>,
@@ -41,7 +41,7 @@ impl Drop for Guard {
 }
 
 /// Turns decoded chunks into bytes.
-pub struct Render {
+pub(crate) struct Render {
     pub voice: Arc<VoiceBuffer>,
     pub plan: AudioPlan,
     pub format: Format,
@@ -51,7 +51,7 @@ pub struct Render {
 impl Render {
     /// Audio bytes of a chunk: the WAV header before the first, the odd byte after the
     /// last when that fault is on.
-    pub fn chunk(&self, e: &Emission) -> Bytes {
+    pub(crate) fn chunk(&self, e: &Emission) -> Bytes {
         let (from, to) = self.plan.chunk_samples(e.start_frame, e.frames);
         let mut buf = BytesMut::with_capacity(((to - from) * 2) as usize + 45);
         if e.chunk_index == 0 && self.format == Format::Wav {
@@ -65,7 +65,7 @@ impl Render {
     }
 
     /// Total body bytes of a complete response.
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.plan.total_bytes()
             + if self.format == Format::Wav { 44 } else { 0 }
             + u64::from(self.odd_byte)
@@ -74,13 +74,13 @@ impl Render {
 
 /// Stream faults.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StreamFaults {
+pub(crate) struct StreamFaults {
     pub stall_after: Option<u32>,
     pub truncate_after: Option<u32>,
 }
 
 /// A streaming body: one write per decoded chunk (raw bytes or one SSE event).
-pub struct ChunkStream {
+pub(crate) struct ChunkStream {
     rx: UnboundedReceiver<Emission>,
     render: Render,
     guard: Guard,
@@ -100,7 +100,7 @@ fn sse_event(name: &str, data: serde_json::Value) -> String {
 }
 
 impl ChunkStream {
-    pub fn new(
+    pub(crate) fn new(
         rx: UnboundedReceiver<Emission>,
         render: Render,
         guard: Guard,
@@ -197,7 +197,7 @@ impl Stream for ChunkStream {
 }
 
 /// A complete (non-streaming) body rendered in pieces, so no clip is held in memory.
-pub struct WholeBody {
+pub(crate) struct WholeBody {
     pub render: Render,
     pub guard: Guard,
     pub next_sample: u64,

@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use crate::error::ApiError;
 
 /// Largest accepted `audio_sample`, bytes (vllm-omni: 10 MB).
-pub const MAX_SAMPLE_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const MAX_SAMPLE_BYTES: usize = 10 * 1024 * 1024;
 /// Most uploaded voices kept (vllm-omni's `SPEAKER_MAX_UPLOADED` default).
-pub const MAX_VOICES: usize = 1000;
+pub(crate) const MAX_VOICES: usize = 1000;
 
 /// One uploaded voice (the audio itself is not kept: only its size matters here).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Voice {
+pub(crate) struct Voice {
     pub name: String,
     pub consent: String,
     pub created_at: u64,
@@ -32,7 +32,7 @@ pub struct Voice {
 
 /// The fields of an upload, as received.
 #[derive(Debug, Default)]
-pub struct Upload {
+pub(crate) struct Upload {
     pub name: Option<String>,
     pub consent: Option<String>,
     pub ref_text: Option<String>,
@@ -42,7 +42,7 @@ pub struct Upload {
 
 /// In-memory registry, keyed by lower-cased name.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     voices: Mutex<BTreeMap<String, Voice>>,
 }
 
@@ -56,14 +56,14 @@ fn valid_name(name: &str) -> bool {
 
 impl Registry {
     /// `Some(has_ref_text)` when `name` is uploaded.
-    pub fn lookup(&self, name: &str) -> Option<bool> {
+    pub(crate) fn lookup(&self, name: &str) -> Option<bool> {
         let v = self.voices.lock().expect("voices lock");
         v.get(&name.to_ascii_lowercase())
             .map(|v| v.ref_text.is_some())
     }
 
     /// Registers (or overwrites) a voice; `presets` are the model's built-in names.
-    pub fn register(&self, up: Upload, presets: &[&str]) -> Result<Voice, ApiError> {
+    pub(crate) fn register(&self, up: Upload, presets: &[&str]) -> Result<Voice, ApiError> {
         let text = |v: Option<String>, field: &str| -> Result<String, ApiError> {
             v.map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
@@ -135,13 +135,13 @@ impl Registry {
     }
 
     /// Removes a voice; `false` when it did not exist.
-    pub fn delete(&self, name: &str) -> bool {
+    pub(crate) fn delete(&self, name: &str) -> bool {
         let mut map = self.voices.lock().expect("voices lock");
         map.remove(&name.to_ascii_lowercase()).is_some()
     }
 
     /// `GET /v1/audio/voices` body: presets and uploaded names, then the uploaded entries.
-    pub fn list(&self, presets: &[&str]) -> Value {
+    pub(crate) fn list(&self, presets: &[&str]) -> Value {
         let map = self.voices.lock().expect("voices lock");
         let mut names: Vec<String> = presets.iter().map(|s| s.to_string()).collect();
         names.extend(map.values().map(|v| v.name.clone()));

@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// Delay between a request's arrival and its first chunk.
-pub const FIRST_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const FIRST_DELAY: Duration = Duration::from_millis(100);
 const CHUNK_GAP: Duration = Duration::from_millis(50);
 const CHUNK_BYTES: usize = 4800;
 
@@ -19,13 +19,13 @@ const CHUNK_BYTES: usize = 4800;
 /// kernel socket buffer and of its first chunk written, by `x-request-id`, in seconds.
 /// Served as is at `GET /marks`, and as the first-chunk delay (written − arrival) at
 /// `GET /timings`.
-pub type Marks = Arc<Mutex<HashMap<String, (f64, f64)>>>;
+pub(crate) type Marks = Arc<Mutex<HashMap<String, (f64, f64)>>>;
 
 /// Connections that carried at least one speech request, and speech requests, since the
 /// server started (`GET /stats`: `{"connections": n, "requests": m}`): how many TCP
 /// connections a client opened for its requests (fresh: one each; pooled: reused).
 #[derive(Default)]
-pub struct Counts {
+pub(crate) struct Counts {
     connections: std::sync::atomic::AtomicU64,
     requests: std::sync::atomic::AtomicU64,
 }
@@ -237,7 +237,7 @@ async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>) {
 
 /// Serves on an ephemeral loopback port (2 runtime threads), prints `http://addr`, and
 /// returns when stdin closes.
-pub fn serve() {
+pub(crate) fn serve() {
     use std::io::Read;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -7,14 +7,14 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-pub struct ServerChild {
+pub(crate) struct ServerChild {
     child: Child,
     pub base_url: String,
 }
 
 impl ServerChild {
     /// Starts `<this binary> <arg>` and reads the `http://addr` line it prints.
-    pub fn start(arg: &str) -> ServerChild {
+    pub(crate) fn start(arg: &str) -> ServerChild {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .arg(arg)
             .process_group(0)
@@ -32,16 +32,16 @@ impl ServerChild {
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.base_url.rsplit(':').next().unwrap().parse().unwrap()
     }
 
     /// Server-side first-chunk delays by request id (`GET /timings`).
-    pub fn timings(&self) -> HashMap<String, f64> {
+    pub(crate) fn timings(&self) -> HashMap<String, f64> {
         self.get("timings")
     }
 
-    pub fn get<T: serde::de::DeserializeOwned>(&self, what: &str) -> T {
+    pub(crate) fn get<T: serde::de::DeserializeOwned>(&self, what: &str) -> T {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

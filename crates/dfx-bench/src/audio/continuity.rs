@@ -4,14 +4,14 @@
 //! listener heard a gap (an underrun).
 
 /// Underrun threshold (seconds) for the `continuous` verdict upstream uses.
-pub const DEFAULT_THRESHOLD_S: f64 = 0.1;
+pub(crate) const DEFAULT_THRESHOLD_S: f64 = 0.1;
 
 /// Thresholds (seconds) dfx-perf records a verdict for (TheTalker convention).
-pub const VERDICT_THRESHOLDS_S: [f64; 3] = [0.05, 0.1, 0.2];
+pub(crate) const VERDICT_THRESHOLDS_S: [f64; 3] = [0.05, 0.1, 0.2];
 
 /// Continuity of one stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Continuity {
+pub(crate) struct Continuity {
     /// Largest deficit seen, in seconds of audio (0 when the player never starved).
     pub max_underrun_s: f64,
     /// Chunks that arrived after the player had run dry.
@@ -20,7 +20,7 @@ pub struct Continuity {
 
 impl Continuity {
     /// Whether the stream played without a gap longer than `threshold_s`.
-    pub fn continuous(&self, threshold_s: f64) -> bool {
+    pub(crate) fn continuous(&self, threshold_s: f64) -> bool {
         self.max_underrun_s <= threshold_s
     }
 }
@@ -29,7 +29,7 @@ impl Continuity {
 /// arrival order) for a stream played at `bytes_per_s`. `None` for an empty timeline:
 /// nothing was played, so continuity was not measured (upstream counts it as continuous;
 /// dfx-perf reports it as not measured).
-pub fn analyse(timeline: &[(f64, u64)], bytes_per_s: f64) -> Option<Continuity> {
+pub(crate) fn analyse(timeline: &[(f64, u64)], bytes_per_s: f64) -> Option<Continuity> {
     let (&(t0, first), rest) = timeline.split_first()?;
     let mut received = first as f64;
     let mut out = Continuity {

@@ -2,6 +2,6 @@
 //! sample rate ([`pcm`]), playback continuity as vllm-omni computes it ([`continuity`]),
 //! and the audible onset / PCM sanity figures ([`onset`]).
 
-pub mod continuity;
-pub mod onset;
-pub mod pcm;
+pub(crate) mod continuity;
+pub(crate) mod onset;
+pub(crate) mod pcm;

@@ -7,11 +7,11 @@
 //! long, and audio loud from the start give 0. A trailing partial window is ignored.
 
 /// Window length of the onset detector.
-pub const WINDOW_S: f64 = 0.005;
+pub(crate) const WINDOW_S: f64 = 0.005;
 /// A window is loud when its RMS is at least this fraction of the clip's peak sample.
-pub const LOUD_FRACTION: f64 = 0.05;
+pub(crate) const LOUD_FRACTION: f64 = 0.05;
 /// Consecutive loud windows (20 ms) that make an onset.
-pub const HOLD_WINDOWS: usize = 4;
+pub(crate) const HOLD_WINDOWS: usize = 4;
 
 const FULL_SCALE: f64 = 32768.0;
 

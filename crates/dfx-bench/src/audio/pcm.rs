@@ -2,19 +2,19 @@
 //! count and a sample rate the caller knows (the response never says it).
 
 /// Bytes per sample (s16le).
-pub const SAMPLE_WIDTH: u32 = 2;
+pub(crate) const SAMPLE_WIDTH: u32 = 2;
 
 /// Channels of the streamed audio (the TTS servers stream mono).
-pub const CHANNELS: u32 = 1;
+pub(crate) const CHANNELS: u32 = 1;
 
 /// Whole frames in `bytes` of s16le audio: `floor(bytes / (2 · channels))`. A trailing
 /// partial frame (an odd byte count) is not audio yet and is not counted.
-pub fn frames(bytes: u64, channels: u32) -> u64 {
+pub(crate) fn frames(bytes: u64, channels: u32) -> u64 {
     bytes / (u64::from(SAMPLE_WIDTH) * u64::from(channels.max(1)))
 }
 
 /// Seconds of audio in `frames` at `sample_rate` Hz.
-pub fn duration_s(frames: u64, sample_rate: u32) -> f64 {
+pub(crate) fn duration_s(frames: u64, sample_rate: u32) -> f64 {
     if sample_rate == 0 {
         return 0.0;
     }
@@ -22,18 +22,18 @@ pub fn duration_s(frames: u64, sample_rate: u32) -> f64 {
 }
 
 /// Real-time factor `e2el / audio_duration`; 0 when there is no audio (upstream rule).
-pub fn rtf(e2el_s: f64, audio_s: f64) -> f64 {
+pub(crate) fn rtf(e2el_s: f64, audio_s: f64) -> f64 {
     if audio_s > 0.0 { e2el_s / audio_s } else { 0.0 }
 }
 
 /// Playback byte rate of the stream: `rate · 2 · channels`.
-pub fn bytes_per_s(sample_rate: u32, channels: u32) -> f64 {
+pub(crate) fn bytes_per_s(sample_rate: u32, channels: u32) -> f64 {
     f64::from(sample_rate) * f64::from(SAMPLE_WIDTH) * f64::from(channels.max(1))
 }
 
 /// What the first bytes of a body say about its format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sniff {
+pub(crate) enum Sniff {
     /// Not a known container/event-stream prefix: treated as raw PCM.
     RawPcm,
     /// A WAV file (`RIFF`) or a server-sent-events stream (`event:` / `data:`): not raw
@@ -50,11 +50,11 @@ const PREFIXES: [(&[u8], &str); 3] = [
 ];
 
 /// Longest prefix [`sniff`] needs.
-pub const SNIFF_LEN: usize = 6;
+pub(crate) const SNIFF_LEN: usize = 6;
 
 /// Classifies a body from its first bytes. `complete` says the body ended, so a short
 /// prefix is final.
-pub fn sniff(prefix: &[u8], complete: bool) -> Sniff {
+pub(crate) fn sniff(prefix: &[u8], complete: bool) -> Sniff {
     let mut undecided = false;
     for (magic, what) in PREFIXES {
         let n = prefix.len().min(magic.len());

@@ -33,7 +33,7 @@ pub struct BenchCommand {
 }
 
 /// Settings-derived inputs of [`build`] that do not come from the context.
-pub struct CommandInputs<'a> {
+pub(super) struct CommandInputs<'a> {
     pub program: &'a Path,
     pub tokenizer: Option<&'a str>,
     pub seed: u64,
@@ -50,7 +50,7 @@ pub struct CommandInputs<'a> {
 ///
 /// `--model`, `--tokenizer` and `--seed` are left out when the entry itself sets that key
 /// (it is then among the entry flags and wins).
-pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand {
+pub(super) fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand {
     let trial = ctx.trial;
     let shape = Shape {
         entry_flags: flags::entry_flags(&trial.entry.raw),
@@ -64,7 +64,7 @@ pub fn build(ctx: &BenchContext<'_>, inputs: &CommandInputs<'_>) -> BenchCommand
 /// The command of batch `batch` (0-based) of a stability soak: the stability runner's
 /// entry flags, `n` prompts at the step's concurrency or rate, the warmups before the
 /// first batch only, and a result file per batch (`…_b<batch>.json`).
-pub fn build_batch(
+pub(super) fn build_batch(
     ctx: &BenchContext<'_>,
     inputs: &CommandInputs<'_>,
     batch: usize,
@@ -158,7 +158,7 @@ fn sets(raw: &Map<String, Value>, key: &str) -> bool {
 }
 
 /// Upstream's result file name of `ctx`'s step ([`upstream_file_name`]).
-pub fn result_file_name(ctx: &BenchContext<'_>, stamp: &str) -> String {
+pub(super) fn result_file_name(ctx: &BenchContext<'_>, stamp: &str) -> String {
     upstream_file_name(ctx.trial, &ctx.hardware, stamp)
 }
 

@@ -12,7 +12,7 @@
 //! status and the log tail.
 
 pub mod command;
-pub mod result;
+pub(crate) mod result;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

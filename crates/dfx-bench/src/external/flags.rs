@@ -42,7 +42,7 @@ pub const EXCLUDED_KEYS: &[&str] = &[
 /// Entry keys upstream's stability runner never passes to a batch's `vllm bench`
 /// (`tests/dfx/stability/conftest.py`, `_build_base_args`): its own loop keys and the sweep
 /// keys the batch sets itself.
-pub const STABILITY_EXCLUDED_KEYS: &[&str] = &[
+pub(super) const STABILITY_EXCLUDED_KEYS: &[&str] = &[
     "request_rate",
     "max_concurrency",
     "num_prompts",
@@ -58,7 +58,7 @@ fn is_extra_body(key: &str) -> bool {
 
 /// `--key-with-dashes` for an entry key: every `_` becomes `-` (a key written with dashes,
 /// like `percentile-metrics`, stays as written).
-pub fn flag_name(key: &str) -> String {
+pub(super) fn flag_name(key: &str) -> String {
     format!("--{}", key.replace('_', "-"))
 }
 
@@ -69,12 +69,12 @@ pub fn flag_name(key: &str) -> String {
 /// Upstream renders lists with Python's `str(list)` (`['a', 'b']`), which no `vllm bench`
 /// flag can parse; dfx-perf renders them as compact JSON like objects (`docs/config.md`
 /// ("Exclude set")). None of the upstream configs has a list-valued bench flag.
-pub fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
+pub(super) fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
     entry_flags_except(raw, EXCLUDED_KEYS)
 }
 
 /// [`entry_flags`] with another exclude set (the stability runner's).
-pub fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) -> Vec<String> {
+pub(super) fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) -> Vec<String> {
     let mut args = Vec::new();
     for (key, value) in raw {
         if excluded.contains(&key.as_str()) {
@@ -104,7 +104,7 @@ pub fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) -> Vec<St
 
 /// The step's flags: `--request-rate R --num-prompts N` for a rate step,
 /// `--max-concurrency C --num-prompts N --request-rate inf` for a concurrency step.
-pub fn step_flags(raw: &Map<String, Value>, step: &SweepStep) -> Vec<String> {
+pub(super) fn step_flags(raw: &Map<String, Value>, step: &SweepStep) -> Vec<String> {
     let n = step.num_prompts.to_string();
     match step.kind {
         StepKind::RequestRate { request_rate } => vec![
@@ -126,7 +126,7 @@ pub fn step_flags(raw: &Map<String, Value>, step: &SweepStep) -> Vec<String> {
 
 /// The step's value part of the upstream result file name (`flow`): the rate or the
 /// concurrency as Python's `str` prints it.
-pub fn flow_text(raw: &Map<String, Value>, step: &SweepStep) -> String {
+pub(super) fn flow_text(raw: &Map<String, Value>, step: &SweepStep) -> String {
     match step.kind {
         StepKind::RequestRate { request_rate } => rate_text(raw, step.index, request_rate),
         StepKind::Concurrency { max_concurrency } => max_concurrency.to_string(),

@@ -18,7 +18,7 @@ use super::command::{BenchCommand, TOKEN_ENV};
 
 /// How the child ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
+pub(super) enum Exit {
     Code(i32),
     Signal(i32),
     /// Killed by us after the time limit.
@@ -29,7 +29,7 @@ pub enum Exit {
 
 impl Exit {
     /// How the run of `program` (`vllm bench`) ended when not with status 0.
-    pub fn failure(&self, program: &'static str) -> Option<BenchExit> {
+    pub(super) fn failure(&self, program: &'static str) -> Option<BenchExit> {
         let end = match self {
             Exit::Code(0) => return None,
             Exit::Code(n) => ProcessEnd::Code(*n),
@@ -43,7 +43,7 @@ impl Exit {
 
 /// The token to hand to the child: the name of the variable it came from (for the log)
 /// and its value (never written anywhere).
-pub struct Secret<'a> {
+pub(super) struct Secret<'a> {
     pub from_var: &'a str,
     pub value: &'a str,
 }
@@ -58,7 +58,7 @@ const GRACE: Duration = Duration::from_secs(5);
 /// id cannot have been reused. The group is supervised like a server's
 /// ([`Supervision::watch`]): the suite's SIGINT/SIGTERM handler tears it down, and its
 /// guard does if the suite dies.
-pub fn run_logged(
+pub(super) fn run_logged(
     cmd: &BenchCommand,
     secret: Option<Secret<'_>>,
     log_path: &Path,
@@ -70,7 +70,7 @@ pub fn run_logged(
 
 /// [`run_logged`] for a child named `what` in messages and state files (`vllm bench`,
 /// `diffusion benchmark`), started in `cmd.cwd` when set.
-pub fn run_logged_as(
+pub(super) fn run_logged_as(
     what: &'static str,
     cmd: &BenchCommand,
     secret: Option<Secret<'_>>,
@@ -160,7 +160,7 @@ fn open_log(cmd: &BenchCommand, secret: Option<&Secret<'_>>, path: &Path) -> std
 }
 
 /// Quotes an argument for display so the logged line can be pasted into a shell.
-pub fn shell_quote(arg: &str) -> String {
+pub(super) fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()
         && arg
             .chars()

@@ -10,7 +10,7 @@ use serde_json::{Number, Value};
 
 /// Python's `str(n)` for a JSON number: integers as written, floats via
 /// [`python_float_str`].
-pub fn number_str(n: &Number) -> String {
+pub(super) fn number_str(n: &Number) -> String {
     if let Some(i) = n.as_i64() {
         i.to_string()
     } else if let Some(u) = n.as_u64() {
@@ -22,7 +22,7 @@ pub fn number_str(n: &Number) -> String {
 
 /// `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`: key order kept, no
 /// spaces, non-ASCII characters unescaped, floats as Python prints them.
-pub fn compact_json(value: &Value) -> String {
+pub(super) fn compact_json(value: &Value) -> String {
     let mut out = String::new();
     write_json(value, &mut out);
     out
@@ -31,7 +31,7 @@ pub fn compact_json(value: &Value) -> String {
 /// `json.dumps(value, separators=(",", ":"))` (`ensure_ascii` left at its default, true):
 /// like [`compact_json`] with every non-ASCII character escaped as `\uXXXX` (surrogate
 /// pairs beyond the BMP), as upstream's diffusion runner renders objects and lists.
-pub fn compact_json_ascii(value: &Value) -> String {
+pub(super) fn compact_json_ascii(value: &Value) -> String {
     let mut out = String::new();
     for c in compact_json(value).chars() {
         if c.is_ascii() {

@@ -9,11 +9,11 @@ use dfx_core::result::ResultDoc;
 use serde_json::Value;
 
 /// At most this many distinct request errors are reported.
-pub const MAX_ERRORS: usize = 10;
+pub(super) const MAX_ERRORS: usize = 10;
 /// Longer error messages are cut to this many characters.
 const MAX_ERROR_CHARS: usize = 300;
 /// Lines of `bench.log` kept in the outcome.
-pub const TAIL_LINES: usize = 40;
+pub(super) const TAIL_LINES: usize = 40;
 /// Bytes read from the end of `bench.log` to find them.
 const TAIL_BYTES: u64 = 64 * 1024;
 
@@ -102,7 +102,7 @@ fn cut(s: &str) -> String {
 
 /// The last `lines` lines of a log, with progress-bar redraws (`\r`) collapsed to their
 /// final state. Empty when the log cannot be read.
-pub fn log_tail(path: &Path, lines: usize) -> String {
+pub(super) fn log_tail(path: &Path, lines: usize) -> String {
     let Ok(mut f) = std::fs::File::open(path) else {
         return String::new();
     };

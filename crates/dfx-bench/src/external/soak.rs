@@ -19,7 +19,7 @@ use crate::native::soak;
 use crate::native::stats::Sorted;
 
 /// Upper bound of batches in one soak (a batch that ends at once must not spin).
-pub const MAX_BATCHES: usize = 100_000;
+pub(super) const MAX_BATCHES: usize = 100_000;
 
 /// The most request errors kept in the merged result.
 const MAX_ERRORS: usize = 1000;

@@ -64,7 +64,7 @@ where
 
 /// Per-request limits.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Whole request, send to end of body.
     pub request_timeout: Duration,
     /// Longest wait for the response head or the next byte (stall detection).
@@ -136,7 +136,7 @@ pub struct Exchange {
 
 /// A configured HTTP client for one endpoint.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
@@ -147,7 +147,12 @@ pub struct Target {
 impl Target {
     /// `reuse` keeps idle connections for later requests (pooled); otherwise every
     /// request opens a fresh connection.
-    pub fn new(url: &str, headers: HeaderMap, limits: Limits, reuse: bool) -> Result<Self, String> {
+    pub(crate) fn new(
+        url: &str,
+        headers: HeaderMap,
+        limits: Limits,
+        reuse: bool,
+    ) -> Result<Self, String> {
         let url = reqwest::Url::parse(url).map_err(|e| format!("bad server URL {url:?}: {e}"))?;
         let mut b = reqwest::Client::builder()
             .no_proxy()
@@ -171,13 +176,13 @@ impl Target {
 
     /// Keeps every response body in [`Exchange::audio`] (quality capture): at most the
     /// body cap per request in flight.
-    pub fn capturing(mut self, on: bool) -> Self {
+    pub(crate) fn capturing(mut self, on: bool) -> Self {
         self.capture = on;
         self
     }
 
     /// Sends one request and reads the whole stream. Never panics on server misbehaviour.
-    pub async fn execute(
+    pub(crate) async fn execute(
         &self,
         body: Bytes,
         request_id: Option<&str>,
@@ -397,7 +402,7 @@ impl Exchange {
 }
 
 /// The failure message of one arrival the saturation gate did not send.
-pub fn saturated_message(cap: usize) -> String {
+pub(crate) fn saturated_message(cap: usize) -> String {
     format!("load generator saturated: max_concurrency={cap} requests in flight")
 }
 

@@ -19,14 +19,14 @@ use super::record::{Dispatch, RequestRecord, Sample};
 
 /// One request to send.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub(crate) struct Job {
     pub body: Bytes,
     pub sample: Sample,
 }
 
 /// How a phase offers its requests.
 #[derive(Debug, Clone)]
-pub enum Load {
+pub(crate) enum Load {
     /// `concurrency` requests in flight, each worker sending the next as one finishes.
     Closed { concurrency: usize },
     /// Each request at `base + offsets[i]` seconds; at most `cap` in flight when set,
@@ -40,30 +40,30 @@ pub enum Load {
 
 /// Exact in-flight accounting (sent, not yet finished).
 #[derive(Debug, Default)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     now: AtomicUsize,
     peak: AtomicUsize,
 }
 
 impl InFlight {
     /// One more request in flight.
-    pub fn enter(&self) {
+    pub(crate) fn enter(&self) {
         let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(n, Ordering::SeqCst);
     }
     /// One request fewer in flight.
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         self.now.fetch_sub(1, Ordering::SeqCst);
     }
     /// Largest number in flight at once.
-    pub fn peak(&self) -> usize {
+    pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
     }
 }
 
 /// What every request of a phase shares.
 #[derive(Clone)]
-pub struct PhaseCtx {
+pub(crate) struct PhaseCtx {
     pub target: Arc<Target>,
     pub warmup: bool,
     pub sample_rate: u32,
@@ -92,7 +92,7 @@ async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
 }
 
 /// Runs all `jobs` under `load`; returns the phase's start (the first scheduled send).
-pub fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> Instant {
+pub(crate) fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> Instant {
     let c = ctx.clone();
     run_phase_with(rt, ctx.warmup, jobs, load, move |job, d, base| {
         let c = c.clone();
@@ -104,7 +104,7 @@ pub fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> In
 /// sends one request and records it (`base` is the phase's start); with a dispatch
 /// marked `saturated` it records the refusal and sends nothing. Used by the realtime
 /// client, whose requests are WebSocket sessions.
-pub fn run_phase_with<J, F, Fut>(
+pub(crate) fn run_phase_with<J, F, Fut>(
     rt: &Runtime,
     warmup: bool,
     jobs: Vec<J>,

@@ -7,14 +7,14 @@
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
 /// Descriptors kept free beyond the connections: records, logs, the runtime's own.
-pub const MARGIN: u64 = 64;
+pub(crate) const MARGIN: u64 = 64;
 
 /// Seconds of open-loop arrivals assumed in flight at once when a rate step has no
 /// concurrency cap (an estimate: requests that take longer raise the real peak).
-pub const OPEN_LOOP_WINDOW_S: f64 = 60.0;
+pub(crate) const OPEN_LOOP_WINDOW_S: f64 = 60.0;
 
 /// Connections an open-loop step at `rate` with `n` requests is expected to hold at once.
-pub fn open_loop_in_flight(rate: f64, n: usize) -> usize {
+pub(crate) fn open_loop_in_flight(rate: f64, n: usize) -> usize {
     let window = (rate * OPEN_LOOP_WINDOW_S).ceil();
     if window.is_nan() || window < 1.0 {
         n.min(1)
@@ -26,14 +26,14 @@ pub fn open_loop_in_flight(rate: f64, n: usize) -> usize {
 }
 
 /// Descriptors this process has open now (0 when `/proc/self/fd` cannot be read).
-pub fn open_now() -> u64 {
+pub(crate) fn open_now() -> u64 {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
 }
 
 /// Makes room for `in_flight` connections: `Ok(None)` when the soft limit suffices,
 /// `Ok(Some(note))` after raising it, `Err(why and how to raise it)` when even the hard
 /// limit is too low.
-pub fn ensure(in_flight: usize) -> Result<Option<String>, String> {
+pub(crate) fn ensure(in_flight: usize) -> Result<Option<String>, String> {
     let open = open_now();
     let need = (in_flight as u64)
         .saturating_add(open)

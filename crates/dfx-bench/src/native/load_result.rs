@@ -11,7 +11,7 @@ use super::record::RequestRecord;
 
 /// Arrivals per second between the first and the last of `times` (`(k - 1) / span`);
 /// `None` with fewer than two or a zero span (a burst: infinite).
-pub fn rate_of(times: impl Iterator<Item = f64>) -> Option<f64> {
+pub(crate) fn rate_of(times: impl Iterator<Item = f64>) -> Option<f64> {
     let (mut k, mut lo, mut hi) = (0usize, f64::INFINITY, f64::NEG_INFINITY);
     for t in times {
         k += 1;
@@ -23,14 +23,14 @@ pub fn rate_of(times: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 /// Measured requests the saturation gate did not send.
-pub fn saturated(measured: &[RequestRecord]) -> usize {
+pub(crate) fn saturated(measured: &[RequestRecord]) -> usize {
     measured.iter().filter(|r| r.saturated).count()
 }
 
 /// Adds the load keys of `trial`'s step: the shape that ran (`closed_loop` for a
 /// concurrency step), the offered rate of the planned sends (open loop only), the
 /// achieved rate of the actual sends, and the saturated arrivals.
-pub fn insert(doc: &mut ResultDoc, trial: &Trial, measured: &[RequestRecord]) {
+pub(crate) fn insert(doc: &mut ResultDoc, trial: &Trial, measured: &[RequestRecord]) {
     let open = matches!(trial.step.kind, StepKind::RequestRate { .. });
     let shape = if open {
         trial.entry.load.shape.name()
@@ -58,7 +58,7 @@ pub fn insert(doc: &mut ResultDoc, trial: &Trial, measured: &[RequestRecord]) {
 
 /// The failure line of a step whose gate refused arrivals: "load generator saturated: N
 /// arrivals found max_concurrency=M requests in flight".
-pub fn saturation_error(trial: &Trial, measured: &[RequestRecord]) -> Option<String> {
+pub(crate) fn saturation_error(trial: &Trial, measured: &[RequestRecord]) -> Option<String> {
     let n = saturated(measured);
     let cap = trial.entry.load.in_flight_cap(&trial.step)?;
     (n > 0).then(|| {

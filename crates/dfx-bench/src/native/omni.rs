@@ -8,14 +8,14 @@
 //! measured requests with their bodies built lazily ([`driver`]), writes each record as
 //! it ends ([`record`]), and builds the result ([`aggregate`]) and the block ([`summary`]).
 
-pub mod aggregate;
-pub mod client;
-pub mod driver;
-pub mod record;
-pub mod request;
-pub mod sse;
-pub mod stream;
-pub mod summary;
+pub(crate) mod aggregate;
+pub(crate) mod client;
+pub(crate) mod driver;
+pub(crate) mod record;
+pub(crate) mod request;
+pub(crate) mod sse;
+pub(crate) mod stream;
+pub(crate) mod summary;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,18 +37,18 @@ use super::random::{self, RequestSpec, text::Counter};
 use crate::native::aggregate::StepHeader;
 
 /// Backends served here (`daily-omni` is upstream's alias of the chat function).
-pub const CHAT_BACKENDS: [&str; 2] = ["openai-chat-omni", "daily-omni"];
+pub(crate) const CHAT_BACKENDS: [&str; 2] = ["openai-chat-omni", "daily-omni"];
 /// Datasets served here.
-pub const CHAT_DATASETS: [&str; 2] = ["random", "random-mm"];
+pub(crate) const CHAT_DATASETS: [&str; 2] = ["random", "random-mm"];
 /// The only endpoint the chat function accepts.
-pub const CHAT_ENDPOINT: &str = "/v1/chat/completions";
+pub(crate) const CHAT_ENDPOINT: &str = "/v1/chat/completions";
 /// Encoded bodies the generator may hold ahead of the sends.
-pub const LOOKAHEAD_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const LOOKAHEAD_BYTES: u64 = 64 * 1024 * 1024;
 /// Most bodies queued ahead, whatever their size.
-pub const MAX_LOOKAHEAD: usize = 16;
+pub(crate) const MAX_LOOKAHEAD: usize = 16;
 
 /// Whether `entry` names a chat-omni backend.
-pub fn is_chat(entry: &BenchEntry) -> bool {
+pub(crate) fn is_chat(entry: &BenchEntry) -> bool {
     entry
         .backend
         .as_deref()
@@ -56,7 +56,7 @@ pub fn is_chat(entry: &BenchEntry) -> bool {
 }
 
 /// Whether the native bench can serve a chat entry, with the reason when not.
-pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
+pub(crate) fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     let dataset = entry.dataset_name.as_deref().unwrap_or("(none)");
     if !CHAT_DATASETS.contains(&dataset) {
         return Err(Unsupported::ChatDataset {
@@ -92,7 +92,7 @@ fn template(trial: &Trial) -> Result<ChatTemplate, String> {
 
 /// Checks everything [`run`] needs of `trial`, before any server starts; the error names
 /// the entry key. Returns the dataset's description for the log.
-pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
     template(trial)?;
     let plan = random::parse(entry, trial.step.num_prompts)?;
@@ -152,7 +152,7 @@ fn sample(spec: &RequestSpec, id: Option<String>, body_bytes: usize) -> ChatSamp
 
 /// How many bodies may wait ready: [`LOOKAHEAD_BYTES`] over the largest body, 1 to
 /// [`MAX_LOOKAHEAD`].
-pub fn lookahead(specs: &[RequestSpec]) -> usize {
+pub(crate) fn lookahead(specs: &[RequestSpec]) -> usize {
     let largest = specs
         .iter()
         .map(|s| {
@@ -165,7 +165,7 @@ pub fn lookahead(specs: &[RequestSpec]) -> usize {
 }
 
 /// Runs one step of a chat entry.
-pub fn run(
+pub(crate) fn run(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     log: &mut BenchLog,

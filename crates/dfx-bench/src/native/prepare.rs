@@ -20,14 +20,13 @@ use super::schedule;
 use super::selection::Selection;
 
 /// A step ready to run.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub target: Arc<Target>,
     pub warmups: Vec<Job>,
     pub measured: Vec<Job>,
     pub load: Load,
     pub sample_rate: u32,
     pub selection: Selection,
-    pub seed: u64,
     /// Lines for bench.log describing the choices made.
     pub notes: Vec<String>,
 }
@@ -113,7 +112,7 @@ pub(crate) fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
 /// dataset resolves, `meta.lst` parses with the fields its task needs, every reference
 /// clip of a voice-clone dataset exists and decodes (the percentile keys were checked
 /// when the plan was built). Returns the dataset's description for the log.
-pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
     let kind = dataset_kind(entry)?;
     if kind == DatasetKind::SeedTtsText && !has_voice(entry) {
@@ -219,7 +218,7 @@ pub(crate) fn load_shape(
 }
 
 /// Prepares one step of `ctx.trial`.
-pub fn prepare(
+pub(crate) fn prepare(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     reuse: bool,
@@ -249,7 +248,7 @@ pub fn prepare(
 
 /// Where a step's requests come from: `n` measured and `warmups` warmup requests drawn
 /// from `rows` with `seed`, measured ones named `<prefix><i>`.
-pub struct RowSource<'a> {
+pub(crate) struct RowSource<'a> {
     pub kind: DatasetKind,
     pub rows: &'a [Row],
     pub n: usize,
@@ -259,7 +258,7 @@ pub struct RowSource<'a> {
 }
 
 /// Prepares one step from `source` (a dataset's rows, or the soak's random texts).
-pub fn prepare_rows(
+pub(crate) fn prepare_rows(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     reuse: bool,
@@ -312,7 +311,6 @@ pub fn prepare_rows(
         load,
         sample_rate,
         selection,
-        seed,
         notes,
     })
 }
@@ -332,7 +330,7 @@ fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, String> {
 }
 
 /// `request_id_prefix` from the entry, else `bench-<8 hex>-` (upstream's shape).
-pub fn request_id_prefix(entry: &dfx_core::plan::BenchEntry) -> String {
+pub(crate) fn request_id_prefix(entry: &dfx_core::plan::BenchEntry) -> String {
     for key in ["request_id_prefix", "request-id-prefix"] {
         if let Some(p) = entry.raw.get(key).and_then(|v| v.as_str()) {
             return p.to_string();

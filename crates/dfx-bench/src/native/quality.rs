@@ -17,9 +17,9 @@ use super::record::RequestRecord;
 use crate::audio::pcm;
 
 /// Folder under the trial folder.
-pub const DIR: &str = "quality";
+pub(crate) const DIR: &str = "quality";
 /// The manifest's file name inside [`DIR`].
-pub const MANIFEST: &str = "manifest.jsonl";
+pub(crate) const MANIFEST: &str = "manifest.jsonl";
 
 /// What the manifest says of a request besides its audio.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,11 +22,11 @@ const SAMPLING_FLAGS: [&str; 7] = [
 ];
 
 /// `max_new_tokens` when the entry does not set it.
-pub const DEFAULT_MAX_NEW_TOKENS: u64 = 2048;
+pub(crate) const DEFAULT_MAX_NEW_TOKENS: u64 = 2048;
 
 /// What every body of one step shares.
 #[derive(Debug, Clone)]
-pub struct BodyTemplate {
+pub(crate) struct BodyTemplate {
     pub model: String,
     pub kind: DatasetKind,
     /// `English` / `Chinese` / the locale as written.
@@ -39,7 +39,7 @@ pub struct BodyTemplate {
 
 impl BodyTemplate {
     /// The template for an entry's raw keys.
-    pub fn new(
+    pub(crate) fn new(
         model: &str,
         kind: DatasetKind,
         locale: &str,
@@ -67,7 +67,7 @@ impl BodyTemplate {
     }
 
     /// The body for one row. `ref_audio` is the row's data URL (seed-tts only).
-    pub fn body(&self, row: &Row, ref_audio: Option<&str>) -> Map<String, Value> {
+    pub(crate) fn body(&self, row: &Row, ref_audio: Option<&str>) -> Map<String, Value> {
         let mut b = Map::new();
         b.insert("model".into(), Value::from(self.model.as_str()));
         b.insert("input".into(), Value::from(row.text.as_str()));
@@ -104,7 +104,7 @@ impl BodyTemplate {
 }
 
 /// The `language` field for a seed-tts locale.
-pub fn language_for(locale: &str) -> String {
+pub(crate) fn language_for(locale: &str) -> String {
     match locale {
         "en" => "English".into(),
         "zh" => "Chinese".into(),
@@ -113,7 +113,7 @@ pub fn language_for(locale: &str) -> String {
 }
 
 /// `data:audio/wav;base64,<whole file>`.
-pub fn wav_data_url(wav: &[u8]) -> String {
+pub(crate) fn wav_data_url(wav: &[u8]) -> String {
     let mut s = String::from("data:audio/wav;base64,");
     base64::engine::general_purpose::STANDARD.encode_string(wav, &mut s);
     s
@@ -122,7 +122,7 @@ pub fn wav_data_url(wav: &[u8]) -> String {
 /// Headers of every request: JSON content type and, when a token is configured, the bearer
 /// token (marked sensitive so it never shows in debug output). Upstream sends
 /// `Bearer None` without a key; dfx-perf sends no `Authorization` header then.
-pub fn base_headers(token: Option<&str>) -> Result<HeaderMap, String> {
+pub(crate) fn base_headers(token: Option<&str>) -> Result<HeaderMap, String> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(token) = token {

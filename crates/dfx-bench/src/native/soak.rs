@@ -24,7 +24,7 @@ use super::stats;
 
 /// A soak's parameters, read from the entry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SoakPlan {
+pub(crate) struct SoakPlan {
     /// Seconds of soak after `--duration-scale`.
     pub seconds: f64,
     /// Requests per batch.
@@ -35,7 +35,7 @@ pub struct SoakPlan {
 
 /// The soak of a stability entry: its `duration_sec` × `scale` and `random_input_len`
 /// (parsed and bounded at load, [`SoakKeys`]); the batch is the step's `num_prompts`.
-pub fn plan(keys: &SoakKeys, batch: u64, scale: f64) -> SoakPlan {
+pub(crate) fn plan(keys: &SoakKeys, batch: u64, scale: f64) -> SoakPlan {
     SoakPlan {
         seconds: keys.duration_s * scale,
         batch: usize::try_from(batch.max(1)).unwrap_or(1),
@@ -44,7 +44,7 @@ pub fn plan(keys: &SoakKeys, batch: u64, scale: f64) -> SoakPlan {
 }
 
 /// The soak keys of a stability entry, or why `entry` is not one.
-pub fn keys(entry: &BenchEntry) -> Result<&SoakKeys, String> {
+pub(crate) fn keys(entry: &BenchEntry) -> Result<&SoakKeys, String> {
     entry
         .runner
         .soak()
@@ -58,7 +58,7 @@ const WORDS: [&str; 24] = [
 ];
 
 /// `n` rows of random texts for batch `b` (seeded: the same seed gives the same soak).
-pub fn rows(plan: &SoakPlan, seed: u64, b: usize, n: usize) -> Vec<Row> {
+pub(crate) fn rows(plan: &SoakPlan, seed: u64, b: usize, n: usize) -> Vec<Row> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (b as u64).wrapping_mul(0x9E37_79B9));
     (0..n)
         .map(|i| {
@@ -79,10 +79,10 @@ pub fn rows(plan: &SoakPlan, seed: u64, b: usize, n: usize) -> Vec<Row> {
 }
 
 /// The dataset kind soak requests use: text only, the voice from `extra_body`.
-pub const KIND: DatasetKind = DatasetKind::SeedTtsText;
+pub(crate) const KIND: DatasetKind = DatasetKind::SeedTtsText;
 
 /// The batch a measured request belongs to, from its id `<prefix>b<batch>-<i>`.
-pub fn batch_of(r: &RequestRecord) -> Option<usize> {
+pub(crate) fn batch_of(r: &RequestRecord) -> Option<usize> {
     let id = r.request_id.as_deref()?;
     let tail = &id[id.rfind('b')? + 1..];
     tail.split('-').next()?.parse().ok()
@@ -90,7 +90,7 @@ pub fn batch_of(r: &RequestRecord) -> Option<usize> {
 
 /// Moves each measured record's times from its batch's clock to the soak's (`offsets[b]`
 /// seconds from the soak's start to batch `b`'s start).
-pub fn rebase(records: &mut [RequestRecord], offsets: &[f64]) {
+pub(crate) fn rebase(records: &mut [RequestRecord], offsets: &[f64]) {
     for r in records {
         let off = batch_of(r)
             .and_then(|b| offsets.get(b))
@@ -123,14 +123,14 @@ fn figures(rs: &[&RequestRecord]) -> Value {
 
 /// The first and the last quarter of `n` batches (a quarter rounded up, at least one
 /// batch), as indices: the two ends the drift compares.
-pub fn quarters(n: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+pub(crate) fn quarters(n: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
     let q = n.div_ceil(4).max(1);
     (0..q.min(n), n.saturating_sub(q)..n)
 }
 
 /// The `stability` section: every batch's figures and the first-vs-last-quarter drift.
 /// `rss_mb[b]` is the server group's resident memory after batch `b`, when it is local.
-pub fn section(
+pub(crate) fn section(
     plan: &SoakPlan,
     scale: f64,
     measured: &[RequestRecord],
@@ -193,7 +193,7 @@ pub fn section(
 
 /// Resident memory of every process in group `pgid`, MiB (`/proc`; `None` when no
 /// member is found, e.g. the group is gone or this is not Linux).
-pub fn group_rss_mb(pgid: u32) -> Option<f64> {
+pub(crate) fn group_rss_mb(pgid: u32) -> Option<f64> {
     let mut kb = 0u64;
     let mut found = false;
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -223,7 +223,7 @@ pub fn group_rss_mb(pgid: u32) -> Option<f64> {
 }
 
 /// Seconds from `start` to `t`.
-pub fn since(start: Instant, t: Instant) -> f64 {
+pub(crate) fn since(start: Instant, t: Instant) -> f64 {
     t.saturating_duration_since(start).as_secs_f64()
 }
 

@@ -17,29 +17,29 @@ use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value, json};
 
 /// One write of the script: wait this long after the previous one, then write the bytes.
-pub type Piece = (Duration, Vec<u8>);
+pub(crate) type Piece = (Duration, Vec<u8>);
 
 /// A request as the server received it (raw body bytes, to check key order).
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub headers: HeaderMap,
     pub body: Vec<u8>,
 }
 
 /// The running server.
-pub struct ChatServer {
+pub(crate) struct ChatServer {
     pub base_url: String,
     pub seen: Arc<Mutex<Vec<Seen>>>,
     _rt: tokio::runtime::Runtime,
 }
 
 /// `data: <json>\n\n`.
-pub fn event(v: &Value) -> Vec<u8> {
+pub(crate) fn event(v: &Value) -> Vec<u8> {
     format!("data: {v}\n\n").into_bytes()
 }
 
 /// A complete mono 16-bit WAV of `frames` silent frames, base64.
-pub fn wav_b64(frames: usize, rate: u32) -> String {
+pub(crate) fn wav_b64(frames: usize, rate: u32) -> String {
     let data = frames * 2;
     let mut b = b"RIFF".to_vec();
     b.extend_from_slice(&(36 + data as u32).to_le_bytes());
@@ -58,14 +58,14 @@ pub fn wav_b64(frames: usize, rate: u32) -> String {
 }
 
 /// A text chunk with cumulative usage.
-pub fn text_chunk(content: &str, completion: u64) -> Value {
+pub(crate) fn text_chunk(content: &str, completion: u64) -> Value {
     json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0,
         "delta": {"role": "assistant", "content": content}}], "modality": "text",
         "usage": {"prompt_tokens": 77, "completion_tokens": completion}})
 }
 
 /// An audio chunk holding `frames` frames of 24 kHz audio.
-pub fn audio_chunk(frames: usize) -> Value {
+pub(crate) fn audio_chunk(frames: usize) -> Value {
     json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0,
         "delta": {"role": "assistant", "content": wav_b64(frames, 24_000)},
         "audio_metadata": {"format": "wav", "sample_rate_hz": 24000, "frame_count": frames, "channels": 1}}],
@@ -73,7 +73,7 @@ pub fn audio_chunk(frames: usize) -> Value {
 }
 
 /// The final usage chunk (no modality), with stage metrics when `stage` is set.
-pub fn usage_chunk(prompt: u64, completion: u64, stage: bool) -> Value {
+pub(crate) fn usage_chunk(prompt: u64, completion: u64, stage: bool) -> Value {
     let mut v = json!({"id": "c", "object": "chat.completion.chunk", "choices": [],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}});
     if stage {
@@ -93,7 +93,7 @@ fn ms(n: u64) -> Duration {
 /// 2 more tokens (one message), 350 ms audio (2400 frames, split in two writes 30 ms
 /// apart: completed at 380 ms), 480 ms audio (2400 frames), 500 ms stop chunk without
 /// modality, 550 ms usage (prompt 77, completion 3, stage metrics), [DONE].
-pub fn text_audio_script() -> Vec<Piece> {
+pub(crate) fn text_audio_script() -> Vec<Piece> {
     let a1 = event(&audio_chunk(2400));
     let (a1a, a1b) = a1.split_at(a1.len() / 2);
     vec![
@@ -118,7 +118,7 @@ pub fn text_audio_script() -> Vec<Piece> {
 
 /// A text-only answer: role at 100 ms, 4 single-token messages every 100 ms from 200 ms,
 /// usage at 520 ms.
-pub fn text_only_script() -> Vec<Piece> {
+pub(crate) fn text_only_script() -> Vec<Piece> {
     let mut p = vec![(ms(100), event(&text_chunk("", 0)))];
     for i in 1..=4 {
         p.push((ms(100), event(&text_chunk("w", i))));
@@ -129,7 +129,7 @@ pub fn text_only_script() -> Vec<Piece> {
 }
 
 /// An answer that fails mid-stream with an `error` chunk.
-pub fn error_script() -> Vec<Piece> {
+pub(crate) fn error_script() -> Vec<Piece> {
     vec![
         (ms(50), event(&text_chunk("", 0))),
         (ms(50), event(&text_chunk("a", 1))),
@@ -143,7 +143,7 @@ pub fn error_script() -> Vec<Piece> {
 
 impl ChatServer {
     /// Serves `script` to every request.
-    pub fn start(script: Vec<Piece>) -> ChatServer {
+    pub(crate) fn start(script: Vec<Piece>) -> ChatServer {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -188,7 +188,7 @@ impl ChatServer {
 }
 
 /// A chat trial: `raw` holds the entry's keys (dataset keys, percentile-metrics, …).
-pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
+pub(crate) fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
     let raw: Map<String, Value> = raw.as_object().cloned().unwrap_or_default();
     let s = |k: &str| raw.get(k).and_then(Value::as_str).map(String::from);
     let entry = BenchEntry {
@@ -264,7 +264,7 @@ pub fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial {
 }
 
 /// The records written to `records.jsonl`.
-pub fn read_records(dir: &std::path::Path) -> Vec<Value> {
+pub(crate) fn read_records(dir: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(dir.join("records.jsonl"))
         .unwrap()
         .lines()

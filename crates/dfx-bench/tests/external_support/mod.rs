@@ -17,25 +17,25 @@ use dfx_core::plan::{
 use serde_json::{Map, Value};
 
 /// The upstream reference data (see `dfx_core::reference`); missing data fails the test.
-pub fn reference_dir() -> PathBuf {
+pub(crate) fn reference_dir() -> PathBuf {
     dfx_core::reference::reference_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub fn vllm_bench_dir() -> PathBuf {
+pub(crate) fn vllm_bench_dir() -> PathBuf {
     reference_dir().join("vllm-bench")
 }
 
-pub fn upstream_config(name: &str) -> PathBuf {
+pub(crate) fn upstream_config(name: &str) -> PathBuf {
     reference_dir().join("upstream/tests").join(name)
 }
 
-pub fn fake_vllm() -> PathBuf {
+pub(crate) fn fake_vllm() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dfx-fake-vllm"))
 }
 
 /// Trials of `file` as the suite's own loader plans them (hardware H100, the repo's
 /// deploy folder, no baseline store).
-pub fn trials_from_config(file: &Path) -> Vec<Trial> {
+pub(crate) fn trials_from_config(file: &Path) -> Vec<Trial> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let no_store = tempfile::tempdir().unwrap();
     let opts = dfx_core::config::LoadOptions {
@@ -51,7 +51,7 @@ pub fn trials_from_config(file: &Path) -> Vec<Trial> {
 }
 
 /// A `BenchEntry` from the entry as written.
-pub fn entry_from_raw(
+pub(crate) fn entry_from_raw(
     index: usize,
     raw: Map<String, Value>,
     trust_remote_code: bool,
@@ -118,7 +118,7 @@ fn to_list(v: Option<&Value>) -> Vec<Value> {
 }
 
 /// Upstream's sweep expansion: QPS steps first, then concurrency steps.
-pub fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
+pub(crate) fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
     let mut qps = to_list(raw.get("request_rate"));
     let mut conc = to_list(raw.get("max_concurrency"));
     let mut prompts = to_list(raw.get("num_prompts"));
@@ -156,7 +156,7 @@ pub fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
 }
 
 /// A context for `trial` with a fixed server address.
-pub fn context<'a>(trial: &'a Trial, out_dir: &Path, hardware: &str) -> BenchContext<'a> {
+pub(crate) fn context<'a>(trial: &'a Trial, out_dir: &Path, hardware: &str) -> BenchContext<'a> {
     BenchContext {
         trial,
         base_url: "http://127.0.0.1:8091".into(),
@@ -171,7 +171,7 @@ pub fn context<'a>(trial: &'a Trial, out_dir: &Path, hardware: &str) -> BenchCon
 
 /// Settings running the fake `vllm` in `mode`, copying `result` (a reference file name),
 /// recording to `record`.
-pub fn fake_settings(mode: &str, result: Option<&str>, record: &Path) -> ExternalSettings {
+pub(crate) fn fake_settings(mode: &str, result: Option<&str>, record: &Path) -> ExternalSettings {
     let mut extra_env = BTreeMap::new();
     extra_env.insert("DFX_FAKE_VLLM_MODE".to_string(), mode.to_string());
     extra_env.insert(
@@ -192,12 +192,12 @@ pub fn fake_settings(mode: &str, result: Option<&str>, record: &Path) -> Externa
     }
 }
 
-pub fn fake_bench(mode: &str, result: Option<&str>, record: &Path) -> VllmBench {
+pub(crate) fn fake_bench(mode: &str, result: Option<&str>, record: &Path) -> VllmBench {
     VllmBench::new(fake_settings(mode, result, record))
 }
 
 /// One recorded invocation of the fake: its argv and environment subset.
-pub fn recorded(record: &Path) -> Vec<(Vec<String>, BTreeMap<String, String>)> {
+pub(crate) fn recorded(record: &Path) -> Vec<(Vec<String>, BTreeMap<String, String>)> {
     let Ok(text) = std::fs::read_to_string(record) else {
         return Vec::new();
     };
@@ -222,6 +222,6 @@ pub fn recorded(record: &Path) -> Vec<(Vec<String>, BTreeMap<String, String>)> {
 }
 
 /// The first trial of the TTS reference config (Qwen3-TTS base, c1).
-pub fn tts_trial() -> Trial {
+pub(crate) fn tts_trial() -> Trial {
     trials_from_config(&upstream_config("test_tts.json")).remove(0)
 }

@@ -17,25 +17,25 @@ use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value};
 
 /// Scripted timing: first chunk after this delay…
-pub const FIRST_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const FIRST_DELAY: Duration = Duration::from_millis(100);
 /// …then one chunk every this…
-pub const CHUNK_GAP: Duration = Duration::from_millis(50);
+pub(crate) const CHUNK_GAP: Duration = Duration::from_millis(50);
 /// …of 0.1 s of 24 kHz mono s16 audio.
-pub const CHUNK_BYTES: usize = 4800;
+pub(crate) const CHUNK_BYTES: usize = 4800;
 /// Chunks of a normal stream (0.5 s of audio).
-pub const CHUNKS: usize = 5;
+pub(crate) const CHUNKS: usize = 5;
 /// Extra pause after the 2nd chunk of a `GAP` stream.
-pub const GAP_PAUSE: Duration = Duration::from_millis(600);
+pub(crate) const GAP_PAUSE: Duration = Duration::from_millis(600);
 
 /// A request as the server received it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub headers: HeaderMap,
     pub body: Map<String, Value>,
 }
 
 /// The running scripted server.
-pub struct Scripted {
+pub(crate) struct Scripted {
     pub base_url: String,
     pub seen: Arc<Mutex<Vec<Seen>>>,
     /// Server-side first-chunk delay (handler entry → first chunk handed to hyper) by
@@ -45,7 +45,7 @@ pub struct Scripted {
 }
 
 /// `n` samples of a tone (amplitude 8000) or of silence, as s16le bytes.
-pub fn pcm(n_samples: usize, loud: bool, phase0: usize) -> Vec<u8> {
+pub(crate) fn pcm(n_samples: usize, loud: bool, phase0: usize) -> Vec<u8> {
     (0..n_samples)
         .flat_map(|i| {
             let s = if loud {
@@ -103,7 +103,7 @@ fn plan(text: &str, varied: bool) -> Vec<(Duration, Vec<u8>)> {
 }
 
 /// Server-side first-chunk delays by request id.
-pub type Timings = Arc<Mutex<std::collections::HashMap<String, f64>>>;
+pub(crate) type Timings = Arc<Mutex<std::collections::HashMap<String, f64>>>;
 
 async fn speech(
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -150,12 +150,12 @@ async fn speech(
 
 impl Scripted {
     /// Starts the server on an ephemeral loopback port, on its own runtime.
-    pub fn start() -> Scripted {
+    pub(crate) fn start() -> Scripted {
         Scripted::start_with(false, 1)
     }
 
     /// Starts the server with `workers` runtime threads; `varied` stream lengths.
-    pub fn start_with(varied: bool, workers: usize) -> Scripted {
+    pub(crate) fn start_with(varied: bool, workers: usize) -> Scripted {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .enable_all()
@@ -193,7 +193,7 @@ impl Scripted {
 }
 
 /// Writes `<dir>/en/meta.lst` with the given texts (seed-tts-text rows).
-pub fn text_dataset(dir: &Path, texts: &[&str]) {
+pub(crate) fn text_dataset(dir: &Path, texts: &[&str]) {
     std::fs::create_dir_all(dir.join("en")).unwrap();
     let lines: String = texts
         .iter()
@@ -204,7 +204,7 @@ pub fn text_dataset(dir: &Path, texts: &[&str]) {
 }
 
 /// What a test trial varies.
-pub struct TrialSpec<'a> {
+pub(crate) struct TrialSpec<'a> {
     pub dataset_name: &'a str,
     pub dataset_path: &'a str,
     pub config_file: PathBuf,
@@ -240,7 +240,7 @@ impl Default for TrialSpec<'_> {
 }
 
 /// A trial as the plan would hold it.
-pub fn trial(s: TrialSpec<'_>) -> Trial {
+pub(crate) fn trial(s: TrialSpec<'_>) -> Trial {
     let extra_body = s.extra_body.and_then(|v| v.as_object().cloned());
     let entry = BenchEntry {
         index: 0,
@@ -309,7 +309,7 @@ pub fn trial(s: TrialSpec<'_>) -> Trial {
 }
 
 /// The records written to `records.jsonl`.
-pub fn read_records(dir: &Path) -> Vec<Value> {
+pub(crate) fn read_records(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(dir.join("records.jsonl"))
         .unwrap()
         .lines()
@@ -318,7 +318,7 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
 }
 
 /// The bench context of `trial` against `server`, writing into `out`.
-pub fn bench_ctx<'a>(
+pub(crate) fn bench_ctx<'a>(
     trial: &'a Trial,
     server: &Scripted,
     out: &Path,
@@ -338,7 +338,7 @@ pub fn bench_ctx<'a>(
 }
 
 /// The measured records of `dir`'s `records.jsonl`, by index.
-pub fn measured_records(dir: &Path) -> Vec<Value> {
+pub(crate) fn measured_records(dir: &Path) -> Vec<Value> {
     let mut m: Vec<Value> = read_records(dir)
         .into_iter()
         .filter(|r| r["warmup"] == false)

@@ -9,11 +9,11 @@
 //! `"inf"` rates, numbers written as strings): a run folder recorded by an earlier
 //! dfx-perf still loads.
 
-pub mod result;
-pub mod run;
+pub(crate) mod result;
+pub(crate) mod run;
 pub mod schema;
 pub mod summary;
-pub mod verdict;
+pub(crate) mod verdict;
 
 pub use result::ResultSections;
 pub use run::{ConfigFileRef, FlagRecord, FlagSource, PartitionMethod, RunInfo, ShardRecord};

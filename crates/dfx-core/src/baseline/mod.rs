@@ -3,8 +3,8 @@
 //! `baselines/<hardware>.json` store. Metric directions come from the registry
 //! ([`crate::metrics`]), re-exported here.
 
-pub mod shape;
-pub mod store;
+pub(crate) mod shape;
+pub(crate) mod store;
 
 pub use crate::metrics::{Direction, direction_of};
 pub use shape::{BaselineSpec, FlatBaseline, MetricShape, looks_nested};

@@ -10,7 +10,7 @@ use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{CapacitySpec, StepKind, SweepStep};
 
 /// What the `capacity` object accepts, for error messages.
-pub const ACCEPTED: &str = "an object with max_p99_ttfp_ms (> 0) and optionally \
+pub(super) const ACCEPTED: &str = "an object with max_p99_ttfp_ms (> 0) and optionally \
 min_continuity (0 to 1, default 0.95), start_rate, min_rate, max_rate (requests per second, \
 min_rate ≤ start_rate ≤ max_rate), tolerance (0.01 to 1, default 0.1), boundary_repeats \
 (1 to 20, default 3) and max_probes (4 to 64, default 24)";

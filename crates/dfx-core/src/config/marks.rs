@@ -8,7 +8,7 @@ use crate::diag::{Ctx, Errs, json_type};
 
 /// The marks of one case.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CaseMarks {
+pub(crate) struct CaseMarks {
     /// String marks (selection tags), in file order.
     pub tags: Vec<String>,
     /// `hardware_marks.res` values (`H100`, `A3`), in file order.

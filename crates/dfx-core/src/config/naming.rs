@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 
 /// Separator between the parts of a trial name.
-pub const SEP: &str = "::";
+pub(crate) const SEP: &str = "::";
 
 /// Replaces every character outside `[A-Za-z0-9._-]` with `_`.
-pub fn sanitize_token(s: &str) -> String {
+pub(crate) fn sanitize_token(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
@@ -25,7 +25,7 @@ pub fn sanitize_token(s: &str) -> String {
 }
 
 /// The raw (not yet deduplicated) suffix of an entry.
-pub fn entry_suffix(name: Option<&str>, parts: &[Option<&str>], index: usize) -> String {
+pub(crate) fn entry_suffix(name: Option<&str>, parts: &[Option<&str>], index: usize) -> String {
     if let Some(n) = name.map(str::trim).filter(|n| !n.is_empty()) {
         return sanitize_token(n);
     }
@@ -44,7 +44,7 @@ pub fn entry_suffix(name: Option<&str>, parts: &[Option<&str>], index: usize) ->
 }
 
 /// Upstream dedup: the first occurrence keeps its suffix, the n-th repeat gets `_<n>`.
-pub fn dedup_suffixes(raw: &[String]) -> Vec<String> {
+pub(crate) fn dedup_suffixes(raw: &[String]) -> Vec<String> {
     let mut seen: HashMap<&str, usize> = HashMap::new();
     raw.iter()
         .map(|s| {
@@ -61,7 +61,7 @@ pub fn dedup_suffixes(raw: &[String]) -> Vec<String> {
 }
 
 /// `<test_name>::<suffix>::<step label>`.
-pub fn trial_name(test_name: &str, suffix: &str, step_label: &str) -> String {
+pub(crate) fn trial_name(test_name: &str, suffix: &str, step_label: &str) -> String {
     format!("{test_name}{SEP}{suffix}{SEP}{step_label}")
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// One element of a config file's top-level array.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RawCase {
+pub(crate) struct RawCase {
     pub test_name: Option<Value>,
     pub server_params: Option<Value>,
     pub benchmark_params: Option<Value>,
@@ -24,7 +24,7 @@ pub struct RawCase {
 
 /// `server_params`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RawServerParams {
+pub(crate) struct RawServerParams {
     pub model: Option<Value>,
     pub stage_config_name: Option<Value>,
     pub update: Option<Value>,
@@ -45,7 +45,7 @@ pub struct RawServerParams {
 /// A benchmark entry of the omni/TTS dialect (snake_case keys). Keys not listed here are
 /// passed through to the external bench; they stay in the raw map the entry keeps.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RawOmniEntry {
+pub(crate) struct RawOmniEntry {
     pub dataset_name: Option<Value>,
     pub backend: Option<Value>,
     pub endpoint: Option<Value>,
@@ -65,6 +65,10 @@ pub struct RawOmniEntry {
     pub baseline: Option<Value>,
     pub task: Option<Value>,
     pub eval_phase: Option<Value>,
+    #[allow(
+        dead_code,
+        reason = "declared so the key is known; its value is read from the raw map"
+    )]
     pub enabled: Option<Value>,
     pub name: Option<Value>,
     pub num_warmups: Option<Value>,
@@ -87,12 +91,24 @@ pub struct RawOmniEntry {
 
 /// A benchmark entry of the diffusion dialect (kebab-case keys, image/video generation).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RawDiffusionEntry {
+pub(crate) struct RawDiffusionEntry {
     pub name: Option<Value>,
     pub dataset: Option<Value>,
     pub task: Option<Value>,
+    #[allow(
+        dead_code,
+        reason = "declared so the key is known; its value is read from the raw map"
+    )]
     pub width: Option<Value>,
+    #[allow(
+        dead_code,
+        reason = "declared so the key is known; its value is read from the raw map"
+    )]
     pub height: Option<Value>,
+    #[allow(
+        dead_code,
+        reason = "declared so the key is known; its value is read from the raw map"
+    )]
     #[serde(rename = "num-inference-steps")]
     pub num_inference_steps: Option<Value>,
     #[serde(rename = "num-prompts")]
@@ -102,12 +118,16 @@ pub struct RawDiffusionEntry {
     #[serde(rename = "request-rate")]
     pub request_rate: Option<Value>,
     pub baseline: Option<Value>,
+    #[allow(
+        dead_code,
+        reason = "declared so the key is known; its value is read from the raw map"
+    )]
     pub enabled: Option<Value>,
     pub seed: Option<Value>,
 }
 
 /// Keys whose presence marks an entry as diffusion dialect.
-pub const DIFFUSION_KEYS: &[&str] = &[
+pub(crate) const DIFFUSION_KEYS: &[&str] = &[
     "num-prompts",
     "max-concurrency",
     "request-rate",
@@ -119,7 +139,7 @@ pub const DIFFUSION_KEYS: &[&str] = &[
 
 /// Whether an entry (as written) is diffusion dialect: it has one of [`DIFFUSION_KEYS`], or
 /// its case carries the `diffusion` tag.
-pub fn is_diffusion_entry(entry: &Map<String, Value>, case_tags: &[String]) -> bool {
+pub(crate) fn is_diffusion_entry(entry: &Map<String, Value>, case_tags: &[String]) -> bool {
     DIFFUSION_KEYS.iter().any(|k| entry.contains_key(*k))
         || case_tags.iter().any(|t| t == "diffusion")
 }

@@ -21,7 +21,7 @@ use yaml_serde::{Mapping, Value as Yaml};
 use super::DeployError;
 
 /// Applies a `delete` edit (list of dotted paths or the upstream object form).
-pub fn apply_deletes(tree: &mut Yaml, delete: &Json) -> Result<(), DeployError> {
+pub(crate) fn apply_deletes(tree: &mut Yaml, delete: &Json) -> Result<(), DeployError> {
     match delete {
         Json::Array(paths) => {
             for p in paths {
@@ -65,7 +65,7 @@ pub fn apply_deletes(tree: &mut Yaml, delete: &Json) -> Result<(), DeployError> 
 }
 
 /// Applies an `update` edit (object of top-level keys, dotted paths and `stage_args`).
-pub fn apply_updates(tree: &mut Yaml, update: &Json) -> Result<(), DeployError> {
+pub(crate) fn apply_updates(tree: &mut Yaml, update: &Json) -> Result<(), DeployError> {
     let Json::Object(map) = update else {
         return Err(bad(
             &format!("update {update}"),

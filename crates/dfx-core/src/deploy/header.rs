@@ -125,7 +125,7 @@ fn parse_change(line: &str) -> Result<TreeChange, String> {
 }
 
 /// Compact one-line rendering of a YAML value (JSON flow syntax, which YAML parses back).
-pub fn flow(v: &Yaml) -> String {
+pub(crate) fn flow(v: &Yaml) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| format!("{v:?}"))
 }
 

@@ -9,8 +9,8 @@
 //! have no direction and cannot be thresholds.
 
 mod direction;
-pub mod table;
-pub mod views;
+pub(crate) mod table;
+pub(crate) mod views;
 
 pub use direction::{ACCEPTED_HINT, Direction, direction_of};
 pub use views::{Group, HISTORY_KEYS, HISTORY_TABLE_KEYS, PARITY_KEYS, REPORT_GROUPS};

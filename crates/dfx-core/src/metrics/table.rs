@@ -19,7 +19,7 @@ const fn m(
 }
 
 /// Result keys matched by their exact name.
-pub const EXACT: &[Metric] = &[
+pub(crate) const EXACT: &[Metric] = &[
     m(
         "audio_throughput",
         Some(Higher),
@@ -137,7 +137,7 @@ pub const EXACT: &[Metric] = &[
 
 /// Metric families, named in results with a statistic prefix (`mean_`, `median_`, `std_`,
 /// `p<N>_`): `median_audio_ttfp_ms` is the median of the `audio_ttfp_ms` family.
-pub const FAMILIES: &[Metric] = &[
+pub(crate) const FAMILIES: &[Metric] = &[
     m("e2el_ms", Some(Lower), "ms", "E2EL"),
     m("ttft_ms", Some(Lower), "ms", "TTFT"),
     m("tpot_ms", Some(Lower), "ms", "TPOT"),

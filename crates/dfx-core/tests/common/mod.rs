@@ -7,7 +7,7 @@ use dfx_core::config::{ConfigErrors, LoadOptions, load_plan};
 use dfx_core::plan::Plan;
 
 /// The repository root (two levels above this crate).
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
@@ -16,14 +16,14 @@ pub fn repo_root() -> PathBuf {
 
 /// `tests/reference/upstream/tests` (see `dfx_core::reference`); panics with where it
 /// looked when missing: these tests must not silently skip.
-pub fn upstream_dir() -> PathBuf {
+pub(crate) fn upstream_dir() -> PathBuf {
     dfx_core::reference::reference_dir()
         .unwrap_or_else(|e| panic!("{e}"))
         .join("upstream/tests")
 }
 
 /// Every `*.json` directly in `dir`, sorted.
-pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -34,31 +34,31 @@ pub fn json_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A scratch folder with `deploy/` and `baselines/` for building configs in tests.
-pub struct Fx {
+pub(crate) struct Fx {
     pub dir: tempfile::TempDir,
 }
 
 impl Fx {
-    pub fn new() -> Fx {
+    pub(crate) fn new() -> Fx {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("deploy")).unwrap();
         std::fs::create_dir_all(dir.path().join("baselines")).unwrap();
         Fx { dir }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Writes `text` to `<dir>/<name>` and returns the path.
-    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, text).unwrap();
         p
     }
 
-    pub fn opts(&self, files: &[PathBuf], hardware: &str) -> LoadOptions {
+    pub(crate) fn opts(&self, files: &[PathBuf], hardware: &str) -> LoadOptions {
         LoadOptions {
             files: files.to_vec(),
             hardware: hardware.into(),
@@ -69,18 +69,18 @@ impl Fx {
     }
 
     /// Loads `text` as one config file `cfg.json` with hardware `H100`.
-    pub fn load(&self, text: &str) -> Result<Plan, ConfigErrors> {
+    pub(crate) fn load(&self, text: &str) -> Result<Plan, ConfigErrors> {
         let f = self.write("cfg.json", text);
         load_plan(&self.opts(&[f], "H100"))
     }
 
     /// Replaces this folder's path with `$TMP` so messages are stable.
-    pub fn scrub(&self, s: &str) -> String {
+    pub(crate) fn scrub(&self, s: &str) -> String {
         s.replace(&self.dir.path().display().to_string(), "$TMP")
     }
 
     /// The error report of loading `text`, scrubbed; panics if it loads.
-    pub fn errors(&self, text: &str) -> String {
+    pub(crate) fn errors(&self, text: &str) -> String {
         match self.load(text) {
             Ok(p) => panic!(
                 "expected config errors, got a plan of {} trial(s)",
@@ -92,7 +92,7 @@ impl Fx {
 }
 
 /// A minimal valid TTS case with one entry; `entry` is merged over the default entry.
-pub fn tts_case(test_name: &str, entry: serde_json::Value) -> serde_json::Value {
+pub(crate) fn tts_case(test_name: &str, entry: serde_json::Value) -> serde_json::Value {
     let mut e = serde_json::json!({
         "task": "voice_clone",
         "eval_phase": "latency",

@@ -6,7 +6,7 @@
 //! `cargo test -- FLAGS` hands FLAGS to every test target, so every root target parses
 //! argv with [`SuiteArgs`], even those that only need the libtest part.
 
-pub mod libtest;
+pub(crate) mod libtest;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

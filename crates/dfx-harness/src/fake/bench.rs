@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 /// The fake bench's knobs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FakeKnobs {
+pub(crate) struct FakeKnobs {
     pub slowdown: f64,
     pub fail_requests: u64,
     pub no_result: bool,
@@ -54,12 +54,12 @@ impl Default for FakeKnobs {
 impl FakeKnobs {
     /// Reads `DFX_FAKE_SLOWDOWN`, `DFX_FAKE_FAIL_REQUESTS`, `DFX_FAKE_NO_RESULT`,
     /// `DFX_FAKE_SLEEP_MS`.
-    pub fn from_env() -> Result<Self, String> {
+    pub(crate) fn from_env() -> Result<Self, String> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
     /// Same, from any lookup (tests).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut k = FakeKnobs::default();
         if let Some(v) = get("DFX_FAKE_SLOWDOWN") {
             k.slowdown = v
@@ -94,7 +94,7 @@ impl FakeKnobs {
 
 /// The fake bench.
 #[derive(Debug, Clone, Default)]
-pub struct FakeBench {
+pub(crate) struct FakeBench {
     pub knobs: FakeKnobs,
 }
 

@@ -3,5 +3,5 @@
 //! the real suite binary end to end (trials, verdicts, results folder) with nothing
 //! external.
 
-pub mod bench;
-pub mod server;
+pub(crate) mod bench;
+pub(crate) mod server;

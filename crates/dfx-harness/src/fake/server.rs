@@ -14,14 +14,14 @@ use dfx_core::server::{
 
 /// One start or stop, identified by the spec's model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FakeEvent {
+pub(crate) enum FakeEvent {
     Start(String),
     Stop(String),
 }
 
 /// Shared between the launcher, its servers and the test that inspects them.
 #[derive(Debug, Default)]
-pub struct FakeState {
+pub(crate) struct FakeState {
     events: Mutex<Vec<FakeEvent>>,
     /// Server ids that "exited".
     exited: Mutex<HashSet<usize>>,
@@ -32,18 +32,20 @@ pub struct FakeState {
 
 impl FakeState {
     /// Every start and stop so far, in order.
-    pub fn events(&self) -> Vec<FakeEvent> {
+    #[cfg(test)]
+    pub(crate) fn events(&self) -> Vec<FakeEvent> {
         lock(&self.events).clone()
     }
 
     /// Makes the most recently started server report `exit status 137`.
-    pub fn kill_latest(&self) {
+    #[cfg(test)]
+    pub(crate) fn kill_latest(&self) {
         let id = *lock(&self.next_id);
         lock(&self.exited).insert(id);
     }
 
     /// Makes every later start of a model containing `model_part` fail.
-    pub fn fail_starts_of(&self, model_part: &str) {
+    pub(crate) fn fail_starts_of(&self, model_part: &str) {
         *lock(&self.fail_start) = Some(model_part.to_string());
     }
 }
@@ -54,18 +56,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The fake launcher.
 #[derive(Debug, Clone, Default)]
-pub struct FakeLauncher {
+pub(crate) struct FakeLauncher {
     state: Arc<FakeState>,
 }
 
 impl FakeLauncher {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// A launcher steered by the environment: `DFX_FAKE_SERVER_FAIL_START=<model part>`
     /// makes starts of matching models fail (for end-to-end tests of the suite binary).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let launcher = Self::new();
         if let Ok(part) = std::env::var("DFX_FAKE_SERVER_FAIL_START")
             && !part.is_empty()
@@ -76,7 +78,8 @@ impl FakeLauncher {
     }
 
     /// The state to inspect or steer from a test.
-    pub fn state(&self) -> Arc<FakeState> {
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> Arc<FakeState> {
         self.state.clone()
     }
 }

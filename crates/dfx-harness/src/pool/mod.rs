@@ -16,7 +16,7 @@ use dfx_core::server::{
 /// A server (or its required judge) that exited during a trial: how, its log and the
 /// log's tail. Displays as [`ServerError::DiedDuringTrial`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerDied {
+pub(crate) struct ServerDied {
     pub status: ExitStatus,
     pub log: PathBuf,
     pub log_tail: String,
@@ -34,7 +34,7 @@ impl std::fmt::Display for ServerDied {
 }
 
 /// Launcher plus the server it currently keeps alive.
-pub struct ServerPool {
+pub(crate) struct ServerPool {
     launcher: Box<dyn ServerLauncher + Send>,
     servers_dir: PathBuf,
     ready_timeout: Duration,
@@ -64,7 +64,7 @@ struct Judge {
 
 /// What a trial needs to know about the server it runs against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     pub base_url: String,
     pub host: String,
     pub port: u16,
@@ -80,7 +80,7 @@ pub struct ServerInfo {
 
 /// Why a trial got no server.
 #[derive(Debug, thiserror::Error)]
-pub enum AcquireError {
+pub(crate) enum AcquireError {
     #[error("{0}")]
     Start(#[from] ServerError),
     #[error(
@@ -101,7 +101,7 @@ pub enum AcquireError {
 
 impl ServerPool {
     /// `servers_dir` is `<run folder>/servers`; each start gets `<NN>-<name>` below it.
-    pub fn new(
+    pub(crate) fn new(
         launcher: Box<dyn ServerLauncher + Send>,
         servers_dir: PathBuf,
         ready_timeout: Duration,
@@ -117,20 +117,15 @@ impl ServerPool {
         }
     }
 
-    /// The launcher's short name.
-    pub fn launcher_name(&self) -> &str {
-        self.launcher.name()
-    }
-
     /// How many servers were started so far.
-    pub fn starts(&self) -> usize {
+    pub(crate) fn starts(&self) -> usize {
         self.starts
     }
 
     /// A ready server for `spec`: the live one when its spec is identical and it is still
     /// running, else a fresh start (stopping the old one first). `name` names the start
     /// folder (the test name of the trial that needs it).
-    pub fn acquire(
+    pub(crate) fn acquire(
         &mut self,
         spec: &Arc<ServerSpec>,
         name: &str,
@@ -279,7 +274,7 @@ impl ServerPool {
 
     /// Called after every trial that used a server: when the server exited during the
     /// trial, it is cleaned up and the error (exit status, log tail) returned.
-    pub fn check_after_trial(&mut self) -> Result<(), ServerDied> {
+    pub(crate) fn check_after_trial(&mut self) -> Result<(), ServerDied> {
         let Some(live) = &mut self.live else {
             return Ok(());
         };
@@ -324,7 +319,7 @@ impl ServerPool {
     }
 
     /// Stops the live server, if any (after the last trial; also on drop).
-    pub fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         self.stop_live();
     }
 }

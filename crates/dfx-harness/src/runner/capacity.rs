@@ -293,7 +293,12 @@ fn mean_chars(trial_dir: &Path, probes: &[Value], lo: Option<f64>) -> Option<f64
 
 /// Cost per million input characters at `rate` requests per second of `chars` characters
 /// each, on `gpus` GPUs at `price` per GPU-hour.
-pub fn cost_per_million_chars(price: f64, gpus: usize, rate: f64, chars: f64) -> Option<f64> {
+pub(super) fn cost_per_million_chars(
+    price: f64,
+    gpus: usize,
+    rate: f64,
+    chars: f64,
+) -> Option<f64> {
     let per_hour = rate * chars * 3600.0;
     (per_hour > 0.0).then(|| price * gpus as f64 / per_hour * 1e6)
 }

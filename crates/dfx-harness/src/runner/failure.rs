@@ -12,7 +12,7 @@ use crate::pool::ServerDied;
 
 /// One failure of a trial.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TrialFailure {
+pub(crate) enum TrialFailure {
     /// No bench ran: the reason is the whole verdict.
     NotRun(NotRun),
     /// The bench left no result and the verdict judged the template fallback: its line
@@ -52,7 +52,7 @@ pub enum TrialFailure {
 
 /// Why no bench ran for a trial.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotRun {
+pub(crate) enum NotRun {
     /// It cannot run, and `--assert-baseline` forbids ignoring it.
     Forbidden { reason: String },
     /// Its server did not start (the pool's message).
@@ -64,14 +64,14 @@ pub enum NotRun {
 /// Why a trial's document is the template fallback: no bench ran, or the bench left no
 /// result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fallback {
+pub(crate) enum Fallback {
     NotRun(NotRun),
     NoResult(NoResult),
 }
 
 /// Why the bench side left no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoResult {
+pub(crate) enum NoResult {
     /// The bench left no result, ending like this.
     Left {
         label: String,
@@ -85,7 +85,7 @@ pub enum NoResult {
 
 /// Why a capacity search found no capacity.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CapacityFailure {
+pub(crate) enum CapacityFailure {
     /// No probe met the criteria.
     NoRate { lowest: f64 },
     /// The probe budget ran out before the bracket narrowed.
@@ -183,7 +183,7 @@ impl fmt::Display for CapacityFailure {
 }
 
 /// The failures as the files and the console show them.
-pub fn render(failures: &[TrialFailure]) -> Vec<String> {
+pub(crate) fn render(failures: &[TrialFailure]) -> Vec<String> {
     failures.iter().map(ToString::to_string).collect()
 }
 

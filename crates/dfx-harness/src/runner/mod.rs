@@ -21,22 +21,22 @@ use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
 
 mod capacity;
-pub mod failure;
+pub(crate) mod failure;
 mod repeat;
 
 use failure::{Fallback, NotRun, TrialFailure, render};
-pub mod upstream;
+pub(crate) mod upstream;
 
 /// How a trial that did not fail ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ran {
+pub(crate) enum Ran {
     Passed,
     /// Cannot run (plain run only), with the reason.
     Ignored(String),
 }
 
 /// Everything the trials of one run share. Trials run one at a time, in plan order.
-pub struct Session {
+pub(crate) struct Session {
     pub run: RunDir,
     pub pool: ServerPool,
     pub benches: BenchSet,
@@ -89,7 +89,7 @@ impl Session {
     /// Runs trial `idx`: `Ok(Passed)`, `Ok(Ignored(reason))` when it cannot run on a plain
     /// run, `Err(message)` when it failed. Panics are caught and recorded as
     /// failures.
-    pub fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
+    pub(crate) fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
         let started = Instant::now();
         self.trial_started = chrono::Local::now();
         {
@@ -153,7 +153,8 @@ impl Session {
     }
 
     /// A copy of trial `idx`'s summary entry, once recorded.
-    pub fn entry(&self, idx: usize) -> Option<SummaryEntry> {
+    #[cfg(test)]
+    pub(crate) fn entry(&self, idx: usize) -> Option<SummaryEntry> {
         lock(&self.progress).entries[idx].clone()
     }
 
@@ -437,7 +438,7 @@ impl Produced {
 /// `random_output_len` when the entry has them, `Hardware`: empty when unknown,
 /// `test_name`, `name`: the entry's `name` or `null`), then dfx-perf's (`result_source`
 /// when the bench did not set it, `bench`, `trial`).
-pub fn add_runner_keys(
+pub(crate) fn add_runner_keys(
     doc: &mut ResultDoc,
     trial: &dfx_core::plan::Trial,
     hardware: &str,

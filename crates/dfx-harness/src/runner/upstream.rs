@@ -21,7 +21,7 @@ use dfx_core::result::ResultDoc;
 use serde_json::{Map, Value, json};
 
 /// The folder name inside the run folder.
-pub const DIR_NAME: &str = "upstream";
+pub(crate) const DIR_NAME: &str = "upstream";
 
 /// Metrics copied to the top level of a diffusion record, as upstream's runner does.
 const DIFFUSION_COLUMNS: &[&str] = &[
@@ -37,7 +37,7 @@ const DIFFUSION_COLUMNS: &[&str] = &[
 ];
 
 /// Writes `doc` (the trial's completed result) into `dir`; the path written, or why not.
-pub fn write(
+pub(crate) fn write(
     dir: &Path,
     trial: &Trial,
     hardware: &str,

@@ -14,7 +14,7 @@ use crate::cli::{BenchTool, SuiteFlags};
 /// Settings of the benches (what the native and the external bench need besides the
 /// trial). `None` leaves a bench's own default.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BenchOptions {
+pub(crate) struct BenchOptions {
     pub tool: BenchTool,
     pub vllm_bin: Option<PathBuf>,
     /// `--diffusion-script` (checked to be a file).
@@ -43,7 +43,7 @@ pub struct BenchOptions {
 impl BenchOptions {
     /// Validates the bench flags; problems go to `errors`. `lookup` reads the
     /// environment (tests pass their own).
-    pub fn from_flags(
+    pub(crate) fn from_flags(
         s: &SuiteFlags,
         lookup: impl Fn(&str) -> Option<String>,
         errors: &mut Vec<FlagError>,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 mod bench;
 
-pub use bench::BenchOptions;
+pub(crate) use bench::BenchOptions;
 
 use dfx_core::bounds::{self, MAX_SIM_SPEED, MAX_TIMEOUT_SECONDS, MIN_SIM_SPEED};
 
@@ -28,7 +28,7 @@ pub struct Project {
 
 /// How servers are obtained.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ServerChoice {
+pub(crate) enum ServerChoice {
     /// Real executables; `server_bin` overrides `vllm-omni` on PATH.
     Auto { server_bin: Option<PathBuf> },
     /// The simulator binary with its options.
@@ -44,7 +44,7 @@ pub enum ServerChoice {
 
 impl ServerChoice {
     /// Short name for listings and run.json.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             ServerChoice::Auto { .. } => "auto",
             ServerChoice::Sim { .. } => "sim",
@@ -56,7 +56,7 @@ impl ServerChoice {
 
 /// The validated suite configuration.
 #[derive(Debug, Clone)]
-pub struct SuiteConfig {
+pub(crate) struct SuiteConfig {
     /// libtest flags, with `test_threads` forced to 1 (trials run one at a time).
     pub libtest: libtest_mimic::Arguments,
     pub assert_baseline: bool,
@@ -93,7 +93,7 @@ pub struct SuiteConfig {
 
 /// A flag whose value cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlagError {
+pub(crate) struct FlagError {
     /// `--sim-speed`.
     pub flag: &'static str,
     /// `DFX_SIM_SPEED`.
@@ -115,7 +115,7 @@ impl fmt::Display for FlagError {
 
 /// Every problem found in the flags.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct FlagErrors(pub Vec<FlagError>);
+pub(crate) struct FlagErrors(pub Vec<FlagError>);
 
 impl fmt::Display for FlagErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -133,7 +133,10 @@ impl SuiteConfig {
     /// Validates the parsed command line. Relative paths given by the user are taken as
     /// they are (relative to the working directory, which `cargo test` sets to the
     /// repository root); defaults are anchored at `project.root`.
-    pub fn from_parsed(parsed: Parsed, project: &Project) -> Result<SuiteConfig, FlagErrors> {
+    pub(crate) fn from_parsed(
+        parsed: Parsed,
+        project: &Project,
+    ) -> Result<SuiteConfig, FlagErrors> {
         let Parsed { args, provenance } = parsed;
         let s = args.suite;
         let mut errors = Vec::new();

@@ -35,7 +35,7 @@ impl Default for EdOptions {
 
 /// The best split of `xs` (index of the first point after it) and its q̂, or `None` when
 /// `xs` is too short for two segments of `min_size`.
-pub fn best_split(xs: &[f64], min_size: usize) -> Option<(usize, f64)> {
+pub(crate) fn best_split(xs: &[f64], min_size: usize) -> Option<(usize, f64)> {
     let n = xs.len();
     let min_size = min_size.max(1);
     if n < 2 * min_size {
@@ -86,7 +86,7 @@ fn p_value(xs: &[f64], q: f64, opts: &EdOptions, rng: &mut ChaCha8Rng) -> f64 {
 
 /// The significant change points of `xs`, ascending; each is the index of the first point
 /// of a new segment.
-pub fn change_points(xs: &[f64], opts: &EdOptions) -> Vec<usize> {
+pub(crate) fn change_points(xs: &[f64], opts: &EdOptions) -> Vec<usize> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut cps: Vec<usize> = Vec::new();
     loop {

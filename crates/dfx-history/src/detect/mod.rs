@@ -3,8 +3,8 @@
 //! consecutive runs"). Failed and interrupted runs are gaps in a series, never values, so
 //! a broken run is told apart from a slowdown.
 
-pub mod edivisive;
-pub mod series;
+pub(crate) mod edivisive;
+pub(crate) mod series;
 
 pub use edivisive::EdOptions;
 pub use series::{Gap, Point};

@@ -29,7 +29,7 @@ pub struct Point {
 }
 
 /// Median of `xs` (`NaN` when empty).
-pub fn median(xs: &[f64]) -> f64 {
+pub(crate) fn median(xs: &[f64]) -> f64 {
     let mut v: Vec<f64> = xs.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -42,7 +42,7 @@ pub fn median(xs: &[f64]) -> f64 {
 
 /// Robust spread: 1.4826 × the median absolute deviation from each segment's median,
 /// pooled over `segments` (a normal sample's standard deviation).
-pub fn mad_noise(segments: &[&[f64]]) -> f64 {
+pub(crate) fn mad_noise(segments: &[&[f64]]) -> f64 {
     let devs: Vec<f64> = segments
         .iter()
         .flat_map(|s| {
@@ -55,7 +55,7 @@ pub fn mad_noise(segments: &[&[f64]]) -> f64 {
 
 /// Pooled standard deviation within groups of repeats (values with the same key), when at
 /// least one group has two or more values.
-pub fn repeat_noise(values: &[(f64, &str)]) -> Option<f64> {
+pub(crate) fn repeat_noise(values: &[(f64, &str)]) -> Option<f64> {
     let mut groups: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     for (x, k) in values {
         groups.entry(k).or_default().push(*x);

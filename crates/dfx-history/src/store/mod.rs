@@ -5,7 +5,7 @@
 mod ops;
 mod postgres;
 pub mod schema;
-pub mod sql;
+pub(crate) mod sql;
 mod sqlite;
 
 use std::path::PathBuf;

@@ -13,19 +13,19 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde_json::json;
 
 /// The PostgreSQL server to test against.
-pub const PG_ENV: &str = "DFX_TEST_POSTGRES_URL";
+pub(crate) const PG_ENV: &str = "DFX_TEST_POSTGRES_URL";
 /// Set to 1 (by `.ci/run`): a missing PostgreSQL fails the PostgreSQL trials.
-pub const REQUIRE_ENV: &str = "DFX_REQUIRE_POSTGRES";
+pub(crate) const REQUIRE_ENV: &str = "DFX_REQUIRE_POSTGRES";
 
 /// Where one check stores its history.
-pub enum Backends {
+pub(crate) enum Backends {
     Sqlite(PathBuf),
     Postgres(Box<postgres::Config>),
 }
 
 impl Backends {
     /// A raw connection.
-    pub fn backend(&self) -> Result<Box<dyn BackendBox>, HistoryError> {
+    pub(crate) fn backend(&self) -> Result<Box<dyn BackendBox>, HistoryError> {
         Ok(match self {
             Backends::Sqlite(p) => Box::new(Sqlite::open(p)?),
             Backends::Postgres(c) => Box::new(Postgres::connect_config(c)?),
@@ -33,7 +33,7 @@ impl Backends {
     }
 
     /// The store, migrated.
-    pub fn open(&self) -> Result<Box<dyn HistoryStore>, HistoryError> {
+    pub(crate) fn open(&self) -> Result<Box<dyn HistoryStore>, HistoryError> {
         Ok(Box::new(SqlStore::new(self.backend()?)?))
     }
 }
@@ -65,14 +65,14 @@ impl Backend for Box<dyn BackendBox> {
 }
 
 /// Rows of one run as schema version 1 stored them.
-pub const V1_ROWS: &[&str] = &[
+pub(crate) const V1_ROWS: &[&str] = &[
     "INSERT INTO runs (run_id, content_hash, hardware, sort_key, started, finished, interrupted, git_sha, fingerprint, added_at) VALUES ('20251231-010000-H100', 'old', 'H100', '2025-12-31T01:00:00.000000Z', NULL, NULL, 0, 'abc', '{\"hardware\": \"H100\", \"server_versions\": {}, \"config_hashes\": {}, \"deploy_hashes\": {}, \"flags\": null, \"dfx_perf_version\": null, \"git_sha\": \"abc\", \"sim_speed\": null, \"bench_tool\": null, \"hostname\": null, \"gpu\": null}', 'x')",
     "INSERT INTO trials (run_id, trial, seq, outcome, interrupted, unclean, failures) VALUES ('20251231-010000-H100', 't::e::c1', 0, 'passed', 0, NULL, '[]')",
     "INSERT INTO metrics (run_id, trial, metric, value) VALUES ('20251231-010000-H100', 't::e::c1', 'median_e2el_ms', 120.0)",
 ];
 
 /// Writes a run folder `tmp/<id>` with two trials (`e2el` on the first).
-pub fn write_run(tmp: &Path, id: &str, e2el: f64, interrupted: bool) -> PathBuf {
+pub(crate) fn write_run(tmp: &Path, id: &str, e2el: f64, interrupted: bool) -> PathBuf {
     let dir = tmp.join(id);
     let tdir = dir.join("trials/t__e__c1");
     std::fs::create_dir_all(&tdir).unwrap();
@@ -125,7 +125,7 @@ fn fresh_pg(url: &str) -> Result<(postgres::Config, PgGuard), String> {
 }
 
 /// Drops the test database.
-pub struct PgGuard {
+pub(crate) struct PgGuard {
     admin: postgres::Config,
     name: String,
 }
@@ -142,11 +142,11 @@ impl Drop for PgGuard {
 }
 
 /// One check, run on each backend.
-pub type Check = fn(&Backends, &Path) -> Result<(), Failed>;
+pub(crate) type Check = fn(&Backends, &Path) -> Result<(), Failed>;
 
 /// Runs every check on SQLite and on PostgreSQL (ignored with the reason when
 /// `DFX_TEST_POSTGRES_URL` is unset, failed then when `DFX_REQUIRE_POSTGRES=1`).
-pub fn run_checks(checks: &'static [(&'static str, Check)]) {
+pub(crate) fn run_checks(checks: &'static [(&'static str, Check)]) {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     for &(name, check) in checks {

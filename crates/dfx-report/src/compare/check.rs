@@ -7,7 +7,7 @@ use crate::ReportError;
 use crate::run::{Outcome, Run};
 
 /// Trial names a run measured (ignored trials left out).
-pub fn trial_set(run: &Run) -> BTreeSet<String> {
+pub(super) fn trial_set(run: &Run) -> BTreeSet<String> {
     run.trials
         .iter()
         .filter(|t| t.outcome != Outcome::Ignored)
@@ -23,7 +23,7 @@ fn run_list(runs: &[&Run], f: impl Fn(&Run) -> String) -> String {
 }
 
 /// Refuses runs of different hardware labels (or simulator speeds).
-pub fn same_hardware(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, ReportError> {
+pub(super) fn same_hardware(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, ReportError> {
     let all: Vec<&Run> = a.iter().chain(b).collect();
     let labels: BTreeSet<String> = all.iter().map(|r| r.hardware_identity()).collect();
     if labels.len() <= 1 {
@@ -48,7 +48,7 @@ pub fn same_hardware(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, R
 
 /// Refuses runs whose config files or trial sets differ; with `allow`, returns notes
 /// and the common trials are compared.
-pub fn same_configs(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, ReportError> {
+pub(super) fn same_configs(a: &[Run], b: &[Run], allow: bool) -> Result<Vec<String>, ReportError> {
     let mut problems = Vec::new();
     let all: Vec<&Run> = a.iter().chain(b).collect();
     let first = all[0];

@@ -3,7 +3,7 @@
 
 mod check;
 mod render;
-pub mod stats;
+pub(crate) mod stats;
 
 pub use render::{ComparePaths, render_html, render_markdown, render_text, write_comparison};
 pub use stats::{SideStats, Verdict};

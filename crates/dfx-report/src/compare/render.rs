@@ -62,7 +62,7 @@ fn sides(ids: &[super::RunRef]) -> String {
 }
 
 /// Counts by verdict: `1 regression, 0 improvements, 6 no change, 0 unconfirmed`.
-pub fn tally(c: &Comparison) -> String {
+pub(super) fn tally(c: &Comparison) -> String {
     let n = |f: &dyn Fn(&Verdict) -> bool| c.rows.iter().filter(|r| f(&r.verdict)).count();
     format!(
         "{} regression(s), {} improvement(s), {} changed (direction unknown), {} no change, {} unconfirmed, {} not compared",

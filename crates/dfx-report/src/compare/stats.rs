@@ -40,7 +40,7 @@ impl SideStats {
 }
 
 /// Median of a non-empty slice (mean of the middle two for even counts).
-pub use dfx_core::repeats::median;
+pub(crate) use dfx_core::repeats::median;
 
 /// What the numbers support.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -92,13 +92,13 @@ impl Verdict {
 }
 
 /// `B / A` of the medians.
-pub fn ratio(a: &SideStats, b: &SideStats) -> f64 {
+pub(crate) fn ratio(a: &SideStats, b: &SideStats) -> f64 {
     b.median / a.median
 }
 
 /// Relative change of B against A, signed toward worse when the direction is known
 /// (`+0.12` = 12 % worse), plain `B/A - 1` otherwise.
-pub fn change(a: f64, b: f64, direction: Option<Direction>) -> f64 {
+pub(crate) fn change(a: f64, b: f64, direction: Option<Direction>) -> f64 {
     let raw = b / a - 1.0;
     match direction {
         Some(Direction::HigherIsBetter) => -raw,
@@ -108,7 +108,7 @@ pub fn change(a: f64, b: f64, direction: Option<Direction>) -> f64 {
 
 /// The range of the change allowed by the repeats (most optimistic to most pessimistic
 /// pairing of A and B values), or `None` with a single run on both sides.
-pub fn change_range(
+pub(crate) fn change_range(
     a: &SideStats,
     b: &SideStats,
     direction: Option<Direction>,
@@ -122,7 +122,7 @@ pub fn change_range(
 }
 
 /// The verdict for one metric. `tolerance` is a fraction (0.05 = 5 %).
-pub fn verdict(
+pub(crate) fn verdict(
     a: &SideStats,
     b: &SideStats,
     direction: Option<Direction>,

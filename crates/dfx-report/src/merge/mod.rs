@@ -106,7 +106,7 @@ pub(crate) struct Shard {
 
 impl Shard {
     /// `run.json`'s `run_id`, else the folder name.
-    pub fn run_id(&self) -> String {
+    pub(crate) fn run_id(&self) -> String {
         self.run
             .get("run_id")
             .and_then(Value::as_str)
@@ -115,7 +115,7 @@ impl Shard {
     }
 
     /// The trials of `summary.json`.
-    pub fn trials(&self) -> &[Value] {
+    pub(crate) fn trials(&self) -> &[Value] {
         self.summary
             .get("trials")
             .and_then(Value::as_array)
@@ -123,7 +123,7 @@ impl Shard {
     }
 
     /// `count:1/2`, or the run id of a whole run (for notes).
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.partition
             .as_ref()
             .map_or_else(|| self.run_id(), |p| format!("shard {}", p.spec))

@@ -9,7 +9,7 @@ use dfx_core::baseline::{Store, parse_store, store_path};
 use crate::ReportError;
 
 /// Trial → metric → threshold.
-pub type StoreMap = BTreeMap<String, BTreeMap<String, f64>>;
+pub(super) type StoreMap = BTreeMap<String, BTreeMap<String, f64>>;
 
 /// `<dir>/<hardware>.json` (the label made safe as a file name).
 pub fn store_file(dir: &Path, hardware: &str) -> PathBuf {

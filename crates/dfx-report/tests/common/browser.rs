@@ -17,11 +17,11 @@ const CANDIDATES: &[&str] = &[
 
 /// The variable under which a missing browser fails the browser tests instead of
 /// ignoring them (`.ci/run` sets it, so CI always renders the pages for real).
-pub const REQUIRE_ENV: &str = "DFX_REQUIRE_BROWSER";
+pub(crate) const REQUIRE_ENV: &str = "DFX_REQUIRE_BROWSER";
 
 /// Whether a browser is installed: `Ok(path)`, or `Err(why)` naming where it looked and
 /// the install command.
-pub fn chromium() -> Result<PathBuf, String> {
+pub(crate) fn chromium() -> Result<PathBuf, String> {
     CANDIDATES
         .iter()
         .map(PathBuf::from)
@@ -36,12 +36,12 @@ pub fn chromium() -> Result<PathBuf, String> {
 }
 
 /// Whether [`REQUIRE_ENV`] is set to a true value.
-pub fn required() -> bool {
+pub(crate) fn required() -> bool {
     dfx_core::lenient::is_on(std::env::var(REQUIRE_ENV).ok().as_deref())
 }
 
 /// What Chromium made of a file.
-pub struct Dump {
+pub(crate) struct Dump {
     pub dom: String,
     pub stderr: String,
     /// Processes of Chromium's group still alive after it exited and the group was
@@ -50,7 +50,7 @@ pub struct Dump {
 }
 
 /// Loads `file` in headless Chromium and returns the serialised DOM.
-pub fn dump_dom(browser: &Path, file: &Path) -> Dump {
+pub(crate) fn dump_dom(browser: &Path, file: &Path) -> Dump {
     let profile = tempfile::tempdir().unwrap();
     let url = format!("file://{}", file.canonicalize().unwrap().display());
     let mut child = Command::new(browser)

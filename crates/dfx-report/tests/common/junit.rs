@@ -9,7 +9,7 @@ use quick_xml::XmlVersion;
 use quick_xml::events::{BytesStart, Event};
 
 #[derive(Debug, Default, Clone)]
-pub struct Case {
+pub(crate) struct Case {
     pub name: String,
     pub classname: String,
     pub properties: Vec<(String, String)>,
@@ -19,20 +19,20 @@ pub struct Case {
 }
 
 #[derive(Debug, Default)]
-pub struct Junit {
+pub(crate) struct Junit {
     pub root_attrs: Vec<(String, String)>,
     pub suites: Vec<Vec<(String, String)>>,
     pub cases: Vec<Case>,
 }
 
 impl Junit {
-    pub fn root(&self, k: &str) -> Option<&str> {
+    pub(crate) fn root(&self, k: &str) -> Option<&str> {
         self.root_attrs
             .iter()
             .find(|(n, _)| n == k)
             .map(|(_, v)| v.as_str())
     }
-    pub fn case(&self, name: &str) -> &Case {
+    pub(crate) fn case(&self, name: &str) -> &Case {
         self.cases
             .iter()
             .find(|c| c.name == name)
@@ -41,7 +41,7 @@ impl Junit {
 }
 
 impl Case {
-    pub fn prop(&self, k: &str) -> Option<&str> {
+    pub(crate) fn prop(&self, k: &str) -> Option<&str> {
         self.properties
             .iter()
             .find(|(n, _)| n == k)
@@ -70,7 +70,7 @@ fn get(a: &[(String, String)], k: &str) -> String {
 }
 
 /// Parses `text` as JUnit XML, panicking with a clear message on anything invalid.
-pub fn parse(text: &str) -> Junit {
+pub(crate) fn parse(text: &str) -> Junit {
     for (i, c) in text.chars().enumerate() {
         let ok =
             matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}');

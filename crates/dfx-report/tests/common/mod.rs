@@ -8,8 +8,8 @@
 
 #![allow(dead_code)]
 
-pub mod browser;
-pub mod junit;
+pub(crate) mod browser;
+pub(crate) mod junit;
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 /// One sweep step of the fixture's plan, with its "true" performance.
 #[derive(Debug, Clone)]
-pub struct Step {
+pub(crate) struct Step {
     pub test: &'static str,
     pub suffix: &'static str,
     pub step: &'static str,
@@ -33,7 +33,7 @@ pub struct Step {
 }
 
 impl Step {
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("{}::{}::{}", self.test, self.suffix, self.step)
     }
 }
@@ -47,7 +47,7 @@ const STRESS: &str = "default_voice_stress_seed-tts-text";
 /// The standard plan: a Qwen3-TTS-like suite with a latency entry (c1), a throughput
 /// sweep (c8/c16/c64, inline H100-style thresholds) and a request-rate stress entry
 /// (qps1.0/qps2.0, thresholds from the baseline store).
-pub fn standard_steps() -> Vec<Step> {
+pub(crate) fn standard_steps() -> Vec<Step> {
     let inline = "inline";
     vec![
         Step {
@@ -130,7 +130,7 @@ pub fn standard_steps() -> Vec<Step> {
 
 /// How an injected failure looks.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// The bench left no result: template fallback, completed 0.
     Fallback,
     /// Some requests failed (HTTP 500 with an HTML body in the error text).
@@ -139,7 +139,7 @@ pub enum Fault {
 
 /// Builds one run folder.
 #[derive(Debug, Clone)]
-pub struct RunBuilder {
+pub(crate) struct RunBuilder {
     pub run_id: String,
     pub hardware: String,
     pub seed: u64,
@@ -158,7 +158,7 @@ pub struct RunBuilder {
 }
 
 impl RunBuilder {
-    pub fn new(run_id: &str) -> Self {
+    pub(crate) fn new(run_id: &str) -> Self {
         RunBuilder {
             run_id: run_id.into(),
             hardware: "SIM".into(),
@@ -179,45 +179,45 @@ impl RunBuilder {
         }
     }
 
-    pub fn seed(mut self, s: u64) -> Self {
+    pub(crate) fn seed(mut self, s: u64) -> Self {
         self.seed = s;
         self
     }
-    pub fn hardware(mut self, h: &str) -> Self {
+    pub(crate) fn hardware(mut self, h: &str) -> Self {
         self.hardware = h.into();
         self
     }
-    pub fn slowdown(mut self, s: f64) -> Self {
+    pub(crate) fn slowdown(mut self, s: f64) -> Self {
         self.slowdown = s;
         self
     }
-    pub fn noise(mut self, n: f64) -> Self {
+    pub(crate) fn noise(mut self, n: f64) -> Self {
         self.noise = n;
         self
     }
-    pub fn assert_baseline(mut self) -> Self {
+    pub(crate) fn assert_baseline(mut self) -> Self {
         self.assert_baseline = true;
         self
     }
-    pub fn fault(mut self, trial: &str, f: Fault) -> Self {
+    pub(crate) fn fault(mut self, trial: &str, f: Fault) -> Self {
         self.faults.push((trial.into(), f));
         self
     }
-    pub fn configs(mut self, c: Vec<Value>) -> Self {
+    pub(crate) fn configs(mut self, c: Vec<Value>) -> Self {
         self.config_files = c;
         self
     }
-    pub fn without_step(mut self, name: &str) -> Self {
+    pub(crate) fn without_step(mut self, name: &str) -> Self {
         self.steps.retain(|s| s.name() != name);
         self
     }
-    pub fn without_summary(mut self) -> Self {
+    pub(crate) fn without_summary(mut self) -> Self {
         self.write_summary = false;
         self
     }
 
     /// Writes `<results>/<run_id>/` and returns its path.
-    pub fn write(&self, results: &Path) -> PathBuf {
+    pub(crate) fn write(&self, results: &Path) -> PathBuf {
         let dir = results.join(&self.run_id);
         std::fs::create_dir_all(dir.join("trials")).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
@@ -467,14 +467,14 @@ fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-pub fn write_json(path: &Path, v: &Value) {
+pub(crate) fn write_json(path: &Path, v: &Value) {
     let mut s = serde_json::to_string_pretty(v).unwrap();
     s.push('\n');
     std::fs::write(path, s).unwrap();
 }
 
 /// Recorded run folders dropped into `tests/fixtures/runs/` (each a run folder).
-pub fn recorded_runs() -> Vec<PathBuf> {
+pub(crate) fn recorded_runs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
     let Ok(rd) = std::fs::read_dir(&root) else {
         return Vec::new();
@@ -490,7 +490,7 @@ pub fn recorded_runs() -> Vec<PathBuf> {
 
 /// Copies a folder tree (recorded fixtures are copied before reports are written into
 /// them, so the checked-in fixture stays untouched).
-pub fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();

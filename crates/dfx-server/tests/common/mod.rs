@@ -8,12 +8,12 @@ use std::time::Duration;
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
 use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, group_members};
 
-pub const FAKE: &str = env!("CARGO_BIN_EXE_dfx-fake-server");
-pub const HELPER: &str = env!("CARGO_BIN_EXE_dfx-launch-helper");
-pub const GUARD: &str = env!("CARGO_BIN_EXE_dfx-server-guard");
+pub(crate) const FAKE: &str = env!("CARGO_BIN_EXE_dfx-fake-server");
+pub(crate) const HELPER: &str = env!("CARGO_BIN_EXE_dfx-launch-helper");
+pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_dfx-server-guard");
 
 /// A vllm-omni spec for the fake server with extra environment.
-pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
+pub(crate) fn spec(env: &[(&str, &str)]) -> ServerSpec {
     ServerSpec {
         server_type: ServerType::VllmOmni,
         model: "fake/model".into(),
@@ -32,7 +32,7 @@ pub fn spec(env: &[(&str, &str)]) -> ServerSpec {
     }
 }
 
-pub fn config() -> LauncherConfig {
+pub(crate) fn config() -> LauncherConfig {
     LauncherConfig {
         server_bin: Some(FAKE.into()),
         grace: Some(Duration::from_millis(300)),
@@ -46,11 +46,11 @@ pub fn config() -> LauncherConfig {
     }
 }
 
-pub fn launcher() -> ProcessLauncher {
+pub(crate) fn launcher() -> ProcessLauncher {
     ProcessLauncher::new(config())
 }
 
-pub fn ctx(dir: &Path, ready_timeout: Duration) -> StartContext {
+pub(crate) fn ctx(dir: &Path, ready_timeout: Duration) -> StartContext {
     StartContext {
         dir: dir.join("server-0"),
         storage_dir: Some(dir.join("storage")),
@@ -58,12 +58,12 @@ pub fn ctx(dir: &Path, ready_timeout: Duration) -> StartContext {
     }
 }
 
-pub fn log_of(ctx: &StartContext) -> PathBuf {
+pub(crate) fn log_of(ctx: &StartContext) -> PathBuf {
     ctx.dir.join("server.log")
 }
 
 /// `(role, pid, pgid)` of every fake-server process that announced itself in `log`.
-pub fn announced(log: &Path) -> Vec<(String, i32, i32)> {
+pub(crate) fn announced(log: &Path) -> Vec<(String, i32, i32)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.lines()
         .filter_map(|l| l.strip_prefix("fake-server "))
@@ -83,7 +83,7 @@ pub fn announced(log: &Path) -> Vec<(String, i32, i32)> {
 }
 
 /// Waits (bounded) until `log` announces `n` processes; returns them.
-pub fn wait_announced(log: &Path, n: usize) -> Vec<(String, i32, i32)> {
+pub(crate) fn wait_announced(log: &Path, n: usize) -> Vec<(String, i32, i32)> {
     for _ in 0..200 {
         let a = announced(log);
         if a.len() >= n {
@@ -99,7 +99,7 @@ pub fn wait_announced(log: &Path, n: usize) -> Vec<(String, i32, i32)> {
 }
 
 /// Whether `pid` is a live (non-zombie) process.
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
@@ -112,7 +112,7 @@ pub fn alive(pid: i32) -> bool {
 }
 
 /// The process table shows nothing of group `pgid` and none of `pids`.
-pub fn assert_gone(pgid: i32, pids: &[i32]) {
+pub(crate) fn assert_gone(pgid: i32, pids: &[i32]) {
     assert_eq!(
         group_members(pgid),
         Vec::<i32>::new(),
@@ -127,7 +127,7 @@ pub fn assert_gone(pgid: i32, pids: &[i32]) {
 }
 
 /// Everything the log announced is gone (server and grandchildren).
-pub fn assert_log_processes_gone(log: &Path) {
+pub(crate) fn assert_log_processes_gone(log: &Path) {
     let procs = announced(log);
     assert!(!procs.is_empty(), "{} announced no process", log.display());
     let pgid = procs[0].2;

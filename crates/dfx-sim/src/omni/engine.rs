@@ -159,7 +159,7 @@ pub struct OmniSnapshot {
 
 /// The discrete-event model.
 #[derive(Debug)]
-pub struct OmniEngine {
+pub(crate) struct OmniEngine {
     cfg: OmniEngineConfig,
     now: VTime,
     reqs: HashMap<u64, ReqState>,
@@ -176,7 +176,7 @@ pub struct OmniEngine {
 
 impl OmniEngine {
     /// An idle engine at virtual time 0.
-    pub fn new(cfg: OmniEngineConfig) -> Self {
+    pub(crate) fn new(cfg: OmniEngineConfig) -> Self {
         OmniEngine {
             cfg,
             now: 0,
@@ -192,23 +192,19 @@ impl OmniEngine {
         }
     }
 
-    /// The parameters it runs with.
-    pub fn config(&self) -> &OmniEngineConfig {
-        &self.cfg
-    }
-
     /// The virtual time of the last processed event or arrival.
-    pub fn now(&self) -> VTime {
+    pub(crate) fn now(&self) -> VTime {
         self.now
     }
 
     /// Requests in the engine.
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
         self.reqs.len()
     }
 
     /// When the next stage step completes, if any stage is busy.
-    pub fn next_event(&self) -> Option<VTime> {
+    pub(crate) fn next_event(&self) -> Option<VTime> {
         let ready = self.pending.iter().map(|(t, _)| *t).min();
         [self.thinker.busy, self.talker.busy, self.codec_busy, ready]
             .into_iter()
@@ -217,7 +213,7 @@ impl OmniEngine {
     }
 
     /// Queues a request at virtual time `at` (clamped to the engine's clock).
-    pub fn submit(&mut self, at: VTime, mut job: OmniJob, out: &mut Vec<OmniEmission>) {
+    pub(crate) fn submit(&mut self, at: VTime, mut job: OmniJob, out: &mut Vec<OmniEmission>) {
         self.advance(at, out);
         self.now = self.now.max(at);
         job.text_tokens = job.text_tokens.max(1);
@@ -253,7 +249,7 @@ impl OmniEngine {
     }
 
     /// Forgets a request (client gone): it leaves every queue and batch.
-    pub fn cancel(&mut self, id: u64) {
+    pub(crate) fn cancel(&mut self, id: u64) {
         if self.reqs.remove(&id).is_none() {
             return;
         }
@@ -266,7 +262,7 @@ impl OmniEngine {
     }
 
     /// Processes every event due at or before `until`, appending the emissions.
-    pub fn advance(&mut self, until: VTime, out: &mut Vec<OmniEmission>) {
+    pub(crate) fn advance(&mut self, until: VTime, out: &mut Vec<OmniEmission>) {
         while let Some(t) = self.next_event().filter(|t| *t <= until) {
             self.now = t;
             if self.thinker.busy == Some(t) {
@@ -492,7 +488,7 @@ impl OmniEngine {
     }
 
     /// Queue and occupancy figures.
-    pub fn snapshot(&self) -> OmniSnapshot {
+    pub(crate) fn snapshot(&self) -> OmniSnapshot {
         OmniSnapshot {
             now_s: self.now as f64 / 1e9,
             thinker_waiting: self.thinker.waiting.len(),

@@ -15,10 +15,14 @@ use crate::http::AppState;
 use crate::plan;
 
 /// Largest accepted chat body (media items are inlined as base64).
-pub const MAX_CHAT_BODY_BYTES: usize = 512 * 1024 * 1024;
+pub(crate) const MAX_CHAT_BODY_BYTES: usize = 512 * 1024 * 1024;
 
 /// The handler.
-pub async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn chat(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let arrived = Instant::now();
     match chat_inner(&st, &headers, &body, arrived).await {
         Ok(r) => r,

@@ -9,11 +9,11 @@
 //! - `driver`, `stream`, `http`: the engine thread, the SSE / JSON bodies, the handler.
 
 mod driver;
-pub mod engine;
+pub(crate) mod engine;
 pub mod fixtures;
 pub(crate) mod http;
 pub mod media;
-pub mod profile;
+pub(crate) mod profile;
 pub mod request;
 mod stream;
 pub mod vbench;

@@ -11,7 +11,7 @@ use dfx_core::models::model_key;
 use serde::Serialize;
 
 /// Codec frames per second of audio (Qwen3-Omni's 12.5 Hz talker codec).
-pub const OMNI_FRAME_RATE_HZ: f64 = 12.5;
+pub(crate) const OMNI_FRAME_RATE_HZ: f64 = 12.5;
 
 /// How the checkpoint turns media into prompt tokens.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,7 +123,7 @@ pub struct OmniProfile {
 }
 
 /// Every omni profile name `--sim-profile` accepts.
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "qwen3-omni-30b-a3b-instruct",
     "qwen3-omni-30b-a3b-thinking",
     "qwen3-omni-30b-a3b-captioner",
@@ -208,7 +208,7 @@ fn minicpm_o(name: &'static str, faster: f64) -> OmniProfile {
 }
 
 /// The omni profile called `name` (one of [`NAMES`]).
-pub fn by_name(name: &str) -> Option<OmniProfile> {
+pub(crate) fn by_name(name: &str) -> Option<OmniProfile> {
     Some(match name {
         "qwen3-omni-30b-a3b-instruct" => qwen3_omni(),
         "qwen3-omni-30b-a3b-thinking" | "qwen3-omni-30b-a3b-captioner" => {
@@ -232,7 +232,7 @@ pub fn by_name(name: &str) -> Option<OmniProfile> {
 /// The omni profile for a model id or path (last path component, case-insensitive):
 /// `Qwen3-Omni-*` (`Thinking`, `Captioner` or otherwise Instruct), `MiniCPM-o-2_6`,
 /// `MiniCPM-o-4_5` (other `MiniCPM-o` versions → 4.5). `None` for non-omni models.
-pub fn for_model(model: &str) -> Option<OmniProfile> {
+pub(crate) fn for_model(model: &str) -> Option<OmniProfile> {
     let name = model_key(model);
     let pick = if name.starts_with("qwen3-omni") {
         if name.contains("thinking") {

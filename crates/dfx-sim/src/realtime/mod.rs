@@ -13,8 +13,8 @@
 //! Bounds: message and frame size, session length, buffered input audio, an idle timeout
 //! and a cap on open sessions (beyond it, `resource_exhausted`).
 
-pub mod events;
-pub mod responder;
+pub(crate) mod events;
+pub(crate) mod responder;
 mod session;
 
 use std::sync::Arc;
@@ -31,24 +31,24 @@ use serde::Deserialize;
 use crate::http::AppState;
 
 /// Largest client message (a `session.update` carries the reference clip as a data URL).
-pub const MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
 /// Longest a session may stay open.
-pub const MAX_SESSION: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_SESSION: Duration = Duration::from_secs(3600);
 /// A session with no client message and no response in progress for this long is closed.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most input audio a session may append, milliseconds (10 minutes).
-pub const MAX_INPUT_AUDIO_MS: f64 = 600_000.0;
+pub(crate) const MAX_INPUT_AUDIO_MS: f64 = 600_000.0;
 /// Most sessions open at once; a further `session.update` gets `resource_exhausted`.
-pub const MAX_OPEN_SESSIONS: usize = 1024;
+pub(crate) const MAX_OPEN_SESSIONS: usize = 1024;
 /// Input audio the model listens to before it starts answering, milliseconds (the first
 /// 200 ms append of the bench starts the response).
-pub const LISTEN_MS: f64 = 200.0;
+pub(crate) const LISTEN_MS: f64 = 200.0;
 /// Longest `duplex_initial_user_text`, characters.
-pub const MAX_TEXT_CHARS: usize = crate::request::MAX_INPUT_CHARS;
+pub(crate) const MAX_TEXT_CHARS: usize = crate::request::MAX_INPUT_CHARS;
 
 /// Counters shared by every realtime session of an instance.
 #[derive(Debug, Default)]
-pub struct RealtimeState {
+pub(crate) struct RealtimeState {
     /// `session.update` handshakes seen (the `realtime-exhausted` fault counts these).
     pub handshakes: AtomicU64,
     /// Sessions ever opened (ids).
@@ -59,7 +59,7 @@ pub struct RealtimeState {
 
 /// The query of `/v1/realtime`.
 #[derive(Debug, Default, Deserialize)]
-pub struct RealtimeQuery {
+pub(crate) struct RealtimeQuery {
     /// `1` for a model-native duplex session.
     pub duplex: Option<String>,
     /// The model the client wants (informational; the served model answers).
@@ -71,7 +71,7 @@ pub struct RealtimeQuery {
 /// Whether a model (or profile) name stands for a duplex-served checkpoint: Qwen3-Omni,
 /// Qwen2.5-Omni, MiniCPM-o, Gander (anything whose last path component contains `omni`,
 /// `minicpm-o` or `gander`, case-insensitively).
-pub fn duplex_served(name: &str) -> bool {
+pub(crate) fn duplex_served(name: &str) -> bool {
     let last = model_key(name);
     ["omni", "minicpm-o", "gander"]
         .iter()
@@ -80,7 +80,7 @@ pub fn duplex_served(name: &str) -> bool {
 
 /// The route handler: refuses before the upgrade when the server is not ready, else
 /// upgrades with the message and frame bounds and runs the session.
-pub async fn handler(
+pub(crate) async fn handler(
     State(st): State<Arc<AppState>>,
     Query(q): Query<RealtimeQuery>,
     ws: WebSocketUpgrade,

@@ -19,7 +19,7 @@ use crate::{engine, plan};
 
 /// What a turn asks the model to say.
 #[derive(Debug, Clone)]
-pub struct TurnInput {
+pub(crate) struct TurnInput {
     /// The text to speak (`session.extra_body.duplex_initial_user_text`).
     pub text: String,
     /// Whether the session carried reference audio (voice clone: longer prefill).
@@ -30,7 +30,7 @@ pub struct TurnInput {
 
 /// One piece of a response, in the order the session sends it.
 #[derive(Debug, Clone)]
-pub enum Piece {
+pub(crate) enum Piece {
     /// The transcript part spoken by the next audio piece (may be empty).
     Text(String),
     /// PCM16 mono at [`Responder::sample_rate`].
@@ -40,7 +40,7 @@ pub enum Piece {
 }
 
 /// A source of response timing and audio for realtime sessions.
-pub trait Responder: Send + Sync {
+pub(crate) trait Responder: Send + Sync {
     /// Output sample rate of the audio pieces, Hz.
     fn sample_rate(&self) -> u32;
     /// Starts generating `turn` now; pieces arrive on the channel at the model's pace and
@@ -50,12 +50,12 @@ pub trait Responder: Send + Sync {
 }
 
 /// The responder the server uses.
-pub fn for_state(st: &Arc<AppState>) -> Arc<dyn Responder> {
+pub(crate) fn for_state(st: &Arc<AppState>) -> Arc<dyn Responder> {
     Arc::new(EngineResponder { st: st.clone() })
 }
 
 /// Runs each turn as one job of the server's TTS engine.
-pub struct EngineResponder {
+pub(crate) struct EngineResponder {
     st: Arc<AppState>,
 }
 

@@ -15,7 +15,7 @@ use crate::http::AppState;
 
 /// How the session was opened.
 #[derive(Debug, Clone, Copy)]
-pub struct Opts {
+pub(super) struct Opts {
     /// `duplex=1` in the query.
     pub duplex: bool,
     /// `autostart=1` in the query.
@@ -62,7 +62,7 @@ struct Session {
 }
 
 /// Runs a session to its end.
-pub async fn run(socket: WebSocket, st: Arc<AppState>, opts: Opts) {
+pub(super) async fn run(socket: WebSocket, st: Arc<AppState>, opts: Opts) {
     let number = st.realtime.sessions.fetch_add(1, Ordering::SeqCst) + 1;
     let mut s = Session {
         responder: responder::for_state(&st),

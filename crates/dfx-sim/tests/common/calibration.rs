@@ -13,7 +13,7 @@ use super::client::{self, PROMPTS};
 
 /// One row of the table: medians over the prompts of a sweep point.
 #[derive(Debug, Clone, Copy)]
-pub struct Point {
+pub(crate) struct Point {
     pub concurrency: usize,
     pub median_rtf: f64,
     pub median_ttfp_ms: f64,
@@ -26,13 +26,13 @@ pub struct Point {
 
 /// The task of a calibration row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Task {
+pub(crate) enum Task {
     VoiceClone,
     VoiceDesign,
 }
 
 impl Task {
-    pub fn model(self) -> &'static str {
+    pub(crate) fn model(self) -> &'static str {
         match self {
             Task::VoiceClone => "Qwen/Qwen3-TTS-12Hz-1.7B-Base",
             Task::VoiceDesign => "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -40,7 +40,7 @@ impl Task {
     }
 
     /// The H20 targets of `docs/simulator.md` ("Calibration"): (concurrency, RTF, TTFP ms).
-    pub fn targets(self) -> [(usize, f64, f64); 4] {
+    pub(crate) fn targets(self) -> [(usize, f64, f64); 4] {
         match self {
             Task::VoiceClone => [
                 (1, 0.15, 165.0),
@@ -57,14 +57,14 @@ impl Task {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Task::VoiceClone => "voice_clone / 1.7B-Base",
             Task::VoiceDesign => "voice_design / 1.7B-CustomVoice",
         }
     }
 
-    pub fn body(self, text: &str, ref_audio: &str) -> Value {
+    pub(crate) fn body(self, text: &str, ref_audio: &str) -> Value {
         match self {
             Task::VoiceClone => client::voice_clone_body(self.model(), text, ref_audio),
             Task::VoiceDesign => client::voice_design_body(self.model(), text),
@@ -73,7 +73,7 @@ impl Task {
 }
 
 /// Median (0 for none).
-pub fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {
@@ -87,7 +87,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 
 /// One request of a measured sweep point.
 #[derive(Debug, Clone)]
-pub struct Sent {
+pub(crate) struct Sent {
     /// Index into [`PROMPTS`].
     pub prompt: usize,
     /// When the client sent it, since the point started (wall clock).
@@ -97,7 +97,7 @@ pub struct Sent {
 
 /// The requests of one measured closed-loop sweep point.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     pub concurrency: usize,
     pub speed: f64,
     /// In completion order per worker.
@@ -115,7 +115,7 @@ impl Run {
     }
 
     /// Medians over the successful requests, times scaled back to simulated time.
-    pub fn point(&self) -> Point {
+    pub(crate) fn point(&self) -> Point {
         let speed = self.speed;
         let mut rtf: Vec<f64> = self
             .ok()
@@ -142,7 +142,7 @@ impl Run {
     }
 
     /// What the client saw of each request, by prompt index.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         let mut seen = vec![Seen::default(); PROMPTS.len()];
         for r in &self.requests {
             let sim = |d: Duration| (r.at + d).as_secs_f64() * self.speed;
@@ -157,7 +157,7 @@ impl Run {
 
 /// One request as the client saw it: simulated seconds since its sweep point started.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub send: f64,
     /// Response headers back: the server answers them right after it queued the
     /// request, so it reached the server between `send` and this.
@@ -166,7 +166,7 @@ pub struct Seen {
 
 /// Runs one closed-loop sweep point against `base_url` (a simulator at `speed`), keeping
 /// every request.
-pub async fn run_point(base_url: &str, task: Task, concurrency: usize, speed: f64) -> Run {
+pub(crate) async fn run_point(base_url: &str, task: Task, concurrency: usize, speed: f64) -> Run {
     let url = format!("{base_url}/v1/audio/speech");
     let c = client::client();
     let ref_audio = Arc::new(client::ref_audio_data_url());
@@ -207,19 +207,19 @@ pub async fn run_point(base_url: &str, task: Task, concurrency: usize, speed: f6
 }
 
 /// Relative error of `got` against `want`.
-pub fn rel(got: f64, want: f64) -> f64 {
+pub(crate) fn rel(got: f64, want: f64) -> f64 {
     got / want - 1.0
 }
 
 /// A simulator on its own thread and runtime (2 workers), like a separate process.
-pub struct ServerThread {
+pub(crate) struct ServerThread {
     pub url: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ServerThread {
-    pub fn start(opts: dfx_sim::SimOptions) -> Self {
+    pub(crate) fn start(opts: dfx_sim::SimOptions) -> Self {
         let (url_tx, url_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -257,7 +257,7 @@ impl Drop for ServerThread {
 
 /// Runs the sweep for `task` on a fresh simulator at `speed`; returns one point per
 /// target concurrency.
-pub fn sweep(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Point> {
+pub(crate) fn sweep(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Point> {
     sweep_runs(task, opts, concurrency)
         .iter()
         .map(Run::point)
@@ -265,7 +265,7 @@ pub fn sweep(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Ve
 }
 
 /// [`sweep`], keeping every request of every point.
-pub fn sweep_runs(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Run> {
+pub(crate) fn sweep_runs(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) -> Vec<Run> {
     let speed = opts.speed;
     let server = ServerThread::start(opts);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -280,7 +280,7 @@ pub fn sweep_runs(task: Task, opts: dfx_sim::SimOptions, concurrency: &[usize]) 
 }
 
 /// A markdown table of `points` against the targets of `task`.
-pub fn table(task: Task, points: &[Point]) -> String {
+pub(crate) fn table(task: Task, points: &[Point]) -> String {
     let mut s = format!(
         "{}\n| c | RTF (target, error) | TTFP ms (target, error) | audio-s/s | failures |\n|---|---|---|---|---|\n",
         task.name()
@@ -304,14 +304,14 @@ pub fn table(task: Task, points: &[Point]) -> String {
 
 /// The engine jobs the simulator runs for the 20 prompts of `task` (same bodies as the
 /// streaming client sends, resolved by the server's own request validation and plan).
-pub fn server_jobs(task: Task, cfg: &dfx_sim::SimConfig) -> Vec<dfx_sim::engine::Job> {
+pub(crate) fn server_jobs(task: Task, cfg: &dfx_sim::SimConfig) -> Vec<dfx_sim::engine::Job> {
     let texts: Vec<String> = PROMPTS.iter().map(|s| s.to_string()).collect();
     server_jobs_for(task, cfg, &texts)
 }
 
 /// The engine jobs the simulator runs for `texts` (the bodies the streaming client sends,
 /// resolved by the server's own request validation and plan).
-pub fn server_jobs_for(
+pub(crate) fn server_jobs_for(
     task: Task,
     cfg: &dfx_sim::SimConfig,
     texts: &[String],

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 /// One request's measurement.
 #[derive(Debug, Clone)]
-pub struct Measured {
+pub(crate) struct Measured {
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
     /// Response headers received, after send (the server answers them right after it
@@ -31,11 +31,11 @@ pub struct Measured {
 
 impl Measured {
     /// Audio seconds of the s16le mono body at `rate`.
-    pub fn audio_secs(&self, rate: u32) -> f64 {
+    pub(crate) fn audio_secs(&self, rate: u32) -> f64 {
         (self.bytes.len() / 2) as f64 / f64::from(rate)
     }
 
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -44,7 +44,7 @@ impl Measured {
 }
 
 /// A loopback client (never uses a proxy).
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(2048)
@@ -54,7 +54,7 @@ pub fn client() -> reqwest::Client {
 
 /// POSTs `body` to `url` and reads the whole response, timing every read; gives up
 /// after `limit`.
-pub async fn post_stream(
+pub(crate) async fn post_stream(
     c: &reqwest::Client,
     url: &str,
     body: &Value,
@@ -123,7 +123,7 @@ fn failed(sent: Instant, error: String) -> Measured {
 }
 
 /// Twenty seed-tts-like English sentences, 52–153 characters.
-pub const PROMPTS: &[&str] = &[
+pub(crate) const PROMPTS: &[&str] = &[
     "The quick brown fox jumps over the lazy dog near the river bank.",
     "Please call Stella and ask her to bring these things with her from the store.",
     "He said the meeting would start at nine, but nobody arrived before ten.",
@@ -147,7 +147,7 @@ pub const PROMPTS: &[&str] = &[
 ];
 
 /// A short, valid 24 kHz mono WAV (0.5 s of a quiet tone) as a data URL.
-pub fn ref_audio_data_url() -> String {
+pub(crate) fn ref_audio_data_url() -> String {
     let rate = 24_000u32;
     let samples: Vec<i16> = (0..rate / 2)
         .map(|i| {
@@ -179,21 +179,21 @@ pub fn ref_audio_data_url() -> String {
 }
 
 /// The bench's voice-clone body (seed-tts, task Base).
-pub fn voice_clone_body(model: &str, text: &str, ref_audio: &str) -> Value {
+pub(crate) fn voice_clone_body(model: &str, text: &str, ref_audio: &str) -> Value {
     json!({"model": model, "input": text, "stream": true, "stream_format": "audio",
         "response_format": "pcm", "ref_audio": ref_audio, "ref_text": "A short reference sentence.",
         "task_type": "Base", "language": "English", "max_new_tokens": 2048})
 }
 
 /// The bench's voice-design body (seed-tts-design, task VoiceDesign).
-pub fn voice_design_body(model: &str, text: &str) -> Value {
+pub(crate) fn voice_design_body(model: &str, text: &str) -> Value {
     json!({"model": model, "input": text, "stream": true, "stream_format": "audio",
         "response_format": "pcm", "instructions": "A warm, calm female voice speaking clearly.",
         "task_type": "VoiceDesign", "language": "English", "max_new_tokens": 2048})
 }
 
 /// The bench's default-voice body (seed-tts-text, task CustomVoice).
-pub fn custom_voice_body(model: &str, text: &str) -> Value {
+pub(crate) fn custom_voice_body(model: &str, text: &str) -> Value {
     json!({"model": model, "input": text, "stream": true, "stream_format": "audio",
         "response_format": "pcm", "voice": "Vivian", "language": "English", "task_type": "CustomVoice"})
 }

@@ -1,5 +1,5 @@
 //! Shared helpers of the simulator's integration tests and examples.
 
-pub mod calibration;
-pub mod client;
-pub mod orders;
+pub(crate) mod calibration;
+pub(crate) mod client;
+pub(crate) mod orders;

@@ -15,11 +15,11 @@ use super::calibration::{Point, Task, median};
 use super::client::PROMPTS;
 
 /// Arrival orders tried per sweep point (0 = prompt order).
-pub const ORDERS: u64 = 8;
+pub(crate) const ORDERS: u64 = 8;
 
 /// The prompts a calibration sweep sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prompts {
+pub(crate) enum Prompts {
     /// The tests' 20 English prompts ([`PROMPTS`]).
     Tests,
     /// The 20 rows the suite's calibration config (`perf-configs/calibration/sim_h20.json`)
@@ -29,9 +29,9 @@ pub enum Prompts {
 }
 
 impl Prompts {
-    pub const ALL: [Prompts; 2] = [Prompts::Tests, Prompts::Suite];
+    pub(crate) const ALL: [Prompts; 2] = [Prompts::Tests, Prompts::Suite];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Prompts::Tests => "tests' prompts",
             Prompts::Suite => "suite's calibration prompts",
@@ -39,7 +39,7 @@ impl Prompts {
     }
 
     /// The texts, in send order.
-    pub fn texts(self, task: Task) -> Vec<String> {
+    pub(crate) fn texts(self, task: Task) -> Vec<String> {
         use dfx_bench::native::dataset::{self, DatasetKind};
         if self == Prompts::Tests {
             return PROMPTS.iter().map(|s| s.to_string()).collect();
@@ -59,7 +59,7 @@ impl Prompts {
 }
 
 /// `items` with its first `c` entries shuffled by `order` (0 keeps them).
-pub fn arrival_order<T: Clone>(items: &[T], c: usize, order: u64) -> Vec<T> {
+pub(crate) fn arrival_order<T: Clone>(items: &[T], c: usize, order: u64) -> Vec<T> {
     let mut v = items.to_vec();
     if order > 0 {
         let mut rng = ChaCha8Rng::seed_from_u64(order);
@@ -72,7 +72,7 @@ pub fn arrival_order<T: Clone>(items: &[T], c: usize, order: u64) -> Vec<T> {
 
 /// The model's answer to one closed-loop sweep point for each of [`ORDERS`] arrival
 /// orders of `jobs` (virtual time, no HTTP).
-pub fn predict_orders(
+pub(crate) fn predict_orders(
     cfg: &dfx_sim::SimConfig,
     jobs: &[dfx_sim::engine::Job],
     concurrency: usize,
@@ -98,7 +98,7 @@ pub fn predict_orders(
 }
 
 /// The point whose RTF, TTFP, E2EL and throughput are the medians over `points`.
-pub fn median_point(points: &[Point]) -> Point {
+pub(crate) fn median_point(points: &[Point]) -> Point {
     let m = |f: fn(&Point) -> f64| median(&mut points.iter().map(f).collect::<Vec<_>>());
     Point {
         concurrency: points[0].concurrency,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::external::{ResultFileError, read_result};
 
 /// Reads the output file (errors as for the vllm result file).
-pub fn read(path: &Path) -> Result<ResultDoc, ResultFileError> {
+pub(crate) fn read(path: &Path) -> Result<ResultDoc, ResultFileError> {
     let mut doc = read_result(path)?;
     doc.insert("result_source".into(), Value::from("diffusion"));
     for (from, to) in [

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::http::Reply;
 
 /// `Ok` when `r` is `status` with the OpenAI error envelope, else what differs.
-pub fn error_envelope(r: &Reply, status: u16) -> Result<(), String> {
+pub(crate) fn error_envelope(r: &Reply, status: u16) -> Result<(), String> {
     if r.status != status {
         return Err(format!("status {} instead of {status}", r.status));
     }
@@ -43,7 +43,7 @@ pub fn error_envelope(r: &Reply, status: u16) -> Result<(), String> {
 }
 
 /// `Ok` when `r` is 200 with a WAV file carrying samples.
-pub fn wav_audio(r: &Reply) -> Result<(), String> {
+pub(crate) fn wav_audio(r: &Reply) -> Result<(), String> {
     if r.status != 200 {
         return Err(format!("status {} instead of 200", r.status));
     }
@@ -57,7 +57,7 @@ pub fn wav_audio(r: &Reply) -> Result<(), String> {
 }
 
 /// `Ok` when `r` is 200 (any JSON body mentioning `needle`).
-pub fn ok_mentioning(r: &Reply, needle: &str) -> Result<(), String> {
+pub(crate) fn ok_mentioning(r: &Reply, needle: &str) -> Result<(), String> {
     if r.status != 200 {
         return Err(format!("status {} instead of 200", r.status));
     }

@@ -3,12 +3,12 @@
 //! the server under test and the reply vllm-omni gives (error envelope, audio, a clean
 //! disconnect, the voice lifecycle). A failed scenario fails the trial by name.
 
-pub mod expect;
+pub(crate) mod expect;
 pub mod http;
-pub mod ref_audio;
-pub mod requests;
-pub mod stream;
-pub mod voices;
+pub(crate) mod ref_audio;
+pub(crate) mod requests;
+pub(crate) mod stream;
+pub(crate) mod voices;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

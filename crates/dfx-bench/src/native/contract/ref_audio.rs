@@ -20,14 +20,14 @@ async fn with_ref(c: &reqwest::Client, t: &Target, ref_audio: &str) -> Result<Re
 }
 
 /// `data:audio/wav;base64,` followed by characters outside base64.
-pub async fn bad_base64(c: &reqwest::Client, t: &Target) -> Finding {
+pub(crate) async fn bad_base64(c: &reqwest::Client, t: &Target) -> Finding {
     let r = with_ref(c, t, "data:audio/wav;base64,@@not*base64@@").await;
     Finding::of(r, |r| error_envelope(r, 400))
 }
 
 /// `file:///etc/passwd`: refused (vllm-omni reads local files only under
 /// `--allowed-local-media-path`), and the reply does not carry the file.
-pub async fn file_url(c: &reqwest::Client, t: &Target) -> Finding {
+pub(crate) async fn file_url(c: &reqwest::Client, t: &Target) -> Finding {
     let r = with_ref(c, t, "file:///etc/passwd").await;
     Finding::of(r, |r| {
         error_envelope(r, 400)?;
@@ -39,7 +39,7 @@ pub async fn file_url(c: &reqwest::Client, t: &Target) -> Finding {
 }
 
 /// `http://127.0.0.1:<port>/…` on a port bound and released just before.
-pub async fn unreachable_url(c: &reqwest::Client, t: &Target) -> Finding {
+pub(crate) async fn unreachable_url(c: &reqwest::Client, t: &Target) -> Finding {
     let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
         Ok(a) => a.port(),
         Err(e) => return Finding::fail(String::new(), format!("no free loopback port: {e}")),

@@ -13,7 +13,7 @@ the fishermen mended their nets, and the tide crept slowly up the grey stones of
 while the town behind them woke, one shutter at a time.";
 
 /// How a streamed request started.
-pub enum Start {
+pub(crate) enum Start {
     /// 200 and this many bytes of the first read; the stream was dropped after it.
     Audio(usize),
     /// Not 200: the whole reply.
@@ -21,14 +21,14 @@ pub enum Start {
 }
 
 /// Turns a body into a raw-audio stream (`stream_format: "audio"`, PCM).
-pub fn streaming(b: &mut Map<String, Value>) {
+pub(crate) fn streaming(b: &mut Map<String, Value>) {
     b.insert("stream".into(), json!(true));
     b.insert("stream_format".into(), json!("audio"));
     b.insert("response_format".into(), json!("pcm"));
 }
 
 /// Sends `b` and reads until the first non-empty body read, then drops the connection.
-pub async fn first_bytes(
+pub(crate) async fn first_bytes(
     c: &reqwest::Client,
     t: &Target,
     b: &Map<String, Value>,
@@ -54,7 +54,7 @@ pub async fn first_bytes(
 
 /// Streams [`PARAGRAPH`], drops the connection after the first audio bytes, then asks for
 /// a short clip: it must come back whole.
-pub async fn disconnect_mid_stream(c: &reqwest::Client, t: &Target) -> Finding {
+pub(crate) async fn disconnect_mid_stream(c: &reqwest::Client, t: &Target) -> Finding {
     let mut b = t.speak_body(PARAGRAPH);
     streaming(&mut b);
     let first = match first_bytes(c, t, &b).await {

@@ -96,7 +96,7 @@ async fn steps(
 }
 
 /// Runs the lifecycle with a fresh voice name; on failure a best-effort delete.
-pub async fn lifecycle(c: &reqwest::Client, t: &Target) -> Finding {
+pub(crate) async fn lifecycle(c: &reqwest::Client, t: &Target) -> Finding {
     let name = format!(
         "dfx_contract_{}_{:08x}",
         std::process::id(),

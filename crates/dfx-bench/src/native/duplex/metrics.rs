@@ -9,7 +9,7 @@ use serde::Serialize;
 
 /// A response as the client saw it (arrival times of its events).
 #[derive(Debug, Clone)]
-pub struct Resp {
+pub(crate) struct Resp {
     pub id: String,
     pub created: Instant,
     pub first_text: Option<Instant>,
@@ -30,7 +30,7 @@ pub struct Resp {
 
 impl Resp {
     /// A response created at `at`.
-    pub fn new(id: String, at: Instant, rate: u32) -> Self {
+    pub(crate) fn new(id: String, at: Instant, rate: u32) -> Self {
         Resp {
             id,
             created: at,
@@ -49,13 +49,13 @@ impl Resp {
 
     /// Upstream's eligibility in response-required mode: done, with audio and a
     /// non-empty transcript.
-    pub fn eligible(&self) -> bool {
+    pub(crate) fn eligible(&self) -> bool {
         self.done.is_some() && self.bytes > 0 && self.transcript_chars > 0
     }
 
     /// Emitted audio, ms: the largest cumulative `metadata.audio_duration_ms`, else the
     /// bytes at the delta's rate (PCM16 mono).
-    pub fn audio_duration_ms(&self) -> f64 {
+    pub(crate) fn audio_duration_ms(&self) -> f64 {
         self.meta_ms
             .unwrap_or_else(|| self.bytes as f64 * 1000.0 / (f64::from(self.rate.max(1)) * 2.0))
     }
@@ -95,7 +95,7 @@ pub struct TurnRecord {
 }
 
 /// Rounds to 3 decimals (upstream's `_rounded_ms`).
-pub fn round3(x: f64) -> f64 {
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
@@ -109,7 +109,7 @@ fn ms_since(from: Instant, to: Instant) -> f64 {
 
 /// Where a turn happened: trial, session and turn indices, and the trial's start.
 #[derive(Debug, Clone, Copy)]
-pub struct TurnAt {
+pub(crate) struct TurnAt {
     pub trial: usize,
     pub warmup: bool,
     pub session: usize,
@@ -119,7 +119,7 @@ pub struct TurnAt {
 
 /// The record of a turn committed at `commit` whose response is `r` (`None` when none
 /// became eligible), failing with `error` if given.
-pub fn turn_record(
+pub(crate) fn turn_record(
     at: TurnAt,
     commit: Instant,
     r: Option<&Resp>,

@@ -5,10 +5,10 @@
 //! measured trials the medians that the baselines judge (`median_responses_per_s`,
 //! `median_ttfp_ms`).
 
-pub mod metrics;
-pub mod protocol;
+pub(crate) mod metrics;
+pub(crate) mod protocol;
 pub mod result;
-pub mod session;
+pub(crate) mod session;
 
 use std::collections::BTreeMap;
 use std::io::Write;

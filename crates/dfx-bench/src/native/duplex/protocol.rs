@@ -7,20 +7,20 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 /// Input sample rate (upstream's `PCM16_SAMPLE_RATE`), Hz.
-pub const INPUT_RATE_HZ: u32 = 16_000;
+pub(crate) const INPUT_RATE_HZ: u32 = 16_000;
 /// Output rate assumed until a delta names its own (upstream's collector default), Hz.
-pub const OUTPUT_RATE_HZ: u32 = 24_000;
+pub(crate) const OUTPUT_RATE_HZ: u32 = 24_000;
 /// Input audio per append (upstream's `chunk_ms`), ms.
-pub const CHUNK_MS: u64 = 200;
+pub(crate) const CHUNK_MS: u64 = 200;
 /// Input audio per turn (upstream's `first_turn_ms`, every turn of the benchmark), ms.
-pub const TURN_MS: u64 = 1400;
+pub(crate) const TURN_MS: u64 = 1400;
 /// `overlap_short_ack_ms` of the session (upstream's `short_ack_ms`).
-pub const SHORT_ACK_MS: u64 = 350;
+pub(crate) const SHORT_ACK_MS: u64 = 350;
 
 /// `ws://host:port/v1/realtime?duplex=1&model=M&minicpmo45_native_duplex=1&session_id=S`
 /// (upstream's `build_realtime_url`; `autostart=0` only with a reference clip, which
 /// dfx-perf does not send).
-pub fn session_url(host: &str, port: u16, model: &str, session_id: &str) -> String {
+pub(crate) fn session_url(host: &str, port: u16, model: &str, session_id: &str) -> String {
     let enc = |s: &str| -> String {
         s.bytes()
             .map(|b| match b {
@@ -40,7 +40,7 @@ pub fn session_url(host: &str, port: u16, model: &str, session_id: &str) -> Stri
 
 /// `session.update` of a native-duplex session (upstream's `_session_update_event` in
 /// response-required mode: temperature 0).
-pub fn session_update(model: &str, session_id: &str) -> String {
+pub(crate) fn session_update(model: &str, session_id: &str) -> String {
     json!({
         "type": "session.update",
         "session": {
@@ -66,7 +66,7 @@ pub fn session_update(model: &str, session_id: &str) -> String {
 
 /// One `input_audio_buffer.append` of `chunk` (PCM16 at 16 kHz); `audio_end_ms` counts
 /// from the start of the turn.
-pub fn append(chunk: &[u8], duration_ms: u64, audio_end_ms: u64) -> String {
+pub(crate) fn append(chunk: &[u8], duration_ms: u64, audio_end_ms: u64) -> String {
     let mut m = Map::new();
     m.insert("type".into(), Value::from("input_audio_buffer.append"));
     m.insert(
@@ -81,13 +81,13 @@ pub fn append(chunk: &[u8], duration_ms: u64, audio_end_ms: u64) -> String {
 }
 
 /// `input_audio_buffer.commit` with `final: true`: the end of the user's turn.
-pub fn commit() -> String {
+pub(crate) fn commit() -> String {
     json!({"type": "input_audio_buffer.commit", "final": true}).to_string()
 }
 
 /// `playback.ack` of `played_ms` of a response (upstream acks `sent_ms` of the response's
 /// `response.done` playback metadata).
-pub fn playback_ack(response_id: &str, played_ms: u64) -> String {
+pub(crate) fn playback_ack(response_id: &str, played_ms: u64) -> String {
     json!({"type": "playback.ack", "response_id": response_id,
            "item_id": format!("item_{response_id}"),
            "played_ms": played_ms, "committed_ms": played_ms})
@@ -95,12 +95,12 @@ pub fn playback_ack(response_id: &str, played_ms: u64) -> String {
 }
 
 /// `session.close`.
-pub fn session_close() -> String {
+pub(crate) fn session_close() -> String {
     json!({"type": "session.close"}).to_string()
 }
 
 /// The audio payload of an audio delta (`delta`, else `audio`), decoded length in bytes.
-pub fn audio_delta_bytes(v: &Value) -> Option<usize> {
+pub(crate) fn audio_delta_bytes(v: &Value) -> Option<usize> {
     let s = v
         .get("delta")
         .and_then(Value::as_str)
@@ -114,13 +114,13 @@ pub fn audio_delta_bytes(v: &Value) -> Option<usize> {
 
 /// Whether `kind` is an audio delta event (`response.audio.delta`, the name upstream's
 /// duplex driver reads, or the OpenAI GA name `response.output_audio.delta`).
-pub fn is_audio_delta(kind: &str) -> bool {
+pub(crate) fn is_audio_delta(kind: &str) -> bool {
     matches!(kind, "response.audio.delta" | "response.output_audio.delta")
 }
 
 /// Whether `kind` is a text or transcript delta (upstream's collector set, plus the GA
 /// transcript name).
-pub fn is_text_delta(kind: &str) -> bool {
+pub(crate) fn is_text_delta(kind: &str) -> bool {
     matches!(
         kind,
         "response.audio_transcript.delta"
@@ -131,7 +131,7 @@ pub fn is_text_delta(kind: &str) -> bool {
 }
 
 /// `response.metadata.playback.sent_ms` of a `response.done` (else top-level `playback`).
-pub fn playback_sent_ms(v: &Value) -> Option<u64> {
+pub(crate) fn playback_sent_ms(v: &Value) -> Option<u64> {
     let p = v
         .get("response")
         .and_then(|r| r.get("metadata"))
@@ -142,7 +142,7 @@ pub fn playback_sent_ms(v: &Value) -> Option<u64> {
 }
 
 /// Whether a `playback.acknowledged` event committed `response_id`'s history.
-pub fn history_committed(v: &Value, response_id: &str) -> bool {
+pub(crate) fn history_committed(v: &Value, response_id: &str) -> bool {
     let e = v.get("event");
     e.and_then(|e| e.get("item_id")).and_then(Value::as_str) == Some(&format!("item_{response_id}"))
         && e.and_then(|e| e.get("history_committed"))
@@ -153,7 +153,7 @@ pub fn history_committed(v: &Value, response_id: &str) -> bool {
 /// The user's turn: [`TURN_MS`] of a speech-like 16 kHz PCM16 signal (a voiced tone with
 /// a syllable envelope; upstream streams the 1.4 s loudest slice of a fixed recording,
 /// `response_required_16k.wav`, which dfx-perf does not ship).
-pub fn turn_clip() -> Vec<u8> {
+pub(crate) fn turn_clip() -> Vec<u8> {
     let n = (u64::from(INPUT_RATE_HZ) * TURN_MS / 1000) as usize;
     let rate = f64::from(INPUT_RATE_HZ);
     (0..n)

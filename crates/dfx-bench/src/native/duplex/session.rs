@@ -25,7 +25,7 @@ const MAX_RESPONSES: usize = 4096;
 
 /// The bounds and shape of a session.
 #[derive(Debug, Clone)]
-pub struct SessionSpec {
+pub(crate) struct SessionSpec {
     /// The session's WebSocket address ([`p::session_url`]).
     pub url: String,
     pub model: String,
@@ -226,7 +226,11 @@ async fn connect(url: &str, timeout: Duration) -> Result<Ws, String> {
 /// Runs session `index` of a trial whose turns are timed from `base`; `gate` holds every
 /// session of the trial until all are created (upstream's synchronized start; bounded
 /// by `min(timeout, 30 s)`).
-pub async fn run_session(spec: &SessionSpec, at: TurnAt, gate: Arc<Barrier>) -> SessionOutcome {
+pub(crate) async fn run_session(
+    spec: &SessionSpec,
+    at: TurnAt,
+    gate: Arc<Barrier>,
+) -> SessionOutcome {
     let mut out = SessionOutcome {
         session: at.session,
         session_id: spec.session_id.clone(),

@@ -17,7 +17,7 @@ use crate::native::stats::{self, Sorted};
 
 /// A text metric of `percentile-metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextMetric {
+pub(crate) enum TextMetric {
     Ttft,
     Tpot,
     Itl,
@@ -26,7 +26,7 @@ pub enum TextMetric {
 
 impl TextMetric {
     /// Result-key stem, stdout section and label.
-    pub fn display(self) -> (&'static str, &'static str, &'static str) {
+    pub(crate) fn display(self) -> (&'static str, &'static str, &'static str) {
         match self {
             TextMetric::Ttft => ("ttft_ms", "Time to First Token", "TTFT"),
             TextMetric::Tpot => ("tpot_ms", "Time per Output Token (excl. 1st token)", "TPOT"),
@@ -38,7 +38,7 @@ impl TextMetric {
 
 /// The statistics a chat step reports.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatSelection {
+pub(crate) struct ChatSelection {
     /// In upstream's fixed order: ttft, tpot, itl, e2el.
     pub text: Vec<TextMetric>,
     /// In the order listed.
@@ -50,12 +50,12 @@ pub struct ChatSelection {
 
 /// `percentile-metrics` when an entry has none: the bench's own default, the same flag
 /// default for every backend (`e2el,audio_rtf,audio_ttfp,audio_duration`).
-pub const DEFAULT_CHAT_METRICS: &str = crate::native::selection::DEFAULT_PERCENTILE_METRICS;
+pub(crate) const DEFAULT_CHAT_METRICS: &str = crate::native::selection::DEFAULT_PERCENTILE_METRICS;
 
 impl ChatSelection {
     /// The selection of an entry's keys (parsed when the plan was built; `tpop` is
     /// upstream's alias of `tpot`).
-    pub fn of(keys: &PercentileKeys) -> Self {
+    pub(crate) fn of(keys: &PercentileKeys) -> Self {
         let names = keys.metric_names(DEFAULT_CHAT_METRICS);
         let mut text = Vec::new();
         for (n, m) in [
@@ -96,7 +96,7 @@ impl ChatSelection {
 
 /// What the result says about the step besides its requests.
 #[derive(Debug, Clone)]
-pub struct ChatFacts {
+pub(crate) struct ChatFacts {
     pub header: StepHeader,
     pub peak_inflight: usize,
     /// Whether token counts came from a real tokenizer.
@@ -117,7 +117,7 @@ fn put(d: &mut ResultDoc, stem: &str, xs: Vec<f64>, scale: f64, ps: &[f64]) {
 
 /// Upstream's peak output throughput: every success's token times (send + TTFT, then
 /// + each ITL) in one-second buckets from the first send; the fullest bucket.
-pub fn max_output_tokens_per_s(ok: &[&ChatRecord]) -> f64 {
+pub(crate) fn max_output_tokens_per_s(ok: &[&ChatRecord]) -> f64 {
     let Some(t0) = ok.iter().map(|r| r.actual_send_s).reduce(f64::min) else {
         return 0.0;
     };
@@ -204,7 +204,7 @@ fn stage_summary(r: &ChatRecord) -> Value {
 }
 
 /// The result document of the measured requests (sorted by index).
-pub fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelection) -> ResultDoc {
+pub(crate) fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelection) -> ResultDoc {
     let ok: Vec<&ChatRecord> = measured.iter().filter(|r| r.ok).collect();
     let completed = ok.len();
     let duration = measured.iter().map(|r| r.end_s).fold(0.0, f64::max);

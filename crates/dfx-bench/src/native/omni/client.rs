@@ -14,7 +14,7 @@ use crate::native::client::Limits;
 
 /// How a failed chat request failed (`error_counts` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChatFailure {
+pub(crate) enum ChatFailure {
     /// A non-200 status.
     Http(u16),
     /// Connection refused/reset, malformed HTTP.
@@ -34,7 +34,7 @@ pub enum ChatFailure {
 impl ChatFailure {
     /// `http_500`, `transport`, `stall`, `timeout`, `oversize`, `stream_error`,
     /// `malformed`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             ChatFailure::Http(s) => format!("http_{s}"),
             ChatFailure::Transport => "transport".into(),
@@ -49,7 +49,7 @@ impl ChatFailure {
 
 /// Everything observed about one chat request.
 #[derive(Debug, Clone)]
-pub struct ChatExchange {
+pub(crate) struct ChatExchange {
     pub send_at: Instant,
     pub end_at: Instant,
     pub status: Option<u16>,
@@ -61,7 +61,7 @@ pub struct ChatExchange {
 
 impl ChatExchange {
     /// Whether the request succeeded.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.failure.is_none()
     }
 
@@ -74,7 +74,7 @@ impl ChatExchange {
 
 /// A configured HTTP client for one chat endpoint.
 #[derive(Debug, Clone)]
-pub struct ChatTarget {
+pub(crate) struct ChatTarget {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
@@ -83,7 +83,7 @@ pub struct ChatTarget {
 
 impl ChatTarget {
     /// A pooled HTTP/1.1 client (`TCP_NODELAY`) for `url`.
-    pub fn new(url: &str, headers: HeaderMap, limits: Limits) -> Result<Self, String> {
+    pub(crate) fn new(url: &str, headers: HeaderMap, limits: Limits) -> Result<Self, String> {
         let url = reqwest::Url::parse(url).map_err(|e| format!("bad server URL {url:?}: {e}"))?;
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -100,7 +100,7 @@ impl ChatTarget {
     }
 
     /// A request that was never sent because its body could not be built.
-    pub fn refused(&self, why: String) -> ChatExchange {
+    pub(crate) fn refused(&self, why: String) -> ChatExchange {
         let now = Instant::now();
         ChatExchange {
             send_at: now,
@@ -114,7 +114,7 @@ impl ChatTarget {
     }
 
     /// Sends one request and reads the whole stream. Never panics on server input.
-    pub async fn execute(&self, body: Bytes, request_id: Option<&str>) -> ChatExchange {
+    pub(crate) async fn execute(&self, body: Bytes, request_id: Option<&str>) -> ChatExchange {
         let mut rb = self
             .client
             .post(self.url.clone())

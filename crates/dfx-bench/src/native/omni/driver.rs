@@ -21,14 +21,14 @@ use crate::native::driver::Load;
 use crate::native::record::Dispatch;
 
 /// A body ready to send (or why it could not be built).
-pub type Ready = (Result<Bytes, String>, ChatSample);
+pub(crate) type Ready = (Result<Bytes, String>, ChatSample);
 
 /// Counts of tokens output text is measured with, shared by the request tasks.
-pub type CountFn = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
+pub(crate) type CountFn = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
 
 /// What every request of a phase shares.
 #[derive(Clone)]
-pub struct ChatPhase {
+pub(crate) struct ChatPhase {
     pub target: Arc<ChatTarget>,
     pub warmup: bool,
     pub records: Sender<ChatRecord>,
@@ -39,7 +39,7 @@ pub struct ChatPhase {
 
 impl ChatPhase {
     /// A phase writing its records to `records`.
-    pub fn new(
+    pub(crate) fn new(
         target: Arc<ChatTarget>,
         warmup: bool,
         records: Sender<ChatRecord>,
@@ -56,7 +56,7 @@ impl ChatPhase {
     }
 
     /// Exact largest number of requests in flight at once.
-    pub fn peak(&self) -> usize {
+    pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
     }
 }
@@ -75,7 +75,7 @@ async fn run_one(ctx: &ChatPhase, ready: Ready, d: Dispatch, base: Instant, wait
 }
 
 /// Runs the bodies of `rx` under `load`; returns the phase start.
-pub fn run_phase(
+pub(crate) fn run_phase(
     rt: &Runtime,
     ctx: &ChatPhase,
     rx: mpsc::Receiver<Ready>,

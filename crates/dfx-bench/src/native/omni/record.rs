@@ -16,7 +16,7 @@ use crate::native::record::Dispatch;
 
 /// Identity of a request.
 #[derive(Debug, Clone)]
-pub struct ChatSample {
+pub(crate) struct ChatSample {
     pub request_id: Option<String>,
     /// Prompt length from the dataset (tokenizer or approximation).
     pub prompt_len: u64,
@@ -29,7 +29,7 @@ pub struct ChatSample {
 /// One chat request as written to `records.jsonl`. Times in seconds; `*_send_s` and
 /// `end_s` relative to the phase start, the timelines relative to the send.
 #[derive(Debug, Clone, Serialize)]
-pub struct ChatRecord {
+pub(crate) struct ChatRecord {
     pub index: usize,
     pub warmup: bool,
     pub request_id: Option<String>,
@@ -124,7 +124,7 @@ fn tpot(
 impl ChatRecord {
     /// The record of a finished request; `counter` counts output text when the server
     /// reported no tokens.
-    pub fn new(
+    pub(crate) fn new(
         d: &Dispatch,
         s: ChatSample,
         x: ChatExchange,
@@ -208,14 +208,14 @@ impl ChatRecord {
 
 /// Writes chat records as they arrive (one flushed line each) and collects them, the
 /// timelines dropped from the kept copy except the ITLs the statistics need.
-pub struct ChatSink {
+pub(crate) struct ChatSink {
     tx: mpsc::Sender<ChatRecord>,
     handle: std::thread::JoinHandle<(Vec<ChatRecord>, Option<String>)>,
 }
 
 impl ChatSink {
     /// Starts the writer thread.
-    pub fn start(path: &Path) -> Result<ChatSink, String> {
+    pub(crate) fn start(path: &Path) -> Result<ChatSink, String> {
         let (tx, rx) = mpsc::channel::<ChatRecord>();
         let path = path.to_path_buf();
         let handle = std::thread::Builder::new()
@@ -251,12 +251,12 @@ impl ChatSink {
     }
 
     /// A sender for request tasks.
-    pub fn sender(&self) -> mpsc::Sender<ChatRecord> {
+    pub(crate) fn sender(&self) -> mpsc::Sender<ChatRecord> {
         self.tx.clone()
     }
 
     /// Waits for every record (all senders dropped) and returns them.
-    pub fn finish(self) -> (Vec<ChatRecord>, Option<String>) {
+    pub(crate) fn finish(self) -> (Vec<ChatRecord>, Option<String>) {
         drop(self.tx);
         self.handle
             .join()

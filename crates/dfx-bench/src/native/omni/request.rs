@@ -24,11 +24,11 @@ const SAMPLING: [&str; 7] = [
 ];
 
 /// Output modalities a request may ask for.
-pub const MODALITIES: [&str; 3] = ["text", "audio", "image"];
+pub(crate) const MODALITIES: [&str; 3] = ["text", "audio", "image"];
 
 /// What every body of a step shares.
 #[derive(Debug, Clone)]
-pub struct ChatTemplate {
+pub(crate) struct ChatTemplate {
     pub model: String,
     /// Sampling flags, `extra_body` and the injected `return_stage_metrics`, in order.
     pub extra: Map<String, Value>,
@@ -37,7 +37,7 @@ pub struct ChatTemplate {
 impl ChatTemplate {
     /// The template of an entry: `raw` its keys as written, `percentiles` its selection
     /// (the names as written: upstream does not trim them).
-    pub fn new(
+    pub(crate) fn new(
         model: &str,
         raw: &Map<String, Value>,
         extra_body: Option<&Map<String, Value>>,
@@ -77,7 +77,7 @@ impl ChatTemplate {
     }
 
     /// The body of one request, as bytes.
-    pub fn body(&self, spec: &RequestSpec) -> Result<Vec<u8>, String> {
+    pub(crate) fn body(&self, spec: &RequestSpec) -> Result<Vec<u8>, String> {
         let mut head = Map::new();
         head.insert("model".into(), Value::from(self.model.as_str()));
         head.insert("messages".into(), Value::Null);
@@ -124,7 +124,7 @@ impl ChatTemplate {
 
 /// Load-time checks of `extra_body`: no `response_format: "pcm"` (upstream aborts the
 /// run), WAV audio only, known `modalities`.
-pub fn check_extra_body(body: &Map<String, Value>) -> Result<(), String> {
+pub(crate) fn check_extra_body(body: &Map<String, Value>) -> Result<(), String> {
     if let Some(f) = body.get("response_format") {
         match f.as_str() {
             Some("pcm") => {

@@ -8,7 +8,7 @@
 
 /// One framed message.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SseMessage {
+pub(crate) enum SseMessage {
     /// `data: [DONE]` (ignored for timing: the end of the body ends the stream).
     Done,
     /// A JSON payload.
@@ -17,7 +17,7 @@ pub enum SseMessage {
 
 /// Why the stream could not be framed: upstream fails the request on any of them.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SseError {
+pub(crate) enum SseError {
     /// The bytes of a message are not UTF-8.
     #[error("stream is not UTF-8 text")]
     NotUtf8,
@@ -29,7 +29,7 @@ pub enum SseError {
 
 /// The framing state of one response body.
 #[derive(Debug, Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     buf: Vec<u8>,
     /// Bytes of `buf` already searched for a blank line.
     scanned: usize,
@@ -37,17 +37,12 @@ pub struct SseParser {
 
 impl SseParser {
     /// A parser with an empty buffer.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SseParser::default()
     }
 
-    /// Bytes held waiting for the end of their message.
-    pub fn pending(&self) -> usize {
-        self.buf.len()
-    }
-
     /// Feeds one body read; returns the messages it completed, in order.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseMessage>, SseError> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseMessage>, SseError> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
         let mut start = 0;
@@ -72,7 +67,7 @@ impl SseParser {
     }
 
     /// The end of the body: whatever is left is one last message.
-    pub fn finish(&mut self) -> Result<Option<SseMessage>, SseError> {
+    pub(crate) fn finish(&mut self) -> Result<Option<SseMessage>, SseError> {
         let rest = std::mem::take(&mut self.buf);
         self.scanned = 0;
         message(&rest)

@@ -7,11 +7,11 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 /// Audio format of the first WAV chunk: `(channels, sample width in bytes, rate)`.
-pub type WavFormat = (u16, u16, u32);
+pub(crate) type WavFormat = (u16, u16, u32);
 
 /// The accumulated observations of one stream. Times are seconds since the send.
 #[derive(Debug, Clone, Default)]
-pub struct StreamState {
+pub(crate) struct StreamState {
     /// Time of the first text message carrying tokens.
     pub ttft_s: Option<f64>,
     /// Inter-token latencies (a message of k tokens adds k equal shares).
@@ -55,7 +55,7 @@ fn as_u64(v: Option<&Value>) -> Option<u64> {
 
 impl StreamState {
     /// Takes one JSON message that arrived `t` seconds after the send.
-    pub fn on_message(&mut self, t: f64, v: &Value) {
+    pub(crate) fn on_message(&mut self, t: f64, v: &Value) {
         let Some(obj) = v.as_object() else {
             return;
         };
@@ -218,7 +218,7 @@ impl StreamState {
     }
 
     /// Σ frames / rate of the first chunk (0 without audio).
-    pub fn audio_duration_s(&self) -> f64 {
+    pub(crate) fn audio_duration_s(&self) -> f64 {
         match self.audio_format {
             Some((_, _, rate)) if rate > 0 => self.audio_frames as f64 / f64::from(rate),
             _ => 0.0,
@@ -232,7 +232,7 @@ const MAX_ITL: usize = 1 << 20;
 
 /// `(channels, width, rate)` and the PCM byte count of a WAV file (RIFF chunk walk;
 /// a `data` size past the end, or the streaming `0xFFFFFFFF`, counts what is there).
-pub fn wav_info(b: &[u8]) -> Option<(WavFormat, u64)> {
+pub(crate) fn wav_info(b: &[u8]) -> Option<(WavFormat, u64)> {
     if b.len() < 12 || &b[..4] != b"RIFF" || &b[8..12] != b"WAVE" {
         return None;
     }
@@ -262,7 +262,7 @@ mod tests {
     use serde_json::json;
 
     /// A standalone mono/stereo 16-bit WAV of `frames` frames.
-    pub fn wav_b64(frames: usize, rate: u32, channels: u16) -> String {
+    pub(super) fn wav_b64(frames: usize, rate: u32, channels: u16) -> String {
         let data = frames * 2 * channels as usize;
         let mut b = b"RIFF".to_vec();
         b.extend_from_slice(&(36 + data as u32).to_le_bytes());

@@ -49,7 +49,7 @@ fn text_section(o: &mut String, doc: &ResultDoc, m: TextMetric, ps: &[f64]) {
 }
 
 /// vllm's block for a chat-omni result document.
-pub fn serving_block(doc: &ResultDoc, sel: &ChatSelection) -> String {
+pub(crate) fn serving_block(doc: &ResultDoc, sel: &ChatSelection) -> String {
     let mut o = String::new();
     let ps = &sel.percentiles;
     title(&mut o, " Serving Benchmark Result ", '=');
@@ -127,7 +127,7 @@ pub fn serving_block(doc: &ResultDoc, sel: &ChatSelection) -> String {
 }
 
 /// dfx-perf's additions: tokenizer, load-generator health, error classes.
-pub fn extras_block(doc: &ResultDoc) -> String {
+pub(crate) fn extras_block(doc: &ResultDoc) -> String {
     let mut o = String::new();
     title(&mut o, " dfx-perf native extras ", '=');
     let tok = doc

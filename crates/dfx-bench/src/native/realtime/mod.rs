@@ -5,9 +5,9 @@
 //! row's text on its own. Closed and open loop come from [`crate::native::driver`].
 
 pub mod metrics;
-pub mod prepare;
-pub mod protocol;
-pub mod result;
+pub(crate) mod prepare;
+pub(crate) mod protocol;
+pub(crate) mod result;
 pub mod session;
 
 use std::io::Write;

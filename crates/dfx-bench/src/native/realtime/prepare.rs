@@ -17,16 +17,16 @@ use crate::native::record::Sample;
 use crate::native::request::{BodyTemplate, wav_data_url};
 
 /// Most turns a request may have.
-pub const MAX_TURNS: u64 = 64;
+pub(crate) const MAX_TURNS: u64 = 64;
 
 /// `instructions` when the entry sets no `seed_tts_system_prompt` (dfx-perf's wording,
 /// see `docs/bench.md` ("Realtime")).
-pub const DEFAULT_INSTRUCTIONS: &str = "Read the user text aloud exactly as written. \
+pub(crate) const DEFAULT_INSTRUCTIONS: &str = "Read the user text aloud exactly as written. \
 Do not answer or transcribe the accompanying audio. Output only the supplied text and its spoken audio.";
 
 /// One turn of a request.
 #[derive(Debug, Clone)]
-pub struct TurnSpec {
+pub(crate) struct TurnSpec {
     pub utterance_id: String,
     /// `session.update` without its event id.
     pub update: Map<String, Value>,
@@ -34,7 +34,7 @@ pub struct TurnSpec {
 
 /// One benchmark request: its turns, run one after the other, each in its own session.
 #[derive(Debug, Clone)]
-pub struct RtJob {
+pub(crate) struct RtJob {
     pub turns: Arc<Vec<TurnSpec>>,
     pub sample: Sample,
     /// `seed-tts-<request id>`.
@@ -42,7 +42,7 @@ pub struct RtJob {
 }
 
 /// A realtime step ready to run.
-pub struct RtPrepared {
+pub(crate) struct RtPrepared {
     pub url: String,
     pub warmups: Vec<RtJob>,
     pub measured: Vec<RtJob>,
@@ -51,7 +51,7 @@ pub struct RtPrepared {
 }
 
 /// `seed_tts_turns_per_session` of an entry (default 1), or why it is refused.
-pub fn turns_per_session(entry: &BenchEntry) -> Result<u64, String> {
+pub(crate) fn turns_per_session(entry: &BenchEntry) -> Result<u64, String> {
     let v = ["seed_tts_turns_per_session", "seed-tts-turns-per-session"]
         .iter()
         .find_map(|k| entry.raw.get(*k));
@@ -76,7 +76,7 @@ fn any_true(entry: &BenchEntry, keys: &[&str]) -> bool {
 }
 
 /// `ws://host:port/v1/realtime?duplex=1&model=<model>&autostart=0`.
-pub fn ws_url(base_url: &str, endpoint: &str, model: &str) -> String {
+pub(crate) fn ws_url(base_url: &str, endpoint: &str, model: &str) -> String {
     let base = base_url.trim_end_matches('/');
     let base = base
         .strip_prefix("https://")
@@ -172,7 +172,10 @@ fn job(
 }
 
 /// Prepares one realtime step of `ctx.trial`.
-pub fn prepare(settings: &NativeSettings, ctx: &BenchContext<'_>) -> Result<RtPrepared, String> {
+pub(crate) fn prepare(
+    settings: &NativeSettings,
+    ctx: &BenchContext<'_>,
+) -> Result<RtPrepared, String> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
     let kind = dataset_kind(entry)?;

@@ -8,16 +8,16 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 /// Input sample rate of the silence the client streams, Hz.
-pub const INPUT_RATE_HZ: u32 = 16_000;
+pub(crate) const INPUT_RATE_HZ: u32 = 16_000;
 /// Output sample rate the client asks for (and assumes when a delta names none), Hz.
-pub const OUTPUT_RATE_HZ: u32 = 24_000;
+pub(crate) const OUTPUT_RATE_HZ: u32 = 24_000;
 /// Milliseconds of silence per append.
-pub const APPEND_MS: u64 = 200;
+pub(crate) const APPEND_MS: u64 = 200;
 /// Bytes of one append: 200 ms of 16 kHz PCM16 mono.
-pub const APPEND_BYTES: usize = 6400;
+pub(crate) const APPEND_BYTES: usize = 6400;
 
 /// `evt_<32 hex>`: unique within the process (a counter mixed with the start time).
-pub fn event_id() -> String {
+pub(crate) fn event_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static SALT: OnceLock<u64> = OnceLock::new();
     let salt = *SALT.get_or_init(|| {
@@ -41,13 +41,17 @@ pub fn event_id() -> String {
 }
 
 /// Sets `event_id` last and returns the event's text.
-pub fn with_event_id(mut v: Map<String, Value>) -> String {
+pub(crate) fn with_event_id(mut v: Map<String, Value>) -> String {
     v.insert("event_id".into(), Value::from(event_id()));
     Value::Object(v).to_string()
 }
 
 /// The `session` object of `session.update`, keys in upstream order.
-pub fn session_object(model: &str, instructions: &str, extra_body: Map<String, Value>) -> Value {
+pub(crate) fn session_object(
+    model: &str,
+    instructions: &str,
+    extra_body: Map<String, Value>,
+) -> Value {
     let mut s = Map::new();
     s.insert("model".into(), Value::from(model));
     s.insert("modalities".into(), json!(["audio", "text"]));
@@ -67,7 +71,7 @@ pub fn session_object(model: &str, instructions: &str, extra_body: Map<String, V
 }
 
 /// `session.update` without its event id.
-pub fn session_update(session: &Value) -> Map<String, Value> {
+pub(crate) fn session_update(session: &Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("type".into(), Value::from("session.update"));
     m.insert("session".into(), session.clone());
@@ -75,7 +79,7 @@ pub fn session_update(session: &Value) -> Map<String, Value> {
 }
 
 /// The base64 of one append's silence, encoded once.
-pub fn silence_b64() -> Arc<str> {
+pub(crate) fn silence_b64() -> Arc<str> {
     static S: OnceLock<Arc<str>> = OnceLock::new();
     S.get_or_init(|| {
         base64::engine::general_purpose::STANDARD
@@ -86,7 +90,7 @@ pub fn silence_b64() -> Arc<str> {
 }
 
 /// The `n`-th append (1-based): `audio_end_ms` = n × 200.
-pub fn append(n: u64) -> String {
+pub(crate) fn append(n: u64) -> String {
     let mut m = Map::new();
     m.insert("type".into(), Value::from("input_audio_buffer.append"));
     m.insert("audio".into(), Value::from(&*silence_b64()));
@@ -102,7 +106,7 @@ pub fn append(n: u64) -> String {
 }
 
 /// `playback.ack` of a response whose audio lasted `played_ms`.
-pub fn playback_ack(response_id: &str, played_ms: u64) -> String {
+pub(crate) fn playback_ack(response_id: &str, played_ms: u64) -> String {
     let mut m = Map::new();
     m.insert("type".into(), Value::from("playback.ack"));
     m.insert("response_id".into(), Value::from(response_id));
@@ -113,26 +117,26 @@ pub fn playback_ack(response_id: &str, played_ms: u64) -> String {
 }
 
 /// `session.event_ack` (no event id).
-pub fn event_ack(seq: u64) -> String {
+pub(crate) fn event_ack(seq: u64) -> String {
     json!({"type": "session.event_ack", "server_event_seq": seq}).to_string()
 }
 
 /// `session.close`.
-pub fn session_close() -> String {
+pub(crate) fn session_close() -> String {
     let mut m = Map::new();
     m.insert("type".into(), Value::from("session.close"));
     with_event_id(m)
 }
 
 /// The response id of a server event: top-level `response_id`, else `response.id`.
-pub fn response_id(v: &Value) -> Option<&str> {
+pub(crate) fn response_id(v: &Value) -> Option<&str> {
     v.get("response_id")
         .and_then(Value::as_str)
         .or_else(|| v.get("response")?.get("id")?.as_str())
 }
 
 /// `error.code` and `error.message` of an `error` event.
-pub fn error_of(v: &Value) -> (String, String) {
+pub(crate) fn error_of(v: &Value) -> (String, String) {
     let e = v.get("error");
     let s = |k: &str| {
         e.and_then(|e| e.get(k))
@@ -146,7 +150,7 @@ pub fn error_of(v: &Value) -> (String, String) {
 }
 
 /// Server timing `response_request_metrics` (top level, `metadata` or `vllm_omni`).
-pub fn request_metrics(v: &Value) -> Option<&Value> {
+pub(crate) fn request_metrics(v: &Value) -> Option<&Value> {
     v.get("response_request_metrics")
         .or_else(|| v.get("metadata")?.get("response_request_metrics"))
         .or_else(|| v.get("vllm_omni")?.get("response_request_metrics"))
@@ -155,7 +159,7 @@ pub fn request_metrics(v: &Value) -> Option<&Value> {
 /// Stage-0 `num_tokens_out` from stage metrics under `vllm_omni.stage_metrics`,
 /// `metadata.stage_metrics` or `response.metadata.stage_metrics` (an object keyed by stage
 /// id, `"0"` or `"stage_0"`, or a list of objects with `stage_id`).
-pub fn stage0_tokens(v: &Value) -> Option<u64> {
+pub(crate) fn stage0_tokens(v: &Value) -> Option<u64> {
     let sm = v
         .get("vllm_omni")
         .and_then(|x| x.get("stage_metrics"))

@@ -16,7 +16,7 @@ use crate::native::stats::Sorted;
 
 /// What the realtime document needs besides the records.
 #[derive(Debug, Clone, Copy)]
-pub struct RealtimeFacts {
+pub(crate) struct RealtimeFacts {
     /// `percentile-metrics` contains `ttft`.
     pub ttft_selected: bool,
     /// `extra_body.save_duplex_request_metrics` is true.
@@ -50,7 +50,7 @@ fn insert_before(
 }
 
 /// The result document of the measured realtime requests.
-pub fn result_doc(
+pub(crate) fn result_doc(
     recs: &[RealtimeRecord],
     f: &StepFacts,
     sel: &Selection,
@@ -147,7 +147,7 @@ fn request_metrics(ok: &[&RealtimeRecord]) -> Vec<Value> {
 }
 
 /// `{count, mean, p50, p99}` with nearest-rank percentiles; `null` figures without samples.
-pub fn summary(xs: &[f64]) -> Value {
+pub(crate) fn summary(xs: &[f64]) -> Value {
     if xs.is_empty() {
         return json!({"count": 0, "mean": null, "p50": null, "p99": null});
     }

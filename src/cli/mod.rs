@@ -47,7 +47,7 @@ subcommands! {
     Report(report::ReportArgs),
     /// Compare runs (A against B, with repeats per side) per trial and metric.
     Compare(compare::CompareArgs),
-    /// Recalibrate baselines/<hardware>.json from runs of one hardware.
+    /// Recalibrate `baselines/<hardware>.json` from runs of one hardware.
     Recalibrate(recalibrate::RecalibrateArgs),
     /// The run history: add runs, list them, show a trial, check for regressions.
     History(history::HistoryArgs),

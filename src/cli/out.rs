@@ -36,12 +36,12 @@ pub fn failure() -> Option<String> {
     FAILED.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// `print!` to [`write`].
+/// `print!` to [`write()`].
 macro_rules! out {
     ($($arg:tt)*) => { $crate::cli::out::write(format_args!($($arg)*)) };
 }
 
-/// `println!` to [`write`].
+/// `println!` to [`write()`].
 macro_rules! outln {
     () => { $crate::cli::out::write(format_args!("\n")) };
     ($($arg:tt)*) => { $crate::cli::out::write(format_args!("{}\n", format_args!($($arg)*))) };

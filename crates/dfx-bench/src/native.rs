@@ -3,9 +3,9 @@
 //! runner ([`duplex`]): tokio + reqwest, every body read timestamped, the same metric names and definitions as
 //! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
 //!
-//! A run: [`prepare`] resolves the dataset and builds every body, warmups run and are
+//! A run: `prepare` resolves the dataset and builds every body, warmups run and are
 //! discarded from the statistics, the measured phase runs closed or open loop
-//! ([`driver`]), each request's record is written to `records.jsonl` as it finishes
+//! (`driver`), each request's record is written to `records.jsonl` as it finishes
 //! ([`record`]), then [`aggregate`] builds the result document and [`summary`] prints
 //! vllm's summary block.
 //!

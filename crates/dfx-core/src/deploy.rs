@@ -2,7 +2,7 @@
 //! a case's `delete`/`update` edits applied to a copy through a YAML library.
 //!
 //! Edit semantics follow upstream vllm-omni's `modify_stage_config` (tests/dfx), see
-//! [`edit`]: deletes first, then updates; dotted paths descend into mappings, digit
+//! `edit`: deletes first, then updates; dotted paths descend into mappings, digit
 //! segments index lists; `{"stage_args": {"<stage id>": {...}}}` targets the element of the
 //! `stages` list (or legacy `stage_args` list) whose `stage_id` equals that id.
 
@@ -89,7 +89,7 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, DeployError> {
     Ok(canon)
 }
 
-/// Resolves `name` and applies `delete` then `update` edits (see [`edit`] for the accepted
+/// Resolves `name` and applies `delete` then `update` edits (see `edit` for the accepted
 /// shapes). Without edits, `contents` is the file itself; with edits, it is the edited tree
 /// serialised as YAML behind a comment naming the source and the edits.
 pub fn resolve_with_edits(

@@ -50,7 +50,7 @@ impl fmt::Display for ConfigError {
 /// Longest text of a problem shown: hostile values (a 10 MB string) are cut, not echoed.
 const SHOWN_CHARS: usize = 2000;
 
-/// `text`, cut to [`SHOWN_CHARS`] characters with a note of how much was left out.
+/// `text`, cut to `SHOWN_CHARS` characters with a note of how much was left out.
 pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(SHOWN_CHARS) {
         None => text.into(),

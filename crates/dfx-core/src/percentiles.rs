@@ -80,7 +80,7 @@ impl PercentileKeys {
             .is_some_and(|m| m.iter().any(|n| n.trim() == name))
     }
 
-    /// The percentiles to report: the entry's, else [`DEFAULT_PERCENTILES`].
+    /// The percentiles to report: the entry's, else `DEFAULT_PERCENTILES`.
     pub fn percentiles(&self) -> &[f64] {
         self.percentiles.as_deref().unwrap_or(&DEFAULT_PERCENTILES)
     }

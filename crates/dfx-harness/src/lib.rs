@@ -6,13 +6,13 @@
 //! - [`cli::parse_env`] / [`cli::SuiteArgs`]: the one CLI struct every root test target
 //!   parses argv with, so `cargo test -- --assert-baseline <filter>` works for all of them.
 //!
-//! Module map: [`cli`] raw flags → [`settings`] validated [`settings::SuiteConfig`];
-//! [`select`] decides per trial (bench, or why it cannot run); [`partition`] keeps one
-//! shard's server groups (`--partition`); [`pool`] keeps one live
-//! server; [`runner`] runs one trial; [`results`] and [`summary`] write the run folder,
-//! [`progress`] is what the run did so far, [`finish`] closes a run, [`interrupt`] closes
+//! Module map: [`cli`] raw flags → `settings` validated `settings::SuiteConfig`;
+//! `select` decides per trial (bench, or why it cannot run); `partition` keeps one
+//! shard's server groups (`--partition`); `pool` keeps one live
+//! server; `runner` runs one trial; `results` and `summary` write the run folder,
+//! `progress` is what the run did so far, `finish` closes a run, `interrupt` closes
 //! it on SIGINT / SIGTERM;
-//! [`listing`] renders `--list-verbose`; [`fake`] holds the hidden test seams; [`wiring`]
+//! `listing` renders `--list-verbose`; `fake` holds the hidden test seams; `wiring`
 //! is the one place where the real launchers, benches and report writer plug in.
 
 pub mod cli;

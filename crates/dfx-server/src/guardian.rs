@@ -1,7 +1,7 @@
 //! The guard process itself (`dfx-server-guard`, and the root package's `dfx-perf-guard`,
 //! both a one-line `main` around [`main_from_args`]).
 //!
-//! The suite starts one guard per process group it launches (see [`crate::guard`]), in a
+//! The suite starts one guard per process group it launches (see `crate::guard`), in a
 //! session of its own, with the read end of a pipe as its stdin; only the suite holds the
 //! write end. The guard blocks on that pipe:
 //!

@@ -12,7 +12,7 @@
 //! the group, and a sweep of `/proc` until no member is left.
 //!
 //! When the process that started a group dies without tearing it down (`kill -9`), two
-//! mechanisms stop it ([`supervise`]): a guard process ([`guard`], [`guardian`]) that sees
+//! mechanisms stop it (`supervise`): a guard process (`guard`, [`guardian`]) that sees
 //! its pipe close and tears the group down, and a state file ([`live`]) with which the
 //! next run finds and stops what the guard could not.
 

@@ -13,7 +13,7 @@ use crate::faults::Faults;
 use crate::profile::{self, Profile};
 
 /// Options of one simulator instance. Build with [`SimOptions::new`] and the builder
-/// methods, or parse a command line with [`crate::args::parse`].
+/// methods, or parse a command line with `crate::args::parse`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimOptions {
     /// Positional model id or path (`serve <model>`).
@@ -110,7 +110,7 @@ impl SimOptions {
         self
     }
 
-    /// Forces a profile by name (see [`profile::NAMES`]).
+    /// Forces a profile by name (see `profile::NAMES`).
     pub fn profile(mut self, name: impl Into<String>) -> Self {
         self.profile = Some(name.into());
         self

@@ -95,7 +95,7 @@ pub fn plan(cfg: &SimConfig, req: &SpeechRequest, words: usize) -> (AudioPlan, J
 }
 
 /// The engine job the server runs for the `/v1/audio/speech` JSON `body` on `cfg` (no
-/// uploaded voices): the same validation ([`request::parse`]) and the same per-request
+/// uploaded voices): the same validation (`request::parse`) and the same per-request
 /// plan ([`plan`]) as the HTTP handler, so a virtual bench ([`crate::vbench`]) can replay
 /// a client's load with exactly the server's prefill, reference context and length.
 pub fn job_for_body(cfg: &SimConfig, body: &[u8]) -> Result<Job, ApiError> {

@@ -29,7 +29,7 @@ pub async fn serve(opts: SimOptions, listener: TcpListener) -> Result<(), SimErr
 }
 
 /// Serves until `shutdown` completes (graceful: the engine stops, open streams end,
-/// connections get [`SHUTDOWN_GRACE`] to close) or the crash fault fires
+/// connections get `SHUTDOWN_GRACE` to close) or the crash fault fires
 /// (`Err(SimError::Crashed)`, immediately).
 pub async fn serve_until(
     opts: SimOptions,

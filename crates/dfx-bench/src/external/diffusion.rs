@@ -7,7 +7,7 @@
 //!
 //! The child is supervised like the `vllm bench` child (own process group, guard, state
 //! file, time limit), its output goes to `<trial dir>/bench.log`, and its `--output-file`
-//! is read as the result ([`result`]). As upstream, a non-zero exit discards the output
+//! is read as the result (`result`). As upstream, a non-zero exit discards the output
 //! file: the harness then writes the template fallback and fails the trial with the exit
 //! status and the log tail.
 

@@ -68,7 +68,7 @@ pub fn read_result(path: &Path) -> Result<ResultDoc, ResultFileError> {
 }
 
 /// The first distinct non-empty entries of the per-request `errors` list (present in
-/// `--save-detailed` files), at most [`MAX_ERRORS`], each cut to a readable length.
+/// `--save-detailed` files), at most `MAX_ERRORS`, each cut to a readable length.
 pub fn request_errors(doc: &ResultDoc) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let Some(Value::Array(items)) = doc.get("errors") else {

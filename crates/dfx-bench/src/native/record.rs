@@ -202,9 +202,9 @@ fn lower_thread_priority() {
 /// waits before it is written and flushed, beyond the time to serialise the ones before it.
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Writes records as they arrive (flushed as soon as none is waiting; see [`COALESCE`])
+/// Writes records as they arrive (flushed as soon as none is waiting; see `COALESCE`)
 /// and collects them; keeps the audio of quality-capture requests through a
-/// [`QualityWriter`].
+/// `QualityWriter`.
 pub struct RecordSink {
     tx: mpsc::Sender<RequestRecord>,
     handle: std::thread::JoinHandle<Written>,

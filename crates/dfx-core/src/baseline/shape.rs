@@ -210,7 +210,7 @@ impl BaselineSpec {
     }
 
     /// The thresholds of one step for a hardware label. Call only after
-    /// [`check_steps`](Self::check_steps) passed (a missing value is then skipped).
+    /// `check_steps` passed (a missing value is then skipped).
     pub fn resolve(&self, step: &SweepStep, hardware: &str) -> Thresholds {
         let flat = match self {
             BaselineSpec::Flat(f) => f,

@@ -1,8 +1,8 @@
 //! Perf-config loading: raw serde structs mirroring the upstream JSON (both dialects),
-//! validated into a [`Plan`](crate::plan::Plan) with every problem reported at once.
+//! validated into a [`Plan`] with every problem reported at once.
 //!
-//! Pipeline: [`read`] (file → JSON array) → [`case`] (case object → validated draft, with
-//! [`server`], [`entry`], [`sweep`], [`marks`] and the baseline shapes) → [`assemble`]
+//! Pipeline: `read` (file → JSON array) → `case` (case object → validated draft, with
+//! `server`, `entry`, `sweep`, `marks` and the baseline shapes) → `assemble`
 //! (tests, trial names, baseline store, `--mark`). Nothing downstream re-validates.
 //!
 //! Decisions beyond upstream (`docs/config.md` ("Decisions beyond upstream")):

@@ -1,6 +1,6 @@
 //! The metric registry: every result key dfx-perf names, with its [`Direction`], unit and
-//! label, in one table ([`table`]). Everything else is derived from it: the direction
-//! table of thresholds ([`direction_of`]), and the ordered selections ([`views`]) the
+//! label, in one table (`table`). Everything else is derived from it: the direction
+//! table of thresholds ([`direction_of`]), and the ordered selections (`views`) the
 //! summary, the reports, the parity comparison and the history use.
 //!
 //! A key is either an exact name (`audio_throughput`) or a statistic of a family

@@ -1,7 +1,7 @@
 //! The suite's command line, shared by every test target of the root package: libtest's
-//! flags ([`libtest::LibtestFlags`], converted into `libtest_mimic::Arguments`) plus
-//! dfx-perf's own, each of which can also come from an environment variable. This is the raw ("low") form; [`crate::settings`]
-//! validates it into a [`crate::settings::SuiteConfig`].
+//! flags (`libtest::LibtestFlags`, converted into `libtest_mimic::Arguments`) plus
+//! dfx-perf's own, each of which can also come from an environment variable. This is the raw ("low") form; `crate::settings`
+//! validates it into a `crate::settings::SuiteConfig`.
 //!
 //! `cargo test -- FLAGS` hands FLAGS to every test target, so every root target parses
 //! argv with [`SuiteArgs`], even those that only need the libtest part.
@@ -106,7 +106,7 @@ pub struct SuiteFlags {
     pub mark: Option<String>,
 
     /// Hardware label (H100, H20, …): picks hardware-nested baselines and
-    /// baselines/<LABEL>.json. Default: `SIM` for the simulator (`SIMx<K>` when sped up),
+    /// `baselines/<LABEL>.json`. Default: `SIM` for the simulator (`SIMx<K>` when sped up),
     /// else detected from nvidia-smi, else `na`.
     #[arg(long, value_name = "LABEL", env = "DFX_HARDWARE")]
     pub hardware: Option<String>,
@@ -246,7 +246,7 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "DIR", env = "DFX_DEPLOY_DIR")]
     pub deploy_dir: Option<PathBuf>,
 
-    /// Folder holding baselines/<hardware>.json stores. Default: baselines.
+    /// Folder holding `baselines/<hardware>.json` stores. Default: baselines.
     #[arg(long, value_name = "DIR", env = "DFX_BASELINES_DIR")]
     pub baselines_dir: Option<PathBuf>,
 

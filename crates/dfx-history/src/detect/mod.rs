@@ -1,4 +1,4 @@
-//! Change points per trial × metric: E-Divisive means ([`edivisive`]) filtered by
+//! Change points per trial × metric: E-Divisive means (`edivisive`) filtered by
 //! magnitude against the noise, plus the rule users asked for ("beyond X % for K
 //! consecutive runs"). Failed and interrupted runs are gaps in a series, never values, so
 //! a broken run is told apart from a slowdown.

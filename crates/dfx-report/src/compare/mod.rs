@@ -1,5 +1,5 @@
 //! Comparing runs: side A (one or more repeats) against side B, per common trial and
-//! metric, with a verdict that accounts for run-to-run noise ([`stats`]).
+//! metric, with a verdict that accounts for run-to-run noise (`stats`).
 
 mod check;
 mod render;

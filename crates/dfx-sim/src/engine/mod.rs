@@ -8,13 +8,13 @@
 //! the same outputs, bit for bit.
 //!
 //! Stages:
-//! - **talker** ([`talker`]): a waiting queue in front of a continuous batch of at most
+//! - **talker** (`talker`): a waiting queue in front of a continuous batch of at most
 //!   `max_num_seqs` sequences. One step generates one codec frame per sequence and takes
 //!   `step_base + step_per_seq × batch`, plus, when it admits new sequences, the largest
 //!   of their prefills (larger for voice clone, which encodes the reference) and
 //!   `prefill_per_seq` for each; × `1 + contention` when it starts while code2wav is
 //!   decoding on the same GPU.
-//! - **code2wav** ([`codec`]): a queue of codec chunks in front of a decoder with at most
+//! - **code2wav** (`codec`): a queue of codec chunks in front of a decoder with at most
 //!   `max_num_seqs` resident requests (oldest first; resident until their last chunk)
 //!   and at most `decode_batch` chunks per step, one per request (a request's chunks
 //!   decode in order), served oldest request first or, with `chunk_fifo`, in queue order. A step of n chunks costs `step_base + step_per_extra_chunk ×

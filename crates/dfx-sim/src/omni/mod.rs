@@ -2,10 +2,10 @@
 //! serves Qwen3-Omni (thinker → talker → code2wav), with a performance model of the
 //! three stages (`docs/simulator.md` ("Omni models")).
 //!
-//! - [`profile`]: Qwen3-Omni 30B-A3B and MiniCPM-o profiles, media-token rules.
+//! - `profile`: Qwen3-Omni 30B-A3B and MiniCPM-o profiles, media-token rules.
 //! - [`media`]: data URLs, JPEG/PNG/MP4/WAV headers, media tokens.
 //! - [`request`]: chat bodies → [`request::ChatRequest`] or a 400.
-//! - [`engine`]: the discrete-event model; [`vbench`]: a virtual bench over it.
+//! - `engine`: the discrete-event model; [`vbench`]: a virtual bench over it.
 //! - `driver`, `stream`, `http`: the engine thread, the SSE / JSON bodies, the handler.
 
 mod driver;

@@ -1,4 +1,4 @@
-//! A virtual bench for the omni model: drives [`OmniEngine`] in virtual time the way
+//! A virtual bench for the omni model: drives `OmniEngine` in virtual time the way
 //! `vllm bench serve --omni` drives a server (open loop at a request rate with Poisson
 //! arrivals, or closed loop at a concurrency) and measures what the bench measures
 //! (TTFT, TPOT, E2EL, audio TTFP, audio RTF). Exact and instant; used by the

@@ -20,7 +20,7 @@ const WORDS: &str = "the of and to in is that for it as was with be by on not he
 pub enum Counter {
     /// A Hugging Face tokenizer loaded from a local file.
     Real(Box<tokenizers::Tokenizer>),
-    /// Words of [`WORDS`], one token each.
+    /// Words of `WORDS`, one token each.
     Approximate,
 }
 

@@ -2,7 +2,7 @@
 //! `vllm bench serve --omni` (vllm-omni 0.30; `docs/bench.md` ("Realtime")): each
 //! benchmark request is `seed_tts_turns_per_session` turns, each turn one WebSocket
 //! session on `/v1/realtime` that streams silence in real time while the server speaks the
-//! row's text on its own. Closed and open loop come from [`crate::native::driver`].
+//! row's text on its own. Closed and open loop come from `crate::native::driver`.
 
 pub mod metrics;
 pub(crate) mod prepare;
@@ -80,7 +80,7 @@ pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
         .map_err(Unsupported::InvalidEntry)
 }
 
-/// What [`crate::native::prepare::preflight`] checks, for realtime entries: the dataset
+/// What `crate::native::prepare::preflight` checks, for realtime entries: the dataset
 /// resolves and loads.
 pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;

@@ -21,6 +21,7 @@ pub const TOKEN_ENV: &str = "OPENAI_API_KEY";
 /// environment at spawn time only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchCommand {
+    /// The `vllm` executable (`--vllm-bin`, default `vllm`, resolved on `PATH`).
     pub program: PathBuf,
     /// Arguments after the program (`bench serve --omni …`).
     pub args: Vec<String>,

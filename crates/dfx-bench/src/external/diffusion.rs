@@ -79,7 +79,9 @@ impl DiffusionSettings {
 /// What was resolved once: the interpreter, the script (absolute) and the working folder.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
+    /// The Python interpreter, found on `PATH` (`--python`, default `python3`).
     pub python: PathBuf,
+    /// The diffusion benchmark script, absolute.
     pub script: PathBuf,
     /// `<checkout>/tests` when it exists, else `None` (the suite's folder).
     pub cwd: Option<PathBuf>,

@@ -9,8 +9,11 @@ pub const CORE_METRICS: &[&str] = dfx_core::metrics::PARITY_KEYS;
 /// One compared metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParityRow {
+    /// The result key compared.
     pub metric: String,
+    /// Its value in the native result; `None` when absent or not a number.
     pub native: Option<f64>,
+    /// Its value in the `vllm bench` result; `None` when absent or not a number.
     pub vllm: Option<f64>,
 }
 

@@ -20,20 +20,33 @@ const TAIL_BYTES: u64 = 64 * 1024;
 /// Why a result file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultFileError {
+    /// No file at the result path (the path, as shown).
     #[error("wrote no result file {0}")]
     Missing(String),
+    /// The file exists but could not be read.
     #[error("result file {path} cannot be read: {source}")]
     Unreadable {
+        /// The result path, as shown.
         path: String,
+        /// The read error.
         source: std::io::Error,
     },
+    /// The file is not valid JSON.
     #[error("result file {path} is not valid JSON: {source}")]
     Malformed {
+        /// The result path, as shown.
         path: String,
+        /// The parse error.
         source: serde_json::Error,
     },
+    /// The file's JSON is not an object.
     #[error("result file {path} holds JSON {kind}, not an object")]
-    NotAnObject { path: String, kind: &'static str },
+    NotAnObject {
+        /// The result path, as shown.
+        path: String,
+        /// The JSON type it holds (`array`, `string`, …).
+        kind: &'static str,
+    },
 }
 
 /// Reads a `vllm bench` result file: the keys in the order vllm wrote them, values as

@@ -17,12 +17,17 @@ use super::stats::{self, Sorted};
 pub struct StepHeader {
     /// `%Y%m%d-%H%M%S`, local time.
     pub date: String,
+    /// The entry's `backend`, else the bench's own.
     pub backend: String,
+    /// The served model.
     pub model_id: String,
+    /// The entry's `tokenizer` / `tokenizer_id`, else the model.
     pub tokenizer_id: String,
+    /// Measured requests sent in the step.
     pub num_prompts: u64,
     /// `None` = infinite (closed loop).
     pub request_rate: Option<f64>,
+    /// Gamma shape of the open-loop arrivals (the entry's `burstiness`, default 1: Poisson).
     pub burstiness: f64,
     /// The step's in-flight cap: `max_concurrency`, or a rate step's
     /// `open_loop_max_concurrency` (upstream writes the `--max-concurrency` it ran with).
@@ -53,7 +58,9 @@ impl StepHeader {
 /// What the result says about the step besides its requests.
 #[derive(Debug, Clone)]
 pub struct StepFacts {
+    /// The step's identity keys.
     pub header: StepHeader,
+    /// Output sample rate every audio figure used, Hz (`audio_sample_rate`).
     pub sample_rate: u32,
     /// Exact largest number of requests in flight at once.
     pub peak_inflight: usize,

@@ -36,7 +36,9 @@ impl DatasetKind {
 pub struct Row {
     /// Line of `meta.lst` (1-based), for messages.
     pub line: usize,
+    /// The utterance id (1st field).
     pub utt_id: String,
+    /// Transcript of the reference clip (2nd field).
     pub ref_text: String,
     /// The reference clip, resolved against the locale folder.
     pub ref_wav: PathBuf,
@@ -51,6 +53,7 @@ pub struct Row {
 pub struct Dataset {
     /// The `meta.lst` read.
     pub meta: PathBuf,
+    /// The rows, in file order (blank and `#` lines skipped).
     pub rows: Vec<Row>,
 }
 
@@ -64,35 +67,60 @@ const SHOWN_CLIPS: usize = 5;
 /// Why a dataset could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
+    /// The entry names no `dataset_path`.
     #[error(
         "the entry has no dataset_path; the native bench needs a folder holding <locale>/meta.lst or an HF dataset id"
     )]
     NoPath,
+    /// No candidate folder holds `<locale>/meta.lst` ([`Lookup::resolve`]).
     #[error("dataset {path:?} not found: no {locale}/meta.lst in any of:\n  {}\n(give a local folder, map HF ids with --dataset-root / DFX_DATASET_ROOT, or fill the Hugging Face cache)", .looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n  "))]
     NotFound {
+        /// The entry's `dataset_path` (a folder or a Hugging Face dataset id).
         path: String,
+        /// The locale folder looked for (`seed_tts_locale`).
         locale: String,
+        /// Every folder tried, in lookup order.
         looked: Vec<PathBuf>,
     },
+    /// `meta.lst` could not be opened or read.
     #[error("could not read {}: {source}", .file.display())]
     Io {
+        /// The `meta.lst` path.
         file: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// A `meta.lst` line is malformed: fewer than 4 fields, an empty text, or no voice
+    /// description for `seed-tts-design`.
     #[error("{}:{line}: {msg}", .file.display())]
     Parse {
+        /// The `meta.lst` path.
         file: PathBuf,
+        /// The line number, 1-based.
         line: usize,
+        /// What is wrong with it.
         msg: String,
     },
+    /// `meta.lst` holds no row (only blank or `#` lines).
     #[error("{}: no rows", .file.display())]
-    Empty { file: PathBuf },
+    Empty {
+        /// The `meta.lst` path.
+        file: PathBuf,
+    },
+    /// `meta.lst` is larger than [`MAX_META_BYTES`].
     #[error("{}: larger than {MAX_META_BYTES} bytes", .file.display())]
-    TooLarge { file: PathBuf },
+    TooLarge {
+        /// The `meta.lst` path.
+        file: PathBuf,
+    },
+    /// Some seed-tts (voice clone) reference clips are missing or not a usable WAV
+    /// ([`check_clip`]).
     #[error("{}: {} of {total} voice-clone reference clip(s) missing or not a readable WAV:\n  {}", .file.display(), .bad.len(), list_clips(.bad))]
     BadClips {
+        /// The `meta.lst` path.
         file: PathBuf,
+        /// Rows parsed from the file.
         total: usize,
         /// `(line of meta.lst, clip, why)` of each bad clip.
         bad: Vec<(usize, PathBuf, String)>,

@@ -23,6 +23,8 @@ pub const MAX_STEP_TOKENS: u64 = 64 * 1024 * 1024;
 /// What an entry asks of the dataset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RandomPlan {
+    /// The text lengths (`random_input_len`, `random_output_len`, `random_prefix_len`,
+    /// `random_range_ratio`).
     pub text: TextConfig,
     /// `random-mm` only.
     pub mm: Option<MmConfig>,
@@ -31,7 +33,9 @@ pub struct RandomPlan {
 /// One request's content: its text and the shapes of its items.
 #[derive(Debug, Clone)]
 pub struct RequestSpec {
+    /// Its text prompt and `max_tokens`.
     pub prompt: Prompt,
+    /// Its multimodal items, in content order (empty for `random`).
     pub items: Vec<Item>,
     /// Seed of its items' noise (item `j` uses `seed + j`).
     pub seed: u64,

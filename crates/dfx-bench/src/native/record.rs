@@ -19,6 +19,7 @@ use crate::audio::pcm::{self, CHANNELS, SAMPLE_WIDTH};
 pub struct Dispatch {
     /// Index within its phase (measured requests: the `x-request-id` suffix).
     pub index: usize,
+    /// A warmup request (sent before the measured phase, not counted in the metrics).
     pub warmup: bool,
     /// When the schedule wanted it sent (open loop: its deadline; closed loop: when its
     /// worker became free).
@@ -35,8 +36,11 @@ pub struct Dispatch {
 /// Identity of the row a request sent.
 #[derive(Debug, Clone)]
 pub struct Sample {
+    /// `x-request-id` sent with it (`<request_id_prefix><index>`); `None` for warmups.
     pub request_id: Option<String>,
+    /// The row's utterance id from the dataset's `meta.lst`.
     pub sample_id: String,
+    /// Length of the text sent, in characters (a realtime request: all its turns' texts).
     pub text_len: usize,
     /// What the quality manifest says of the row, when the entry keeps audio.
     pub quality: Option<Arc<QualityRow>>,
@@ -46,12 +50,19 @@ pub struct Sample {
 /// the request's phase (warmup or measured).
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestRecord {
+    /// Index within its phase (measured requests: the `x-request-id` suffix).
     pub index: usize,
+    /// A warmup request (not counted in the metrics).
     pub warmup: bool,
+    /// `x-request-id` sent with it; null for warmups.
     pub request_id: Option<String>,
+    /// The row's utterance id from the dataset's `meta.lst`.
     pub sample_id: String,
+    /// Length of the text sent, in characters.
     pub text_len: usize,
+    /// When the schedule wanted it sent.
     pub planned_send_s: f64,
+    /// When it was sent (the clock read right before sending).
     pub actual_send_s: f64,
     /// Waiting for a concurrency slot (client queueing, not latency).
     pub queue_s: f64,
@@ -65,43 +76,70 @@ pub struct RequestRecord {
     pub dispatch_lag_s: f64,
     /// Connection set-up when this request opened a connection, else null.
     pub connect_s: Option<f64>,
+    /// When the request ended: end of body, or the failure.
     pub end_s: f64,
+    /// HTTP status of the response; null when no response head arrived.
     pub status: Option<u16>,
+    /// Success: HTTP 200 and the whole raw-PCM body read (an empty body included).
     pub ok: bool,
+    /// `error_counts` key of the failure (`http_500`, `transport`, `stall`, `timeout`,
+    /// `oversize`, `not_pcm`, `saturated`); null on success.
     pub error_class: Option<String>,
+    /// Failure message (status and body excerpt, or the transport error); null on success.
     pub error: Option<String>,
     /// A 200 with an empty body (a success with zero audio, upstream compatible).
     pub empty: bool,
+    /// Body bytes received.
     pub bytes: u64,
+    /// Output sample rate (Hz) every audio figure uses (`--sample-rate` or the model's).
     pub sample_rate: u32,
+    /// Bytes per PCM sample (s16le: 2).
     pub sample_width: u32,
+    /// PCM channels (mono: 1).
     pub channels: u32,
+    /// PCM frames in the body; 0 for a failure.
     pub audio_frames: u64,
+    /// Audio duration in seconds: `audio_frames / sample_rate`.
     pub audio_s: f64,
     /// First non-empty read − send; null when nothing arrived.
     pub ttfp_s: Option<f64>,
     /// End of body − send (successes only).
     pub e2el_s: Option<f64>,
+    /// `e2el_s / audio_s` (0 without audio); null for a failure.
     pub rtf: Option<f64>,
     /// Largest playback deficit; null when not measured (failure or empty body).
     pub underrun_s: Option<f64>,
+    /// Chunks that arrived after the player had run dry; null when not measured.
     pub underrun_events: Option<u32>,
+    /// No underrun longer than 50 ms; null when not measured.
     pub continuous_50ms: Option<bool>,
+    /// No underrun longer than 100 ms (upstream's `continuous` threshold); null when not
+    /// measured.
     pub continuous_100ms: Option<bool>,
+    /// No underrun longer than 200 ms; null when not measured.
     pub continuous_200ms: Option<bool>,
+    /// Offset of the audible onset in the body, in seconds (0 without audio).
     pub leading_silence_s: f64,
     /// `ttfp + leading_silence`; null without audio.
     pub ttfa_audible_s: Option<f64>,
+    /// Largest gap between two consecutive body reads, in seconds; null with fewer than two.
     pub gap_max_s: Option<f64>,
+    /// Peak absolute sample, 0..1 of full scale.
     pub pcm_peak: f64,
+    /// RMS over the whole body, 0..1 of full scale.
     pub pcm_rms: f64,
+    /// Share of samples at full scale (|s| ≥ 32767).
     pub clipping_ratio: f64,
+    /// Share of 5 ms windows below the loudness threshold (0 without audio).
     pub silence_ratio: f64,
+    /// Seconds since send of every non-empty body read.
     pub chunk_t_s: Vec<f64>,
+    /// Bytes of every non-empty body read, in the order of `chunk_t_s`.
     pub chunk_bytes: Vec<u64>,
     /// The body, kept for the quality capture until the writer thread stores it.
     #[serde(skip)]
     pub audio: Option<Vec<u8>>,
+    /// The row's quality-manifest entry, when the entry keeps audio (measured requests only).
     #[serde(skip)]
     pub quality: Option<Arc<QualityRow>>,
 }

@@ -6,16 +6,22 @@ use dfx_core::plan::PercentileKeys;
 /// An audio metric that can be selected in `percentile-metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AudioMetric {
+    /// `audio_rtf`: end-to-end latency / audio duration.
     Rtf,
+    /// `audio_ttfp`: time to the first non-empty body read, ms.
     Ttfp,
+    /// `audio_duration`: audio seconds per request.
     Duration,
+    /// `audio_underrun`: largest playback deficit per request, seconds.
     Underrun,
 }
 
 /// A metric with a statistics block in the result and the stdout summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
+    /// `e2el`: send to end of body, ms.
     E2el,
+    /// One of the audio metrics.
     Audio(AudioMetric),
 }
 
@@ -53,6 +59,7 @@ pub const DEFAULT_PERCENTILE_METRICS: &str = "e2el,audio_rtf,audio_ttfp,audio_du
 /// meaning for audio), then the audio metrics in the order the entry lists them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Selection {
+    /// The metrics with a block, in report order.
     pub metrics: Vec<Metric>,
     /// `metric-percentiles` values (default `[99]`).
     pub percentiles: Vec<f64>,

@@ -25,8 +25,11 @@ pub struct Target {
 /// A reply as a scenario judges it.
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
+    /// HTTP status.
     pub status: u16,
+    /// The `Content-Type` header; empty when absent or not text.
     pub content_type: String,
+    /// The whole body (at most [`MAX_REPLY_BYTES`]).
     pub body: Vec<u8>,
 }
 

@@ -25,7 +25,9 @@ use super::log::BenchLog;
 /// What one scenario saw: the reply (`got`) and, when it failed, what differed.
 #[derive(Debug, Clone, Default)]
 pub struct Finding {
+    /// Summary of the reply (status and body excerpt); empty when the request failed.
     pub got: String,
+    /// What differed from the expected reply; `None` when the scenario passed.
     pub problem: Option<String>,
 }
 
@@ -58,14 +60,20 @@ impl Finding {
 /// One line of `result.json`'s `contract`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
+    /// The scenario's name (`malformed_json`, `voice_lifecycle`, …).
     pub scenario: &'static str,
+    /// The reply matched (a skipped scenario passes).
     pub passed: bool,
+    /// The reply the scenario expects ([`expected`]).
     pub expected: &'static str,
+    /// Summary of the reply seen.
     pub got: String,
+    /// What differed; empty when it passed.
     pub detail: String,
     /// Why the scenario did not run (it counts as completed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Wall time of the scenario, seconds.
     pub elapsed_s: f64,
 }
 

@@ -35,11 +35,17 @@ pub const HANDSHAKE: Duration = Duration::from_secs(20);
 /// The entry's keys, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
+    /// Concurrent sessions per trial (entry key `sessions`, ≥ 1).
     pub sessions: usize,
+    /// Spoken turns per session (`turns`, ≥ 1).
     pub turns: usize,
+    /// Warmup trials before the measured ones (`warmups`, ≥ 1).
     pub warmups: usize,
+    /// Measured trials (`repeats`, ≥ 2).
     pub repeats: usize,
+    /// Pace the appends at the audio's own rate (`realtime_input`, default true).
     pub realtime_input: bool,
+    /// Bound of each wait of a turn (`timeout_s`, default 180 s).
     pub timeout: Duration,
 }
 

@@ -25,11 +25,17 @@ pub struct Measurement {
     pub sessions_per_s: f64,
     /// `sessions × turns / elapsed_s`.
     pub responses_per_s: f64,
+    /// Mean ttft over the completed responses, ms; null when none had one.
     pub mean_ttft_ms: Option<f64>,
+    /// Largest ttft over the completed responses, ms.
     pub max_ttft_ms: Option<f64>,
+    /// Mean ttfp (commit send → first audio delta) over the completed responses, ms.
     pub mean_ttfp_ms: Option<f64>,
+    /// Largest ttfp over the completed responses, ms.
     pub max_ttfp_ms: Option<f64>,
+    /// Mean RTF over the completed responses.
     pub mean_rtf: Option<f64>,
+    /// Largest RTF over the completed responses.
     pub max_rtf: Option<f64>,
     /// Sum of every response's audio duration, seconds.
     pub generated_audio_s: f64,
@@ -37,8 +43,11 @@ pub struct Measurement {
     pub audio_seconds_per_s: f64,
     /// Stage-0 token metrics of every response (dfx-perf reads none: always false).
     pub stage0_token_metrics_available: bool,
+    /// Trial index, from 0, warmups first.
     pub trial: usize,
+    /// A warmup trial (not in the medians).
     pub warmup: bool,
+    /// A profiling run (dfx-perf never profiles: always false).
     pub profiled: bool,
     /// dfx-perf: the trial completed every session and turn.
     pub ok: bool,
@@ -125,13 +134,21 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
 /// What the document states about the entry and the run.
 #[derive(Debug, Clone)]
 pub struct DocFacts {
+    /// Hardware label of the run (`H100`, `SIM`, `na`).
     pub hardware: String,
+    /// Concurrent sessions per trial.
     pub sessions: usize,
+    /// Turns per session.
     pub turns: usize,
+    /// Measured trials configured.
     pub repeats: usize,
+    /// Warmup trials configured.
     pub warmups: usize,
+    /// The entry's `realtime_input`.
     pub realtime_input: bool,
+    /// The served model.
     pub model_id: String,
+    /// Local time of the run, `YYYYmmdd-HHMMSS`.
     pub date: String,
 }
 

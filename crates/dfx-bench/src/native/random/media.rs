@@ -21,6 +21,7 @@ pub struct Encoded {
     pub part: &'static str,
     /// `image/jpeg`, `video/mp4`, or `audio/mpeg` (a WAV under an MPEG label, as upstream).
     pub mime: &'static str,
+    /// The encoded file (JPEG, MP4 or WAV), before base64.
     pub bytes: Vec<u8>,
 }
 

@@ -12,15 +12,28 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Item {
     /// Noise RGB JPEG.
-    Image { height: u32, width: u32 },
+    Image {
+        /// Pixels, 1..=[`MAX_SIDE`].
+        height: u32,
+        /// Pixels, 1..=[`MAX_SIDE`].
+        width: u32,
+    },
     /// `frames` noise frames as H.264 MP4 at 30 fps.
     Video {
+        /// Pixels, even, 2..=[`MAX_SIDE`].
         height: u32,
+        /// Pixels, even, 2..=[`MAX_SIDE`].
         width: u32,
+        /// Frame count, 2..=[`MAX_FRAMES`].
         frames: u32,
     },
     /// ±0.5 noise, 48 kHz, 16-bit WAV.
-    Audio { seconds: u32, channels: u32 },
+    Audio {
+        /// Duration, 1..=[`MAX_AUDIO_SECONDS`] seconds.
+        seconds: u32,
+        /// Channel count, 1..=[`MAX_CHANNELS`].
+        channels: u32,
+    },
 }
 
 impl Item {
@@ -49,13 +62,17 @@ impl Item {
     }
 }
 
-/// Largest image/video side, video frames, audio seconds and channels accepted.
+/// Largest image/video side accepted in a bucket, pixels.
 pub const MAX_SIDE: u32 = 8192;
+/// Most video frames accepted in a bucket.
 pub const MAX_FRAMES: u32 = 1024;
+/// Longest audio item accepted in a bucket, seconds.
 pub const MAX_AUDIO_SECONDS: u32 = 3600;
+/// Most audio channels accepted in a bucket.
 pub const MAX_CHANNELS: u32 = 8;
-/// Largest raw payload of one item and of one request's items.
+/// Largest raw payload of one item, bytes ([`Item::raw_bytes`]).
 pub const MAX_ITEM_BYTES: u64 = 256 * 1024 * 1024;
+/// Largest raw payload the limits let one request's items reach, bytes.
 pub const MAX_REQUEST_BYTES: u64 = 512 * 1024 * 1024;
 /// Most items per request.
 pub const MAX_ITEMS: u64 = 1024;
@@ -67,7 +84,11 @@ pub struct MmConfig {
     pub buckets: Vec<(Item, f64)>,
     /// Limits of the modalities that have buckets.
     pub limits: Vec<(&'static str, u64)>,
+    /// Items per request, the centre of the drawn range (`random_mm_base_items_per_request`,
+    /// default 1).
     pub base_items: u64,
+    /// Spread of the per-request item count around `base_items`, 0..=1
+    /// (`random_mm_num_mm_items_range_ratio`, default 0).
     pub items_ratio: f64,
 }
 

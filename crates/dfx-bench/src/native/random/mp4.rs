@@ -4,11 +4,15 @@
 
 /// What the track holds.
 pub struct Track<'a> {
+    /// Frame width, pixels.
     pub width: u32,
+    /// Frame height, pixels.
     pub height: u32,
+    /// Frames per second (the timescale is `fps * 512`).
     pub fps: u32,
-    /// Sequence / picture parameter sets, NAL header byte included, no start code.
+    /// Sequence parameter set, NAL header byte included, no start code.
     pub sps: &'a [u8],
+    /// Picture parameter set, NAL header byte included, no start code.
     pub pps: &'a [u8],
     /// One NAL unit per frame (header byte included, no start code).
     pub samples: &'a [Vec<u8>],

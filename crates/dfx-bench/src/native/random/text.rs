@@ -126,17 +126,23 @@ impl Counter {
 /// The text lengths of the `random` datasets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TextConfig {
+    /// Mean input length, tokens (`random_input_len` / `input_len`, default 1024).
     pub input_len: u64,
+    /// Mean output length, tokens (`random_output_len` / `output_len`, default 128).
     pub output_len: u64,
+    /// Shared prefix length, tokens (`random_prefix_len`, default 0).
     pub prefix_len: u64,
-    /// Range ratios for the input and the output length (equal unless a dict was given).
+    /// Range ratio of the input length (`random_range_ratio`; equal to `ratio_out` unless
+    /// a dict was given): lengths are drawn from `[n(1−r), n(1+r)]`.
     pub ratio_in: f64,
+    /// Range ratio of the output length.
     pub ratio_out: f64,
 }
 
 /// One request's text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prompt {
+    /// The prompt text sent.
     pub text: String,
     /// Prefix + input tokens (the real tokenizer's count after adjustment, else words).
     pub prompt_len: u64,

@@ -23,17 +23,27 @@ pub const FRAMES_RATE: f64 = 24_000.0;
 /// The figures of one successful turn.
 #[derive(Debug, Clone, Serialize)]
 pub struct TurnMetrics {
+    /// The selected response's id.
     pub response_id: String,
     /// `client`, or `server` when the server's `response_request_metrics.ttft_ms` was used.
     pub source: String,
+    /// Where ttft was measured from: the server's `measurement_origin`, else `turn_start`.
     pub measurement_origin: String,
+    /// Time to the first transcript or text delta, ms from the turn start (the server's figure
+    /// when it sent one); null when neither came.
     pub ttft_ms: Option<f64>,
+    /// Time to the first audio delta, ms from the turn start.
     pub ttfp_ms: f64,
+    /// Time to the last audio delta, ms from the turn start.
     pub audio_generation_ms: f64,
+    /// Audio duration in ms: the largest `metadata.audio_duration_ms`, else from the decoded
+    /// bytes at the response's sample rate.
     pub audio_duration_ms: f64,
+    /// `audio_generation_ms / audio_duration_ms` (0 without audio), rounded to 1e-6.
     pub rtf: f64,
     /// Stage-0 tokens from stage metrics, else the transcript's word count.
     pub output_tokens: u64,
+    /// The selected response's transcript.
     pub transcript: String,
 }
 
@@ -95,24 +105,39 @@ pub fn turn_metrics(o: &TurnOutcome) -> Result<TurnMetrics, (TurnError, String)>
 /// One turn in `records.jsonl`. Times are seconds from the request's start.
 #[derive(Debug, Clone, Serialize)]
 pub struct TurnRecord {
+    /// Turn number within the request, from 0.
     pub turn: usize,
+    /// Utterance id of the row the turn spoke.
     pub utterance_id: String,
+    /// The server's session id, when it gave one.
     pub session_id: Option<String>,
+    /// Connection attempts (retries of `resource_exhausted` included).
     pub attempts: u32,
+    /// Time spent opening connections, all attempts, in seconds.
     pub connect_s: f64,
+    /// When the turn began (before connecting).
     pub start_s: f64,
     /// Turn start (first append), null when the handshake failed.
     pub turn_start_s: Option<f64>,
+    /// Silence appends sent (200 ms each).
     pub appends: u64,
+    /// When the turn ended.
     pub end_s: f64,
+    /// `session.closed` arrived after the client's `session.close`.
     pub closed: bool,
+    /// The turn has metrics: no failure and a response with audio.
     pub ok: bool,
+    /// `error_counts` key of the failure (`transport`, `handshake`, `server_error`, `timeout`,
+    /// `no_audio`); null on success.
     pub error_class: Option<String>,
+    /// Failure message; null on success.
     pub error: Option<String>,
+    /// The turn's figures; null when it failed.
     pub metrics: Option<TurnMetrics>,
     /// Arrival (s from the turn start) and bytes of every audio delta of the selected
     /// response.
     pub audio_t_s: Vec<f64>,
+    /// Bytes of every audio delta, in the order of `audio_t_s`.
     pub audio_bytes: Vec<u64>,
 }
 
@@ -162,13 +187,16 @@ impl TurnRecord {
 /// definitions of ttfp, rtf, duration and frames) plus its TTFT, tokens and turns.
 #[derive(Debug, Clone, Serialize)]
 pub struct RealtimeRecord {
+    /// The TTS record's fields, flattened into the same JSON object.
     #[serde(flatten)]
     pub base: RequestRecord,
     /// Mean turn ttft, seconds (0 when no turn had one).
     pub ttft_s: f64,
+    /// Σ of the turns' output tokens; 0 when a turn failed.
     pub output_tokens: u64,
     /// `seed-tts-<request id>` (or `seed-tts-warmup-<i>`).
     pub duplex_session_id: String,
+    /// The request's turns, in order.
     pub turns: Vec<TurnRecord>,
 }
 

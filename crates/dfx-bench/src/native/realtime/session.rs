@@ -93,39 +93,59 @@ impl TurnError {
 /// A response as the client saw it.
 #[derive(Debug, Clone)]
 pub struct Response {
+    /// The response's id (from `response.created`).
     pub id: String,
+    /// Arrival of its first non-empty transcript or text delta.
     pub first_text: Option<Instant>,
+    /// Its transcript and text deltas, concatenated (kept up to 1 MiB).
     pub transcript: String,
     /// `(arrival, decoded bytes)` of each audio delta (at most `max_deltas`).
     pub deltas: Vec<(Instant, u64)>,
+    /// Decoded audio bytes received, over all its deltas.
     pub bytes: u64,
+    /// Arrival of its first non-empty audio delta.
     pub first_audio: Option<Instant>,
+    /// Arrival of its last non-empty audio delta.
     pub last_audio: Option<Instant>,
     /// Largest `metadata.audio_duration_ms` seen.
     pub meta_ms: Option<f64>,
+    /// Sample rate of its audio in Hz: `sample_rate_hz` of a delta before its first audio,
+    /// else 24000.
     pub rate: u32,
+    /// A `response.done` named it.
     pub done: bool,
+    /// Onset, level and silence analysis of its decoded audio.
     pub pcm: PcmAnalyzer,
 }
 
 /// Everything observed in one turn.
 #[derive(Debug)]
 pub struct TurnOutcome {
+    /// When the turn began, before the first connection attempt.
     pub started: Instant,
     /// Time spent opening connections (all attempts), seconds.
     pub connect_s: f64,
+    /// Connection attempts made (retries of `resource_exhausted` included).
     pub attempts: u32,
+    /// The server's session id from `session.created`, when it gave one.
     pub session_id: Option<String>,
     /// Just before the first append.
     pub turn_start: Option<Instant>,
+    /// Silence appends sent (200 ms of audio each).
     pub appends: u64,
     /// In order of `response.created`.
     pub responses: Vec<Response>,
+    /// The server's `response_request_metrics.ttft_ms`, when it sent one.
     pub server_ttft_ms: Option<f64>,
+    /// The server's `response_request_metrics.measurement_origin` (first 100 characters).
     pub measurement_origin: Option<String>,
+    /// Sum of the stage-0 `num_tokens_out` of the `response.done` events' stage metrics.
     pub stage_tokens: Option<u64>,
+    /// `session.closed` arrived after the client's `session.close`.
     pub closed: bool,
+    /// When the turn ended (closed, failed or timed out).
     pub end: Instant,
+    /// The first failure and its message; `None` when the turn succeeded.
     pub error: Option<(TurnError, String)>,
 }
 

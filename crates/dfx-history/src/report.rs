@@ -234,14 +234,30 @@ fn charts(s: &Section<'_>, extra: &[String]) -> Vec<TrendChart> {
     out
 }
 
+/// The y-axis label of a trend chart: the registry's unit, or its label for a unitless
+/// key (`RTFx`); keys the registry does not know get the unit their name ends with.
 fn unit(metric: &str) -> &'static str {
-    if metric.ends_with("_ms") {
-        "ms"
-    } else if metric.ends_with("_s") {
-        "s"
-    } else if metric.contains("rtf") {
-        "RTF"
-    } else {
-        ""
+    match dfx_core::metrics::lookup(metric) {
+        Some(known) if !known.unit().is_empty() => known.unit(),
+        Some(known) => known.label(),
+        None if metric.ends_with("_ms") => "ms",
+        None if metric.ends_with("_s") => "s",
+        None => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unit;
+
+    #[test]
+    fn chart_units_come_from_the_metric_registry() {
+        assert_eq!(unit("p99_audio_ttfp_ms"), "ms");
+        assert_eq!(unit("median_audio_rtf"), "RTF");
+        assert_eq!(unit("audio_throughput"), "audio s / s");
+        // The name ends in `_s`, but it is a rate: the old suffix rule said "s".
+        assert_eq!(unit("max_output_tokens_per_s"), "tok/s");
+        assert_eq!(unit("p50_something_new_ms"), "ms");
+        assert_eq!(unit("something_else"), "");
     }
 }

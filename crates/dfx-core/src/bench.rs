@@ -39,7 +39,7 @@ impl BenchKind {
 /// Everything a bench needs for one trial beyond its own settings.
 #[derive(Debug, Clone)]
 pub struct BenchContext<'a> {
-    /// The trial to run: its sweep step, entry and case.
+    /// The trial to run (its entry, sweep step, server spec and thresholds).
     pub trial: &'a Trial,
     /// `http://host:port` of the ready server.
     pub base_url: String,

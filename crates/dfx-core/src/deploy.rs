@@ -26,7 +26,7 @@ pub enum DeployError {
         "deploy name `{name}` is not a plain file name under {dir} (give a name such as `qwen3_tts` or `qwen3_tts.yaml`; paths are refused)"
     )]
     NotAName {
-        /// The name as the case gives it (`deploy`).
+        /// The name as the case gives it (`stage_config_name`).
         name: String,
         /// The deploy folder.
         dir: PathBuf,

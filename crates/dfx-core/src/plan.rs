@@ -68,7 +68,7 @@ pub struct BenchEntry {
     pub suffix: String,
     /// The dialect the entry was written in; decides which bench and runner take it.
     pub dialect: Dialect,
-    /// `dataset_name` (diffusion dialect: `dataset`), e.g. `seed_tts`, `random`.
+    /// `dataset_name` (diffusion dialect: `dataset`), e.g. `seed-tts`, `random-mm`.
     pub dataset_name: Option<String>,
     /// `backend`: the request protocol (`openai-audio-speech`, `openai-chat-omni`, a
     /// realtime backend).
@@ -94,7 +94,8 @@ pub struct BenchEntry {
     pub burstiness: Option<f64>,
     /// `seed`: the entry's random seed; `None` falls back to the suite's `--seed`.
     pub seed: Option<u64>,
-    /// `task` (e.g. `tts`, `t2i`); part of the default suffix and the diffusion endpoint.
+    /// `task` (`voice_clone`, diffusion `t2i`); part of the default suffix and, for
+    /// diffusion, of the endpoint.
     pub task: Option<String>,
     /// `eval_phase`; part of the default suffix.
     pub eval_phase: Option<String>,

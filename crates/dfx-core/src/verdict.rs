@@ -112,7 +112,7 @@ pub fn fmt_num(x: f64) -> String {
 /// The outcome of judging one result.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
-    /// Whether the trial passed: true exactly when `failures` is empty.
+    /// Whether the trial passed: `failures` is empty.
     pub passed: bool,
     /// The run was interrupted (SIGINT / SIGTERM) while this trial ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -78,7 +78,7 @@ pub enum ProcessEnd {
     /// Exited on its own with this non-zero status code.
     #[error("exited with status {0}")]
     Code(i32),
-    /// Killed by this signal number (not by the bench).
+    /// Killed by this signal (its number), before any time limit.
     #[error("was killed by signal {0}")]
     Signal(i32),
     /// Killed by the bench after its time limit.

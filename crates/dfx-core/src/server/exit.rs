@@ -12,7 +12,7 @@ pub enum ExitStatus {
     /// Killed by a signal: its number and name (`SIGKILL`).
     #[error("signal {number} ({name})")]
     Signal {
-        /// The signal number (9).
+        /// The signal number (`9`).
         number: i32,
         /// The signal's name (`SIGKILL`).
         name: &'static str,

@@ -206,7 +206,7 @@ pub enum ServerError {
     /// The spec cannot be turned into a command line or an attach target (the reason).
     #[error("invalid server configuration: {0}")]
     InvalidSpec(String),
-    /// `--attach`: the given server's `GET /health` did not return 200 in time.
+    /// `--server-url`: the attached server's `GET /health` did not return 200 in time.
     #[error("attached server at {url} is not ready: {reason}")]
     AttachNotReady {
         /// The attached server's base URL.

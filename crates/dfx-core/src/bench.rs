@@ -39,10 +39,13 @@ impl BenchKind {
 /// Everything a bench needs for one trial beyond its own settings.
 #[derive(Debug, Clone)]
 pub struct BenchContext<'a> {
+    /// The trial to run (its entry, sweep step, server spec and thresholds).
     pub trial: &'a Trial,
     /// `http://host:port` of the ready server.
     pub base_url: String,
+    /// Host part of `base_url` (what the external bench gets as `--host`).
     pub host: String,
+    /// Port part of `base_url` (`--port`).
     pub port: u16,
     /// The trial's folder: the bench writes `records.jsonl`, `bench.log` and any file of
     /// its own here. `result.json` is written by the harness.
@@ -77,6 +80,7 @@ pub struct BenchOutcome {
 
 /// A load generator.
 pub trait Bench {
+    /// Which bench this is; recorded as `result_source` in result.json.
     fn kind(&self) -> BenchKind;
     /// Whether this bench can run `entry` (backend/dataset implemented, executable found).
     /// The harness asks before anything starts and gives a trial only to a bench that

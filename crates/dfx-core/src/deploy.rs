@@ -20,22 +20,51 @@ pub use header::{DeployHeader, TreeChange, tree_diff};
 /// Why a deploy name or edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeployError {
+    /// The name has a path separator, `..` or is absolute, or it resolves (through a
+    /// symlink) to a file outside the deploy folder.
     #[error(
         "deploy name `{name}` is not a plain file name under {dir} (give a name such as `qwen3_tts` or `qwen3_tts.yaml`; paths are refused)"
     )]
-    NotAName { name: String, dir: PathBuf },
+    NotAName {
+        /// The name as the case gives it (`stage_config_name`).
+        name: String,
+        /// The deploy folder.
+        dir: PathBuf,
+    },
+    /// No `<name>.yaml` / `<name>.yml` file in the deploy folder.
     #[error("no deploy file `{name}` under {dir} (available: {available})")]
     NotFound {
+        /// The name as the case gives it.
         name: String,
+        /// The deploy folder.
         dir: PathBuf,
+        /// The names that do exist, comma-separated.
         available: String,
     },
+    /// The folder or the file cannot be read or canonicalised.
     #[error("cannot read {path}: {reason}")]
-    Unreadable { path: PathBuf, reason: String },
+    Unreadable {
+        /// The folder or file.
+        path: PathBuf,
+        /// The I/O error's text.
+        reason: String,
+    },
+    /// The file (or the edited tree, when serialised again) is not valid YAML.
     #[error("invalid YAML in {path}: {reason}")]
-    InvalidYaml { path: PathBuf, reason: String },
+    InvalidYaml {
+        /// The deploy file.
+        path: PathBuf,
+        /// The YAML library's message.
+        reason: String,
+    },
+    /// A `delete` / `update` edit does not fit the file's tree.
     #[error("cannot apply edit `{edit}`: {reason}")]
-    BadEdit { edit: String, reason: String },
+    BadEdit {
+        /// The edit, as shown in the message (`delete stage 1: engine_args.x`).
+        edit: String,
+        /// Why it cannot be applied.
+        reason: String,
+    },
 }
 
 /// Names of the deploy files in `dir` (file stems of `*.yaml` / `*.yml`), sorted.

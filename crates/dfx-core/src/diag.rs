@@ -9,6 +9,7 @@ use std::path::PathBuf;
 /// One problem in a config (or in a flag or baseline store that the plan depends on).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The file the problem is in (the config, or the baseline store); first in the message.
     pub file: PathBuf,
     /// `test_name` of the case, when known.
     pub test_name: Option<String>,

@@ -17,14 +17,23 @@ pub enum LoadShape {
     /// `ramp_start_rate`: the rate of the i-th arrival moves linearly with i from
     /// `start_rate` to the step's `request_rate` (as `vllm bench serve
     /// --ramp-up-strategy linear`), each gap Gamma-drawn at its rate.
-    Ramp { start_rate: f64 },
+    Ramp {
+        /// `ramp_start_rate`: the first arrival's rate, requests per second.
+        start_rate: f64,
+    },
     /// `burst: true`: every arrival at offset 0.
     Burst,
     /// `soak_duration_s`: the step's requests spread over the duration, Gamma gaps at
     /// `num_prompts / duration_s` requests per second.
-    Soak { duration_s: f64 },
+    Soak {
+        /// `soak_duration_s`: the span of the step's arrivals, seconds.
+        duration_s: f64,
+    },
     /// `cohorts`: several workloads colliding, each starting at its own offset.
-    Cohorts { cohorts: Vec<Cohort> },
+    Cohorts {
+        /// The workloads, in config order.
+        cohorts: Vec<Cohort>,
+    },
 }
 
 /// One workload of a [`LoadShape::Cohorts`] step.
@@ -77,9 +86,11 @@ impl Saturation {
 /// An entry's open-loop load: its shape, its in-flight cap and what a full cap does.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct LoadSpec {
+    /// How the arrivals of the entry's request-rate steps are spread in time.
     pub shape: LoadShape,
     /// `open_loop_max_concurrency`: at most this many requests of a rate step in flight.
     pub open_loop_max_concurrency: Option<u32>,
+    /// `saturation`: what an arrival does when the cap is full.
     pub saturation: Saturation,
 }
 

@@ -66,25 +66,40 @@ pub struct BenchEntry {
     /// The entry's identity inside its test: `name`, else `task_eval_phase_dataset`,
     /// else `case<idx>`, deduplicated with `_1`, `_2`, ….
     pub suffix: String,
+    /// The dialect the entry was written in; decides which bench and runner take it.
     pub dialect: Dialect,
+    /// `dataset_name` (diffusion dialect: `dataset`), e.g. `seed-tts`, `random-mm`.
     pub dataset_name: Option<String>,
+    /// `backend`: the request protocol (`openai-audio-speech`, `openai-chat-omni`, a
+    /// realtime backend).
     pub backend: Option<String>,
+    /// `endpoint`: the request path (diffusion: the case's `benchmark_endpoint` or the
+    /// task's default).
     pub endpoint: Option<String>,
+    /// `dataset_path`: where the dataset's files are, as written.
     pub dataset_path: Option<String>,
+    /// `seed_tts_locale`: the Seed-TTS prompt locale; the native bench defaults to `en`.
     pub seed_tts_locale: Option<String>,
     /// `percentile-metrics` / `percentile_metrics` and `metric-percentiles` /
     /// `metric_percentiles`, parsed at load (a bad percentile is a config error).
     pub percentiles: PercentileKeys,
+    /// `extra_body`: fields merged into every request body.
     pub extra_body: Option<Map<String, Value>>,
     /// `num_warmups` override (metadata, never a bench flag).
     pub num_warmups: Option<u32>,
     /// `repeats` (dfx-perf key): runs of each sweep step on the same server; `None` when
     /// the entry does not say (the suite flag `--repeats` wins over it, default 1).
     pub repeats: Option<u32>,
+    /// `burstiness`: shape of the Gamma arrival gaps (1.0, the native default, is Poisson).
     pub burstiness: Option<f64>,
+    /// `seed`: the entry's random seed; `None` falls back to the suite's `--seed`.
     pub seed: Option<u64>,
+    /// `task` (`voice_clone`, diffusion `t2i`); part of the default suffix and, for
+    /// diffusion, of the endpoint.
     pub task: Option<String>,
+    /// `eval_phase`; part of the default suffix.
     pub eval_phase: Option<String>,
+    /// `name`: the entry's explicit suffix, when set.
     pub name: Option<String>,
     /// From the case's `server_params.trust_remote_code`: adds `--trust-remote-code` to
     /// the external bench command.
@@ -116,13 +131,22 @@ pub struct BenchEntry {
 /// confirmed by `boundary_repeats` repeats, in at most `max_probes` probes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CapacitySpec {
+    /// Ceiling of `p99_audio_ttfp_ms` at an accepted rate, milliseconds (required, > 0).
     pub max_p99_ttfp_ms: f64,
+    /// Floor of `audio_continuity_ok_rate` at an accepted rate, a fraction in `[0, 1]`
+    /// (default 0.95).
     pub min_continuity: f64,
+    /// First rate probed, requests per second (default 1.0).
     pub start_rate: f64,
+    /// Lowest rate the bracket may reach, requests per second (default 0.01).
     pub min_rate: f64,
+    /// Highest rate the bracket may reach, requests per second (default 1024).
     pub max_rate: f64,
+    /// Relative bracket width at which bisection stops, in `[0.01, 1]` (default 0.1).
     pub tolerance: f64,
+    /// Repeats confirming the boundary rate, 1 to 20 (default 3).
     pub boundary_repeats: u32,
+    /// Most probes the search may run, 4 to 64 (default 24).
     pub max_probes: u32,
 }
 
@@ -155,6 +179,7 @@ impl ConnectionMode {
         }
     }
 
+    /// `fresh` / `pooled`: the spelling `parse` accepts.
     pub fn as_str(self) -> &'static str {
         match self {
             ConnectionMode::Fresh => "fresh",
@@ -189,16 +214,23 @@ pub struct CaseKeys {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StepKind {
     /// `max_concurrency` requests in flight, request rate infinite.
-    Concurrency { max_concurrency: u32 },
+    Concurrency {
+        /// The `max_concurrency` sweep value: requests kept in flight.
+        max_concurrency: u32,
+    },
     /// Open loop at `request_rate` requests per second. Upstream's runner gives these
     /// steps no concurrency cap; the entry's `open_loop_max_concurrency` can
     /// ([`LoadSpec::in_flight_cap`]).
-    RequestRate { request_rate: f64 },
+    RequestRate {
+        /// The `request_rate` sweep value: arrivals per second.
+        request_rate: f64,
+    },
 }
 
 /// One sweep step: one trial's load.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepStep {
+    /// Closed loop at a concurrency, or open loop at a rate.
     pub kind: StepKind,
     /// Index within its own sweep (request-rate steps and concurrency steps count
     /// separately, as upstream does); selects list baselines.
@@ -304,15 +336,19 @@ pub fn python_float_str(x: f64) -> String {
 pub struct Trial {
     /// `<test_name>::<suffix>::<step>`, unique in the plan.
     pub name: String,
+    /// The case's `test_name` (cases sharing one form one test).
     pub test_name: String,
     /// Selection tags from the case's `mark` (strings only).
     pub marks: Vec<String>,
     /// Hardware marks of the case (`res` values such as `H100`, `A3`), informational.
     pub hardware_marks: Vec<String>,
+    /// The file, case and entry the trial was read from.
     pub source: SourceRef,
     /// The server this trial needs; trials with equal specs share a live server.
     pub server: Arc<ServerSpec>,
+    /// The entry, shared by all of its steps.
     pub entry: Arc<BenchEntry>,
+    /// This trial's load: its sweep step.
     pub step: SweepStep,
     /// Thresholds resolved for the run's hardware label.
     pub thresholds: Thresholds,

@@ -29,15 +29,19 @@ pub struct MetricStats {
     pub n: usize,
     /// Every repeat's value, in repeat order.
     pub values: Vec<f64>,
+    /// Arithmetic mean of `values`.
     pub mean: f64,
     /// The value the verdict judges.
     pub median: f64,
     /// Sample standard deviation (n − 1); 0 for one value.
     pub std: f64,
+    /// Smallest value.
     pub min: f64,
+    /// Largest value.
     pub max: f64,
     /// The 95 % confidence interval of the median ([`CI_METHOD`]).
     pub ci95_low: f64,
+    /// Upper end of the 95 % interval.
     pub ci95_high: f64,
 }
 

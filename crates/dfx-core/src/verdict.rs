@@ -20,14 +20,18 @@ pub const MAX_QUOTED_ERRORS: usize = 5;
 /// One threshold breach.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Breach {
+    /// The result key breached (`median_audio_ttfp_ms`).
     pub metric: String,
+    /// The result's value, in the metric's unit.
     pub value: f64,
+    /// The threshold it breached, in the same unit.
     pub threshold: f64,
     /// Relative gap `(value - threshold) / threshold`: positive over a ceiling
     /// (lower-is-better), negative under a floor (higher-is-better); e.g. +0.178 for
     /// 17.8 % over a ceiling. Infinite when the threshold is 0 (written as `null`).
     #[schemars(with = "Option<f64>")]
     pub gap: f64,
+    /// Which way is better: whether the threshold is a ceiling or a floor.
     pub direction: Direction,
 }
 
@@ -108,6 +112,7 @@ pub fn fmt_num(x: f64) -> String {
 /// The outcome of judging one result.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
+    /// Whether the trial passed: `failures` is empty.
     pub passed: bool,
     /// The run was interrupted (SIGINT / SIGTERM) while this trial ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

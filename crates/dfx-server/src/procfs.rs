@@ -93,6 +93,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
 /// same pid is never mistaken for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessId {
+    /// The process id.
     pub pid: i32,
     /// `/proc/<pid>/stat` field 22.
     pub start_time: u64,

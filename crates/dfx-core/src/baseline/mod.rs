@@ -21,7 +21,10 @@ pub enum ThresholdSource {
     /// The entry's inline `baseline` in the config file.
     Inline,
     /// `baselines/<hardware>.json`, keyed by trial name.
-    Store { file: PathBuf },
+    Store {
+        /// The store file; empty when read back from a hand-made run folder's bare `store`.
+        file: PathBuf,
+    },
     /// Read back from a `result.json`'s `baseline` section (a run folder without
     /// `verdict.json` or `summary.json`): the origin is not known.
     ResultFile,
@@ -81,8 +84,11 @@ impl<'de> Deserialize<'de> for ThresholdSource {
 pub struct Threshold {
     /// Result key, e.g. `median_audio_ttfp_ms`.
     pub metric: String,
+    /// The threshold in the metric's unit (after any `regression_tolerance`).
     pub value: f64,
+    /// Whether it is a ceiling (lower is better) or a floor (higher is better).
     pub direction: Direction,
+    /// Where the threshold came from.
     pub source: ThresholdSource,
 }
 

@@ -28,6 +28,7 @@ pub enum MetricShape {
 /// non-metric keys upstream's 2026 buckets may hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlatBaseline {
+    /// `{metric: shape}` in file order.
     pub metrics: Vec<(String, MetricShape)>,
     /// `source`: where the numbers came from (provenance only, shown in listings).
     pub source: Option<String>,
@@ -43,6 +44,7 @@ const BUCKET_KEYS: [&str; 2] = ["source", "regression_tolerance"];
 /// An entry's `baseline` object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BaselineSpec {
+    /// A baseline keyed by metric name directly (one bucket for every hardware label).
     Flat(FlatBaseline),
     /// `(hardware label, bucket)` in file order.
     Nested(Vec<(String, FlatBaseline)>),

@@ -16,18 +16,25 @@ pub enum BenchExit {
     /// An external program (`vllm bench`, `diffusion benchmark`) did not end with status 0.
     #[error("{program} {end}")]
     Process {
+        /// The program's name in messages (`vllm bench`, `diffusion benchmark`).
         program: &'static str,
+        /// Its exit code, signal or time-out.
         end: ProcessEnd,
     },
     /// An external program ended with status 0 but its result cannot be read.
     #[error("{program} exited with status 0 but {error}")]
     NoResult {
+        /// The program's name in messages.
         program: &'static str,
+        /// Why its result file cannot be used (missing, unreadable, not JSON).
         error: String,
     },
     /// An external program failed without a status to show.
     #[error("{program} failed")]
-    Failed { program: &'static str },
+    Failed {
+        /// The program's name in messages.
+        program: &'static str,
+    },
     /// The process could not be started (or its log could not be created).
     #[error("{0}")]
     NotStarted(String),
@@ -36,13 +43,21 @@ pub enum BenchExit {
     Unsupported(#[from] Unsupported),
     /// The configured auth token variable is unset.
     #[error("the auth token variable ${var} is not set (needed by the vllm bench)")]
-    TokenMissing { var: String },
+    TokenMissing {
+        /// The variable's name (the bench's `auth_token_env` setting).
+        var: String,
+    },
     /// The native bench stopped with an error (its message).
     #[error("native bench error: {0}")]
     Native(String),
     /// A native-duplex trial (warmup or repeat `index`) failed: why.
     #[error("native-duplex trial {index} failed: {reason}")]
-    DuplexTrial { index: usize, reason: String },
+    DuplexTrial {
+        /// The trial's position among warmups and repeats (0-based).
+        index: usize,
+        /// Why it failed.
+        reason: String,
+    },
     /// The realtime sessions did not have the expected turn count (the check's message).
     #[error("{0}")]
     TurnCount(String),
@@ -60,8 +75,10 @@ pub enum BenchExit {
 /// How an external program ended without status 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ProcessEnd {
+    /// Exited on its own with this non-zero status code.
     #[error("exited with status {0}")]
     Code(i32),
+    /// Killed by this signal (its number), before any time limit.
     #[error("was killed by signal {0}")]
     Signal(i32),
     /// Killed by the bench after its time limit.

@@ -19,7 +19,9 @@ pub enum Unsupported {
         LOAD_KEYS.join(", "), none(.backend)
     )]
     LoadKeysBackend {
+        /// The entry's `backend`, if it sets one.
         backend: Option<String>,
+        /// The one backend the native load shapes support.
         implemented: &'static str,
     },
     /// External bench: `load` keys are dfx-perf's own.
@@ -36,21 +38,30 @@ pub enum Unsupported {
         none(.backend)
     )]
     SoakBackend {
+        /// The entry's `backend`, if it sets one.
         backend: Option<String>,
+        /// The one backend the native soak supports.
         implemented: &'static str,
     },
     /// Native bench: an entry of a dialect it has no runner for.
     #[error("native bench runs sweep entries of the omni dialect, not {dialect:?} entries")]
-    NativeDialect { dialect: Dialect },
+    NativeDialect {
+        /// The entry's dialect.
+        dialect: Dialect,
+    },
     /// Native bench: a backend / dataset pair it does not implement.
     #[error(
         "native bench implements backend {implemented} with datasets {}; got backend {} dataset {}",
         .accepted.join(", "), none(.backend), none(.dataset)
     )]
     BackendDataset {
+        /// The entry's `backend`, if it sets one.
         backend: Option<String>,
+        /// The entry's `dataset`, if it sets one.
         dataset: Option<String>,
+        /// The backend the native bench implements for this kind of entry.
         implemented: &'static str,
+        /// The datasets it implements with that backend.
         accepted: &'static [&'static str],
     },
     /// Native bench, `openai-chat-omni`: a dataset it does not implement.
@@ -59,7 +70,9 @@ pub enum Unsupported {
         .accepted.join(", "), none(.dataset)
     )]
     ChatDataset {
+        /// The entry's `dataset`, if it sets one.
         dataset: Option<String>,
+        /// The datasets the native chat runner implements.
         accepted: &'static [&'static str],
     },
     /// Native bench, `openai-chat-omni`: another endpoint.
@@ -68,7 +81,9 @@ pub enum Unsupported {
         .endpoint.as_deref().unwrap_or("(none: upstream's default /v1/completions)")
     )]
     ChatEndpoint {
+        /// The entry's `endpoint`; `None` means upstream's default `/v1/completions`.
         endpoint: Option<String>,
+        /// The one endpoint the native chat runner sends to.
         expected: &'static str,
     },
     /// Native bench: a realtime backend whose protocol is newer than what it knows.
@@ -80,17 +95,25 @@ pub enum Unsupported {
         .implemented.join(", ")
     )]
     RealtimeProtocol {
+        /// The entry's backend, as the bench names it.
         backend: &'static str,
+        /// The realtime backends whose protocol the native bench implements.
         implemented: &'static [&'static str],
     },
     /// Native bench: a realtime backend outside an omni-dialect sweep.
     #[error("native bench runs {backend} sweep entries of the omni dialect only")]
-    RealtimeDialect { backend: String },
+    RealtimeDialect {
+        /// The entry's realtime backend.
+        backend: String,
+    },
     /// Native bench: a realtime backend on another endpoint.
     #[error("backend {backend} needs endpoint {expected}; got {}", none(.endpoint))]
     RealtimeEndpoint {
+        /// The entry's `backend`.
         backend: String,
+        /// The entry's `endpoint`, if it sets one.
         endpoint: Option<String>,
+        /// The endpoint that backend needs.
         expected: &'static str,
     },
     /// Native bench: the OmniInteract variant of the realtime duplex backend.
@@ -106,8 +129,11 @@ pub enum Unsupported {
         .accepted.join(", "), none(.dataset)
     )]
     RealtimeDataset {
+        /// The entry's `backend`.
         backend: String,
+        /// The entry's `dataset`, if it sets one.
         dataset: Option<String>,
+        /// The datasets the native bench implements for that backend.
         accepted: &'static [&'static str],
     },
     /// Native-duplex runner: not a native-duplex entry.
@@ -119,7 +145,9 @@ pub enum Unsupported {
         none(.workload)
     )]
     DuplexWorkload {
+        /// The entry's `workload`, if it sets one.
         workload: Option<String>,
+        /// The one workload the native-duplex runner implements.
         implemented: &'static str,
     },
     /// Native-duplex runner: `profile_stages`.
@@ -151,7 +179,10 @@ pub enum Unsupported {
     DiffusionOnVllm,
     /// Diffusion driver: an entry of another dialect.
     #[error("the diffusion driver runs diffusion-dialect entries only, not {dialect:?} entries")]
-    DiffusionDialect { dialect: Dialect },
+    DiffusionDialect {
+        /// The entry's dialect.
+        dialect: Dialect,
+    },
     /// Diffusion driver: no endpoint to send to.
     #[error(
         "no diffusion endpoint: the entry's task has no default endpoint and the case sets no \
@@ -160,7 +191,10 @@ pub enum Unsupported {
     NoDiffusionEndpoint,
     /// The fake bench (tests, `--bench fake`): only audio steps.
     #[error("the fake bench models audio steps only ({dialect:?} dialect)")]
-    FakeDialect { dialect: Dialect },
+    FakeDialect {
+        /// The entry's dialect.
+        dialect: Dialect,
+    },
     /// The bench's program (or script, or interpreter) cannot be used.
     #[error(transparent)]
     Program(#[from] MissingProgram),
@@ -173,22 +207,39 @@ pub enum MissingProgram {
     /// flag and variable to look at).
     #[error("{what} {} cannot be used ({error}); check {check}", .path.display())]
     Unusable {
+        /// What cannot be used, for the message (`vllm executable`, `Python interpreter`).
         what: &'static str,
+        /// The configured path.
         path: PathBuf,
+        /// Why `which` refused it.
         error: String,
+        /// The flag and environment variable that set the path (`--vllm-bin / DFX_VLLM_BIN`).
         check: String,
     },
     /// Nothing configured and nothing on `PATH`.
     #[error("{what} is not on PATH; {hint}")]
-    NotOnPath { what: &'static str, hint: String },
+    NotOnPath {
+        /// What is missing, for the message (`` `vllm` (vllm-omni's bench) ``).
+        what: &'static str,
+        /// How to provide it (the install hint and the flag / variable to set).
+        hint: String,
+    },
     /// Neither a script nor a checkout configured.
     #[error("no {what}: {hint}")]
-    NotConfigured { what: &'static str, hint: String },
+    NotConfigured {
+        /// What is missing, for the message (`diffusion benchmark script`).
+        what: &'static str,
+        /// The flags and variables that configure it.
+        hint: String,
+    },
     /// A configured file that is not a file.
     #[error("{what} {} is not a file; check {check}", .path.display())]
     NotAFile {
+        /// What the file should be (`diffusion benchmark script`).
         what: &'static str,
+        /// The configured path.
         path: PathBuf,
+        /// The flags that set the path.
         check: &'static str,
     },
     /// The path cannot be made absolute (the I/O error's text).

@@ -139,9 +139,13 @@ fn parse_hardware_marks(
 /// A parsed `--mark` expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MarkExpr {
+    /// A bare mark name: true when the entry's tags include it.
     Tag(String),
+    /// `not e`.
     Not(Box<MarkExpr>),
+    /// `a and b`.
     And(Box<MarkExpr>, Box<MarkExpr>),
+    /// `a or b`.
     Or(Box<MarkExpr>, Box<MarkExpr>),
 }
 

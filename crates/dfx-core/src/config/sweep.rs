@@ -25,8 +25,11 @@ pub enum SweepError {
     NoPrompts,
     /// `len(num_prompts)` fits neither rule.
     Mismatch {
+        /// The `num_prompts` list's length.
         prompts: usize,
+        /// The `request_rate` list's length.
         rates: usize,
+        /// The `max_concurrency` list's length.
         concs: usize,
     },
 }

@@ -31,7 +31,9 @@ const ABSENT: &str = "absent";
 pub struct TreeChange {
     /// Dotted path; list elements by index (`stages.1.max_num_seqs`).
     pub path: String,
+    /// The value in the old (stock) tree.
     pub old: Option<Yaml>,
+    /// The value in the new (project) tree.
     pub new: Option<Yaml>,
 }
 
@@ -55,10 +57,15 @@ impl fmt::Display for TreeChange {
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeployHeader {
     /// An unchanged upstream file; `note` is the header text after `# dfx-perf:`.
-    Stock { note: String },
+    Stock {
+        /// The text after `# dfx-perf:` (`stock file of vllm-omni 0.30, no changes`).
+        note: String,
+    },
     /// A variant of the stock file `base` (a file name in the same folder).
     Changes {
+        /// The stock file's name after `changes vs stock ` (`qwen3_tts.yaml`).
         base: String,
+        /// The `#   <path>: <old> -> <new>` lines, in header order (at least one).
         changes: Vec<TreeChange>,
     },
 }

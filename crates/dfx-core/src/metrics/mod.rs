@@ -36,7 +36,9 @@ pub enum Known<'a> {
     Exact(&'static Metric),
     /// `stat` (`median`, `p99`) of a family.
     Stat {
+        /// The key's prefix before the family stem (`median`, `p99`, `mean`).
         stat: &'a str,
+        /// The family's registry entry.
         family: &'static Metric,
     },
 }

@@ -11,7 +11,12 @@ pub enum ExitStatus {
     Code(i32),
     /// Killed by a signal: its number and name (`SIGKILL`).
     #[error("signal {number} ({name})")]
-    Signal { number: i32, name: &'static str },
+    Signal {
+        /// The signal number (`9`).
+        number: i32,
+        /// The signal's name (`SIGKILL`).
+        name: &'static str,
+    },
 }
 
 /// Why a launcher cannot run a spec at all (the trials are ignored with this reason on a
@@ -20,13 +25,23 @@ pub enum ExitStatus {
 pub enum Unavailable {
     /// The program is neither configured nor on `PATH`; `hint` says how to configure it.
     #[error("{program} not found: {hint}")]
-    NotFound { program: String, hint: String },
+    NotFound {
+        /// The program looked for (`vllm-omni`).
+        program: String,
+        /// How to configure it (the flag and variable to set).
+        hint: String,
+    },
     /// A configured executable (`from`: the flag or variable) that cannot be run.
     #[error(
         "server executable {} (from {from}) does not exist or is not executable",
         .path.display()
     )]
-    NotExecutable { path: PathBuf, from: String },
+    NotExecutable {
+        /// The configured path.
+        path: PathBuf,
+        /// Where the path came from (`--server-bin`, a variable).
+        from: String,
+    },
     /// The spec cannot be turned into a command line (the reason).
     #[error("invalid server configuration: {0}")]
     InvalidSpec(String),

@@ -28,7 +28,9 @@ pub use exit::{ExitStatus, Unavailable};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ServeArgs {
+    /// The object form: each key rendered `--key-with-dashes value`, in file order.
     Map(serde_json::Map<String, Value>),
+    /// The list form: the strings passed as they are.
     List(Vec<String>),
 }
 
@@ -56,13 +58,17 @@ pub struct ResolvedDeploy {
 /// one live server (`docs/architecture.md` ("Server reuse")).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerSpec {
+    /// `server_type`: which server program runs the case.
     pub server_type: ServerType,
     /// Positional model id / path.
     pub model: String,
+    /// `stage_config_name` resolved under `deploy/`, with the case's edits applied.
     pub deploy: Option<ResolvedDeploy>,
     /// `--stage-overrides <compact JSON>` when present.
     pub stage_overrides: Option<Value>,
+    /// `serve_args`: flags for the server's command line.
     pub serve_args: ServeArgs,
+    /// `extra_cli_args`: raw arguments after the `serve_args` (vllm-omni form).
     pub extra_cli_args: Vec<String>,
     /// Adds `--omni` and the init timeouts (default true).
     pub use_omni: bool,
@@ -128,7 +134,9 @@ impl JudgeSpec {
      CUDA_VISIBLE_DEVICES={parent}"
 )]
 pub struct DeviceIndexError {
+    /// The offending index (0-based).
     pub index: usize,
+    /// The parent's `CUDA_VISIBLE_DEVICES` value.
     pub parent: String,
 }
 
@@ -136,46 +144,78 @@ pub struct DeviceIndexError {
 /// needs: the exit status or signal and the tail of the server log.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    /// The launcher found no server executable to run (why, and how to configure one).
     #[error("server executable not found: {0}")]
     ExecutableMissing(Unavailable),
+    /// Something already answers on the port before our server starts, or a process
+    /// outside the server's group holds its listener.
     #[error(
         "port {port} on {host} already answers before the server was started (a stale server?); refusing to benchmark it"
     )]
-    PortInUse { host: String, port: u16 },
+    PortInUse {
+        /// The host probed (the loopback address servers bind).
+        host: String,
+        /// The port that answered.
+        port: u16,
+    },
+    /// The server process could not be spawned.
     #[error("could not start `{command}`: {source}")]
     Spawn {
+        /// The command line, as shown in the message.
         command: String,
+        /// The spawn's I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The process exited while the launcher waited for `GET /health` to return 200.
     #[error(
         "server exited with {status} before becoming ready\n--- server log tail ({log}) ---\n{log_tail}"
     )]
     ExitedBeforeReady {
+        /// How it ended.
         status: ExitStatus,
+        /// Its `server.log`.
         log: PathBuf,
+        /// The log's last lines.
         log_tail: String,
     },
+    /// The readiness timeout passed without `GET /health` returning 200.
     #[error(
         "server not ready after {waited:?} (GET /health never returned 200)\n--- server log tail ({log}) ---\n{log_tail}"
     )]
     NotReady {
+        /// How long the launcher waited (the readiness timeout).
         waited: Duration,
+        /// Its `server.log`.
         log: PathBuf,
+        /// The log's last lines.
         log_tail: String,
     },
+    /// A ready server exited while a trial was using it.
     #[error(
         "server exited with {status} during the benchmark\n--- server log tail ({log}) ---\n{log_tail}"
     )]
     DiedDuringTrial {
+        /// How it ended.
         status: ExitStatus,
+        /// Its `server.log`.
         log: PathBuf,
+        /// The log's last lines.
         log_tail: String,
     },
+    /// The spec cannot be turned into a command line or an attach target (the reason).
     #[error("invalid server configuration: {0}")]
     InvalidSpec(String),
+    /// `--server-url`: the attached server's `GET /health` did not return 200 in time.
     #[error("attached server at {url} is not ready: {reason}")]
-    AttachNotReady { url: String, reason: String },
+    AttachNotReady {
+        /// The attached server's base URL.
+        url: String,
+        /// The last probe's outcome (`GET /health answered 503`, `GET /health failed: …`).
+        reason: String,
+    },
+    /// Another I/O failure while preparing a start (its folder, the deploy copy, inline
+    /// files, a free port).
     #[error("{0}")]
     Io(#[from] std::io::Error),
     /// Teardown of several groups left processes alive: each group with its pids.
@@ -183,7 +223,12 @@ pub enum ServerError {
     SurvivedKill(Vec<(i32, Vec<i32>)>),
     /// Teardown of one group left processes alive.
     #[error("processes of group {pgid} survived SIGKILL: pids {pids:?}")]
-    GroupSurvivedKill { pgid: i32, pids: Vec<i32> },
+    GroupSurvivedKill {
+        /// The process group id (its leader's pid).
+        pgid: i32,
+        /// The pids still in the group.
+        pids: Vec<i32>,
+    },
     /// The SIGINT/SIGTERM handler could not be installed (the `ctrlc` error's text).
     #[error("cannot install the signal handler: {0}")]
     SignalHandler(String),
@@ -234,7 +279,9 @@ pub trait ServerLauncher {
 pub trait RunningServer: Send {
     /// `http://host:port` without a trailing slash.
     fn base_url(&self) -> String;
+    /// Host part of [`RunningServer::base_url`].
     fn host(&self) -> String;
+    /// Port part of [`RunningServer::base_url`].
     fn port(&self) -> u16;
     /// `Some(status)` ("exit status 3", "signal 9 (SIGKILL)") once the process has exited.
     fn exit_status(&mut self) -> Option<ExitStatus>;

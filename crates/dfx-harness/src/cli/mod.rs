@@ -57,6 +57,7 @@ pub enum ConnectionArg {
 }
 
 impl ConnectionArg {
+    /// The plan's [`ConnectionMode`](dfx_core::plan::ConnectionMode) for this flag value.
     pub fn mode(self) -> dfx_core::plan::ConnectionMode {
         match self {
             ConnectionArg::Fresh => dfx_core::plan::ConnectionMode::Fresh,
@@ -75,8 +76,10 @@ impl ConnectionArg {
                   in brackets (booleans accept 1/true/yes/on and 0/false/no/off)."
 )]
 pub struct SuiteArgs {
+    /// The libtest flags the suite accepts (`--list`, `--include-ignored`, the filter, …).
     #[command(flatten)]
     pub libtest: libtest::LibtestFlags,
+    /// dfx-perf's flags.
     #[command(flatten)]
     pub suite: SuiteFlags,
 }
@@ -292,7 +295,9 @@ pub use dfx_core::artefact::{FlagRecord, FlagSource as Source};
 /// Parsed command line plus the source of every dfx-perf flag that has a value.
 #[derive(Debug, Clone)]
 pub struct Parsed {
+    /// The parsed arguments.
     pub args: SuiteArgs,
+    /// Each dfx-perf flag that has a value, with where it came from (run.json's `flags`).
     pub provenance: Vec<FlagRecord>,
 }
 

@@ -12,29 +12,46 @@ pub enum HistoryError {
     /// A file could not be read.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or folder (a run's result file, or the SQLite file's folder being
+        /// created).
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// A run folder holds something the history cannot store.
     #[error("{}: {problem}", path.display())]
-    BadRun { path: PathBuf, problem: String },
+    BadRun {
+        /// The run folder, or the result file in it.
+        path: PathBuf,
+        /// What is wrong, and what is accepted.
+        problem: String,
+    },
     /// The `--history` / `DFX_HISTORY` value is not a usable database location.
     #[error(
         "invalid history database `{spec}`: {problem} (accepted: a SQLite file path, e.g. target/dfx-perf/history.sqlite, or postgres://user@host/db)"
     )]
-    BadSpec { spec: String, problem: String },
+    BadSpec {
+        /// The value, trimmed (a password in a URL is left out).
+        spec: String,
+        /// Why it is refused (empty, unknown scheme, or the postgres parser's message).
+        problem: String,
+    },
     /// The SQLite database reported an error.
     #[error("history database {db}: {source}")]
     Sqlite {
+        /// The database, as `sqlite:<path>`.
         db: String,
+        /// rusqlite's error.
         #[source]
         source: rusqlite::Error,
     },
     /// The PostgreSQL server reported an error.
     #[error("history database {db}: {}", pg_text(source))]
     Postgres {
+        /// The database, as `postgres:<host>/<dbname>` (no user or password).
         db: String,
+        /// The client's error (shown with the server's severity, message and SQLSTATE).
         #[source]
         source: postgres::Error,
     },
@@ -42,10 +59,22 @@ pub enum HistoryError {
     #[error(
         "history database {db}: schema version {found} is newer than this dfx-perf's {known}; upgrade dfx-perf"
     )]
-    SchemaTooNew { db: String, found: i64, known: i64 },
+    SchemaTooNew {
+        /// The database, as `sqlite:<path>` or `postgres:<host>/<dbname>`.
+        db: String,
+        /// The schema version stored in the database.
+        found: i64,
+        /// The newest schema version this build migrates to.
+        known: i64,
+    },
     /// A stored row does not have the expected shape.
     #[error("history database {db}: {problem}")]
-    Corrupt { db: String, problem: String },
+    Corrupt {
+        /// The database, as `sqlite:<path>` or `postgres:<host>/<dbname>`.
+        db: String,
+        /// Which row or column is off, and how.
+        problem: String,
+    },
     /// A command-line value is invalid; the message names the flag and what is accepted.
     #[error("{0}")]
     Invalid(String),

@@ -14,13 +14,17 @@ use crate::model::RunRecord;
 
 /// One hardware identity's runs (oldest first) and their check.
 pub struct Section<'a> {
+    /// The stored runs of this hardware identity, oldest first (the last `--last`).
     pub runs: &'a [RunRecord],
+    /// [`check::check`]'s findings over `runs`.
     pub check: &'a CheckReport,
 }
 
 /// The page and the summary.
 pub struct Rendered {
+    /// The self-contained HTML page (written as `history.html`).
     pub html: String,
+    /// The markdown summary for a CI comment (written as `history.md`).
     pub markdown: String,
 }
 

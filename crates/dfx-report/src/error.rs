@@ -9,22 +9,37 @@ pub enum ReportError {
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// A JSON file is not valid JSON or does not have the expected shape.
     #[error("{}: {problem}", path.display())]
-    Format { path: PathBuf, problem: String },
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, or what is missing or of the wrong type.
+        problem: String,
+    },
     /// A folder is not a run folder (no `summary.json` and no `trials/`).
     #[error(
         "{}: not a dfx-perf run folder (expected summary.json or trials/*/result.json inside)",
         path.display()
     )]
-    NotARun { path: PathBuf },
+    NotARun {
+        /// The folder given as a run.
+        path: PathBuf,
+    },
     /// A chart could not be drawn.
     #[error("chart `{chart}`: {problem}")]
-    Chart { chart: String, problem: String },
+    Chart {
+        /// The chart's stable identifier (its `data-chart` attribute).
+        chart: String,
+        /// What the plotting backend reported, or why there is nothing to draw.
+        problem: String,
+    },
     /// The runs cannot be compared or recalibrated as asked; the message says why and
     /// which flag, if any, overrides it.
     #[error("{0}")]

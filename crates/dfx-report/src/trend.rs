@@ -28,7 +28,9 @@ pub enum TrendGap {
 /// What a change point is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrendChange {
+    /// A change toward worse (drawn red).
     Regression,
+    /// A change toward better (drawn green).
     Improvement,
     /// Explained by audio length: not a regression.
     Explained,
@@ -48,7 +50,9 @@ pub struct TrendRun {
 pub struct TrendChart {
     /// Stable identifier (`data-chart`).
     pub id: String,
+    /// Caption above the chart (the history report uses `<trial> <metric>`).
     pub title: String,
+    /// Label of the y axis: the metric's unit (`ms`, `s`, `RTF`, …).
     pub y_label: String,
     /// Whether lower values are better (the band is shaded above the threshold).
     pub lower_is_better: bool,

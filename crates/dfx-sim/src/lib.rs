@@ -56,7 +56,10 @@ pub enum SimError {
     ExitAtStartup(u8),
     /// The crash-at-inflight fault (exit status 1).
     #[error("simulated crash with {inflight} requests in flight")]
-    Crashed { inflight: usize },
+    Crashed {
+        /// Speech requests in flight when the fault fired (its `N`).
+        inflight: usize,
+    },
 }
 
 impl SimError {

@@ -32,7 +32,13 @@ pub enum LoadError {
     /// A [`Load`] carries one prefill, one reference context and no per-request first
     /// chunk; the jobs differ there (mixed tasks), so the load would not be exact.
     #[error("job {index} differs from job 0 in {field}; a load replays one task at a time")]
-    Mixed { index: usize, field: &'static str },
+    Mixed {
+        /// Position in `jobs` of the first job that differs.
+        index: usize,
+        /// Which field differs (`prefill_s`, `ref_context_frames`, or a set
+        /// `initial_chunk_frames`).
+        field: &'static str,
+    },
 }
 
 impl Load {
@@ -72,8 +78,11 @@ impl Load {
 /// Per-request results, in send order.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
+    /// First chunk's PCM due − send, simulated seconds.
     pub ttfp_s: Vec<f64>,
+    /// Last chunk's PCM due − send, simulated seconds.
     pub e2el_s: Vec<f64>,
+    /// Audio each request yields: its frames / the codec frame rate, seconds.
     pub audio_s: Vec<f64>,
     /// First send to last completion.
     pub duration_s: f64,
@@ -89,10 +98,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Outcome {
+    /// Median of [`Outcome::ttfp_s`], milliseconds (0 without requests).
     pub fn median_ttfp_ms(&self) -> f64 {
         median(self.ttfp_s.clone()) * 1000.0
     }
 
+    /// Median over requests of E2EL / audio seconds (0 without requests).
     pub fn median_rtf(&self) -> f64 {
         median(
             self.e2el_s

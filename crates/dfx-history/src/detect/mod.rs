@@ -53,13 +53,18 @@ pub enum Method {
 pub struct Change {
     /// Index in the series' points of the first run after the change.
     pub index: usize,
-    /// Median before and after.
+    /// Median before the change, in the metric's unit (the segment before it, or up to
+    /// five runs before a consecutive streak).
     pub before: f64,
+    /// Median from `index` on, in the metric's unit (the segment, or the streak's runs).
     pub after: f64,
     /// Relative change toward worse (+0.3 = 30 % worse).
     pub worse_by: f64,
-    /// The noise the change was judged against, and whether it came from repeats.
+    /// The noise (one standard deviation, in the metric's unit) the change was judged
+    /// against.
     pub noise: f64,
+    /// Whether `noise` came from repeats (same commit and config, or `--repeats`) rather
+    /// than from the series' robust spread (1.4826 × MAD).
     pub noise_from_repeats: bool,
     /// The methods that found it.
     pub methods: Vec<Method>,

@@ -22,7 +22,11 @@ use crate::{ReportError, fmt};
 pub struct CompareOptions {
     /// Smallest relative change of the medians that counts (0.05 = 5 %).
     pub tolerance: f64,
+    /// Compare runs of different hardware identities (`--allow-different-hardware`);
+    /// a note records it.
     pub allow_different_hardware: bool,
+    /// Compare runs of different config files, bench tools or trial sets, on their
+    /// common trials (`--allow-different-configs`); notes record what differs.
     pub allow_different_configs: bool,
     /// Metrics to compare besides the defaults (TTFP, E2EL, RTF medians, audio
     /// throughput, and every metric with a threshold).
@@ -43,35 +47,50 @@ impl Default for CompareOptions {
 /// One trial and metric, A against B.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
+    /// The trial's name.
     pub trial: String,
+    /// The result key (`median_e2el_ms`, …).
     pub metric: String,
+    /// Which way is better: dfx-core's metric table, else the threshold a run recorded;
+    /// `None` when neither knows.
     pub direction: Option<Direction>,
+    /// Side A's clean values, `None` when no run of A measured the metric cleanly.
     pub a: Option<SideStats>,
+    /// Side B's clean values, `None` when no run of B measured the metric cleanly.
     pub b: Option<SideStats>,
     /// `B / A` of the medians.
     pub ratio: Option<f64>,
     /// Relative change toward worse (`+0.12` = 12 % worse), or `B/A - 1` when the
     /// direction is unknown.
     pub change: Option<f64>,
-    /// Range of the change the repeats allow.
+    /// Range of the change the repeats allow (`(lowest, highest)`, same sign convention
+    /// as `change`); `None` with a single run on both sides.
     pub change_range: Option<(f64, f64)>,
+    /// What the numbers support.
     pub verdict: Verdict,
 }
 
 /// A run on one side.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRef {
+    /// The run's id (`summary.json`'s `run_id`, else the folder name).
     pub run_id: String,
+    /// The run folder as given.
     pub dir: PathBuf,
 }
 
 /// The result of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// Side A's runs, in the order given.
     pub a: Vec<RunRef>,
+    /// Side B's runs, in the order given.
     pub b: Vec<RunRef>,
+    /// The hardware identity of A's first run (label, plus the simulator speed if any).
     pub hardware: String,
+    /// [`CompareOptions::tolerance`] as used (a fraction: 0.05 = 5 %).
     pub tolerance: f64,
+    /// One per common trial and compared metric, in the order of A's first run.
     pub rows: Vec<Row>,
     /// What was overridden, left out or could not be used, and why.
     pub notes: Vec<String>,

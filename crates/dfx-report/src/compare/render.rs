@@ -15,7 +15,9 @@ use crate::report::html::{page_end, page_start};
 /// The files [`write_comparison`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComparePaths {
+    /// `<out_dir>/compare.md`.
     pub markdown: PathBuf,
+    /// `<out_dir>/compare.html`.
     pub html: PathBuf,
 }
 

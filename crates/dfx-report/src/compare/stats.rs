@@ -11,9 +11,13 @@ use serde::Serialize;
 /// Values of one side (one per run that measured the metric cleanly).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SideStats {
+    /// The values in the metric's unit, in run order (a run's `--repeats` each count).
     pub values: Vec<f64>,
+    /// Median of `values` (mean of the middle two for even counts).
     pub median: f64,
+    /// Smallest of `values`.
     pub min: f64,
+    /// Largest of `values`.
     pub max: f64,
 }
 
@@ -34,6 +38,7 @@ impl SideStats {
         })
     }
 
+    /// How many values (repeats) this side has.
     pub fn n(&self) -> usize {
         self.values.len()
     }
@@ -57,9 +62,17 @@ pub enum Verdict {
     /// The ranges are apart but the medians differ by no more than the tolerance.
     BelowTolerance,
     /// Fewer than two repeats on a side: the ratio is shown, no verdict is given.
-    Unconfirmed { runs_a: usize, runs_b: usize },
+    Unconfirmed {
+        /// Values (repeats) on side A.
+        runs_a: usize,
+        /// Values (repeats) on side B.
+        runs_b: usize,
+    },
     /// Not measured cleanly on one side (or both).
-    NotMeasured { why: String },
+    NotMeasured {
+        /// Which side has no clean value, or that A's median is 0.
+        why: String,
+    },
 }
 
 impl Verdict {

@@ -25,28 +25,51 @@ use serde_json::{Map, Value};
 pub enum MergeError {
     /// A folder that is not a finished dfx-perf run folder.
     #[error("{}: not a finished dfx-perf run folder: {why}", path.display())]
-    NotARun { path: PathBuf, why: String },
+    NotARun {
+        /// The folder (a shard given as a run, or `--out`).
+        path: PathBuf,
+        /// What is missing or malformed (`run.json`, `summary.json`, its `trials`), or
+        /// why `--out` cannot name the merged run.
+        why: String,
+    },
     /// The runs are not shards of one run.
     #[error("the runs differ in {what}, so they are not shards of one run:\n{detail}")]
-    Differ { what: &'static str, detail: String },
+    Differ {
+        /// What differs: `hardware label`, `simulator speed`, `bench tool`,
+        /// `--assert-baseline`, `config files` or `partition (method and N)`.
+        what: &'static str,
+        /// One line per shard folder with its value, JSON-encoded.
+        detail: String,
+    },
     /// Two runs hold the same trial (or trial folder).
     #[error("{what} `{name}` is in both {} and {}; shards must not overlap", a.display(), b.display())]
     Overlap {
+        /// What is held twice: `trial`, `trial folder`, `shard`, `run folder` or
+        /// `upstream file`.
         what: &'static str,
+        /// Its name (the trial, folder or file name, the shard's `K/N` spec, or the
+        /// canonical path of a run folder given twice).
         name: String,
+        /// The shard folder that held it first.
         a: PathBuf,
+        /// The shard folder that holds it again.
         b: PathBuf,
     },
     /// `--out` exists and is not an empty folder.
     #[error("{}: exists and is not an empty folder; merge writes a new run folder", path.display())]
-    OutExists { path: PathBuf },
+    OutExists {
+        /// The `--out` folder.
+        path: PathBuf,
+    },
     /// No run folder given.
     #[error("no run folder to merge")]
     Empty,
     /// A file could not be read, copied or written.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
@@ -69,9 +92,13 @@ impl MergeError {
 pub struct Merged {
     /// The merged run folder (`--out`).
     pub dir: PathBuf,
+    /// The merged run's id: the last component of `--out`.
     pub run_id: String,
+    /// Trials of the merged `summary.json` whose outcome is `passed`.
     pub passed: usize,
+    /// Trials whose outcome is `failed`.
     pub failed: usize,
+    /// Trials whose outcome is `ignored`.
     pub ignored: usize,
     /// A shard was interrupted.
     pub interrupted: bool,

@@ -64,6 +64,7 @@ pub const RUNS_STORE: &str = "run's store";
 /// The threshold in force before recalibration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OldThreshold {
+    /// The threshold, in the metric's unit.
     pub value: f64,
     /// `store` (the current `baselines/<hw>.json`), or the source the run recorded:
     /// `inline`, or `run's store` (a store entry that the current store no longer has).
@@ -73,18 +74,28 @@ pub struct OldThreshold {
 /// One trial and metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
+    /// The trial's name.
     pub trial: String,
+    /// The result key.
     pub metric: String,
+    /// Which way is better: the threshold is a ceiling for lower-is-better metrics, a
+    /// floor for higher-is-better ones.
     pub direction: Direction,
     /// Clean values, one per run that measured the trial.
     pub values: Vec<f64>,
+    /// The level calibrated at: the median of `values` (the history's rolling baselines
+    /// may pass another statistic of them).
     pub median: f64,
+    /// The margin applied (`--margin-metric` for this metric, else `--margin`; 0.25 =
+    /// 25 %).
     pub margin: f64,
     /// Median with the margin applied (rounded).
     pub proposed: f64,
+    /// The threshold in force before, `None` for a metric that had none.
     pub old: Option<OldThreshold>,
     /// `(proposed − old) / old`.
     pub relative: Option<f64>,
+    /// Keep, add, tighten or loosen, by the policy of [`decide`].
     pub decision: Decision,
     /// The threshold after the decision.
     pub result: f64,
@@ -100,9 +111,13 @@ impl Change {
 /// A computed recalibration (nothing written yet).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recalibration {
+    /// The hardware label of the runs (the store's file name comes from it).
     pub hardware: String,
+    /// The store file, `<baselines_dir>/<hardware>.json`.
     pub store: PathBuf,
+    /// The run ids calibrated from, in the order given.
     pub runs: Vec<String>,
+    /// One per calibrated trial and metric, in trial order.
     pub changes: Vec<Change>,
     /// Trials or metrics left out, and why.
     pub notes: Vec<String>,
@@ -437,6 +452,7 @@ pub fn round_threshold(x: f64) -> f64 {
 /// What [`apply`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
+    /// The store file (written only when `written + restored > 0`).
     pub store: PathBuf,
     /// Number of thresholds written (added, tightened or loosened).
     pub written: usize,

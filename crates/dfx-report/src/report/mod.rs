@@ -25,8 +25,11 @@ use crate::{ReportError, fmt};
 /// The files [`write_run_reports`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportPaths {
+    /// `<run_dir>/report.md`.
     pub markdown: PathBuf,
+    /// `<run_dir>/report.html`.
     pub html: PathBuf,
+    /// `<run_dir>/junit.xml`.
     pub junit: PathBuf,
 }
 
@@ -53,13 +56,20 @@ pub fn write_run_reports(run_dir: &Path) -> Result<ReportPaths, ReportError> {
 /// One threshold of a trial next to its measured value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThresholdView {
+    /// The result key the threshold is on.
     pub metric: String,
+    /// The measured value, `None` when not measured or the result is a fallback.
     pub value: Option<f64>,
+    /// The threshold, in the metric's unit.
     pub threshold: f64,
+    /// Whether it is a ceiling (lower is better) or a floor (higher is better).
     pub direction: Direction,
     /// Relative gap toward worse (positive = breach), when the value was measured.
     pub gap: Option<f64>,
+    /// The run's verdict listed this metric as breached, or the value is worse than
+    /// the threshold.
     pub breached: bool,
+    /// Where the threshold came from: `inline`, `store` or `result.json`.
     pub source: String,
 }
 

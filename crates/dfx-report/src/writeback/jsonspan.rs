@@ -8,16 +8,20 @@ pub struct Node {
     pub start: usize,
     /// Byte offset just past the value.
     pub end: usize,
+    /// What the value is, with its children for objects and arrays.
     pub kind: Kind,
 }
 
 /// What a node holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
+    /// `{…}`: its members in text order.
     Object(Vec<Member>),
+    /// `[…]`: its elements in text order.
     Array(Vec<Node>),
     /// String, number, `true`, `false`.
     Scalar,
+    /// `null`.
     Null,
 }
 
@@ -28,6 +32,7 @@ pub struct Member {
     pub key: String,
     /// Byte offset of the key's opening quote.
     pub key_start: usize,
+    /// The member's value.
     pub value: Node,
 }
 

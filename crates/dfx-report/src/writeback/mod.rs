@@ -17,7 +17,9 @@ use crate::ReportError;
 /// Which sweep a step belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sweep {
+    /// The entry's `max_concurrency` list (closed loop).
     Concurrency,
+    /// The entry's `request_rate` list (open loop).
     RequestRate,
 }
 
@@ -26,6 +28,7 @@ pub enum Sweep {
 pub struct StepRef {
     /// The trial name (key into the thresholds).
     pub trial: String,
+    /// Whether the step comes from the concurrency or the request-rate sweep.
     pub sweep: Sweep,
     /// Index within its own sweep (selects the list element).
     pub index: usize,
@@ -36,17 +39,20 @@ pub struct StepRef {
 /// Where an entry is in the config file and which steps it has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntryRef {
+    /// The case's `test_name`.
     pub test_name: String,
     /// Index of the case object in the file's top-level array.
     pub case_index: usize,
     /// Index in `benchmark_params` as written (disabled entries counted).
     pub raw_entry_index: usize,
+    /// The entry's runnable steps in plan order.
     pub steps: Vec<StepRef>,
 }
 
 /// The edited text and what was done.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteBack {
+    /// The whole config file after the edits (equal to the input when nothing changed).
     pub text: String,
     /// `test_name benchmark_params[i]: baseline.H100.median_audio_ttfp_ms = [..]`.
     pub written: Vec<String>,

@@ -123,6 +123,7 @@ pub struct Emission {
     pub chunk_index: u32,
     /// First frame of this chunk within the utterance.
     pub start_frame: u32,
+    /// Codec frames in this chunk.
     pub frames: u32,
     /// Whether this is the final chunk of the request.
     pub last: bool,
@@ -143,14 +144,23 @@ struct Chunk {
 /// Queue and occupancy figures for `/sim/stats`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct EngineSnapshot {
+    /// The engine's virtual time, seconds.
     pub now_s: f64,
+    /// Sequences in the talker's waiting queue, not yet admitted to the batch.
     pub talker_waiting: usize,
+    /// Sequences in the talker's continuous batch.
     pub talker_running: usize,
+    /// Talker steps started since the engine started.
     pub talker_steps: u64,
+    /// Virtual time of the talker steps started so far (the running one whole), s.
     pub talker_busy_s: f64,
+    /// Chunks in code2wav's input queue, not yet in a step (0 for single-stage models).
     pub codec_queued_chunks: usize,
+    /// Requests resident in code2wav (at most its `max_num_seqs`).
     pub codec_resident: usize,
+    /// Code2wav steps started since the engine started.
     pub codec_steps: u64,
+    /// Virtual time of the code2wav steps started so far (the running one whole), s.
     pub codec_busy_s: f64,
 }
 

@@ -38,7 +38,12 @@ pub enum MediaError {
     TooLarge(String),
     /// The bytes are not a container of the declared kind the simulator can read.
     #[error("cannot decode {kind}: {reason}")]
-    Undecodable { kind: &'static str, reason: String },
+    Undecodable {
+        /// What the item was read as: `image`, `video` or `audio`.
+        kind: &'static str,
+        /// What is wrong with the header (or the WAV reader's message).
+        reason: String,
+    },
 }
 
 fn undecodable(kind: &'static str, reason: impl Into<String>) -> MediaError {
@@ -53,17 +58,28 @@ fn undecodable(kind: &'static str, reason: impl Into<String>) -> MediaError {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MediaInfo {
     /// A still image.
-    Image { width: u32, height: u32 },
+    Image {
+        /// Width, pixels (from the PNG IHDR or the JPEG frame header).
+        width: u32,
+        /// Height, pixels.
+        height: u32,
+    },
     /// A video track.
     Video {
+        /// Width of the first video track, pixels (sample entry, else track header).
         width: u32,
+        /// Height of the first video track, pixels.
         height: u32,
+        /// Samples (frames) of the track, from `stsz`, else summed from `stts`.
         frames: u64,
     },
     /// Audio.
     Audio {
+        /// Duration, seconds (WAV: samples / rate; MP3: from the constant bit rate).
         duration_s: f64,
+        /// Channels, from the WAV format chunk or the MP3 frame header.
         channels: u16,
+        /// Sample rate, Hz.
         sample_rate: u32,
     },
 }

@@ -40,12 +40,19 @@ pub struct Sample {
 /// Means over samples.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Summary {
+    /// Samples summarised (the means are 0 when there are none).
     pub n: usize,
+    /// Mean [`Sample::ttft_ms`], milliseconds.
     pub mean_ttft_ms: f64,
+    /// Mean [`Sample::tpot_ms`], milliseconds.
     pub mean_tpot_ms: f64,
+    /// Mean [`Sample::e2el_ms`], milliseconds.
     pub mean_e2el_ms: f64,
+    /// Mean [`Sample::audio_ttfp_ms`], milliseconds (text-only samples count as 0).
     pub mean_audio_ttfp_ms: f64,
+    /// Mean [`Sample::audio_rtf`] (text-only samples count as 0).
     pub mean_audio_rtf: f64,
+    /// Mean [`Sample::audio_s`], seconds of audio.
     pub mean_audio_s: f64,
 }
 

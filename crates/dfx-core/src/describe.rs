@@ -5,8 +5,9 @@
 use std::fmt::Write;
 
 use crate::baseline::{ThresholdSource, Thresholds};
-use crate::plan::{Plan, StepKind, Trial, python_float_str};
+use crate::plan::{Plan, Trial};
 use crate::server::{ServeArgs, ServerSpec, ServerType};
+use crate::step::{StepKind, python_float_str};
 use crate::verdict::fmt_num;
 
 /// The whole plan, one block per trial, then the load warnings.

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::plan::{StepKind, SweepStep};
+use crate::step::{StepKind, SweepStep};
 
 /// How the arrivals of an entry's request-rate steps are spread in time.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Fx, json_files, upstream_dir};
 use dfx_core::config::load_plan;
-use dfx_core::plan::describe_plan;
+use dfx_core::describe::describe_plan;
 use serde_json::{Map, Value, json};
 
 /// Loads `text`; panics only if loading panics. Checks every error renders. Returns

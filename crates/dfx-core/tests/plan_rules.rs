@@ -10,7 +10,8 @@ use std::time::Duration;
 use common::{Fx, tts_case};
 use dfx_core::baseline::ThresholdSource;
 use dfx_core::config::{DIFFUSION_UNSUPPORTED, load_plan};
-use dfx_core::plan::{Dialect, Plan, describe_plan};
+use dfx_core::describe::describe_plan;
+use dfx_core::plan::{Dialect, Plan};
 use dfx_core::server::{ServeArgs, ServerType};
 use serde_json::json;
 

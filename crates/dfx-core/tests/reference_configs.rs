@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use common::{json_files, repo_root, upstream_dir};
 use dfx_core::config::{LoadOptions, default_config_files, load_plan};
-use dfx_core::plan::{Plan, describe_plan};
+use dfx_core::describe::describe_plan;
+use dfx_core::plan::Plan;
 
 fn load(files: &[PathBuf], hardware: &str, baselines_dir: &Path) -> Plan {
     let opts = LoadOptions {

@@ -9,7 +9,7 @@ use super::{Threshold, ThresholdSource, Thresholds};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::hardware;
 use crate::metrics::{ACCEPTED_HINT, Direction, direction_of};
-use crate::plan::{StepKind, SweepStep};
+use crate::step::{StepKind, SweepStep};
 
 /// One metric's baseline as written.
 #[derive(Debug, Clone, PartialEq)]

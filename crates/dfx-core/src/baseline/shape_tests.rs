@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::shape::parse_baseline;
 use super::*;
 use crate::diag::Ctx;
-use crate::plan::{StepKind, SweepStep, python_float_str};
+use crate::step::{StepKind, SweepStep, python_float_str};
 
 /// The steps a sweep of distinct `rates` and `concs` expands to (10 prompts each), built
 /// here so that the baseline tests do not depend on config parsing.

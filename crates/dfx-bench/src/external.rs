@@ -42,11 +42,11 @@ pub use flags::EXCLUDED_KEYS;
 pub use result::{ResultFileError, read_result, request_errors};
 
 /// Environment variable naming the `vllm` executable (same as `--vllm-bin`).
-pub const VLLM_BIN_ENV: &str = "DFX_VLLM_BIN";
+pub(crate) const VLLM_BIN_ENV: &str = "DFX_VLLM_BIN";
 /// Environment variable naming the tokenizer (same as `--tokenizer`).
-pub const TOKENIZER_ENV: &str = "DFX_TOKENIZER";
+pub(crate) const TOKENIZER_ENV: &str = "DFX_TOKENIZER";
 /// Default time limit of one `vllm bench` run.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 
 /// Settings of the external bench that do not come from the perf-config.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,7 @@ pub struct ExternalSettings {
     /// Extra environment for the bench process (wins over the sample-rate variable).
     pub extra_env: BTreeMap<String, String>,
     /// Time limit of one run; the process group is killed when it is exceeded.
-    /// `None`: no limit. Default [`DEFAULT_TIMEOUT`].
+    /// `None`: no limit. Default `DEFAULT_TIMEOUT`.
     pub timeout: Option<Duration>,
     /// How the bench's process group is supervised (guard, state file) besides the
     /// registry that the suite's signal handler tears down.

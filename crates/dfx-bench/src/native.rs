@@ -113,9 +113,9 @@ pub struct NativeBench {
 }
 
 /// Datasets the native bench implements.
-pub const DATASETS: [&str; 3] = ["seed-tts", "seed-tts-text", "seed-tts-design"];
+pub(crate) const DATASETS: [&str; 3] = ["seed-tts", "seed-tts-text", "seed-tts-design"];
 /// The backend the native bench implements.
-pub const BACKEND: &str = "openai-audio-speech";
+pub(crate) const BACKEND: &str = "openai-audio-speech";
 
 impl NativeBench {
     /// A native bench with `settings`.

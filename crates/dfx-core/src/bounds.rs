@@ -11,36 +11,36 @@ use std::time::Duration;
 
 /// Most requests in flight at once (`max_concurrency`). Each takes a connection (a file
 /// descriptor) and a task; vLLM-omni servers batch at most a few hundred streams.
-pub const MAX_CONCURRENCY: u64 = 4096;
+pub(crate) const MAX_CONCURRENCY: u64 = 4096;
 
 /// Most measured requests of one sweep step (`num_prompts`). The native bench keeps a
 /// fixed-size summary per request for its statistics (README.md "What bad input gets"
 /// gives the memory of a million-request step).
-pub const MAX_PROMPTS: u64 = 1_000_000;
+pub(crate) const MAX_PROMPTS: u64 = 1_000_000;
 
 /// Most warmup requests of one step (`num_warmups`, or `max(2, c)`).
-pub const MAX_WARMUPS: u64 = MAX_CONCURRENCY;
+pub(crate) const MAX_WARMUPS: u64 = MAX_CONCURRENCY;
 
 /// Most repeats of one sweep step (`repeats`, `--repeats`): each is a whole step on the
 /// same server.
 pub const MAX_REPEATS: u64 = 100;
 
 /// Lowest open-loop arrival rate, requests per second (one request per 1000 s).
-pub const MIN_RATE: f64 = 0.001;
+pub(crate) const MIN_RATE: f64 = 0.001;
 /// Highest open-loop arrival rate, requests per second.
-pub const MAX_RATE: f64 = 100_000.0;
+pub(crate) const MAX_RATE: f64 = 100_000.0;
 
 /// Longest span of an open-loop schedule, `(num_prompts - 1) / request_rate` seconds: a
 /// step that would only finish sending after a day is a typo, not a benchmark.
 pub const MAX_SCHEDULE_SECONDS: f64 = 86_400.0;
 
 /// Most cohorts of one `cohorts` load shape.
-pub const MAX_COHORTS: usize = 64;
+pub(crate) const MAX_COHORTS: usize = 64;
 
 /// `burstiness` (the gamma shape of the arrival gaps) range.
-pub const MIN_BURSTINESS: f64 = 0.01;
+pub(crate) const MIN_BURSTINESS: f64 = 0.01;
 /// See [`MIN_BURSTINESS`].
-pub const MAX_BURSTINESS: f64 = 100.0;
+pub(crate) const MAX_BURSTINESS: f64 = 100.0;
 
 /// Longest timeout of any kind (readiness, one request, one read), seconds: a week.
 pub const MAX_TIMEOUT_SECONDS: f64 = 7.0 * 86_400.0;
@@ -51,20 +51,15 @@ pub const MIN_SAMPLE_RATE: u64 = 1_000;
 pub const MAX_SAMPLE_RATE: u64 = 384_000;
 
 /// Most values in `metric-percentiles`.
-pub const MAX_PERCENTILES: usize = 32;
+pub(crate) const MAX_PERCENTILES: usize = 32;
 
 /// Largest config file (or `$ref` file) read, bytes.
-pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Simulator speed factor range (`--sim-speed`).
 pub const MIN_SIM_SPEED: f64 = 0.01;
 /// See [`MIN_SIM_SPEED`].
 pub const MAX_SIM_SPEED: f64 = 1_000.0;
-
-/// Renders a range for "accepted: …" texts.
-pub fn range_text(lo: impl std::fmt::Display, hi: impl std::fmt::Display) -> String {
-    format!("from {lo} to {hi}")
-}
 
 /// `secs` as a [`Duration`] when it is a positive, finite number of seconds no larger
 /// than [`MAX_TIMEOUT_SECONDS`]; `None` otherwise (never panics).
@@ -78,7 +73,7 @@ pub fn timeout(secs: f64) -> Option<Duration> {
 
 /// Parses a `metric-percentiles` string (`"50,90,99"`): every value a number from 0 to
 /// 100 (NaN refused), at most [`MAX_PERCENTILES`] of them; empty means `[99]`.
-pub fn parse_percentiles(text: &str) -> Result<Vec<f64>, String> {
+pub(crate) fn parse_percentiles(text: &str) -> Result<Vec<f64>, String> {
     let mut out = Vec::new();
     for p in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         match p.parse::<f64>() {

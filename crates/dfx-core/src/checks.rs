@@ -8,7 +8,7 @@
 //! - **OmniInteract accuracy** (entries with `omniinteract_evaluate`): `accuracy.status ==
 //!   "ok"`, `accuracy.failed == 0`, `accuracy.evaluated ≥ 1`, a finite
 //!   `accuracy.summary.IA_QTF1`, at least the entry's `omniinteract_min_ia_qtf1`;
-//! - the **pooled IA-QTF1** over a test's subsets ([`pooled_ia_qtf1`]), checked against the
+//! - the **pooled IA-QTF1** over a test's subsets (`pooled_ia_qtf1`), checked against the
 //!   case's `omniinteract_aggregate_min_ia_qtf1` by the runner once every subset ran.
 
 use serde_json::Value;
@@ -18,7 +18,7 @@ use crate::plan::BenchEntry;
 use crate::result::ResultDoc;
 
 /// The fixed stages of an entry: `(stage index, expected num_tokens_out)`.
-pub fn fixed_stages(entry: &BenchEntry) -> Vec<(usize, u64)> {
+pub(crate) fn fixed_stages(entry: &BenchEntry) -> Vec<(usize, u64)> {
     let body = entry
         .raw
         .get("extra_body")
@@ -125,7 +125,7 @@ pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc) -> Vec<String>
 }
 
 /// `(TP, FP, FN)` of a subset's `accuracy.summary.Global_TP/FP/FN` (all finite).
-pub fn global_counts(doc: &ResultDoc) -> Option<(f64, f64, f64)> {
+pub(crate) fn global_counts(doc: &ResultDoc) -> Option<(f64, f64, f64)> {
     let s = doc.get("omniinteract")?.get("accuracy")?.get("summary")?;
     let g = |k: &str| s.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
     Some((g("Global_TP")?, g("Global_FP")?, g("Global_FN")?))
@@ -133,7 +133,7 @@ pub fn global_counts(doc: &ResultDoc) -> Option<(f64, f64, f64)> {
 
 /// The pooled IA-QTF1 `2PR/(P+R)`, `P = TP/(TP+FP)`, `R = TP/(TP+FN)` (each 0 when its
 /// denominator is 0; the result 0 when `P+R = 0`).
-pub fn pooled_ia_qtf1(counts: &[(f64, f64, f64)]) -> f64 {
+pub(crate) fn pooled_ia_qtf1(counts: &[(f64, f64, f64)]) -> f64 {
     let (tp, fp, fn_) = counts
         .iter()
         .fold((0.0, 0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1, a.2 + c.2));

@@ -34,7 +34,7 @@ pub const SCENARIOS: &[Scenario] = &[
 ];
 
 /// The scenario `voice_lifecycle: false` removes.
-pub const VOICE_LIFECYCLE: &str = "voice_lifecycle";
+pub(crate) const VOICE_LIFECYCLE: &str = "voice_lifecycle";
 
 /// The scenario named `name`.
 pub fn scenario(name: &str) -> Option<&'static Scenario> {
@@ -42,7 +42,7 @@ pub fn scenario(name: &str) -> Option<&'static Scenario> {
 }
 
 /// Every name, comma separated, for error messages.
-pub fn accepted_names() -> String {
+pub(crate) fn accepted_names() -> String {
     SCENARIOS
         .iter()
         .map(|s| s.name)

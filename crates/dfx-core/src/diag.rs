@@ -97,13 +97,13 @@ impl ConfigError {
     }
 
     /// Sets the `test_name`.
-    pub fn with_test(mut self, test_name: Option<&str>) -> Self {
+    pub(crate) fn with_test(mut self, test_name: Option<&str>) -> Self {
         self.test_name = test_name.map(String::from);
         self
     }
 
     /// Sets the case index.
-    pub fn with_case(mut self, index: Option<usize>) -> Self {
+    pub(crate) fn with_case(mut self, index: Option<usize>) -> Self {
         self.case_index = index;
         self
     }
@@ -115,13 +115,13 @@ impl ConfigError {
     }
 
     /// Sets the offending key.
-    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+    pub(crate) fn with_key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
         self
     }
 
     /// Sets what would be accepted.
-    pub fn with_accepted(mut self, accepted: impl Into<String>) -> Self {
+    pub(crate) fn with_accepted(mut self, accepted: impl Into<String>) -> Self {
         self.accepted = Some(accepted.into());
         self
     }

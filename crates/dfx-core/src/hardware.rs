@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// Upstream's list of GPU/NPU tokens, in matching order (first match wins). `GB200` comes
 /// before `B200`: upstream lists `B200` first and so labels a GB200 node B200 (a bug; the
 /// word-boundary rule of [`normalise_gpu_name`] keeps them apart in either order).
-pub const KNOWN_TOKENS: &[&str] = &[
+pub(crate) const KNOWN_TOKENS: &[&str] = &[
     "GB200", "B200", "H100", "H800", "H200", "H20", "L40S", "L40", "L4", "A100", "A800", "A10G",
     "A10", "A30", "MI325", "MI300", "MI250", "B60", "S5000", "910B4", "910B", "910", "310P", "A2",
     "A3",
@@ -27,7 +27,7 @@ pub const UNKNOWN: &str = "na";
 pub const SIM: &str = "SIM";
 
 /// How long `nvidia-smi` may take before detection gives up on it.
-pub const NVIDIA_SMI_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const NVIDIA_SMI_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Normalises a GPU name such as `NVIDIA H100 80GB HBM3` to the first matching token of
 /// [`KNOWN_TOKENS`], or `None`.
@@ -37,7 +37,7 @@ pub const NVIDIA_SMI_TIMEOUT: Duration = Duration::from_secs(5);
 /// token must start at a word boundary (digit-led tokens such as `910B4` may follow
 /// letters: `Ascend910B4`). Letters after a token are allowed (`MI300X` → `MI300`), and
 /// so is anything after a letter-final token (`Ascend310P3` → `310P`). Case-insensitive.
-pub fn normalise_gpu_name(name: &str) -> Option<&'static str> {
+pub(crate) fn normalise_gpu_name(name: &str) -> Option<&'static str> {
     let upper = name.to_ascii_uppercase();
     let bytes = upper.as_bytes();
     KNOWN_TOKENS.iter().copied().find(|token| {
@@ -57,7 +57,7 @@ pub fn normalise_gpu_name(name: &str) -> Option<&'static str> {
 
 /// Upstream's fallback label for a device name no token matches: the name without
 /// non-alphanumerics and without a leading vendor word, at most 48 characters.
-pub fn compact_name(name: &str) -> Option<String> {
+pub(crate) fn compact_name(name: &str) -> Option<String> {
     let compact: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
     let upper = compact.to_ascii_uppercase();
     let rest = ["NVIDIA", "AMD", "ASCEND", "HUAWEI"]
@@ -80,7 +80,7 @@ pub fn detect(flag: Option<&str>, simulated: bool) -> String {
 }
 
 /// [`detect`] with the GPU query injected (for tests).
-pub fn detect_with(
+pub(crate) fn detect_with(
     flag: Option<&str>,
     simulated: bool,
     query: impl FnOnce() -> Option<String>,
@@ -113,7 +113,7 @@ pub fn sim_label(speed: Option<f64>) -> String {
 
 /// GPU 0's name from `nvidia-smi --query-gpu=name --format=csv,noheader -i 0`, when the
 /// tool is on `PATH` and answers within [`NVIDIA_SMI_TIMEOUT`]; any failure gives `None`.
-pub fn query_gpu_name() -> Option<String> {
+pub(crate) fn query_gpu_name() -> Option<String> {
     let out = nvidia_smi(&["--query-gpu=name", "--format=csv,noheader", "-i", "0"])?;
     let first = out.lines().next()?.trim();
     (!first.is_empty()).then(|| first.to_string())
@@ -143,7 +143,7 @@ pub fn query_gpu_facts() -> Option<GpuFacts> {
 }
 
 /// Parses the CSV lines of [`query_gpu_facts`].
-pub fn parse_gpu_facts(out: &str) -> Option<GpuFacts> {
+pub(crate) fn parse_gpu_facts(out: &str) -> Option<GpuFacts> {
     let lines: Vec<&str> = out
         .lines()
         .map(str::trim)

@@ -1,8 +1,8 @@
 //! Lenient booleans and truthiness, one place for every rule the workspace needs:
 //! [`parse_bool`] reads on/off words (environment knobs, fault flags, query parameters)
 //! under a [`BoolRule`] that says what the empty string and the one-letter forms mean;
-//! [`python_truthy`] and [`is_set`] read JSON config values. The number readers
-//! ([`number_of`], [`opt_number`], [`opt_u64`], [`opt_u32`]) read run folders whose
+//! [`python_truthy`] and `is_set` read JSON config values. The number readers
+//! ([`number_of`], `opt_number`, `opt_u64`, `opt_u32`) read run folders whose
 //! numbers vary in form (`"inf"` rates, numbers written as strings).
 
 use serde::{Deserialize, Deserializer, de::Error};
@@ -70,7 +70,7 @@ pub fn python_truthy(value: Option<&Value>) -> bool {
 
 /// Whether a config key is switched on by being there: present and neither `null` nor
 /// `false` (so `0` and `""` count as on), as the OmniInteract keys are read.
-pub fn is_set(value: Option<&Value>) -> bool {
+pub(crate) fn is_set(value: Option<&Value>) -> bool {
     !matches!(value, None | Some(Value::Null) | Some(Value::Bool(false)))
 }
 
@@ -78,14 +78,14 @@ pub fn is_set(value: Option<&Value>) -> bool {
 // strings or integral floats.
 
 /// A number, `"inf"` (→ infinity), a numeric string, `""` or null/absent (→ `None`).
-pub fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+pub(crate) fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     let v = Value::deserialize(d)?;
     number_of(&v).map_err(D::Error::custom)
 }
 
 /// A whole number ≥ 0 written as an integer, an integral float or a numeric string;
 /// null/absent → `None`.
-pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(crate) fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let v = Value::deserialize(d)?;
     match number_of(&v).map_err(D::Error::custom)? {
         None => Ok(None),
@@ -97,7 +97,7 @@ pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 }
 
 /// [`opt_u64`] narrowed to `u32`.
-pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+pub(crate) fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     match opt_u64(d)? {
         None => Ok(None),
         Some(n) => u32::try_from(n)

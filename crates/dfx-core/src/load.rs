@@ -136,7 +136,7 @@ impl LoadShape {
     /// seconds (for the schedule bound; Gamma draws scatter around it): steady
     /// `(n-1)/rate`, ramp at most `(n-1)/min(start, end)`, burst 0, soak its duration,
     /// cohorts the latest cohort end.
-    pub fn expected_span(&self, n: u64, rate: f64) -> f64 {
+    pub(crate) fn expected_span(&self, n: u64, rate: f64) -> f64 {
         let gaps = |n: u64| n.saturating_sub(1) as f64;
         match self {
             LoadShape::Steady => gaps(n) / rate,

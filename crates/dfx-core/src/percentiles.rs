@@ -46,7 +46,8 @@ impl PercentileKeys {
     }
 
     /// Whether the entry names its metrics (else each bench uses its default).
-    pub fn has_metrics(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_metrics(&self) -> bool {
         self.metrics.is_some()
     }
 

@@ -213,7 +213,7 @@ impl BenchEntry {
     /// Warmup requests before `step`'s measured ones, the one rule both benches follow:
     /// the entry's `num_warmups`, else 2 for rate steps and `max(2, max_concurrency)` for
     /// concurrency steps (upstream moved to this because 2 warmups at c=4 let cold batches
-    /// into the measurement). Bounded at load by [`crate::bounds::MAX_WARMUPS`].
+    /// into the measurement). Bounded at load by `crate::bounds::MAX_WARMUPS`.
     pub fn warmups(&self, step: &SweepStep) -> u32 {
         self.num_warmups.unwrap_or(match step.kind {
             StepKind::RequestRate { .. } => 2,

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 pub const ENV: &str = "DFX_REFERENCE_DIR";
 
 /// The copy shipped in the repository.
-pub fn shipped_dir() -> PathBuf {
+pub(crate) fn shipped_dir() -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     repo.canonicalize().unwrap_or(repo).join("tests/reference")
 }
 
-/// `$DFX_REFERENCE_DIR` when set, else [`shipped_dir`]. The error says what is missing:
+/// `$DFX_REFERENCE_DIR` when set, else `shipped_dir`. The error says what is missing:
 /// callers fail with it, because a comparison that silently does not run proves nothing.
 pub fn reference_dir() -> Result<PathBuf, String> {
     if let Some(dir) = std::env::var_os(ENV) {

@@ -3,7 +3,7 @@
 //! verdict judges, whose metrics are the medians of the repeats.
 //!
 //! The confidence interval is a percentile bootstrap of the median (the statistic the
-//! verdict uses): [`BOOTSTRAP_RESAMPLES`] resamples with replacement from a ChaCha8 stream
+//! verdict uses): `BOOTSTRAP_RESAMPLES` resamples with replacement from a ChaCha8 stream
 //! of a fixed seed, so the same values always give the same interval.
 
 use rand::{Rng, SeedableRng};
@@ -15,16 +15,16 @@ use crate::baseline::direction_of;
 use crate::result::ResultDoc;
 
 /// Resamples of the bootstrap.
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+pub(crate) const BOOTSTRAP_RESAMPLES: usize = 2000;
 /// Seed of the bootstrap's resampling stream.
 const BOOTSTRAP_SEED: u64 = 0x0b00_7575;
 /// How the interval is computed, as the result says it.
-pub const CI_METHOD: &str =
+pub(crate) const CI_METHOD: &str =
     "percentile bootstrap of the median, 2000 resamples with replacement, fixed seed";
 
 /// One metric over the repeats that produced a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct MetricStats {
+pub(crate) struct MetricStats {
     /// Repeats that measured it.
     pub n: usize,
     /// Every repeat's value, in repeat order.
@@ -47,7 +47,7 @@ pub struct MetricStats {
 
 impl MetricStats {
     /// The statistics of `values` (finite numbers; `None` when there are none).
-    pub fn of(values: &[f64]) -> Option<MetricStats> {
+    pub(crate) fn of(values: &[f64]) -> Option<MetricStats> {
         if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
             return None;
         }
@@ -108,7 +108,7 @@ fn bootstrap_median_ci(values: &[f64]) -> (f64, f64) {
 
 /// Whether a result key is one the repeats summarise: a metric with a known direction
 /// (the ones a baseline can judge), except the request counts.
-pub fn is_key_metric(key: &str) -> bool {
+pub(crate) fn is_key_metric(key: &str) -> bool {
     !matches!(key, "completed" | "failed") && direction_of(key).is_some()
 }
 
@@ -168,7 +168,8 @@ pub fn combine(runs: &[RepeatRun]) -> Option<ResultDoc> {
 }
 
 /// Reads the statistics of `metric` from a result document's `repeats` section.
-pub fn stats_of(doc: &ResultDoc, metric: &str) -> Option<MetricStats> {
+#[cfg(test)]
+pub(crate) fn stats_of(doc: &ResultDoc, metric: &str) -> Option<MetricStats> {
     let s = doc.get("repeats")?.get("stats")?.get(metric)?;
     serde_json::from_value(s.clone()).ok()
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 pub type ResultDoc = Map<String, Value>;
 
 /// The upstream `result_omni_template.json`, byte for byte.
-pub const TEMPLATE_JSON: &str = include_str!("../assets/result_omni_template.json");
+pub(crate) const TEMPLATE_JSON: &str = include_str!("../assets/result_omni_template.json");
 
 /// The fallback result: every template key with zeros and `completed: 0`, marked with
 /// `result_source: "template"` and the reason.

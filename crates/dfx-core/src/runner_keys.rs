@@ -6,26 +6,26 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Per-request timeout of a contract entry without `timeout_s`, seconds.
-pub const DEFAULT_CONTRACT_TIMEOUT_S: f64 = 30.0;
+pub(crate) const DEFAULT_CONTRACT_TIMEOUT_S: f64 = 30.0;
 
 /// Soak duration of a stability entry without `duration_sec`, seconds.
 pub const DEFAULT_SOAK_DURATION_S: f64 = 300.0;
 
 /// Text length of a soak request without `random_input_len`, words.
-pub const DEFAULT_SOAK_WORDS: u64 = 20;
+pub(crate) const DEFAULT_SOAK_WORDS: u64 = 20;
 
 /// Longest text of a soak request, words (a TTS request of 1000 tokens is already long);
 /// longer `random_input_len` bounds are cut to it, shorter than 1 raised to 1.
 pub const MAX_SOAK_WORDS: u64 = 4000;
 
 /// Upstream's default `timeout_s` of a native-duplex wait, seconds.
-pub const DEFAULT_DUPLEX_TIMEOUT_S: f64 = 180.0;
+pub(crate) const DEFAULT_DUPLEX_TIMEOUT_S: f64 = 180.0;
 
 /// Longest native-duplex `timeout_s` the native bench runs, seconds.
-pub const MAX_DUPLEX_TIMEOUT_S: f64 = 86_400.0;
+pub(crate) const MAX_DUPLEX_TIMEOUT_S: f64 = 86_400.0;
 
 /// What `random_input_len` of a stability entry accepts, for config errors.
-pub const SOAK_WORDS_ACCEPTED: &str =
+pub(crate) const SOAK_WORDS_ACCEPTED: &str =
     "a number, [lo, hi], {\"min\": lo, \"max\": hi} or \"lo-hi\" (words)";
 
 /// The runner keys of an entry.
@@ -48,7 +48,7 @@ pub enum RunnerKeys {
 pub struct ContractKeys {
     /// The scenarios it runs, in catalogue order ([`crate::contract::selected`]).
     pub scenarios: Vec<&'static str>,
-    /// `timeout_s`: per request, seconds (default [`DEFAULT_CONTRACT_TIMEOUT_S`]).
+    /// `timeout_s`: per request, seconds (default `DEFAULT_CONTRACT_TIMEOUT_S`).
     pub timeout_s: f64,
 }
 
@@ -58,7 +58,7 @@ pub struct SoakKeys {
     /// `duration_sec` (default [`DEFAULT_SOAK_DURATION_S`]), before `--duration-scale`.
     pub duration_s: f64,
     /// `random_input_len` as an inclusive range of words, low first, within 1 to
-    /// [`MAX_SOAK_WORDS`] (default [`DEFAULT_SOAK_WORDS`] both).
+    /// [`MAX_SOAK_WORDS`] (default `DEFAULT_SOAK_WORDS` both).
     pub words: (u64, u64),
 }
 
@@ -81,9 +81,9 @@ pub struct DuplexKeys {
     pub repeats: Option<u64>,
     /// `realtime_input` (default true; a value that is not a boolean counts as true).
     pub realtime_input: bool,
-    /// `timeout_s` of each wait, seconds (default [`DEFAULT_DUPLEX_TIMEOUT_S`]); `Err`
+    /// `timeout_s` of each wait, seconds (default `DEFAULT_DUPLEX_TIMEOUT_S`); `Err`
     /// with the value as written when it is not a number of seconds more than 0 and at
-    /// most [`MAX_DUPLEX_TIMEOUT_S`].
+    /// most `MAX_DUPLEX_TIMEOUT_S`.
     pub timeout_s: Result<f64, String>,
     /// `profile_stages` is a non-empty list.
     pub profile_stages: bool,
@@ -151,7 +151,7 @@ impl RunnerKeys {
 /// `random_input_len` in upstream's forms (a number, `[lo, hi]`, `{"min", "max"}`,
 /// `"lo-hi"` or `"n"`), as words within 1 to [`MAX_SOAK_WORDS`], reversed bounds
 /// swapped; `None` when it has none of these forms.
-pub fn soak_words(v: &serde_json::Value) -> Option<(u64, u64)> {
+pub(crate) fn soak_words(v: &serde_json::Value) -> Option<(u64, u64)> {
     use serde_json::Value;
     let pair = match v {
         Value::Number(n) => (n.as_u64()?, n.as_u64()?),

@@ -15,7 +15,7 @@ use crate::baseline::{Direction, Threshold, Thresholds};
 use crate::result::{ResultDoc, metric};
 
 /// How many distinct request errors a completion failure quotes.
-pub const MAX_QUOTED_ERRORS: usize = 5;
+pub(crate) const MAX_QUOTED_ERRORS: usize = 5;
 
 /// One threshold breach.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -94,7 +94,7 @@ impl Breach {
 
 /// Short, exact-looking numbers: up to 4 decimals, trailing zeros dropped (`350`,
 /// `412.3`, `0.1591`); tiny values keep 4 significant digits.
-pub fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }

@@ -10,7 +10,7 @@ use crate::detect::{self, Change, DetectOptions, Gap, Point};
 use crate::model::{RunRecord, TrialOutcome, TrialRecord};
 
 /// Metrics checked in every trial besides those with a threshold.
-pub const DEFAULT_METRICS: &[&str] = dfx_core::metrics::HISTORY_KEYS;
+pub(crate) const DEFAULT_METRICS: &[&str] = dfx_core::metrics::HISTORY_KEYS;
 
 /// What a change is.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,7 +133,7 @@ pub fn series(runs: &[RunRecord], trial: &str, metric: &str) -> Vec<Point> {
 }
 
 /// The metrics to check for `trial`: the defaults, those with thresholds, `extra`.
-pub fn metrics_of(runs: &[RunRecord], trial: &str, extra: &[String]) -> BTreeSet<String> {
+pub(crate) fn metrics_of(runs: &[RunRecord], trial: &str, extra: &[String]) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
     out.extend(extra.iter().cloned());
     for t in runs.iter().filter_map(|r| r.trial(trial)) {

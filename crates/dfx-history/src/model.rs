@@ -120,7 +120,7 @@ pub struct TrialRecord {
 
 impl TrialRecord {
     /// The value of `metric` when the measurement is clean.
-    pub fn clean_metric(&self, metric: &str) -> Option<f64> {
+    pub(crate) fn clean_metric(&self, metric: &str) -> Option<f64> {
         if self.unclean.is_some() {
             return None;
         }
@@ -164,7 +164,7 @@ impl RunRecord {
     }
 
     /// Every trial that ran failed (a broken run, not a slowdown).
-    pub fn all_failed(&self) -> bool {
+    pub(crate) fn all_failed(&self) -> bool {
         let ran: Vec<&TrialRecord> = self
             .trials
             .iter()

@@ -124,7 +124,7 @@ pub fn parse_pct(s: &str) -> Result<f64, String> {
 
 /// A left-aligned plain-text table: the header, a rule of dashes, then the rows, columns
 /// two spaces apart and as wide as their widest cell (trailing blanks trimmed).
-pub fn text_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+pub(crate) fn text_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
     let mut w = header.map(|h| h.chars().count());
     for row in rows {
         for (i, cell) in row.iter().enumerate() {

@@ -22,7 +22,7 @@ use dfx_core::server::{ServeArgs, ServerError, ServerSpec, ServerType};
 use serde_json::Value;
 
 /// The loopback host every launched server binds.
-pub const HOST: &str = "127.0.0.1";
+pub(crate) const HOST: &str = "127.0.0.1";
 
 /// A fully built server command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +102,7 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
 }
 
 /// The init timeouts upstream adds to a `--omni` server when the case does not set them.
-pub const DEFAULT_SERVER_ARGS: [(&str, &str); 2] =
+pub(crate) const DEFAULT_SERVER_ARGS: [(&str, &str); 2] =
     [("--stage-init-timeout", "600"), ("--init-timeout", "900")];
 
 /// The flag name of an argument (`--x` of `--x` or `--x=1`); `None` for values.
@@ -124,7 +124,7 @@ fn is_falsy(v: &Value) -> bool {
 /// `serve_args` for vllm-omni: object → `--key-with-dashes value` (`true` → bare flag,
 /// `false`/`null` dropped, object/list → compact JSON, numbers/strings as text); list →
 /// the raw strings.
-pub fn vllm_serve_args(serve_args: &ServeArgs) -> Vec<String> {
+pub(crate) fn vllm_serve_args(serve_args: &ServeArgs) -> Vec<String> {
     match serve_args {
         ServeArgs::List(items) => items.clone(),
         ServeArgs::Map(map) => {
@@ -185,7 +185,7 @@ fn build_sglang(
 
 /// `serve_args` for sglang-omni (upstream rules: booleans as `true`/`false` values, null
 /// dropped, objects and lists as compact JSON, `config` resolved under the deploy folder).
-pub fn sglang_serve_args(
+pub(crate) fn sglang_serve_args(
     serve_args: &ServeArgs,
     deploy_dir: &Path,
 ) -> Result<Vec<String>, ServerError> {
@@ -222,7 +222,7 @@ fn sglang_config(value: &str, deploy_dir: &Path) -> Result<String, ServerError> 
 
 impl ServerCommand {
     /// The command line as a shell would take it (each word quoted when needed).
-    pub fn shell_line(&self) -> String {
+    pub(crate) fn shell_line(&self) -> String {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().cloned())
             .map(|w| shell_quote(&w))
@@ -231,7 +231,7 @@ impl ServerCommand {
     }
 
     /// `KEY=value` for each added variable, values of secret-looking keys redacted.
-    pub fn env_lines(&self) -> Vec<String> {
+    pub(crate) fn env_lines(&self) -> Vec<String> {
         self.env
             .iter()
             .map(|(k, v)| format!("{k}={}", shell_quote(&redact(k, v))))

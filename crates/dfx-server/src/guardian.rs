@@ -10,7 +10,7 @@
 //!   suite's whole process group, closes the pipe), so the guard stops the group itself:
 //!   SIGTERM, the grace period, SIGKILL, a `/proc` sweep until no member is left, each
 //!   signal only while the group is still the one it was told about
-//!   ([`crate::procfs::group_still_of`]); then it removes the group's state file and exits.
+//!   (`crate::procfs::group_still_of`); then it removes the group's state file and exits.
 //!
 //! It ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (set by the suite before the exec), so
 //! the signals that stop the suite do not stop the guard before its job is done.

@@ -65,7 +65,7 @@ impl LiveRecord {
     }
 
     /// The state file's path in `dir`.
-    pub fn path_in(&self, dir: &Path) -> PathBuf {
+    pub(crate) fn path_in(&self, dir: &Path) -> PathBuf {
         dir.join(format!("{}.json", self.pgid))
     }
 }

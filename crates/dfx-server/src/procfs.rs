@@ -25,7 +25,7 @@ impl Stat {
 
 /// Parses the text of a `/proc/<pid>/stat` file. The command name (field 2) may hold
 /// spaces and parentheses, so fields are counted after the last `)`.
-pub fn parse_stat(text: &str) -> Option<Stat> {
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // fields[0] is field 3 (state), so field N is fields[N - 3].
@@ -58,7 +58,7 @@ pub fn cmdline(pid: i32) -> Option<Vec<String>> {
 /// [`cmdline`] of a process that has just been spawned: right after `execve` returns to
 /// the parent, the kernel may not have set up the new program's arguments yet (the
 /// command line reads empty), so this polls, for at most `within`, until it is not empty.
-pub fn settled_cmdline(pid: i32, within: std::time::Duration) -> Vec<String> {
+pub(crate) fn settled_cmdline(pid: i32, within: std::time::Duration) -> Vec<String> {
     let deadline = std::time::Instant::now() + within;
     loop {
         let args = cmdline(pid).unwrap_or_default();
@@ -72,7 +72,7 @@ pub fn settled_cmdline(pid: i32, within: std::time::Duration) -> Vec<String> {
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`): start times only compare within
 /// one boot.
-pub fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     Some(id.trim().to_string())
 }
@@ -119,7 +119,7 @@ impl ProcessId {
     }
 
     /// Whether this process is still running (not a zombie).
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.current().is_some_and(|s| s.is_live())
     }
 }
@@ -133,7 +133,7 @@ impl ProcessId {
 /// - no process has that pid, but live members of the group remain: yes, because Linux
 ///   does not hand out a number that is still some process's group id, so these members
 ///   are what is left of the leader's group.
-pub fn group_still_of(leader: &ProcessId) -> bool {
+pub(crate) fn group_still_of(leader: &ProcessId) -> bool {
     match stat(leader.pid) {
         Some(s) => s.start_time == leader.start_time,
         None => !group_members(leader.pid).is_empty(),

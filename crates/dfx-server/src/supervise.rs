@@ -157,7 +157,7 @@ impl Watch {
 
     /// Re-records the leader's command line (a server may retitle itself while starting),
     /// so the next run's check compares against what it shows once ready.
-    pub fn refresh(&self) {
+    pub(crate) fn refresh(&self) {
         group::with_entry(self.pgid, |e| {
             let Some((path, record)) = &mut e.state else {
                 return;

@@ -164,17 +164,17 @@ pub struct AudioPlan {
 
 impl AudioPlan {
     /// Samples of the whole utterance.
-    pub fn total_samples(&self) -> u64 {
+    pub(crate) fn total_samples(&self) -> u64 {
         u64::from(self.frames) * u64::from(self.samples_per_frame)
     }
 
     /// PCM bytes of the whole utterance.
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.total_samples() * 2
     }
 
     /// Sample range `[from, to)` of a chunk of `frames` frames starting at `start_frame`.
-    pub fn chunk_samples(&self, start_frame: u32, frames: u32) -> (u64, u64) {
+    pub(crate) fn chunk_samples(&self, start_frame: u32, frames: u32) -> (u64, u64) {
         let spf = u64::from(self.samples_per_frame);
         let from = u64::from(start_frame) * spf;
         (from, from + u64::from(frames) * spf)

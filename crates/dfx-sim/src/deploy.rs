@@ -99,7 +99,7 @@ impl DeploySettings {
     }
 
     /// Parses deploy YAML; `path` names it in errors.
-    pub fn from_yaml(text: &str, path: &Path) -> Result<Self, DeployError> {
+    pub(crate) fn from_yaml(text: &str, path: &Path) -> Result<Self, DeployError> {
         let doc: Value = yaml_serde::from_str(text).map_err(|e| DeployError::InvalidYaml {
             path: path.into(),
             reason: e.to_string(),
@@ -222,7 +222,7 @@ impl DeploySettings {
 
     /// Whether stages 0 and 1 run on the same device (`devices`, default `"0"`), so that
     /// they compete for one GPU.
-    pub fn stages_share_device(&self) -> bool {
+    pub(crate) fn stages_share_device(&self) -> bool {
         let dev = |id: u32| {
             self.devices
                 .iter()
@@ -234,7 +234,7 @@ impl DeploySettings {
     }
 
     /// Applies `--stage-overrides` (`{"<stage id>": {key: value, …}, …}`) on top.
-    pub fn apply_overrides(&mut self, overrides: &Value) -> Result<(), DeployError> {
+    pub(crate) fn apply_overrides(&mut self, overrides: &Value) -> Result<(), DeployError> {
         let map = overrides
             .as_object()
             .ok_or_else(|| DeployError::BadOverrides(format!("got {overrides}")))?;

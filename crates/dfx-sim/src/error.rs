@@ -26,7 +26,7 @@ impl ApiError {
     }
 
     /// 404 `NotFoundError`.
-    pub fn not_found(message: impl Into<String>, param: Option<&str>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>, param: Option<&str>) -> Self {
         ApiError {
             status: StatusCode::NOT_FOUND,
             message: message.into(),

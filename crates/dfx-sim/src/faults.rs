@@ -63,13 +63,13 @@ pub struct FaultError {
 }
 
 /// Longest `ready-after` delay, seconds (a week, like every timeout of the suite).
-pub const MAX_READY_AFTER_S: f64 = 604_800.0;
+pub(crate) const MAX_READY_AFTER_S: f64 = 604_800.0;
 /// Largest count a fault takes (`crash-at-inflight`, `*-after-chunks`).
-pub const MAX_COUNT: u64 = 1_000_000;
+pub(crate) const MAX_COUNT: u64 = 1_000_000;
 /// `slowdown` factor range.
-pub const MIN_SLOWDOWN: f64 = 0.01;
+pub(crate) const MIN_SLOWDOWN: f64 = 0.01;
 /// See [`MIN_SLOWDOWN`].
-pub const MAX_SLOWDOWN: f64 = 100.0;
+pub(crate) const MAX_SLOWDOWN: f64 = 100.0;
 
 /// Fault names with their value syntax, for messages and `--help`.
 pub const FAULT_NAMES: &[&str] = &[
@@ -209,7 +209,7 @@ impl Faults {
     }
 
     /// The service-time multiplier (1 without the slow-down fault).
-    pub fn service_factor(&self) -> f64 {
+    pub(crate) fn service_factor(&self) -> f64 {
         self.slowdown.unwrap_or(1.0)
     }
 

@@ -185,14 +185,14 @@ impl SimConfig {
     }
 
     /// Names a request's `model` field may use.
-    pub fn model_names(&self) -> Vec<String> {
+    pub(crate) fn model_names(&self) -> Vec<String> {
         let mut v = vec![self.served_name().to_string(), self.options.model.clone()];
         v.dedup();
         v
     }
 
     /// The id `/v1/models` reports.
-    pub fn served_name(&self) -> &str {
+    pub(crate) fn served_name(&self) -> &str {
         self.options
             .served_model_name
             .as_deref()

@@ -35,7 +35,7 @@ fn is_cjk(c: char) -> bool {
 }
 
 /// Audio seconds the text would take at speed 1, before jitter.
-pub fn nominal_seconds(cfg: &SimConfig, text: &str) -> f64 {
+pub(crate) fn nominal_seconds(cfg: &SimConfig, text: &str) -> f64 {
     let p = &cfg.profile;
     text.trim()
         .chars()
@@ -110,7 +110,7 @@ pub fn job_for_body(cfg: &SimConfig, body: &[u8]) -> Result<Job, ApiError> {
 }
 
 /// Whether the `index`-th speech request (arrival order) gets the injected HTTP 500.
-pub fn draws_500(seed: u64, index: u64, share: f64) -> bool {
+pub(crate) fn draws_500(seed: u64, index: u64, share: f64) -> bool {
     let mut rng = ChaCha8Rng::seed_from_u64(fnv1a(&[
         b"error500",
         &seed.to_le_bytes(),

@@ -325,12 +325,12 @@ pub(crate) fn for_model(model: &str) -> Profile {
 
 impl Profile {
     /// Audio samples per codec frame.
-    pub fn samples_per_frame(&self) -> u32 {
+    pub(crate) fn samples_per_frame(&self) -> u32 {
         (f64::from(self.sample_rate) / FRAME_RATE_HZ).round() as u32
     }
 
     /// Whether the profile checks voice names against a preset list.
-    pub fn checks_voices(&self) -> bool {
+    pub(crate) fn checks_voices(&self) -> bool {
         !self.voices.is_empty()
     }
 }

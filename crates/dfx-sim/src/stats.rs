@@ -117,7 +117,7 @@ pub struct LagView {
 }
 
 impl Stats {
-    pub fn record_lag(&self, lag: Duration) {
+    pub(crate) fn record_lag(&self, lag: Duration) {
         let us = lag.as_micros().min(u128::from(u64::MAX)) as u64;
         let mut h = self.lag.lock().expect("lag lock");
         h.count += 1;
@@ -126,7 +126,7 @@ impl Stats {
         h.buckets[LagHist::bucket(us)] += 1;
     }
 
-    pub fn set_engine(&self, snap: EngineSnapshot) {
+    pub(crate) fn set_engine(&self, snap: EngineSnapshot) {
         *self.engine.lock().expect("engine lock") = snap;
     }
 

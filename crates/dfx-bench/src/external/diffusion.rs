@@ -27,15 +27,15 @@ use super::process;
 use super::result::{TAIL_LINES, log_tail};
 
 /// Variable naming the diffusion benchmark script (same as `--diffusion-script`).
-pub const SCRIPT_ENV: &str = "DFX_DIFFUSION_SCRIPT";
+pub(crate) const SCRIPT_ENV: &str = "DFX_DIFFUSION_SCRIPT";
 /// Variable naming a vllm-omni checkout (same as `--vllm-omni-dir`).
-pub const VLLM_OMNI_DIR_ENV: &str = "DFX_VLLM_OMNI_DIR";
+pub(crate) const VLLM_OMNI_DIR_ENV: &str = "DFX_VLLM_OMNI_DIR";
 /// Variable naming the Python interpreter (same as `--python`).
-pub const PYTHON_ENV: &str = "DFX_PYTHON";
+pub(crate) const PYTHON_ENV: &str = "DFX_PYTHON";
 /// The script's path inside a vllm-omni checkout.
 pub const SCRIPT_IN_CHECKOUT: &str = "benchmarks/diffusion/diffusion_benchmark_serving.py";
 /// How the child is named in messages (`diffusion benchmark exited with status 1`).
-pub const WHAT: &str = "diffusion benchmark";
+pub(crate) const WHAT: &str = "diffusion benchmark";
 
 /// Settings of the diffusion driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,7 @@ pub struct DiffusionSettings {
     pub vllm_omni_dir: Option<PathBuf>,
     /// The interpreter; `None`: `python3` on `PATH`.
     pub python: Option<PathBuf>,
-    /// Time limit of one run (default [`super::DEFAULT_TIMEOUT`]).
+    /// Time limit of one run (default `super::DEFAULT_TIMEOUT`).
     pub timeout: Option<Duration>,
     /// Extra environment of the child.
     pub extra_env: BTreeMap<String, String>,

@@ -4,7 +4,7 @@
 use dfx_core::result::{ResultDoc, metric};
 
 /// The metrics shown by default, in this order (when at least one side has them).
-pub const CORE_METRICS: &[&str] = dfx_core::metrics::PARITY_KEYS;
+pub(crate) const CORE_METRICS: &[&str] = dfx_core::metrics::PARITY_KEYS;
 
 /// One compared metric.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +37,7 @@ impl ParityRow {
     }
 }
 
-/// The rows to compare: [`CORE_METRICS`] present on either side, then (with `all`) every
+/// The rows to compare: `CORE_METRICS` present on either side, then (with `all`) every
 /// other numeric key of either document, in the native document's order first.
 pub fn parity_rows(native: &ResultDoc, vllm: &ResultDoc, all: bool) -> Vec<ParityRow> {
     let row = |k: &str| ParityRow {

@@ -21,7 +21,7 @@ pub enum DatasetKind {
 
 impl DatasetKind {
     /// The kind named by a config's `dataset_name`.
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         match name {
             "seed-tts" => Some(DatasetKind::SeedTts),
             "seed-tts-text" => Some(DatasetKind::SeedTtsText),
@@ -59,7 +59,7 @@ pub struct Dataset {
 
 /// Largest `meta.lst` read, bytes (a listing of text lines; the real seed-tts eval set is
 /// well under 1 MiB).
-pub const MAX_META_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_META_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reference clips named in an error before "… and N more".
 const SHOWN_CLIPS: usize = 5;
@@ -72,7 +72,7 @@ pub enum DatasetError {
         "the entry has no dataset_path; the native bench needs a folder holding <locale>/meta.lst or an HF dataset id"
     )]
     NoPath,
-    /// No candidate folder holds `<locale>/meta.lst` ([`Lookup::resolve`]).
+    /// No candidate folder holds `<locale>/meta.lst` (`Lookup::resolve`).
     #[error("dataset {path:?} not found: no {locale}/meta.lst in any of:\n  {}\n(give a local folder, map HF ids with --dataset-root / DFX_DATASET_ROOT, or fill the Hugging Face cache)", .looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n  "))]
     NotFound {
         /// The entry's `dataset_path` (a folder or a Hugging Face dataset id).
@@ -108,14 +108,14 @@ pub enum DatasetError {
         /// The `meta.lst` path.
         file: PathBuf,
     },
-    /// `meta.lst` is larger than [`MAX_META_BYTES`].
+    /// `meta.lst` is larger than `MAX_META_BYTES`.
     #[error("{}: larger than {MAX_META_BYTES} bytes", .file.display())]
     TooLarge {
         /// The `meta.lst` path.
         file: PathBuf,
     },
     /// Some seed-tts (voice clone) reference clips are missing or not a usable WAV
-    /// ([`check_clip`]).
+    /// (`check_clip`).
     #[error("{}: {} of {total} voice-clone reference clip(s) missing or not a readable WAV:\n  {}", .file.display(), .bad.len(), list_clips(.bad))]
     BadClips {
         /// The `meta.lst` path.
@@ -141,7 +141,7 @@ fn list_clips(bad: &[(usize, PathBuf, String)]) -> String {
 
 /// Where to look for a dataset.
 #[derive(Debug, Clone, Default)]
-pub struct Lookup {
+pub(crate) struct Lookup {
     /// The current directory (relative paths are tried here first).
     pub cwd: PathBuf,
     /// The folder of the config file that names the dataset.
@@ -154,7 +154,7 @@ pub struct Lookup {
 
 impl Lookup {
     /// The hub caches named by the environment, in Hugging Face's precedence order.
-    pub fn hf_caches_from_env() -> Vec<PathBuf> {
+    pub(crate) fn hf_caches_from_env() -> Vec<PathBuf> {
         let mut out = Vec::new();
         if let Some(p) = std::env::var_os("HF_HUB_CACHE") {
             out.push(PathBuf::from(p));
@@ -169,7 +169,7 @@ impl Lookup {
     }
 
     /// Every folder tried for `dataset_path`, in order (duplicates removed).
-    pub fn candidates(&self, dataset_path: &str) -> Vec<PathBuf> {
+    pub(crate) fn candidates(&self, dataset_path: &str) -> Vec<PathBuf> {
         let p = Path::new(dataset_path);
         let mut out: Vec<PathBuf> = Vec::new();
         if p.is_absolute() {
@@ -203,7 +203,11 @@ impl Lookup {
     }
 
     /// The first candidate holding `<locale>/meta.lst`.
-    pub fn resolve(&self, dataset_path: &str, locale: &str) -> Result<PathBuf, DatasetError> {
+    pub(crate) fn resolve(
+        &self,
+        dataset_path: &str,
+        locale: &str,
+    ) -> Result<PathBuf, DatasetError> {
         let looked = self.candidates(dataset_path);
         looked
             .iter()
@@ -252,7 +256,7 @@ fn hf_snapshots(repo: &Path) -> Vec<PathBuf> {
 
 /// Parses `meta.lst`: `utt_id|ref_text|ref_wav|text[|voice_description]`, blank and `#`
 /// lines skipped, fields trimmed. `dir` is the locale folder clips are relative to.
-pub fn parse_meta(
+pub(crate) fn parse_meta(
     text: &str,
     file: &Path,
     dir: &Path,
@@ -308,8 +312,8 @@ fn safe_join(dir: &Path, rel: &str) -> PathBuf {
     out
 }
 
-/// Reads `<folder>/<locale>/meta.lst` (at most [`MAX_META_BYTES`]); for seed-tts every
-/// row's reference clip must exist and decode as a WAV ([`check_clip`]).
+/// Reads `<folder>/<locale>/meta.lst` (at most `MAX_META_BYTES`); for seed-tts every
+/// row's reference clip must exist and decode as a WAV (`check_clip`).
 pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, DatasetError> {
     use std::io::Read;
     let dir = folder.join(locale);
@@ -354,7 +358,7 @@ pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, D
 
 /// Whether `path` is a WAV a server can use as reference audio: a readable RIFF/WAVE file
 /// with a PCM or float format, 1–8 channels, a usable sample rate and at least one sample.
-pub fn check_clip(path: &Path) -> Result<(), String> {
+pub(crate) fn check_clip(path: &Path) -> Result<(), String> {
     let reader = hound::WavReader::open(path).map_err(|e| match e {
         hound::Error::IoError(e) if e.kind() == std::io::ErrorKind::NotFound => {
             "missing".to_string()

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 /// Progress of the measured requests of one step.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     label: String,
     total: usize,
     done: usize,
@@ -18,7 +18,7 @@ pub struct Progress {
 
 impl Progress {
     /// A progress line for `total` requests; drawn only if `wanted` and stderr is a TTY.
-    pub fn new(label: &str, total: usize, wanted: bool) -> Self {
+    pub(crate) fn new(label: &str, total: usize, wanted: bool) -> Self {
         Progress {
             label: label.to_string(),
             total,
@@ -31,7 +31,7 @@ impl Progress {
     }
 
     /// Counts one finished request and redraws if due.
-    pub fn request_done(&mut self, ok: bool) {
+    pub(crate) fn request_done(&mut self, ok: bool) {
         self.done += 1;
         if !ok {
             self.failed += 1;
@@ -45,7 +45,7 @@ impl Progress {
     }
 
     /// `label: 37/128 done, 1 failed, 12.3 s`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "{}: {}/{} done, {} failed, {:.1} s",
             self.label,
@@ -64,7 +64,7 @@ impl Progress {
     }
 
     /// Ends the line (terminal only).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.enabled && self.last_draw.is_some() {
             let _ = writeln!(std::io::stderr());
         }

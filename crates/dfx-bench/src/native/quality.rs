@@ -36,7 +36,7 @@ pub struct QualityRow {
 
 /// Counts of a step's capture, for the result.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct QualityStats {
+pub(crate) struct QualityStats {
     /// WAVs written.
     pub saved: u64,
     /// WAVs that could not be written (the reason of the first is in `problem`).
@@ -50,7 +50,7 @@ pub struct QualityStats {
 impl QualityStats {
     /// Upstream's keys for the kept audio (`seed_tts_saved_audio`,
     /// `seed_tts_save_audio_failed`, `seed_tts_save_audio_dir`) and the manifest's path.
-    pub fn insert_into(&self, doc: &mut ResultDoc) {
+    pub(crate) fn insert_into(&self, doc: &mut ResultDoc) {
         doc.insert("seed_tts_saved_audio".into(), json!(self.saved));
         doc.insert("seed_tts_save_audio_failed".into(), json!(self.failed));
         let audio = self.dir.join("audio");
@@ -69,7 +69,7 @@ impl QualityStats {
 }
 
 /// Writes clips and manifest lines (owned by the records writer thread).
-pub struct QualityWriter {
+pub(crate) struct QualityWriter {
     stats: QualityStats,
     manifest: Option<std::io::BufWriter<std::fs::File>>,
 }
@@ -95,7 +95,7 @@ fn safe_part(value: &str, default: &str) -> String {
 
 impl QualityWriter {
     /// Creates `<trial>/quality/audio/` and the manifest.
-    pub fn create(trial_dir: &Path) -> Result<QualityWriter, String> {
+    pub(crate) fn create(trial_dir: &Path) -> Result<QualityWriter, String> {
         let dir = trial_dir.join(DIR);
         let audio = dir.join("audio");
         std::fs::create_dir_all(&audio)
@@ -118,7 +118,7 @@ impl QualityWriter {
     }
 
     /// Keeps the audio of a successful measured request.
-    pub fn keep(&mut self, rec: &RequestRecord, row: &QualityRow, audio: &[u8]) {
+    pub(crate) fn keep(&mut self, rec: &RequestRecord, row: &QualityRow, audio: &[u8]) {
         let name = format!(
             "{:05}_{}_{}.wav",
             rec.index,
@@ -153,7 +153,7 @@ impl QualityWriter {
     }
 
     /// The counts, once every record is in.
-    pub fn finish(self) -> QualityStats {
+    pub(crate) fn finish(self) -> QualityStats {
         self.stats
     }
 }

@@ -16,9 +16,9 @@ use self::mm::{Item, MmConfig};
 use self::text::{Counter, Prompt, TextConfig};
 
 /// Longest input (prefix included) and output length accepted, in tokens.
-pub const MAX_LEN: u64 = 262_144;
+pub(crate) const MAX_LEN: u64 = 262_144;
 /// Most prompt tokens a step may hold (number of prompts × longest prompt).
-pub const MAX_STEP_TOKENS: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_STEP_TOKENS: u64 = 64 * 1024 * 1024;
 
 /// What an entry asks of the dataset.
 #[derive(Debug, Clone, PartialEq)]

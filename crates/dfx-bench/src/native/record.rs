@@ -243,7 +243,7 @@ const COALESCE: std::time::Duration = std::time::Duration::from_millis(10);
 /// Writes records as they arrive (flushed as soon as none is waiting; see `COALESCE`)
 /// and collects them; keeps the audio of quality-capture requests through a
 /// `QualityWriter`.
-pub struct RecordSink {
+pub(crate) struct RecordSink {
     tx: mpsc::Sender<RequestRecord>,
     handle: std::thread::JoinHandle<Written>,
 }
@@ -254,13 +254,13 @@ type Written = (Vec<RequestRecord>, Option<String>, Option<QualityStats>);
 impl RecordSink {
     /// Starts the writer thread. A file that cannot be written is reported at
     /// [`RecordSink::finish`]; the records are still collected.
-    pub fn start(path: &Path, progress: Progress) -> RecordSink {
+    pub(crate) fn start(path: &Path, progress: Progress) -> RecordSink {
         RecordSink::start_with(path, progress, None)
     }
 
     /// [`RecordSink::start`], also keeping the audio of successful measured requests
     /// that carry it through `quality`.
-    pub fn start_with(
+    pub(crate) fn start_with(
         path: &Path,
         mut progress: Progress,
         mut quality: Option<QualityWriter>,
@@ -335,19 +335,19 @@ impl RecordSink {
     }
 
     /// A sender for request tasks.
-    pub fn sender(&self) -> mpsc::Sender<RequestRecord> {
+    pub(crate) fn sender(&self) -> mpsc::Sender<RequestRecord> {
         self.tx.clone()
     }
 
     /// Waits for every record sent so far (all senders must be dropped) and returns them
     /// with any write problem.
-    pub fn finish(self) -> (Vec<RequestRecord>, Option<String>) {
+    pub(crate) fn finish(self) -> (Vec<RequestRecord>, Option<String>) {
         let (records, problem, _) = self.finish_with_quality();
         (records, problem)
     }
 
     /// [`RecordSink::finish`] with the quality capture's counts, when there was one.
-    pub fn finish_with_quality(self) -> Written {
+    pub(crate) fn finish_with_quality(self) -> Written {
         drop(self.tx);
         self.handle
             .join()

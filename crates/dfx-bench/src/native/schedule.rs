@@ -8,8 +8,8 @@ use rand_distr::{Distribution, Gamma};
 
 /// The planned send offsets (seconds from the step's start, sorted) of `n` requests of a
 /// request-rate step at `rate` under `shape` (`docs/bench.md` ("Load shapes")):
-/// steady = [`arrival_offsets`]; ramp = [`ramp_offsets`]; burst = all 0; soak =
-/// [`soak_offsets`]; cohorts = [`cohort_offsets`].
+/// steady = [`arrival_offsets`]; ramp = `ramp_offsets`; burst = all 0; soak =
+/// `soak_offsets`; cohorts = `cohort_offsets`.
 pub fn planned_offsets(
     shape: &LoadShape,
     n: usize,
@@ -29,7 +29,7 @@ pub fn planned_offsets(
 /// `n` offsets whose i-th arrival comes at rate `start + (end - start) · i / (n - 1)`
 /// (`vllm bench serve --ramp-up-strategy linear`): the gap before arrival i is a
 /// Gamma(burstiness) draw with mean `1 / rate_i`.
-pub fn ramp_offsets(
+pub(crate) fn ramp_offsets(
     n: usize,
     start: f64,
     end: f64,
@@ -54,7 +54,7 @@ pub fn ramp_offsets(
 /// `n` offsets spread over `duration` seconds: Gamma gaps at `n / duration` per second,
 /// scaled so the last arrival is due one mean gap before the end
 /// (`duration · (n - 1) / n`): the sends fill the duration whatever the draws.
-pub fn soak_offsets(
+pub(crate) fn soak_offsets(
     n: usize,
     duration: f64,
     burstiness: f64,
@@ -76,7 +76,7 @@ pub fn soak_offsets(
 
 /// Each cohort's Gamma arrivals (at its own rate, else `rate`; each from its own seeded
 /// stream) shifted by its offset, all merged in time order.
-pub fn cohort_offsets(
+pub(crate) fn cohort_offsets(
     cohorts: &[Cohort],
     rate: f64,
     burstiness: f64,

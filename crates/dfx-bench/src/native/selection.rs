@@ -52,7 +52,7 @@ impl Metric {
 }
 
 /// `percentile-metrics` used when an entry has none.
-pub const DEFAULT_PERCENTILE_METRICS: &str = "e2el,audio_rtf,audio_ttfp,audio_duration";
+pub(crate) const DEFAULT_PERCENTILE_METRICS: &str = "e2el,audio_rtf,audio_ttfp,audio_duration";
 
 /// Which statistics blocks a step reports, in upstream order: the text metrics first
 /// (only `e2el` applies to TTS: vllm-omni writes no ttft keys, and tpot/itl have no
@@ -115,7 +115,7 @@ impl Selection {
 }
 
 /// `p99` for 99.0, `p99.9` for 99.9 (Python's `int(p)` when whole, else `str(p)`).
-pub fn percentile_word(p: f64) -> String {
+pub(crate) fn percentile_word(p: f64) -> String {
     if p.fract() == 0.0 {
         format!("{}", p as i64)
     } else {

@@ -147,7 +147,7 @@ fn ms_or_na(doc: &ResultDoc, key: &str) -> String {
 
 /// dfx-perf's additions: measured-only continuity, audible onset, load-generator health,
 /// empty bodies and error classes.
-pub fn extras_block(doc: &ResultDoc, sel: &Selection) -> String {
+pub(crate) fn extras_block(doc: &ResultDoc, sel: &Selection) -> String {
     let mut o = String::new();
     title(&mut o, " dfx-perf native extras ", '=');
     let measured = i(doc, "num_audio_continuity_samples");

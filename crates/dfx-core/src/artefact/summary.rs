@@ -266,11 +266,6 @@ impl SummaryEntry {
         self.breaches.iter().find(|b| b.metric == metric)
     }
 
-    /// `test_name::suffix`: the benchmark entry this trial is a step of.
-    pub fn entry_key(&self) -> String {
-        format!("{}::{}", self.test_name, self.suffix)
-    }
-
     /// Why an ignored trial did not run: `ignored_reason`, else its first failure or
     /// warning.
     pub fn ignored_text(&self) -> String {

@@ -107,7 +107,7 @@ pub struct Thresholds {
 
 impl Thresholds {
     /// `{metric: value}` as upstream writes it into each result under `baseline`.
-    pub fn to_result_value(&self) -> serde_json::Value {
+    pub(crate) fn to_result_value(&self) -> serde_json::Value {
         let map: serde_json::Map<String, serde_json::Value> = self
             .items
             .iter()

@@ -303,7 +303,7 @@ pub struct Parsed {
 
 /// Parses an explicit argument list (first element: program name). Errors are clap's
 /// (they name the flag and, for enums, the accepted values).
-pub fn try_parse_from<I, T>(argv: I) -> Result<Parsed, clap::Error>
+pub(crate) fn try_parse_from<I, T>(argv: I) -> Result<Parsed, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,

@@ -72,7 +72,7 @@ pub struct Change {
 
 impl Change {
     /// A change toward worse.
-    pub fn is_regression(&self) -> bool {
+    pub(crate) fn is_regression(&self) -> bool {
         self.worse_by > 0.0
     }
 }

@@ -134,7 +134,7 @@ fn locked<T>(
 /// Applies every migration above the database's version up to `target`, each in its own
 /// exclusive transaction that re-reads the version first: another runner that migrated
 /// in the meantime leaves nothing to do. Refuses a database newer than this build.
-pub fn migrate_to(db: &mut dyn Backend, target: i64) -> Result<i64, HistoryError> {
+pub(crate) fn migrate_to(db: &mut dyn Backend, target: i64) -> Result<i64, HistoryError> {
     let too_new = |db: &mut dyn Backend, current: i64| {
         (current > latest()).then(|| HistoryError::SchemaTooNew {
             db: db.describe(),

@@ -105,7 +105,7 @@ impl Comparison {
     }
 
     /// Whether every row is a single-pair or otherwise unconfirmed comparison.
-    pub fn all_unconfirmed(&self) -> bool {
+    pub(crate) fn all_unconfirmed(&self) -> bool {
         self.rows.iter().all(|r| {
             matches!(
                 r.verdict,
@@ -131,7 +131,7 @@ pub fn compare_dirs(
 
 /// Compares side A against side B. Refuses different hardware or configs unless the
 /// options allow it.
-pub fn compare_runs(
+pub(crate) fn compare_runs(
     a: &[Run],
     b: &[Run],
     opts: &CompareOptions,
@@ -322,7 +322,7 @@ fn row(
 }
 
 /// `median [min–max] (n)` or `-`.
-pub fn side_text(s: &Option<SideStats>) -> String {
+pub(crate) fn side_text(s: &Option<SideStats>) -> String {
     match s {
         None => "-".into(),
         Some(s) if s.n() == 1 => fmt::num(s.median),

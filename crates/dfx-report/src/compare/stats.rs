@@ -94,14 +94,6 @@ impl Verdict {
             Verdict::NotMeasured { why } => format!("not compared: {why}"),
         }
     }
-
-    /// Whether this is a confirmed change (regression, improvement or changed).
-    pub fn is_change(&self) -> bool {
-        matches!(
-            self,
-            Verdict::Regression | Verdict::Improvement | Verdict::Changed
-        )
-    }
 }
 
 /// `B / A` of the medians.

@@ -59,7 +59,7 @@ impl Default for RecalibrateOptions {
 
 /// [`OldThreshold::source`] of a threshold the runs read from a store entry that the
 /// current store no longer has.
-pub const RUNS_STORE: &str = "run's store";
+pub(crate) const RUNS_STORE: &str = "run's store";
 
 /// The threshold in force before recalibration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -151,7 +151,7 @@ pub fn plan_from_dirs(
 
 /// Computes new thresholds and decisions. Refuses mixed hardware, and (unless
 /// `skip_failed`) trials that failed or fell back in any run.
-pub fn plan_recalibration(
+pub(crate) fn plan_recalibration(
     runs: &[Run],
     opts: &RecalibrateOptions,
 ) -> Result<Recalibration, ReportError> {

@@ -55,7 +55,7 @@ pub fn write_run_reports(run_dir: &Path) -> Result<ReportPaths, ReportError> {
 
 /// One threshold of a trial next to its measured value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ThresholdView {
+pub(crate) struct ThresholdView {
     /// The result key the threshold is on.
     pub metric: String,
     /// The measured value, `None` when not measured or the result is a fallback.
@@ -75,7 +75,7 @@ pub struct ThresholdView {
 
 impl ThresholdView {
     /// `median_audio_ttfp_ms 600.2 (max 647.1, -7.3 %)`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let value = self
             .value
             .map(fmt::num)
@@ -97,7 +97,7 @@ impl ThresholdView {
 
 /// The thresholds of a trial with values and gaps; a metric is breached when the run's
 /// verdict listed it or when the value is worse than the threshold.
-pub fn threshold_views(t: &TrialSummary) -> Vec<ThresholdView> {
+pub(crate) fn threshold_views(t: &TrialSummary) -> Vec<ThresholdView> {
     t.thresholds
         .iter()
         .map(|th| {
@@ -124,7 +124,7 @@ pub fn counts(run: &Run) -> (usize, usize, usize) {
 }
 
 /// The run facts shown at the top of every report, as `(label, value)` rows.
-pub fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
+pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     let i = &run.info;
     let mut rows = vec![("hardware", run.hardware_identity())];
     if let Some(v) = &i.dfx_perf_version {
@@ -220,7 +220,7 @@ fn flags_text(flags: &[FlagRecord]) -> String {
 }
 
 /// `128/128` completed of expected, or `-`.
-pub fn completion_text(t: &TrialSummary) -> String {
+pub(crate) fn completion_text(t: &TrialSummary) -> String {
     match (t.metric("completed"), t.num_prompts) {
         (Some(c), Some(n)) => format!("{}/{}", fmt::num(c), fmt::num(n as f64)),
         (Some(c), None) => fmt::num(c),

@@ -2,7 +2,7 @@
 //! server (`docs/simulator.md` ("Performance model")), free of clocks, threads and I/O.
 //!
 //! Time is virtual (nanoseconds of simulated GPU time). The driver feeds arrivals and
-//! cancellations in at their virtual times and asks the engine to [`Engine::advance`] up
+//! cancellations in at their virtual times and asks the engine to `Engine::advance` up
 //! to "now"; the engine answers with the chunks that finished decoding, each stamped with
 //! the virtual time at which its PCM is due. Same inputs at the same virtual times give
 //! the same outputs, bit for bit.
@@ -32,9 +32,9 @@ use codec::Codec;
 use talker::Talker;
 
 /// Virtual time in nanoseconds since the engine started.
-pub type VTime = u64;
+pub(crate) type VTime = u64;
 
-/// Converts seconds of simulated time to [`VTime`] nanoseconds.
+/// Converts seconds of simulated time to `VTime` nanoseconds.
 pub fn secs(s: f64) -> VTime {
     (s.max(0.0) * 1e9).round() as VTime
 }
@@ -114,7 +114,7 @@ pub struct Job {
 
 /// A decoded chunk: its PCM is due at `at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Emission {
+pub(crate) struct Emission {
     /// The job.
     pub id: u64,
     /// Virtual time at which the PCM is due.
@@ -202,7 +202,7 @@ impl Engine {
     }
 
     /// When the next stage step completes, if any stage is busy.
-    pub fn next_event(&self) -> Option<VTime> {
+    pub(crate) fn next_event(&self) -> Option<VTime> {
         let c = self.codec.as_ref().and_then(Codec::busy_until);
         match (self.talker.busy_until(), c) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -212,7 +212,7 @@ impl Engine {
 
     /// Queues a request at virtual time `at` (clamped to the engine's clock). Events due
     /// before `at` must have been processed with [`Engine::advance`] first.
-    pub fn submit(&mut self, at: VTime, job: Job, out: &mut Vec<Emission>) {
+    pub(crate) fn submit(&mut self, at: VTime, job: Job, out: &mut Vec<Emission>) {
         self.advance(at, out);
         self.now = self.now.max(at);
         self.talker.enqueue(job);
@@ -220,7 +220,7 @@ impl Engine {
     }
 
     /// Forgets a request (client gone): it leaves every queue and batch.
-    pub fn cancel(&mut self, id: u64) {
+    pub(crate) fn cancel(&mut self, id: u64) {
         self.talker.cancel(id);
         if let Some(c) = self.codec.as_mut() {
             c.cancel(id);
@@ -228,7 +228,7 @@ impl Engine {
     }
 
     /// Processes every event due at or before `until`, appending the emissions.
-    pub fn advance(&mut self, until: VTime, out: &mut Vec<Emission>) {
+    pub(crate) fn advance(&mut self, until: VTime, out: &mut Vec<Emission>) {
         while let Some(t) = self.next_event().filter(|t| *t <= until) {
             self.now = t;
             // Ties: the talker first, so a chunk produced at `t` can enter a decode step

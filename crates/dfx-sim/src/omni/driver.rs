@@ -58,7 +58,7 @@ impl OmniHandle {
 
     /// Queues a job that reached the server at `arrived`; outputs arrive on the returned
     /// channel, which closes after the last one or when the engine stops.
-    pub fn submit(
+    pub(crate) fn submit(
         &self,
         mut job: OmniJob,
         arrived: Instant,
@@ -71,7 +71,7 @@ impl OmniHandle {
     }
 
     /// Withdraws a job (client gone).
-    pub fn cancel(&self, id: u64) {
+    pub(crate) fn cancel(&self, id: u64) {
         let _ = self.tx.send(Cmd::Cancel(id));
     }
 

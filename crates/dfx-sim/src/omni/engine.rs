@@ -60,7 +60,7 @@ pub struct OmniJob {
 
 /// What an emission carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OmniOutput {
+pub(crate) enum OmniOutput {
     /// The thinker made a token: `tokens` so far.
     Text {
         /// Cumulative text tokens.
@@ -81,7 +81,7 @@ pub enum OmniOutput {
 
 /// An output due at virtual time `at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OmniEmission {
+pub(crate) struct OmniEmission {
     /// The job.
     pub id: u64,
     /// When it is due.
@@ -92,7 +92,7 @@ pub struct OmniEmission {
 
 impl OmniEmission {
     /// Whether this is the request's final output.
-    pub fn finishes(&self, wants_audio: bool) -> bool {
+    pub(crate) fn finishes(&self, wants_audio: bool) -> bool {
         match self.out {
             OmniOutput::Text { last, .. } => last && !wants_audio,
             OmniOutput::Audio { last, .. } => last,

@@ -17,13 +17,13 @@ pub const MAX_ITEM_BYTES: usize = 256 * 1024 * 1024;
 /// Largest image or video side, pixels.
 pub const MAX_SIDE: u32 = 16_384;
 /// Most video frames of one item.
-pub const MAX_VIDEO_FRAMES: u64 = 100_000;
+pub(crate) const MAX_VIDEO_FRAMES: u64 = 100_000;
 /// Longest audio item, seconds.
-pub const MAX_AUDIO_SECS: f64 = 3_600.0;
+pub(crate) const MAX_AUDIO_SECS: f64 = 3_600.0;
 
 /// Why a media item was refused (a 400 for the request).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MediaError {
+pub(crate) enum MediaError {
     /// A remote or local URL: the simulator fetches nothing.
     #[error("only base64 data URLs are accepted (the simulator fetches nothing), got `{0}`")]
     NotFetched(String),
@@ -85,7 +85,7 @@ pub enum MediaInfo {
 }
 
 /// Splits a data URL into its mime type and decoded bytes.
-pub fn decode_data_url(url: &str) -> Result<(String, Vec<u8>), MediaError> {
+pub(crate) fn decode_data_url(url: &str) -> Result<(String, Vec<u8>), MediaError> {
     let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("file:") {
         let shown: String = url.chars().take(60).collect();
@@ -143,7 +143,7 @@ fn check_dims(kind: &'static str, w: u32, h: u32) -> Result<(), MediaError> {
 }
 
 /// Width and height of a JPEG (first SOF marker) or PNG (IHDR).
-pub fn image_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
+pub(crate) fn image_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
     const K: &str = "image";
     let (w, h) = if b.starts_with(b"\x89PNG\r\n\x1a\n") {
         if b.get(12..16) != Some(b"IHDR") {
@@ -294,7 +294,7 @@ fn read_trak(trak: &[u8]) -> Result<Track, MediaError> {
 }
 
 /// Dimensions and frame count of the first video track of an MP4 / QuickTime file.
-pub fn video_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
+pub(crate) fn video_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
     const K: &str = "video";
     if b.get(4..8) != Some(b"ftyp") {
         return Err(undecodable(K, "not an MP4 file (no `ftyp` box)"));
@@ -335,7 +335,7 @@ pub fn video_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
 
 /// Duration, channels and rate of a WAV (sniffed by its RIFF/WAVE header whatever the
 /// declared mime type) or of a constant-bit-rate MP3.
-pub fn audio_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
+pub(crate) fn audio_info(b: &[u8]) -> Result<MediaInfo, MediaError> {
     const K: &str = "audio";
     let (duration_s, channels, sample_rate) = if b.starts_with(b"RIFF")
         && b.get(8..12) == Some(b"WAVE")
@@ -433,7 +433,7 @@ fn smart_resize(h: u32, w: u32, factor: u32, min_px: u64, max_px: u64) -> (u64, 
 
 /// Audio encoder tokens for `secs` of audio: mel frames at 100 per second, 13 tokens per
 /// full 100 frames, the remainder downsampled three times by 2 (Qwen3-Omni's rule).
-pub fn audio_tokens(rules: &MediaRules, secs: f64) -> u64 {
+pub(crate) fn audio_tokens(rules: &MediaRules, secs: f64) -> u64 {
     let frames = (secs * 100.0).floor() as u64;
     let full = frames / 100 * u64::from(rules.audio_tokens_per_100_frames);
     let rest = frames % 100;

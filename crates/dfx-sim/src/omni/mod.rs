@@ -35,10 +35,10 @@ use profile::OmniProfile;
 use request::ChatRequest;
 
 /// Most codec frames of one answer (the talker's stock `max_tokens`, 4096 frames ≈ 328 s).
-pub const MAX_AUDIO_FRAMES: u32 = 4096;
+pub(crate) const MAX_AUDIO_FRAMES: u32 = 4096;
 /// Natural answer length without `ignore_eos`, text tokens (uniform draw, capped by
 /// `max_tokens`).
-pub const NATURAL_TOKENS: (u32, u32) = (40, 400);
+pub(crate) const NATURAL_TOKENS: (u32, u32) = (40, 400);
 
 /// The omni part of a resolved configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,7 +50,7 @@ pub struct OmniConfig {
 }
 
 /// Whether a `--sim-profile` name is an omni profile.
-pub fn is_omni_profile(name: &str) -> bool {
+pub(crate) fn is_omni_profile(name: &str) -> bool {
     profile::NAMES.contains(&name)
 }
 
@@ -162,7 +162,7 @@ pub fn prefill_s(p: &OmniProfile, req: &ChatRequest) -> f64 {
 }
 
 /// CPU pre-processing seconds of a request: fixed overhead and media decoding.
-pub fn preprocess_s(p: &OmniProfile, req: &ChatRequest) -> f64 {
+pub(crate) fn preprocess_s(p: &OmniProfile, req: &ChatRequest) -> f64 {
     let t = &p.thinker;
     t.request_overhead_s + t.media_item_s * req.media.len() as f64
 }

@@ -256,12 +256,13 @@ pub(crate) fn for_model(model: &str) -> Option<OmniProfile> {
 
 impl OmniProfile {
     /// Audio samples per codec frame.
-    pub fn samples_per_frame(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn samples_per_frame(&self) -> u32 {
         (f64::from(self.sample_rate) / OMNI_FRAME_RATE_HZ).round() as u32
     }
 
     /// Codec frames spoken for `tokens` text tokens (at least 1 when `tokens > 0`).
-    pub fn frames_for_tokens(&self, tokens: u32, jitter: f64) -> u32 {
+    pub(crate) fn frames_for_tokens(&self, tokens: u32, jitter: f64) -> u32 {
         if tokens == 0 {
             return 0;
         }

@@ -11,13 +11,13 @@ use super::profile::OmniProfile;
 use crate::error::ApiError;
 
 /// Most messages in one request.
-pub const MAX_MESSAGES: usize = 1024;
+pub(crate) const MAX_MESSAGES: usize = 1024;
 /// Most media items in one request.
-pub const MAX_MEDIA_ITEMS: usize = 64;
+pub(crate) const MAX_MEDIA_ITEMS: usize = 64;
 /// Longest text of one request, characters.
-pub const MAX_TEXT_CHARS: usize = 1 << 20;
+pub(crate) const MAX_TEXT_CHARS: usize = 1 << 20;
 /// Chat-template tokens added per message (role markers and newlines).
-pub const TEMPLATE_TOKENS_PER_MESSAGE: u64 = 5;
+pub(crate) const TEMPLATE_TOKENS_PER_MESSAGE: u64 = 5;
 
 /// A validated chat request.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +94,7 @@ fn boolean(m: &Map<String, Value>, key: &str) -> Result<Option<bool>, ApiError> 
 
 /// Estimated tokens of `text`: about 4 ASCII characters per token, 1.5 other characters
 /// per token (CJK, Cyrillic and other scripts tokenise much finer).
-pub fn estimate_text_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_text_tokens(text: &str) -> u64 {
     let (ascii, other) = text.chars().fold((0u64, 0u64), |(a, o), c| {
         if c.is_ascii() { (a + 1, o) } else { (a, o + 1) }
     });

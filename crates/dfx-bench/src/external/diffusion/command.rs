@@ -32,7 +32,7 @@ use crate::external::{BenchCommand, flags, pyfmt};
 /// Entry keys never passed as flags (besides the sweep keys).
 pub const EXCLUDED_KEYS: &[&str] = &["baseline", "dataset", "task", "name"];
 /// The sweep keys of the diffusion dialect, rendered last from the step.
-pub const SWEEP_KEYS: &[&str] = &["request-rate", "num-prompts", "max-concurrency"];
+pub(crate) const SWEEP_KEYS: &[&str] = &["request-rate", "num-prompts", "max-concurrency"];
 /// The name of the output file in the trial folder.
 pub const OUTPUT_FILE: &str = "diffusion_bench_result.json";
 
@@ -101,7 +101,7 @@ fn python_str(v: &Value) -> String {
 }
 
 /// The entry's own keys as flags, verbatim, in file order.
-pub fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
+pub(crate) fn entry_flags(raw: &Map<String, Value>) -> Vec<String> {
     let mut out = Vec::new();
     for (key, value) in raw {
         if EXCLUDED_KEYS.contains(&key.as_str()) || SWEEP_KEYS.contains(&key.as_str()) {

@@ -9,7 +9,7 @@ use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
 
 /// Largest reply body a scenario reads (a short WAV is far below).
-pub const MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
 
 /// What a scenario needs to know of the server under test.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct Reply {
     pub status: u16,
     /// The `Content-Type` header; empty when absent or not text.
     pub content_type: String,
-    /// The whole body (at most [`MAX_REPLY_BYTES`]).
+    /// The whole body (at most `MAX_REPLY_BYTES`).
     pub body: Vec<u8>,
 }
 
@@ -65,7 +65,7 @@ impl Target {
     /// The body of a request that the server can answer with speech: the voice-clone
     /// fields on a Base model (a generated reference clip and its transcript),
     /// `instructions` on a VoiceDesign model, else the input alone (the default voice).
-    pub fn speak_body(&self, input: &str) -> serde_json::Map<String, Value> {
+    pub(crate) fn speak_body(&self, input: &str) -> serde_json::Map<String, Value> {
         let mut b = serde_json::Map::new();
         b.insert("model".into(), json!(self.model));
         b.insert("input".into(), json!(input));
@@ -85,7 +85,7 @@ impl Target {
 }
 
 /// Transcript sent with the generated reference clip.
-pub const REFERENCE_TEXT: &str = "This is a short reference clip.";
+pub(crate) const REFERENCE_TEXT: &str = "This is a short reference clip.";
 
 /// A 1.5 s mono 16 kHz WAV (a tone with a slow vibrato): long enough for vllm-omni's
 /// 1 s minimum of reference audio, short enough to stay small.
@@ -116,12 +116,12 @@ pub fn reference_wav() -> Vec<u8> {
 }
 
 /// [`reference_wav`] as a `data:audio/wav;base64,…` URL.
-pub fn reference_data_url() -> String {
+pub(crate) fn reference_data_url() -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(reference_wav());
     format!("data:audio/wav;base64,{b64}")
 }
 
-/// Reads a whole reply, at most [`MAX_REPLY_BYTES`].
+/// Reads a whole reply, at most `MAX_REPLY_BYTES`.
 pub async fn read(resp: reqwest::Response) -> Result<Reply, String> {
     let status = resp.status().as_u16();
     let content_type = resp
@@ -150,7 +150,7 @@ pub async fn read(resp: reqwest::Response) -> Result<Reply, String> {
 }
 
 /// `POST /v1/audio/speech` with `body` as the raw request bytes.
-pub async fn post_speech(
+pub(crate) async fn post_speech(
     client: &reqwest::Client,
     t: &Target,
     body: Vec<u8>,
@@ -166,7 +166,7 @@ pub async fn post_speech(
 }
 
 /// `POST /v1/audio/speech` with a JSON body.
-pub async fn speech_json(
+pub(crate) async fn speech_json(
     client: &reqwest::Client,
     t: &Target,
     body: &serde_json::Map<String, Value>,

@@ -160,7 +160,7 @@ pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcom
 }
 
 /// The failure line of a failed scenario.
-pub fn failure_line(o: &Outcome) -> String {
+pub(crate) fn failure_line(o: &Outcome) -> String {
     format!(
         "contract scenario {}: expected {}; {}{}",
         o.scenario,

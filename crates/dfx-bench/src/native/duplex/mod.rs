@@ -28,9 +28,9 @@ use super::log::BenchLog;
 use super::progress::Progress;
 
 /// The one workload upstream's runner accepts.
-pub const WORKLOAD: &str = "native-duplex-audio";
+pub(crate) const WORKLOAD: &str = "native-duplex-audio";
 /// Wait for `session.created` / `session.closed` (upstream's fixed 20 s).
-pub const HANDSHAKE: Duration = Duration::from_secs(20);
+pub(crate) const HANDSHAKE: Duration = Duration::from_secs(20);
 
 /// The entry's keys, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,7 +87,7 @@ fn keys(entry: &BenchEntry) -> Result<&DuplexKeys, String> {
 }
 
 /// Whether the native bench runs `entry` (a native-duplex entry of workload
-/// [`WORKLOAD`]), else why not.
+/// `WORKLOAD`), else why not.
 pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     let keys = match keys(entry) {
         Ok(k) if entry.dialect == Dialect::NativeDuplex => k,

@@ -11,9 +11,9 @@ use super::mm::Item;
 use super::mp4;
 
 /// Audio items' sample rate (upstream's).
-pub const AUDIO_RATE: u32 = 48_000;
+pub(crate) const AUDIO_RATE: u32 = 48_000;
 /// Video items' frame rate (upstream's).
-pub const VIDEO_FPS: u32 = 30;
+pub(crate) const VIDEO_FPS: u32 = 30;
 
 /// An encoded item: its content-part type, data-URL mime and bytes.
 pub struct Encoded {

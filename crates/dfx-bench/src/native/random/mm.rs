@@ -24,14 +24,14 @@ pub enum Item {
         height: u32,
         /// Pixels, even, 2..=[`MAX_SIDE`].
         width: u32,
-        /// Frame count, 2..=[`MAX_FRAMES`].
+        /// Frame count, 2..=`MAX_FRAMES`.
         frames: u32,
     },
     /// ±0.5 noise, 48 kHz, 16-bit WAV.
     Audio {
-        /// Duration, 1..=[`MAX_AUDIO_SECONDS`] seconds.
+        /// Duration, 1..=`MAX_AUDIO_SECONDS` seconds.
         seconds: u32,
-        /// Channel count, 1..=[`MAX_CHANNELS`].
+        /// Channel count, 1..=`MAX_CHANNELS`.
         channels: u32,
     },
 }
@@ -47,7 +47,7 @@ impl Item {
     }
 
     /// Raw payload bytes before encoding (for memory bounds).
-    pub fn raw_bytes(&self) -> u64 {
+    pub(crate) fn raw_bytes(&self) -> u64 {
         match *self {
             Item::Image { height, width } => u64::from(height) * u64::from(width) * 3,
             Item::Video {
@@ -65,17 +65,17 @@ impl Item {
 /// Largest image/video side accepted in a bucket, pixels.
 pub const MAX_SIDE: u32 = 8192;
 /// Most video frames accepted in a bucket.
-pub const MAX_FRAMES: u32 = 1024;
+pub(crate) const MAX_FRAMES: u32 = 1024;
 /// Longest audio item accepted in a bucket, seconds.
-pub const MAX_AUDIO_SECONDS: u32 = 3600;
+pub(crate) const MAX_AUDIO_SECONDS: u32 = 3600;
 /// Most audio channels accepted in a bucket.
-pub const MAX_CHANNELS: u32 = 8;
-/// Largest raw payload of one item, bytes ([`Item::raw_bytes`]).
+pub(crate) const MAX_CHANNELS: u32 = 8;
+/// Largest raw payload of one item, bytes (`Item::raw_bytes`).
 pub const MAX_ITEM_BYTES: u64 = 256 * 1024 * 1024;
 /// Largest raw payload the limits let one request's items reach, bytes.
-pub const MAX_REQUEST_BYTES: u64 = 512 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_BYTES: u64 = 512 * 1024 * 1024;
 /// Most items per request.
-pub const MAX_ITEMS: u64 = 1024;
+pub(crate) const MAX_ITEMS: u64 = 1024;
 
 /// The parsed `random_mm_*` keys.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,12 +13,12 @@ use crate::native::client::{Exchange, Failure, FailureClass};
 use crate::native::record::{Dispatch, RequestRecord, Sample};
 
 /// Rounds to 0.001 (upstream's rounding of every ms figure).
-pub fn round3(x: f64) -> f64 {
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
 /// Upstream's audio frames of a request: duration × 24000, whatever the real rate.
-pub const FRAMES_RATE: f64 = 24_000.0;
+pub(crate) const FRAMES_RATE: f64 = 24_000.0;
 
 /// The figures of one successful turn.
 #[derive(Debug, Clone, Serialize)]

@@ -29,14 +29,14 @@ use super::selection::Selection;
 use super::{NativeSettings, aggregate, summary};
 
 /// The realtime backends the native bench implements.
-pub const BACKENDS: [&str; 2] = ["openai-realtime-tts", "openai-realtime-duplex"];
+pub(crate) const BACKENDS: [&str; 2] = ["openai-realtime-tts", "openai-realtime-duplex"];
 /// The newer upstream backend dfx-perf refuses (see [`supports`]).
-pub const CHAT_BACKEND: &str = "openai-realtime-chat";
+pub(crate) const CHAT_BACKEND: &str = "openai-realtime-chat";
 /// The endpoint they use.
-pub const ENDPOINT: &str = "/v1/realtime";
+pub(crate) const ENDPOINT: &str = "/v1/realtime";
 
 /// Whether `entry` names a realtime backend (then [`supports`] decides).
-pub fn is_realtime(entry: &BenchEntry) -> bool {
+pub(crate) fn is_realtime(entry: &BenchEntry) -> bool {
     entry
         .backend
         .as_deref()
@@ -331,7 +331,7 @@ pub fn expected_turns(
 
 /// vllm's `Time to First Token` section (when the result has TTFT keys), placed where vllm
 /// prints it: before the E2EL section, else before the `Text Result` title.
-pub fn with_ttft(block: &str, doc: &dfx_core::result::ResultDoc, ps: &[f64]) -> String {
+pub(crate) fn with_ttft(block: &str, doc: &dfx_core::result::ResultDoc, ps: &[f64]) -> String {
     let get = |k: &str| doc.get(k).and_then(serde_json::Value::as_f64);
     let Some(mean) = get("mean_ttft_ms") else {
         return block.to_string();

@@ -19,7 +19,7 @@ type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Responses tracked per turn at most (later `response.created`s are ignored).
-pub const MAX_RESPONSES: usize = 256;
+pub(crate) const MAX_RESPONSES: usize = 256;
 /// `server_event_seq`s remembered for duplicate detection (then forgotten and restarted).
 const MAX_SEQS: usize = 1 << 20;
 

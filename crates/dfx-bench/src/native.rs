@@ -19,6 +19,7 @@ pub mod dataset;
 pub mod driver;
 pub mod duplex;
 pub mod fds;
+pub mod http1;
 pub mod load_result;
 pub mod log;
 pub mod omni;

@@ -98,7 +98,7 @@ impl Decoder {
     pub fn step(&mut self, input: &[u8]) -> Result<(usize, Option<Range<usize>>), BodyError> {
         match self {
             Decoder::Done => Ok((0, None)),
-            Decoder::UntilClose => Ok((input.len(), (!input.is_empty()).then(|| 0..input.len()))),
+            Decoder::UntilClose => Ok((input.len(), (!input.is_empty()).then_some(0..input.len()))),
             Decoder::Length(rem) => {
                 let n = take(*rem, input.len());
                 *rem -= n as u64;

@@ -1,6 +1,6 @@
 //! Native streaming load generator for `openai-audio-speech` (`docs/bench.md`), and for
 //! the realtime backends over WebSocket ([`realtime`]), and upstream's native-duplex
-//! runner ([`duplex`]): tokio + reqwest, every body read timestamped, the same metric names and definitions as
+//! runner ([`duplex`]): tokio + the `http1` client for speech (reqwest for the rest), every body read timestamped, the same metric names and definitions as
 //! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
 //!
 //! A run: `prepare` resolves the dataset and builds every body, warmups run and are
@@ -19,6 +19,7 @@ pub mod dataset;
 pub(crate) mod driver;
 pub mod duplex;
 pub(crate) mod fds;
+pub(crate) mod http1;
 pub(crate) mod load_result;
 pub(crate) mod log;
 pub(crate) mod omni;

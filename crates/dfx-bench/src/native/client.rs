@@ -1,66 +1,18 @@
 //! One streamed request: send, read every non-empty TCP read with its arrival time, and
 //! classify how it ended. The clock starts right before the request is handed to the
-//! connection (the caller already holds its concurrency slot); a new connection's
-//! set-up time is measured by a connector layer and recorded separately.
+//! connection (the caller already holds its concurrency slot), so a new connection's
+//! set-up is inside the TTFP as it is for upstream's client; its time is also recorded
+//! separately (`connect_s`). The transport is the purpose-built [`http1`] client: one
+//! read buffer per connection, one record per TCP read that carried body bytes.
 
-use std::cell::Cell;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
 
+use super::http1::{self, Response};
 use crate::audio::onset::{PcmAnalyzer, PcmStats};
 use crate::audio::pcm::{SNIFF_LEN, Sniff, sniff};
-
-tokio::task_local! {
-    /// Set by [`TimedConnect`] when the current request had to open a connection.
-    static CONNECT_TIME: Cell<Option<Duration>>;
-}
-
-/// Connector layer that times connection establishment for the request being polled.
-#[derive(Debug, Clone, Copy)]
-struct TimeConnects;
-
-impl<S> tower_layer::Layer<S> for TimeConnects {
-    type Service = TimedConnect<S>;
-    fn layer(&self, inner: S) -> TimedConnect<S> {
-        TimedConnect(inner)
-    }
-}
-
-#[derive(Debug, Clone)]
-struct TimedConnect<S>(S);
-
-type BoxFut<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
-
-impl<S, R> tower_service::Service<R> for TimedConnect<S>
-where
-    S: tower_service::Service<R>,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFut<S::Response, S::Error>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: R) -> Self::Future {
-        let start = Instant::now();
-        let fut = self.0.call(req);
-        Box::pin(async move {
-            let out = fut.await;
-            // Outside a request's scope (a connect finished in the background) there is
-            // nobody to attribute it to.
-            let _ = CONNECT_TIME.try_with(|c| c.set(Some(start.elapsed())));
-            out
-        })
-    }
-}
 
 /// Per-request limits.
 #[derive(Debug, Clone, Copy)]
@@ -135,40 +87,25 @@ pub struct Exchange {
 }
 
 /// A configured HTTP client for one endpoint.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Target {
-    client: reqwest::Client,
-    url: reqwest::Url,
-    headers: HeaderMap,
+    http: http1::Client,
     limits: Limits,
     capture: bool,
 }
 
 impl Target {
     /// `reuse` keeps idle connections for later requests (pooled); otherwise every
-    /// request opens a fresh connection.
+    /// request opens a fresh connection. `url` must be a plain `http://` URL.
     pub(crate) fn new(
         url: &str,
         headers: HeaderMap,
         limits: Limits,
         reuse: bool,
     ) -> Result<Self, String> {
-        let url = reqwest::Url::parse(url).map_err(|e| format!("bad server URL {url:?}: {e}"))?;
-        let mut b = reqwest::Client::builder()
-            .no_proxy()
-            .http1_only()
-            .tcp_nodelay(true)
-            .connector_layer(TimeConnects);
-        if !reuse {
-            b = b.pool_max_idle_per_host(0);
-        }
-        let client = b
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let http = http1::Client::new(url, &headers, reuse).map_err(|e| e.to_string())?;
         Ok(Target {
-            client,
-            url,
-            headers,
+            http,
             limits,
             capture: false,
         })
@@ -188,26 +125,8 @@ impl Target {
         request_id: Option<&str>,
         sample_rate: u32,
     ) -> Exchange {
-        CONNECT_TIME
-            .scope(
-                Cell::new(None),
-                self.exchange(body, request_id, sample_rate),
-            )
-            .await
-    }
-
-    async fn exchange(&self, body: Bytes, request_id: Option<&str>, sample_rate: u32) -> Exchange {
-        let mut rb = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .body(body);
-        if let Some(id) = request_id {
-            rb = rb.header("x-request-id", id);
-        }
-        let request = rb.build();
         let send_at = Instant::now();
-        let mut x = Exchange {
+        let x = Exchange {
             send_at,
             end_at: send_at,
             status: None,
@@ -218,94 +137,127 @@ impl Target {
             pcm: PcmStats::default(),
             audio: self.capture.then(Vec::new),
         };
-        let request = match request {
-            Ok(r) => r,
-            Err(e) => return x.fail(FailureClass::Transport, error_chain(&e)),
-        };
         let deadline = send_at + self.limits.request_timeout;
-        let response = self.client.execute(request);
-        let response = match self.wait(send_at, deadline, response).await {
+        let sent = self.http.send(request_id, &body);
+        let sent = match self.wait(send_at, deadline, sent).await {
             Err(class) => {
                 let what = "response head";
                 return x.fail(class, self.timeout_message(class, what));
             }
             Ok(Err(e)) => return x.fail(FailureClass::Transport, error_chain(&e)),
-            Ok(Ok(r)) => r,
+            Ok(Ok(s)) => s,
         };
-        x.connect = CONNECT_TIME.with(Cell::get);
+        let head_at = Instant::now();
+        let mut x = Exchange {
+            connect: sent.connect,
+            ..x
+        };
+        let mut response = sent.response;
         let status = response.status();
-        x.status = Some(status.as_u16());
-        if status != reqwest::StatusCode::OK {
-            let excerpt = self.excerpt(response, deadline).await;
-            let reason = status.canonical_reason().unwrap_or("");
-            let msg = format!("HTTP {} {reason}: {excerpt}", status.as_u16());
+        x.status = Some(status);
+        if status != 200 {
+            let excerpt = self.excerpt(&mut response, deadline).await;
+            let reason = reqwest::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("");
+            let msg = format!("HTTP {status} {reason}: {excerpt}");
             return x.fail(
-                FailureClass::Http(status.as_u16()),
+                FailureClass::Http(status),
                 msg.trim_end_matches([' ', ':']).to_string(),
             );
         }
-        self.read_body(response, deadline, sample_rate, x).await
+        let x = self
+            .read_body(&mut response, head_at, deadline, sample_rate, x)
+            .await;
+        if x.ok() {
+            self.http.recycle(response);
+        }
+        x
     }
 
+    /// Reads the body of `r` (its head arrived at `head_at`): one record per TCP read
+    /// that carried body bytes, stamped when the read returned.
     async fn read_body(
         &self,
-        mut response: reqwest::Response,
+        r: &mut Response,
+        head_at: Instant,
         deadline: Instant,
         sample_rate: u32,
         mut x: Exchange,
     ) -> Exchange {
         let mut analyzer = PcmAnalyzer::new(sample_rate);
-        let mut prefix: Vec<u8> = Vec::with_capacity(SNIFF_LEN);
+        let mut prefix = [0u8; SNIFF_LEN];
+        let mut have = 0;
         let mut sniffed = false;
         // The response head was the last byte seen: the stall clock restarts there.
-        let mut last = Instant::now();
+        let mut last = head_at;
+        // When the bytes being decoded were read (those after the head came with it).
+        let mut read_at = head_at;
         // One timer for the whole body, moved only when it fires early: re-arming a timer
         // per read costs two timer-wheel locks on the path that timestamps the next read.
         let timer = tokio::time::sleep_until(self.body_timer_at(last, deadline).into());
         tokio::pin!(timer);
         loop {
-            let next = tokio::select! {
-                biased;
-                c = response.chunk() => c,
-                () = &mut timer => {
-                    let due = self.body_timer_at(last, deadline);
-                    if Instant::now() < due {
-                        timer.as_mut().reset(due.into());
-                        continue;
+            if !r.has_pending() {
+                if r.is_done() {
+                    break;
+                }
+                let filled = tokio::select! {
+                    biased;
+                    f = r.fill() => f,
+                    () = &mut timer => {
+                        let due = self.body_timer_at(last, deadline);
+                        if Instant::now() < due {
+                            timer.as_mut().reset(due.into());
+                            continue;
+                        }
+                        let class = self.expired_class(last, deadline);
+                        return x.fail(class, self.timeout_message(class, "next body byte"));
                     }
-                    let class = self.expired_class(last, deadline);
-                    return x.fail(class, self.timeout_message(class, "next body byte"));
-                }
-            };
-            let chunk = match next {
-                Err(e) => return x.fail(FailureClass::Transport, error_chain(&e)),
-                Ok(None) => break,
-                Ok(Some(c)) if c.is_empty() => continue,
-                Ok(Some(c)) => c,
-            };
-            last = Instant::now();
-            x.chunks
-                .push(((last - x.send_at).as_secs_f64(), chunk.len() as u64));
-            x.bytes += chunk.len() as u64;
-            if x.bytes > self.limits.max_body_bytes {
-                let msg = format!("body exceeded the {} byte cap", self.limits.max_body_bytes);
-                return x.fail(FailureClass::Oversize, msg);
-            }
-            if !sniffed {
-                let take = (SNIFF_LEN - prefix.len()).min(chunk.len());
-                prefix.extend_from_slice(&chunk[..take]);
-                match sniff(&prefix, false) {
-                    Sniff::NotPcm(what) => return x.fail(FailureClass::NotPcm, not_pcm(what)),
-                    Sniff::RawPcm => sniffed = true,
-                    Sniff::NeedMore => {}
+                };
+                read_at = Instant::now();
+                if let Err(e) = filled {
+                    return x.fail(FailureClass::Transport, error_chain(&e));
                 }
             }
-            analyzer.feed(&chunk);
-            if let Some(audio) = x.audio.as_mut() {
-                audio.extend_from_slice(&chunk);
+            let mut first = true;
+            loop {
+                let data = match r.next_data() {
+                    Err(e) => return x.fail(FailureClass::Transport, error_chain(&e)),
+                    Ok(None) => break,
+                    Ok(Some(d)) => d,
+                };
+                if first {
+                    first = false;
+                    last = read_at;
+                    x.chunks.push(((read_at - x.send_at).as_secs_f64(), 0));
+                }
+                if let Some(c) = x.chunks.last_mut() {
+                    c.1 += data.len() as u64;
+                }
+                x.bytes += data.len() as u64;
+                if x.bytes > self.limits.max_body_bytes {
+                    let msg = format!("body exceeded the {} byte cap", self.limits.max_body_bytes);
+                    return x.fail(FailureClass::Oversize, msg);
+                }
+                if !sniffed {
+                    let take = (SNIFF_LEN - have).min(data.len());
+                    prefix[have..have + take].copy_from_slice(&data[..take]);
+                    have += take;
+                    match sniff(&prefix[..have], false) {
+                        Sniff::NotPcm(what) => return x.fail(FailureClass::NotPcm, not_pcm(what)),
+                        Sniff::RawPcm => sniffed = true,
+                        Sniff::NeedMore => {}
+                    }
+                }
+                analyzer.feed(data);
+                if let Some(audio) = x.audio.as_mut() {
+                    audio.extend_from_slice(data);
+                }
             }
         }
-        if let Sniff::NotPcm(what) = sniff(&prefix, true) {
+        if let Sniff::NotPcm(what) = sniff(&prefix[..have], true) {
             return x.fail(FailureClass::NotPcm, not_pcm(what));
         }
         x.end_at = Instant::now();
@@ -353,13 +305,23 @@ impl Target {
     }
 
     /// Up to 200 characters of an error body, read within a few seconds.
-    async fn excerpt(&self, mut response: reqwest::Response, deadline: Instant) -> String {
+    async fn excerpt(&self, r: &mut Response, deadline: Instant) -> String {
         let until =
             deadline.min(Instant::now() + self.limits.read_timeout.min(Duration::from_secs(5)));
         let mut buf = Vec::new();
-        while buf.len() < 512 {
-            match tokio::time::timeout_at(until.into(), response.chunk()).await {
-                Ok(Ok(Some(c))) => buf.extend_from_slice(&c),
+        'read: while buf.len() < 512 {
+            loop {
+                match r.next_data() {
+                    Ok(Some(d)) => buf.extend_from_slice(d),
+                    Ok(None) => break,
+                    Err(_) => break 'read,
+                }
+            }
+            if r.is_done() || buf.len() >= 512 {
+                break;
+            }
+            match tokio::time::timeout_at(until.into(), r.fill()).await {
+                Ok(Ok(())) => {}
                 _ => break,
             }
         }

@@ -63,6 +63,18 @@ fn read_request(sock: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     Some((head, buf[end..end + len].to_vec()))
 }
 
+/// A server answering at most `per_connection` requests on each connection with `reply`,
+/// then closing it.
+fn replying(reply: &'static [u8], per_connection: usize) -> (String, Arc<AtomicUsize>) {
+    serve(move |_, mut s| {
+        for _ in 0..per_connection {
+            if read_request(&mut s).is_none() || s.write_all(reply).is_err() {
+                return;
+            }
+        }
+    })
+}
+
 fn client(url: &str, reuse: bool) -> Client {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -147,23 +159,18 @@ async fn request_as_written_and_content_length_reuse() {
 
 #[tokio::test]
 async fn fresh_clients_and_connection_close_do_not_reuse() {
-    let (url, accepted) = serve(|_, mut s| {
-        while read_request(&mut s).is_some() {
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-        }
-    });
+    let (url, accepted) = replying(
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+        usize::MAX,
+    );
     let c = client(&url, false);
     get(&c, "a").await.unwrap();
     get(&c, "b").await.unwrap();
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
     assert_eq!(c.idle_count(), 0);
 
-    let (url, accepted) = serve(|_, mut s| {
-        while read_request(&mut s).is_some() {
-            let _ =
-                s.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok");
-        }
-    });
+    let close = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok";
+    let (url, accepted) = replying(close, usize::MAX);
     let c = client(&url, true);
     get(&c, "a").await.unwrap();
     get(&c, "b").await.unwrap();
@@ -193,11 +200,7 @@ async fn body_until_close_and_interim_heads() {
 #[tokio::test]
 async fn server_closed_idle_connection_is_not_reused() {
     // Answers one request per connection, then closes it at once.
-    let (url, accepted) = serve(|_, mut s| {
-        if read_request(&mut s).is_some() {
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-        }
-    });
+    let (url, accepted) = replying(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", 1);
     let c = client(&url, true);
     get(&c, "a").await.unwrap();
     assert_eq!(c.idle_count(), 1);
@@ -249,32 +252,23 @@ async fn partly_answered_request_is_not_sent_again() {
 }
 
 /// A server that answers every request with `reply` and closes.
-fn replying(reply: &'static [u8]) -> String {
-    serve(move |_, mut s| {
-        if read_request(&mut s).is_some() {
-            let _ = s.write_all(reply);
-        }
-    })
-    .0
-}
-
 #[tokio::test]
 async fn malformed_responses_are_typed_errors() {
-    let c = client(&replying(b"HTTP/1.1 2x0 OK\r\n\r\n"), false);
+    let c = client(&replying(b"HTTP/1.1 2x0 OK\r\n\r\n", 1).0, false);
     assert!(matches!(get(&c, "a").await, Err(Error::Head(_))));
-    let c = client(&replying(b"SPDY/3 200 OK\r\n\r\n"), false);
+    let c = client(&replying(b"SPDY/3 200 OK\r\n\r\n", 1).0, false);
     assert!(matches!(get(&c, "a").await, Err(Error::Head(_))));
     let bad_chunk = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nabcd\r\nq\r\n";
-    let c = client(&replying(bad_chunk), false);
+    let c = client(&replying(bad_chunk, 1).0, false);
     let err = get(&c, "a").await.unwrap_err();
     assert!(matches!(err, Error::Body(BodyError::ChunkSize)), "{err}");
     let short = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
-    let c = client(&replying(short), false);
+    let c = client(&replying(short, 1).0, false);
     assert!(matches!(
         get(&c, "a").await,
         Err(Error::Eof { during: "body" })
     ));
-    let c = client(&replying(b""), false);
+    let c = client(&replying(b"", 1).0, false);
     assert!(matches!(get(&c, "a").await, Err(Error::NoResponse(_))));
 }
 

@@ -186,10 +186,7 @@ impl Target {
         sample_rate: u32,
         mut x: Exchange,
     ) -> Exchange {
-        let mut analyzer = PcmAnalyzer::new(sample_rate);
-        let mut prefix = [0u8; SNIFF_LEN];
-        let mut have = 0;
-        let mut sniffed = false;
+        let mut check = BodyCheck::new(sample_rate, self.limits.max_body_bytes);
         // The response head was the last byte seen: the stall clock restarts there.
         let mut last = head_at;
         // When the bytes being decoded were read (those after the head came with it).
@@ -233,36 +230,19 @@ impl Target {
                     last = read_at;
                     x.chunks.push(((read_at - x.send_at).as_secs_f64(), 0));
                 }
-                if let Some(c) = x.chunks.last_mut() {
-                    c.1 += data.len() as u64;
-                }
-                x.bytes += data.len() as u64;
-                if x.bytes > self.limits.max_body_bytes {
-                    let msg = format!("body exceeded the {} byte cap", self.limits.max_body_bytes);
-                    return x.fail(FailureClass::Oversize, msg);
-                }
-                if !sniffed {
-                    let take = (SNIFF_LEN - have).min(data.len());
-                    prefix[have..have + take].copy_from_slice(&data[..take]);
-                    have += take;
-                    match sniff(&prefix[..have], false) {
-                        Sniff::NotPcm(what) => return x.fail(FailureClass::NotPcm, not_pcm(what)),
-                        Sniff::RawPcm => sniffed = true,
-                        Sniff::NeedMore => {}
-                    }
-                }
-                analyzer.feed(data);
-                if let Some(audio) = x.audio.as_mut() {
-                    audio.extend_from_slice(data);
+                if let Err((class, msg)) = check.feed(&mut x, data) {
+                    return x.fail(class, msg);
                 }
             }
         }
-        if let Sniff::NotPcm(what) = sniff(&prefix[..have], true) {
-            return x.fail(FailureClass::NotPcm, not_pcm(what));
+        match check.finish() {
+            Err((class, msg)) => x.fail(class, msg),
+            Ok(pcm) => {
+                x.end_at = Instant::now();
+                x.pcm = pcm;
+                x
+            }
         }
-        x.end_at = Instant::now();
-        x.pcm = analyzer.finish();
-        x
     }
 
     /// Awaits `fut` for at most the read timeout after `since`, and never past `deadline`.
@@ -366,6 +346,63 @@ impl Exchange {
 /// The failure message of one arrival the saturation gate did not send.
 pub(crate) fn saturated_message(cap: usize) -> String {
     format!("load generator saturated: max_concurrency={cap} requests in flight")
+}
+
+/// What every piece of a body goes through: the byte counts, the size cap, the PCM sniff
+/// of its first bytes, the PCM analysis and (capturing) the copy of the audio.
+struct BodyCheck {
+    analyzer: PcmAnalyzer,
+    prefix: [u8; SNIFF_LEN],
+    have: usize,
+    sniffed: bool,
+    max_body_bytes: u64,
+}
+
+impl BodyCheck {
+    fn new(sample_rate: u32, max_body_bytes: u64) -> BodyCheck {
+        BodyCheck {
+            analyzer: PcmAnalyzer::new(sample_rate),
+            prefix: [0; SNIFF_LEN],
+            have: 0,
+            sniffed: false,
+            max_body_bytes,
+        }
+    }
+
+    /// Takes one piece of body data into `x` (its bytes go to the latest chunk record).
+    fn feed(&mut self, x: &mut Exchange, data: &[u8]) -> Result<(), (FailureClass, String)> {
+        if let Some(c) = x.chunks.last_mut() {
+            c.1 += data.len() as u64;
+        }
+        x.bytes += data.len() as u64;
+        if x.bytes > self.max_body_bytes {
+            let msg = format!("body exceeded the {} byte cap", self.max_body_bytes);
+            return Err((FailureClass::Oversize, msg));
+        }
+        if !self.sniffed {
+            let take = (SNIFF_LEN - self.have).min(data.len());
+            self.prefix[self.have..self.have + take].copy_from_slice(&data[..take]);
+            self.have += take;
+            match sniff(&self.prefix[..self.have], false) {
+                Sniff::NotPcm(what) => return Err((FailureClass::NotPcm, not_pcm(what))),
+                Sniff::RawPcm => self.sniffed = true,
+                Sniff::NeedMore => {}
+            }
+        }
+        self.analyzer.feed(data);
+        if let Some(audio) = x.audio.as_mut() {
+            audio.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
+    /// The PCM statistics once the body ended, or why it was not PCM after all.
+    fn finish(self) -> Result<PcmStats, (FailureClass, String)> {
+        if let Sniff::NotPcm(what) = sniff(&self.prefix[..self.have], true) {
+            return Err((FailureClass::NotPcm, not_pcm(what)));
+        }
+        Ok(self.analyzer.finish())
+    }
 }
 
 fn not_pcm(what: &str) -> String {

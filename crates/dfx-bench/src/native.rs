@@ -290,12 +290,11 @@ pub(crate) fn connection_line(
     format!("connections: {} ({what}; from {from})", mode.as_str())
 }
 
-/// The client's runtime: one thread, the caller's, driving every connection while it is
-/// inside `block_on` (open-loop dispatch sleeps on a thread of its own). A second worker
-/// was measured to cost CPU without lowering TTFP overhead: at these loads it mostly woke
-/// the first (a futex call and a context switch per wake-up); see BENCHMARKS.md.
+/// The client's runtime: two workers, as many as the machines it is sized for have cores.
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dfx-native")
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the tokio runtime: {e}"))

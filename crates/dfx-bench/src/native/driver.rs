@@ -249,44 +249,34 @@ where
     let sem = gate.cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
     // A short lead so the first deadline is not already late when the loop starts.
     let base = Instant::now() + Duration::from_millis(20);
-    // The dispatcher sleeps on its own thread; this thread drives the runtime (which may
-    // have no worker of its own) and awaits each request as the dispatcher hands it over.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let handle = rt.handle().clone();
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            for (i, (job, off)) in jobs.into_iter().zip(offsets).enumerate() {
-                // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic.
-                let planned = Duration::try_from_secs_f64(*off)
-                    .ok()
-                    .and_then(|d| base.checked_add(d))
-                    .unwrap_or(base);
-                sleep_until(planned);
-                let dispatched = Instant::now();
-                let slot = Slot::at_deadline(sem.as_ref(), gate);
-                let run = run.clone();
-                let task = handle.spawn(async move {
-                    let (_permit, saturated) = slot.take().await;
-                    let d = Dispatch {
-                        index: i,
-                        warmup,
-                        planned,
-                        dispatched,
-                        slot: Instant::now(),
-                        saturated,
-                    };
-                    run(job, d, base).await;
-                });
-                if tx.send(task).is_err() {
-                    break;
-                }
-            }
-        });
-        rt.block_on(async {
-            while let Some(task) = rx.recv().await {
-                let _ = task.await;
-            }
-        });
+    let mut handles = Vec::with_capacity(jobs.len());
+    for (i, (job, off)) in jobs.into_iter().zip(offsets).enumerate() {
+        // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic here.
+        let planned = Duration::try_from_secs_f64(*off)
+            .ok()
+            .and_then(|d| base.checked_add(d))
+            .unwrap_or(base);
+        sleep_until(planned);
+        let dispatched = Instant::now();
+        let slot = Slot::at_deadline(sem.as_ref(), gate);
+        let run = run.clone();
+        handles.push(rt.spawn(async move {
+            let (_permit, saturated) = slot.take().await;
+            let d = Dispatch {
+                index: i,
+                warmup,
+                planned,
+                dispatched,
+                slot: Instant::now(),
+                saturated,
+            };
+            run(job, d, base).await;
+        }));
+    }
+    rt.block_on(async {
+        for h in handles {
+            let _ = h.await;
+        }
     });
     base
 }

@@ -32,6 +32,7 @@ pub mod record;
 pub(crate) mod request;
 pub mod schedule;
 pub mod selection;
+pub(crate) mod sink;
 pub(crate) mod soak;
 mod soak_run;
 pub mod stats;
@@ -50,7 +51,8 @@ use self::aggregate::StepFacts;
 use self::driver::{InFlight, Load, PhaseCtx};
 use self::log::BenchLog;
 use self::progress::Progress;
-use self::record::{RecordSink, RequestRecord};
+use self::record::RequestRecord;
+use self::sink::RecordSink;
 
 /// Settings of the native bench (suite flags).
 #[derive(Debug, Clone)]

@@ -7,7 +7,6 @@ use dfx_core::plan::Saturation;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,6 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::client::{Exchange, Target};
 use super::record::{Dispatch, RequestRecord, Sample};
+use super::sink::RecordTx;
 
 /// One request to send.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ pub(crate) struct PhaseCtx {
     pub target: Arc<Target>,
     pub warmup: bool,
     pub sample_rate: u32,
-    pub records: Sender<RequestRecord>,
+    pub records: RecordTx,
     pub inflight: Arc<InFlight>,
 }
 
@@ -75,7 +75,7 @@ async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
     if let Some(cap) = d.saturated {
         let x = Exchange::saturated(cap);
         let rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
-        let _ = ctx.records.send(rec);
+        ctx.records.send(rec);
         return;
     }
     ctx.inflight.enter();
@@ -88,7 +88,7 @@ async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
     let audio = x.audio.take();
     let mut rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
     rec.audio = audio;
-    let _ = ctx.records.send(rec);
+    ctx.records.send(rec);
 }
 
 /// Runs all `jobs` under `load`; returns the phase's start (the first scheduled send).

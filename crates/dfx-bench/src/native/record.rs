@@ -1,16 +1,13 @@
-//! Per-request records (`records.jsonl`, one line per request, written and flushed as
-//! each request finishes, within 10 ms under load) and the thread that writes them.
+//! Per-request records: what `records.jsonl` holds, one line per request (written by
+//! [`super::sink`]).
 
-use std::io::Write;
-use std::path::Path;
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::client::Exchange;
-use super::progress::Progress;
-use super::quality::{QualityRow, QualityStats, QualityWriter};
+use super::quality::QualityRow;
 use crate::audio::continuity::{self, DEFAULT_THRESHOLD_S, VERDICT_THRESHOLDS_S};
 use crate::audio::pcm::{self, CHANNELS, SAMPLE_WIDTH};
 
@@ -224,133 +221,5 @@ impl RequestRecord {
             audio: None,
             quality: s.quality,
         }
-    }
-}
-
-/// Lowers the calling thread's priority (nice +10; Linux nice values are per thread), so
-/// that serialising and flushing records never takes a core from the runtime threads
-/// that timestamp body reads. Best effort: an error leaves the priority as it was.
-fn lower_thread_priority() {
-    let tid = nix::unistd::gettid().as_raw();
-    // SAFETY: setpriority only reads its integer arguments.
-    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
-}
-
-/// How long the records thread lets records gather after a burst: the most a record
-/// waits before it is written and flushed, beyond the time to serialise the ones before it.
-const COALESCE: std::time::Duration = std::time::Duration::from_millis(10);
-
-/// Writes records as they arrive (flushed as soon as none is waiting; see `COALESCE`)
-/// and collects them; keeps the audio of quality-capture requests through a
-/// `QualityWriter`.
-pub(crate) struct RecordSink {
-    tx: mpsc::Sender<RequestRecord>,
-    handle: std::thread::JoinHandle<Written>,
-}
-
-/// What the writer thread leaves.
-type Written = (Vec<RequestRecord>, Option<String>, Option<QualityStats>);
-
-impl RecordSink {
-    /// Starts the writer thread. A file that cannot be written is reported at
-    /// [`RecordSink::finish`]; the records are still collected.
-    pub(crate) fn start(path: &Path, progress: Progress) -> RecordSink {
-        RecordSink::start_with(path, progress, None)
-    }
-
-    /// [`RecordSink::start`], also keeping the audio of successful measured requests
-    /// that carry it through `quality`.
-    pub(crate) fn start_with(
-        path: &Path,
-        mut progress: Progress,
-        mut quality: Option<QualityWriter>,
-    ) -> RecordSink {
-        let (tx, rx) = mpsc::channel::<RequestRecord>();
-        let path = path.to_path_buf();
-        let spawned = std::thread::Builder::new()
-            .name("dfx-records".into())
-            .spawn(move || {
-                lower_thread_priority();
-                let mut problem = None;
-                let mut file = match std::fs::File::create(&path) {
-                    Ok(f) => Some(std::io::BufWriter::new(f)),
-                    Err(e) => {
-                        problem = Some(format!("cannot write {}: {e}", path.display()));
-                        None
-                    }
-                };
-                let mut all = Vec::new();
-                // Each record is serialised straight into the buffered file. The file is
-                // flushed once the queue is empty, so a burst of records costs one write;
-                // after a burst (more than one record waiting) the thread sleeps
-                // `COALESCE` so the next ones gather instead of each waking it (a wake-up
-                // is a futex call on the runtime thread that sent the record).
-                while let Ok(first) = rx.recv() {
-                    let mut batch = 0;
-                    let mut next = Some(first);
-                    while let Some(mut rec) = next {
-                        batch += 1;
-                        if let Some(f) = file.as_mut()
-                            && let Err(e) = serde_json::to_writer(&mut *f, &rec)
-                                .map_err(std::io::Error::from)
-                                .and_then(|()| f.write_all(b"\n"))
-                        {
-                            problem = Some(format!("cannot write {}: {e}", path.display()));
-                            file = None;
-                        }
-                        if !rec.warmup {
-                            progress.request_done(rec.ok);
-                        }
-                        if let (Some(q), Some(audio), Some(row)) =
-                            (quality.as_mut(), rec.audio.take(), rec.quality.take())
-                            && rec.ok
-                            && !rec.warmup
-                        {
-                            q.keep(&rec, &row, &audio);
-                        }
-                        // The chunk timeline is in records.jsonl now; the statistics need
-                        // none of it, so a step's memory does not grow with its chunks.
-                        rec.chunk_t_s = Vec::new();
-                        rec.chunk_bytes = Vec::new();
-                        rec.audio = None;
-                        rec.quality = None;
-                        all.push(rec);
-                        next = rx.try_recv().ok();
-                    }
-                    if let Some(f) = file.as_mut()
-                        && let Err(e) = f.flush()
-                    {
-                        problem = Some(format!("cannot write {}: {e}", path.display()));
-                        file = None;
-                    }
-                    if batch > 1 {
-                        std::thread::sleep(COALESCE);
-                    }
-                }
-                progress.finish();
-                (all, problem, quality.map(QualityWriter::finish))
-            });
-        let handle = spawned.unwrap_or_else(|e| panic!("cannot start the records writer: {e}"));
-        RecordSink { tx, handle }
-    }
-
-    /// A sender for request tasks.
-    pub(crate) fn sender(&self) -> mpsc::Sender<RequestRecord> {
-        self.tx.clone()
-    }
-
-    /// Waits for every record sent so far (all senders must be dropped) and returns them
-    /// with any write problem.
-    pub(crate) fn finish(self) -> (Vec<RequestRecord>, Option<String>) {
-        let (records, problem, _) = self.finish_with_quality();
-        (records, problem)
-    }
-
-    /// [`RecordSink::finish`] with the quality capture's counts, when there was one.
-    pub(crate) fn finish_with_quality(self) -> Written {
-        drop(self.tx);
-        self.handle
-            .join()
-            .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into()), None))
     }
 }

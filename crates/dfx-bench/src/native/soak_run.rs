@@ -9,8 +9,8 @@ use dfx_core::plan::ConnectionMode;
 use super::log::BenchLog;
 use super::prepare::{self, RowSource};
 use super::progress::Progress;
-use super::record::RecordSink;
 use super::selection::Selection;
+use super::sink::RecordSink;
 use super::{NativeBench, fds, soak};
 
 /// Most batches of one soak, whatever its duration (a bound on the loop, not a limit a

@@ -6,6 +6,9 @@
 //! request counts, so start-up cancels), peak RSS, open-loop send lag p99 / max, TCP
 //! connections opened, failures. The native bench runs with fresh and with pooled
 //! connections; `vllm bench` always opens one connection per request (`force_close`).
+//! At one stream the floor client (`support/floor_client.rs`: blocking std sockets, no
+//! runtime, no PCM analysis) runs too, as the least any client that timestamps every read
+//! costs on the machine.
 //!
 //! `cargo bench -p dfx-bench --bench vllm_peer` (`-- quick`: one round, fewer requests;
 //! `only=TEXT` picks scenarios by name; `keep=DIR` keeps every run's folder).
@@ -23,6 +26,8 @@
 //! start-up CPU varies by seconds from run to run. The native child's CPU is its whole
 //! process (start-up is ~10 ms), so its figure also holds the preparation of the bodies.
 
+#[path = "support/floor_client.rs"]
+mod floor_client;
 #[path = "../tests/native_support/mod.rs"]
 mod native_support;
 #[path = "support/raw_server.rs"]
@@ -56,6 +61,9 @@ fn dataset() -> PathBuf {
 enum Client {
     NativePooled,
     NativeFresh,
+    /// The floor client (`support/floor_client.rs`), one stream only.
+    FloorPooled,
+    FloorFresh,
     Vllm,
 }
 
@@ -64,8 +72,16 @@ impl Client {
         match self {
             Client::NativePooled => "native, pooled",
             Client::NativeFresh => "native, fresh",
+            Client::FloorPooled => "floor (blocking std), pooled",
+            Client::FloorFresh => "floor (blocking std), fresh",
             Client::Vllm => "vllm bench (fresh)",
         }
+    }
+
+    /// Whether this client runs `s` (the floor client has one stream only).
+    fn runs(self, s: &Scenario) -> bool {
+        let one_stream = s.kind == StepKind::Concurrency { max_concurrency: 1 };
+        !matches!(self, Client::FloorPooled | Client::FloorFresh) || one_stream
     }
 }
 
@@ -234,15 +250,24 @@ struct Stats {
     connections: u64,
 }
 
-fn run_native(server: &ServerChild, s: &Scenario, n: u64, pooled: bool, dir: &Path) -> RunOut {
+/// One run of the native client (`floor` false) or of the floor client, in a child.
+fn run_native(
+    server: &ServerChild,
+    s: &Scenario,
+    n: u64,
+    (pooled, floor): (bool, bool),
+    dir: &Path,
+) -> RunOut {
     std::fs::create_dir_all(dir).unwrap();
     let before: Stats = server.get("stats");
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.arg("--run-native")
+    cmd.arg(if floor { "--run-floor" } else { "--run-native" })
         .arg(dir)
-        .arg(&server.base_url)
-        .arg(kind_arg(s.kind))
-        .arg(n.to_string())
+        .arg(&server.base_url);
+    if !floor {
+        cmd.arg(kind_arg(s.kind));
+    }
+    cmd.arg(n.to_string())
         .arg(s.warmups.to_string())
         .arg(if pooled { "pooled" } else { "fresh" });
     let r = run_child(cmd, &dir.join("child.log"));
@@ -476,12 +501,20 @@ fn scenarios(mode: &str) -> Vec<Scenario> {
     let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
     let open = |r: f64| StepKind::RequestRate { request_rate: r };
     if mode == "smoke" {
-        return vec![Scenario {
-            name: "closed loop c=2".into(),
-            kind: closed(2),
-            n: (2, 4),
-            warmups: 2,
-        }];
+        return vec![
+            Scenario {
+                name: "closed loop c=2".into(),
+                kind: closed(2),
+                n: (2, 4),
+                warmups: 2,
+            },
+            Scenario {
+                name: "closed loop c=1".into(),
+                kind: closed(1),
+                n: (1, 2),
+                warmups: 1,
+            },
+        ];
     }
     let q = if mode == "quick" { 4 } else { 1 };
     vec![
@@ -640,6 +673,9 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--run-native") {
         return run_native_child(&args[i + 1..]);
     }
+    if let Some(i) = args.iter().position(|a| a == "--run-floor") {
+        return floor_client::run_floor_child(&args[i + 1..], &dataset().join("en"), vm_hwm_kib);
+    }
     if has("--list") {
         return; // test discovery: nothing to list
     }
@@ -675,7 +711,12 @@ fn main() {
         .unwrap_or_else(|| tmp.path().to_path_buf());
     let only = opt("only=");
     let server = ServerChild::start("--serve-raw");
-    let mut clients = vec![Client::NativeFresh, Client::NativePooled];
+    let mut clients = vec![
+        Client::NativeFresh,
+        Client::NativePooled,
+        Client::FloorFresh,
+        Client::FloorPooled,
+    ];
     if vllm.is_ok() {
         clients.push(Client::Vllm);
     }
@@ -686,22 +727,25 @@ fn main() {
         .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())))
         .collect();
     for s in &chosen {
-        let mut tallies: Vec<Tally> = clients.iter().map(|_| Tally::default()).collect();
+        let here: Vec<Client> = clients.iter().copied().filter(|c| c.runs(s)).collect();
+        let mut tallies: Vec<Tally> = here.iter().map(|_| Tally::default()).collect();
         for round in 0..rounds {
             // Alternate the order between rounds, so neither client always goes first.
-            let mut order: Vec<usize> = (0..clients.len()).collect();
+            let mut order: Vec<usize> = (0..here.len()).collect();
             if round % 2 == 1 {
                 order.reverse();
             }
             for &ci in &order {
-                let client = clients[ci];
+                let client = here[ci];
                 let mut pair = Vec::new();
                 for n in [s.n.0, s.n.1] {
                     run_no += 1;
                     let dir = root.join(format!("run{run_no:03}"));
                     let out = match client {
-                        Client::NativePooled => run_native(&server, s, n, true, &dir),
-                        Client::NativeFresh => run_native(&server, s, n, false, &dir),
+                        Client::NativePooled => run_native(&server, s, n, (true, false), &dir),
+                        Client::NativeFresh => run_native(&server, s, n, (false, false), &dir),
+                        Client::FloorPooled => run_native(&server, s, n, (true, true), &dir),
+                        Client::FloorFresh => run_native(&server, s, n, (false, true), &dir),
                         Client::Vllm => {
                             let v = vllm.as_ref().unwrap();
                             run_vllm(v, &server, s, n, &dir, &format!("{run_no}"))
@@ -725,7 +769,7 @@ fn main() {
             }
         }
         for (ci, t) in tallies.iter().enumerate() {
-            rows.push(row(&s.name, clients[ci], t));
+            rows.push(row(&s.name, here[ci], t));
         }
     }
     drop(server);

@@ -1,5 +1,5 @@
 //! Per-request records: what `records.jsonl` holds, one line per request (written by
-//! [`super::sink`]).
+//! the crate's records sink, `native::sink`).
 
 use std::sync::Arc;
 use std::time::Instant;

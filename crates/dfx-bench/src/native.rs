@@ -16,6 +16,7 @@ pub mod aggregate;
 pub(crate) mod client;
 pub mod contract;
 pub mod dataset;
+pub(crate) mod deadline;
 pub(crate) mod driver;
 pub mod duplex;
 pub(crate) mod fds;

@@ -1,5 +1,5 @@
 //! Offers a phase of requests to the server: closed loop (a fixed number of workers, a new
-//! request as each finishes) or open loop (a dispatcher thread firing each request at its
+//! request as each finishes) or open loop (a dispatcher task firing each request at its
 //! absolute deadline, optionally capped in flight: an arrival finding the cap full waits
 //! for a slot, or with the saturation gate is not sent and is recorded as a failure).
 
@@ -14,6 +14,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::client::{Exchange, Target};
+use super::deadline::Deadlines;
 use super::record::{Dispatch, RequestRecord, Sample};
 use super::sink::RecordTx;
 
@@ -185,14 +186,6 @@ where
     base
 }
 
-/// Sleeps the dispatcher thread until `t` (nanosleep precision, no runtime timer wheel).
-fn sleep_until(t: Instant) {
-    let now = Instant::now();
-    if t > now {
-        std::thread::sleep(t - now);
-    }
-}
-
 /// The in-flight cap of an open-loop phase and what an arrival finding it full does.
 #[derive(Debug, Clone, Copy)]
 struct Gate {
@@ -249,34 +242,45 @@ where
     let sem = gate.cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
     // A short lead so the first deadline is not already late when the loop starts.
     let base = Instant::now() + Duration::from_millis(20);
-    let mut handles = Vec::with_capacity(jobs.len());
-    for (i, (job, off)) in jobs.into_iter().zip(offsets).enumerate() {
-        // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic here.
-        let planned = Duration::try_from_secs_f64(*off)
-            .ok()
-            .and_then(|d| base.checked_add(d))
-            .unwrap_or(base);
-        sleep_until(planned);
-        let dispatched = Instant::now();
-        let slot = Slot::at_deadline(sem.as_ref(), gate);
-        let run = run.clone();
-        handles.push(rt.spawn(async move {
-            let (_permit, saturated) = slot.take().await;
-            let d = Dispatch {
-                index: i,
-                warmup,
-                planned,
-                dispatched,
-                slot: Instant::now(),
-                saturated,
-            };
-            run(job, d, base).await;
-        }));
-    }
-    rt.block_on(async {
-        for h in handles {
-            let _ = h.await;
-        }
+    let planned: Vec<Instant> = offsets
+        .iter()
+        .map(|off| {
+            // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic here.
+            Duration::try_from_secs_f64(*off)
+                .ok()
+                .and_then(|d| base.checked_add(d))
+                .unwrap_or(base)
+        })
+        .collect();
+    // The dispatcher runs as a task, so each deadline wakes a worker that spawns the
+    // request locally (`deadline.rs` says why not a thread).
+    rt.block_on(async move {
+        let dispatcher = tokio::spawn(async move {
+            let mut deadlines = Deadlines::new();
+            let mut handles = Vec::with_capacity(jobs.len());
+            for (i, (job, planned)) in jobs.into_iter().zip(planned).enumerate() {
+                deadlines.until(planned).await;
+                let dispatched = Instant::now();
+                let slot = Slot::at_deadline(sem.as_ref(), gate);
+                let run = run.clone();
+                handles.push(tokio::spawn(async move {
+                    let (_permit, saturated) = slot.take().await;
+                    let d = Dispatch {
+                        index: i,
+                        warmup,
+                        planned,
+                        dispatched,
+                        slot: Instant::now(),
+                        saturated,
+                    };
+                    run(job, d, base).await;
+                }));
+            }
+            for h in handles {
+                let _ = h.await;
+            }
+        });
+        let _ = dispatcher.await;
     });
     base
 }

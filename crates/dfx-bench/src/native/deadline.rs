@@ -1,0 +1,187 @@
+//! Open-loop send deadlines kept on the runtime itself: a `timerfd` (`CLOCK_MONOTONIC`,
+//! absolute expiry, nanosecond resolution, no timer slack) registered with the runtime's
+//! reactor. The worker sleeping in `epoll_wait` is woken at the deadline by the timer, and
+//! the dispatcher task it runs spawns the request onto that same worker.
+//!
+//! Why not a dispatcher thread: a thread sleeping to each deadline and spawning from
+//! outside the runtime cost, per request, its own wake-up, a reactor wake-up (an `eventfd`
+//! write) and a second worker woken to look for work (a `futex` pair): about four of the
+//! eleven context switches per request of an open loop (BENCHMARKS.md). The runtime's own
+//! timers are no substitute: they round to whole milliseconds.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::time::Instant;
+
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// Waits for absolute deadlines, one at a time.
+pub(crate) struct Deadlines {
+    /// `None` when no timer could be set up: deadlines then use the runtime's timers
+    /// (millisecond resolution).
+    timer: Option<AsyncFd<Timer>>,
+    /// One `Instant` and the `CLOCK_MONOTONIC` reading taken right after it; `Instant` is
+    /// that clock on Linux, so later instants convert by their distance from it. The
+    /// reading is the later of the two, so a converted deadline is never early.
+    origin: (Instant, TimeSpec),
+}
+
+/// The timer's file descriptor, in the form the reactor registers.
+struct Timer(TimerFd);
+
+impl AsRawFd for Timer {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl Deadlines {
+    /// A timer registered with the current runtime (call it on the runtime: it panics
+    /// without one, as every runtime resource does). Falls back to
+    /// the runtime's millisecond timers when the timer cannot be made.
+    pub(crate) fn new() -> Deadlines {
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .ok()
+        .and_then(|t| {
+            // SAFETY: `Timer` owns the timer's descriptor, which stays open as long as the
+            // `AsyncFd` holds it, and `as_raw_fd` always returns that descriptor.
+            unsafe { AsyncFd::register_with_interest(Timer(t), Interest::READABLE) }.ok()
+        });
+        Deadlines::with(timer)
+    }
+
+    /// Deadlines on the runtime's millisecond timers only (the fallback).
+    #[cfg(test)]
+    fn coarse() -> Deadlines {
+        Deadlines::with(None)
+    }
+
+    fn with(timer: Option<AsyncFd<Timer>>) -> Deadlines {
+        let now = Instant::now();
+        let clock = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC);
+        // Without the clock there is no conversion: the millisecond timers then.
+        match clock {
+            Ok(ts) => Deadlines {
+                timer,
+                origin: (now, ts),
+            },
+            Err(_) => Deadlines {
+                timer: None,
+                origin: (now, TimeSpec::new(0, 0)),
+            },
+        }
+    }
+
+    /// Whether deadlines are kept to the nanosecond (the timer) or to the millisecond.
+    #[cfg(test)]
+    fn precise(&self) -> bool {
+        self.timer.is_some()
+    }
+
+    /// Returns at `t` or soon after; at once (after a cooperative yield point) when `t`
+    /// has passed, so a burst of due deadlines does not hold the worker.
+    pub(crate) async fn until(&mut self, t: Instant) {
+        if t <= Instant::now() {
+            tokio::task::consume_budget().await;
+            return;
+        }
+        if let Some(timer) = &self.timer {
+            let at = self.origin.1 + TimeSpec::from_duration(t - self.origin.0);
+            let armed = timer.get_ref().0.set(
+                Expiration::OneShot(at),
+                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+            );
+            if armed.is_ok() && wait_expiry(timer).await.is_ok() {
+                return;
+            }
+        }
+        tokio::time::sleep_until(t.into()).await;
+    }
+}
+
+/// Waits until the armed timer expires and consumes the expiry.
+async fn wait_expiry(timer: &AsyncFd<Timer>) -> io::Result<()> {
+    loop {
+        let mut ready = timer.readable().await?;
+        match ready.try_io(|t| read_expiries(t.get_ref())) {
+            Ok(done) => {
+                // The expiry is consumed and the timer one-shot: the next wait must not
+                // start from this readiness (a read that fails, one syscall per request).
+                ready.clear_ready();
+                return done;
+            }
+            // Not expired yet: readiness cleared, wait again.
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+/// Reads the timer's expiry count (8 bytes); `WouldBlock` before it expired.
+fn read_expiries(t: &Timer) -> io::Result<()> {
+    let mut count = [0u8; 8];
+    loop {
+        match nix::unistd::read(t.0.as_fd(), &mut count) {
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn never_returns_before_the_deadline_and_keeps_order() {
+        let rt = runtime();
+        let early = rt.block_on(async {
+            let mut d = Deadlines::new();
+            assert!(d.precise(), "timerfd available on Linux");
+            let start = Instant::now();
+            let mut early = Vec::new();
+            for k in 1..=20u64 {
+                let t = start + Duration::from_micros(700 * k);
+                d.until(t).await;
+                if Instant::now() < t {
+                    early.push(k);
+                }
+            }
+            early
+        });
+        assert!(early.is_empty(), "returned before deadlines {early:?}");
+    }
+
+    #[test]
+    fn past_deadlines_return_at_once_and_coarse_timers_still_wait() {
+        let rt = runtime();
+        rt.block_on(async {
+            let mut d = Deadlines::new();
+            // Far enough back that waiting for it would hang the test.
+            let past = Instant::now() - Duration::from_millis(5);
+            for _ in 0..1000 {
+                d.until(past).await;
+            }
+            let mut c = Deadlines::coarse();
+            assert!(!c.precise());
+            let t = Instant::now() + Duration::from_millis(3);
+            c.until(t).await;
+            assert!(Instant::now() >= t);
+        });
+    }
+}

@@ -5,7 +5,8 @@
 //! A request task hands its record over without waking another thread when it can: it
 //! serialises the line itself and writes it at once if the file was last written at least
 //! `COALESCE` ago (one `write` per request at low load). Under load the lines gather in a
-//! buffer and the writer thread, woken at most once per `COALESCE`, writes them in one go.
+//! buffer and a runtime timer writes them in one go `COALESCE` later (off a runtime, the
+//! writer thread does).
 //! The wake-up per request this saves was a third of the client's context switches at one
 //! stream (BENCHMARKS.md). Records that carry audio for the quality capture go to the writer
 //! thread, which stores the audio off the runtime threads.
@@ -55,7 +56,7 @@ struct State {
     buf: Vec<u8>,
     /// When `buf` was last taken for writing (`None`: not yet).
     last_write: Option<Instant>,
-    /// The writer thread has been asked to write `buf` after `COALESCE`.
+    /// A write of `buf` after `COALESCE` is scheduled (a runtime timer or the writer thread).
     flush_asked: bool,
     /// Records with audio, for the writer thread.
     capture: Vec<RequestRecord>,
@@ -165,9 +166,27 @@ impl RecordTx {
             _ if !st.flush_asked => {
                 st.flush_asked = true;
                 drop(st);
-                sh.wake.notify_one();
+                self.flush_later();
             }
             _ => {}
+        }
+    }
+
+    /// Has the buffered lines written `COALESCE` from now. On a runtime that is a timer
+    /// of its own: the worker handles it in a turn it wakes for anyway, or wakes for it
+    /// alone, and no other thread is woken (the writer thread's wake-up, sleep and wait
+    /// were three context switches per batch). Off a runtime, the writer thread. Every
+    /// runtime of this crate has timers enabled, as `tokio::time::sleep` requires.
+    fn flush_later(&self) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                let sh = self.shared.clone();
+                rt.spawn(async move {
+                    tokio::time::sleep(COALESCE).await;
+                    sh.flush_due();
+                });
+            }
+            Err(_) => self.shared.wake.notify_one(),
         }
     }
 }
@@ -221,6 +240,24 @@ impl Shared {
             drop(file);
             let msg = format!("cannot write {}: {e}", self.path.display());
             self.lock().problem.get_or_insert(msg);
+        }
+    }
+
+    /// The timer of [`RecordTx::flush_later`] ran out: writes the buffered lines, or asks
+    /// the writer thread to when it holds the file (it is storing audio).
+    fn flush_due(&self) {
+        let st = self.lock();
+        if st.closed || !st.flush_asked {
+            // The end (the writer thread writes the rest) or written already.
+            return;
+        }
+        match self.file.try_lock() {
+            Ok(file) => self.write_out(st, file),
+            Err(std::sync::TryLockError::Poisoned(p)) => self.write_out(st, p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                drop(st);
+                self.wake.notify_one();
+            }
         }
     }
 
@@ -286,4 +323,97 @@ fn lower_thread_priority() {
     let tid = nix::unistd::gettid().as_raw();
     // SAFETY: setpriority only reads its integer arguments.
     let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::client::Exchange;
+    use crate::native::record::{Dispatch, Sample};
+
+    fn record(index: usize) -> RequestRecord {
+        let now = Instant::now();
+        let d = Dispatch {
+            index,
+            warmup: false,
+            planned: now,
+            dispatched: now,
+            slot: now,
+            saturated: None,
+        };
+        let s = Sample {
+            request_id: Some(format!("r-{index}")),
+            sample_id: "s".into(),
+            text_len: 1,
+            quality: None,
+        };
+        RequestRecord::new(&d, s, &Exchange::saturated(1), now, 24_000)
+    }
+
+    fn lines(path: &Path) -> usize {
+        std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+    }
+
+    /// Records sent close together on a runtime reach the file by the runtime's timer,
+    /// before the step ends, in order; the rest at `finish`.
+    #[test]
+    fn buffered_lines_are_written_by_the_runtime_timer_before_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let sink = RecordSink::start(&path, Progress::new("t", 3, false));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let tx = sink.sender();
+        rt.block_on(async {
+            tokio::spawn(async move {
+                // The first is written at once; the next two within `COALESCE` of it wait.
+                for i in 0..3 {
+                    tx.send(record(i));
+                }
+            })
+            .await
+            .unwrap();
+            // Bounded wait (5 s) for the timer's write; it is due after 10 ms.
+            for _ in 0..500 {
+                if lines(&path) == 3 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        assert_eq!(lines(&path), 3, "buffered lines not written before the end");
+        sink.sender().send(record(3));
+        let (all, problem) = sink.finish();
+        assert_eq!(problem, None);
+        assert_eq!(all.len(), 4);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ids: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].to_string())
+            .collect();
+        assert_eq!(ids, ["0", "1", "2", "3"]);
+    }
+
+    /// Off a runtime the writer thread writes the buffered lines.
+    #[test]
+    fn off_a_runtime_the_writer_thread_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let sink = RecordSink::start(&path, Progress::new("t", 2, false));
+        let tx = sink.sender();
+        tx.send(record(0));
+        tx.send(record(1));
+        for _ in 0..500 {
+            if lines(&path) == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(lines(&path), 2);
+        let (all, _) = sink.finish();
+        assert_eq!(all.len(), 2);
+    }
 }

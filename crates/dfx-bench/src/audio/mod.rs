@@ -2,6 +2,7 @@
 //! sample rate ([`pcm`]), playback continuity as vllm-omni computes it ([`continuity`]),
 //! and the audible onset / PCM sanity figures ([`onset`]).
 
+mod block;
 pub(crate) mod continuity;
 pub(crate) mod onset;
 pub(crate) mod pcm;

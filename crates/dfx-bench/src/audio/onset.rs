@@ -51,62 +51,7 @@ pub struct PcmAnalyzer {
     clipped: u64,
 }
 
-/// Sum of squares, peak magnitude and full-scale count of a run of s16le samples.
-#[derive(Debug, Default, Clone, Copy)]
-struct Block {
-    sum_sq: u64,
-    peak: u32,
-    clipped: u64,
-}
-
-/// Samples summed side by side by [`Block::of`]: one window (120 samples at 24 kHz) is 15
-/// whole groups, and groups of 8 let the compiler keep every sum in vector registers on
-/// plain x86-64 (SSE2).
-const LANES: usize = 8;
-
-impl Block {
-    /// Sums of `bytes` (whole samples; an odd last byte is ignored): 8 samples at a time,
-    /// without branches, the last group padded with silence, which adds nothing. Two
-    /// squares fit in a `u32` (2 × 2^30 = 2^31), so pairs are added there before widening;
-    /// peaks are kept as the largest and smallest sample (no absolute value of `i16::MIN`
-    /// inside the loop); full-scale counts per lane in `u16`, emptied before they could wrap.
-    fn of(bytes: &[u8]) -> Block {
-        let groups = bytes.chunks_exact(2 * LANES);
-        let rest = groups.remainder();
-        let mut last = [0u8; 2 * LANES];
-        let whole = rest.len() & !1;
-        last[..whole].copy_from_slice(&rest[..whole]);
-        let mut sums = [0u64; LANES / 2];
-        let (mut hi, mut lo) = ([0i16; LANES], [0i16; LANES]);
-        let (mut clip, mut clipped, mut pending) = ([0u16; LANES], 0u64, 0u16);
-        for g in groups.chain([&last[..]]) {
-            let s: [i16; LANES] =
-                std::array::from_fn(|i| i16::from_le_bytes([g[2 * i], g[2 * i + 1]]));
-            for (i, sum) in sums.iter_mut().enumerate() {
-                let (a, b) = (i32::from(s[2 * i]), i32::from(s[2 * i + 1]));
-                *sum += u64::from((a * a) as u32 + (b * b) as u32);
-            }
-            for i in 0..LANES {
-                hi[i] = hi[i].max(s[i]);
-                lo[i] = lo[i].min(s[i]);
-                clip[i] += u16::from(s[i] == i16::MAX || s[i] <= -i16::MAX);
-            }
-            pending += 1;
-            if pending == u16::MAX {
-                clipped += clip.iter().map(|&c| u64::from(c)).sum::<u64>();
-                (clip, pending) = ([0; LANES], 0);
-            }
-        }
-        clipped += clip.iter().map(|&c| u64::from(c)).sum::<u64>();
-        let top = i32::from(hi.into_iter().max().unwrap_or(0));
-        let bottom = i32::from(lo.into_iter().min().unwrap_or(0));
-        Block {
-            sum_sq: sums.iter().sum(),
-            peak: top.unsigned_abs().max(bottom.unsigned_abs()),
-            clipped,
-        }
-    }
-}
+use super::block::Block;
 
 impl PcmAnalyzer {
     /// An analyser for mono s16le audio at `sample_rate` Hz.
@@ -323,47 +268,6 @@ mod tests {
 
     /// The grouped sums against one sample at a time: every length around a group,
     /// extremes in every lane, and more full-scale samples per lane than a `u16` holds.
-    #[test]
-    fn grouped_block_sums_match_one_sample_at_a_time() {
-        let reference = |bytes: &[u8]| {
-            let mut b = Block::default();
-            for p in bytes.chunks_exact(2) {
-                let a = i32::from(i16::from_le_bytes([p[0], p[1]])).unsigned_abs();
-                b.sum_sq += u64::from(a * a);
-                b.peak = b.peak.max(a);
-                b.clipped += u64::from(a >= 32767);
-            }
-            b
-        };
-        let same = |got: Block, want: Block, what: &str| {
-            assert_eq!(
-                (got.sum_sq, got.peak, got.clipped),
-                (want.sum_sq, want.peak, want.clipped),
-                "{what}"
-            );
-        };
-        let mut x = 0x9e37_79b9_u32;
-        let mut noise: Vec<i16> = (0..300)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as i16
-            })
-            .collect();
-        noise[3] = i16::MIN;
-        noise[12] = i16::MAX;
-        noise[21] = -32767;
-        for len in (0..40).chain([119, 120, 121, 240, 300]) {
-            let bytes = pcm(&noise[..len]);
-            same(Block::of(&bytes), reference(&bytes), &format!("len {len}"));
-        }
-        for extreme in [i16::MIN, i16::MAX, -1, 1] {
-            let bytes = pcm(&vec![extreme; 8 * 70_000 + 5]);
-            same(Block::of(&bytes), reference(&bytes), &format!("{extreme}"));
-        }
-    }
-
     #[test]
     fn clipping_ratio_counts_full_scale_samples() {
         let s = [i16::MAX, i16::MIN, 0, 100];

@@ -293,10 +293,13 @@ pub(crate) fn connection_line(
     format!("connections: {} ({what}; from {from})", mode.as_str())
 }
 
-/// The client's runtime: two workers, as many as the machines it is sized for have cores.
+/// The client's runtime: one worker. Every body read is timestamped on it; a second worker
+/// only added wake-ups (a parked worker woken to look for work it rarely found, a futex
+/// pair per dispatch) and in the peer benchmark one worker had the lower CPU per request
+/// in the open loops and the lower TTFP tail at 256 streams (BENCHMARKS.md).
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("dfx-native")
         .enable_all()
         .build()

@@ -6,9 +6,9 @@
 //! request counts, so start-up cancels), peak RSS, open-loop send lag p99 / max, TCP
 //! connections opened, failures. The native bench runs with fresh and with pooled
 //! connections; `vllm bench` always opens one connection per request (`force_close`).
-//! At one stream the floor client (`support/floor_client.rs`: blocking std sockets, no
-//! runtime, no PCM analysis) runs too, as the least any client that timestamps every read
-//! costs on the machine.
+//! At one stream and in the open loops the floor client runs too (`support/floor_client.rs`:
+//! blocking std sockets; `support/floor_open.rs`: one thread, epoll, no runtime; neither
+//! analyses PCM), as the least any client that timestamps every read costs on the machine.
 //!
 //! `cargo bench -p dfx-bench --bench vllm_peer` (`-- quick`: one round, fewer requests;
 //! `only=TEXT` picks scenarios by name; `keep=DIR` keeps every run's folder).
@@ -28,8 +28,12 @@
 
 #[path = "support/floor_client.rs"]
 mod floor_client;
+#[path = "support/floor_open.rs"]
+mod floor_open;
 #[path = "../tests/native_support/mod.rs"]
 mod native_support;
+#[path = "support/peer_plan.rs"]
+mod peer_plan;
 #[path = "support/peer_report.rs"]
 mod peer_report;
 #[path = "support/raw_server.rs"]
@@ -48,6 +52,7 @@ use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
 use dfx_core::plan::StepKind;
 use native_support::{TrialSpec, read_records, trial};
+use peer_plan::{Client, Scenario, kind_arg, parse_kind, scenarios};
 use peer_report::{Tally, print_ratios, print_row, row};
 use server_child::ServerChild;
 
@@ -58,43 +63,6 @@ const RUN_LIMIT: Duration = Duration::from_secs(900);
 
 fn dataset() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke")
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Client {
-    NativePooled,
-    NativeFresh,
-    /// The floor client (`support/floor_client.rs`), one stream only.
-    FloorPooled,
-    FloorFresh,
-    Vllm,
-}
-
-impl Client {
-    fn label(self) -> &'static str {
-        match self {
-            Client::NativePooled => "native, pooled",
-            Client::NativeFresh => "native, fresh",
-            Client::FloorPooled => "floor (blocking std), pooled",
-            Client::FloorFresh => "floor (blocking std), fresh",
-            Client::Vllm => "vllm bench (fresh)",
-        }
-    }
-
-    /// Whether this client runs `s` (the floor client has one stream only).
-    fn runs(self, s: &Scenario) -> bool {
-        let one_stream = s.kind == StepKind::Concurrency { max_concurrency: 1 };
-        !matches!(self, Client::FloorPooled | Client::FloorFresh) || one_stream
-    }
-}
-
-#[derive(Clone)]
-struct Scenario {
-    name: String,
-    kind: StepKind,
-    /// The two request counts of each client run pair (marginal CPU = difference).
-    n: (u64, u64),
-    warmups: u32,
 }
 
 /// What one client run left: its rusage, and per measured request its TTFP overhead and
@@ -108,25 +76,6 @@ struct RunOut {
     lag_ms: Vec<f64>,
     failed: u64,
     connections: u64,
-}
-
-fn kind_arg(k: StepKind) -> String {
-    match k {
-        StepKind::Concurrency { max_concurrency } => format!("c={max_concurrency}"),
-        StepKind::RequestRate { request_rate } => format!("r={request_rate}"),
-    }
-}
-
-fn parse_kind(s: &str) -> StepKind {
-    if let Some(c) = s.strip_prefix("c=") {
-        StepKind::Concurrency {
-            max_concurrency: c.parse().unwrap(),
-        }
-    } else {
-        StepKind::RequestRate {
-            request_rate: s.strip_prefix("r=").unwrap().parse().unwrap(),
-        }
-    }
 }
 
 /// The child side of a native run: `--run-native DIR BASE_URL KIND N WARMUPS pooled|fresh`.
@@ -167,6 +116,26 @@ fn run_native_child(args: &[String]) {
         .map_or(serde_json::Value::Null, serde_json::Value::Object);
     std::fs::write(dir.join("result.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
     std::fs::write(dir.join("vm_hwm_kib"), vm_hwm_kib().to_string()).unwrap();
+}
+
+/// The child side of a floor run: `--run-floor DIR BASE_URL c=1|r=RATE N WARMUPS
+/// pooled|fresh` (closed loop at one stream, or open loop).
+fn run_floor_child(args: &[String]) {
+    let [dir, base, kind, rest @ ..] = args else {
+        panic!("--run-floor DIR BASE_URL c=1|r=RATE N WARMUPS pooled|fresh");
+    };
+    let mut args = vec![dir.clone(), base.clone()];
+    args.extend_from_slice(rest);
+    let texts = dataset().join("en");
+    match parse_kind(kind) {
+        StepKind::Concurrency { max_concurrency: 1 } => {
+            floor_client::run_floor_child(&args, &texts, vm_hwm_kib)
+        }
+        StepKind::RequestRate { request_rate } => {
+            floor_open::run_floor_open(&args, request_rate, &texts, vm_hwm_kib)
+        }
+        StepKind::Concurrency { .. } => panic!("the floor client runs one stream or an open loop"),
+    }
 }
 
 /// This process's peak RSS (`VmHWM` of /proc/self/status, KiB). Not `ru_maxrss` from
@@ -267,10 +236,8 @@ fn run_native(
     cmd.arg(if floor { "--run-floor" } else { "--run-native" })
         .arg(dir)
         .arg(&server.base_url);
-    if !floor {
-        cmd.arg(kind_arg(s.kind));
-    }
-    cmd.arg(n.to_string())
+    cmd.arg(kind_arg(s.kind))
+        .arg(n.to_string())
         .arg(s.warmups.to_string())
         .arg(if pooled { "pooled" } else { "fresh" });
     let r = run_child(cmd, &dir.join("child.log"));
@@ -500,60 +467,6 @@ fn check_capture(doc: &serde_json::Value, cap: &Capture) {
     assert_eq!(starts, mine, "captured send times are vllm's start_times");
 }
 
-fn scenarios(mode: &str) -> Vec<Scenario> {
-    let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
-    let open = |r: f64| StepKind::RequestRate { request_rate: r };
-    if mode == "smoke" {
-        return vec![
-            Scenario {
-                name: "closed loop c=2".into(),
-                kind: closed(2),
-                n: (2, 4),
-                warmups: 2,
-            },
-            Scenario {
-                name: "closed loop c=1".into(),
-                kind: closed(1),
-                n: (1, 2),
-                warmups: 1,
-            },
-        ];
-    }
-    let q = if mode == "quick" { 4 } else { 1 };
-    vec![
-        Scenario {
-            name: "closed loop c=1".into(),
-            kind: closed(1),
-            n: (20 / q.min(2), 60 / q.min(2)),
-            warmups: 2,
-        },
-        Scenario {
-            name: "closed loop c=64".into(),
-            kind: closed(64),
-            n: (256 / q, 1024 / q),
-            warmups: 64,
-        },
-        Scenario {
-            name: "closed loop c=256".into(),
-            kind: closed(256),
-            n: (1024 / q, 4096 / q),
-            warmups: 256,
-        },
-        Scenario {
-            name: "open loop 50 req/s".into(),
-            kind: open(50.0),
-            n: (100 / q, 400 / q),
-            warmups: 2,
-        },
-        Scenario {
-            name: "open loop 200 req/s".into(),
-            kind: open(200.0),
-            n: (400 / q, 1600 / q),
-            warmups: 2,
-        },
-    ]
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let has = |a: &str| args.iter().any(|x| x == a);
@@ -564,7 +477,7 @@ fn main() {
         return run_native_child(&args[i + 1..]);
     }
     if let Some(i) = args.iter().position(|a| a == "--run-floor") {
-        return floor_client::run_floor_child(&args[i + 1..], &dataset().join("en"), vm_hwm_kib);
+        return run_floor_child(&args[i + 1..]);
     }
     if has("--list") {
         return; // test discovery: nothing to list

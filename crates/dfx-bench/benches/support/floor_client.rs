@@ -20,10 +20,12 @@ const READ_LIMIT: Duration = Duration::from_secs(30);
 const MAX_READS: usize = 100_000;
 
 /// One request's outcome.
-struct Done {
-    id: String,
-    ttfp_s: Option<f64>,
-    warmup: bool,
+pub(crate) struct Done {
+    pub(crate) id: String,
+    pub(crate) ttfp_s: Option<f64>,
+    pub(crate) warmup: bool,
+    /// Open loop: actual send − planned send.
+    pub(crate) lag_s: Option<f64>,
 }
 
 /// The child side: runs `WARMUPS + N` requests one after another and writes the records.
@@ -43,17 +45,8 @@ pub(crate) fn run_floor_child(args: &[String], dataset: &Path, vm_hwm_kib: fn() 
     let mut reads: Vec<(f64, usize)> = Vec::with_capacity((n + warmups) * 8);
     let mut done = Vec::with_capacity(n + warmups);
     for i in 0..n + warmups {
-        let id = format!("floor-{}-{i}", std::process::id());
-        let body = serde_json::json!({
-            "model": "m", "input": texts[i % texts.len()], "stream": true,
-            "response_format": "pcm",
-        })
-        .to_string();
-        let req = format!(
-            "POST /v1/audio/speech HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-             x-request-id: {id}\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
+        let id = request_id(i);
+        let req = request(&addr, &id, &texts[i % texts.len()]);
         if fresh {
             conn = None;
         }
@@ -65,13 +58,32 @@ pub(crate) fn run_floor_child(args: &[String], dataset: &Path, vm_hwm_kib: fn() 
             id,
             ttfp_s,
             warmup: i < warmups,
+            lag_s: None,
         });
     }
     write_out(&dir, &done, vm_hwm_kib());
 }
 
+/// The `x-request-id` of request `i` of this process.
+pub(crate) fn request_id(i: usize) -> String {
+    format!("floor-{}-{i}", std::process::id())
+}
+
+/// The whole request for `text`, as the native client sends it.
+pub(crate) fn request(addr: &str, id: &str, text: &str) -> String {
+    let body = serde_json::json!({
+        "model": "m", "input": text, "stream": true, "response_format": "pcm",
+    })
+    .to_string();
+    format!(
+        "POST /v1/audio/speech HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         x-request-id: {id}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// The dataset's texts (the last `|` field of each line of `meta.lst`).
-fn texts(dataset: &Path) -> Vec<String> {
+pub(crate) fn texts(dataset: &Path) -> Vec<String> {
     let meta = std::fs::read_to_string(dataset.join("meta.lst")).unwrap();
     let texts: Vec<String> = meta
         .lines()
@@ -101,9 +113,7 @@ fn one_request(
     }
     let s = conn.as_mut()?;
     s.write_all(req).ok()?;
-    let mut ttfp = None;
-    let mut head_done = false;
-    let mut tail: Vec<u8> = Vec::with_capacity(64);
+    let mut scan = Scan::default();
     for _ in 0..MAX_READS {
         let k = s.read(buf).ok()?;
         if k == 0 {
@@ -111,40 +121,61 @@ fn one_request(
         }
         let t = sent.elapsed().as_secs_f64();
         reads.push((t, k));
-        tail.extend_from_slice(&buf[..k]);
-        if !head_done {
-            // The head and the first chunk may arrive in one read or apart.
-            match find(&tail, b"\r\n\r\n") {
-                Some(end) => {
-                    head_done = true;
-                    tail.drain(..end + 4);
-                }
-                None => continue,
-            }
-        }
-        if ttfp.is_none() && !tail.is_empty() && !tail.starts_with(b"0\r\n") {
-            ttfp = Some(t);
-        }
-        if tail.ends_with(b"\r\n0\r\n\r\n") || tail == b"0\r\n\r\n" {
-            return ttfp;
-        }
-        if tail.len() > 16 {
-            tail.drain(..tail.len() - 16);
+        if scan.read(&buf[..k], t) {
+            return scan.ttfp;
         }
     }
     None
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+/// One response as its reads arrive: the end of its head, its first body byte and the
+/// end of its chunked body (the raw server's `0\r\n\r\n`).
+#[derive(Default)]
+pub(crate) struct Scan {
+    head_done: bool,
+    /// The bytes after the head not yet known to be needed, at most the last 16.
+    tail: Vec<u8>,
+    /// Seconds from send to the first read that carried body bytes.
+    pub(crate) ttfp: Option<f64>,
+}
+
+impl Scan {
+    /// Takes one read, `t` seconds after the send; `true` when the body ended with it.
+    pub(crate) fn read(&mut self, data: &[u8], t: f64) -> bool {
+        self.tail.extend_from_slice(data);
+        if !self.head_done {
+            // The head and the first chunk may arrive in one read or apart.
+            match find(&self.tail, b"\r\n\r\n") {
+                Some(end) => {
+                    self.head_done = true;
+                    self.tail.drain(..end + 4);
+                }
+                None => return false,
+            }
+        }
+        if self.ttfp.is_none() && !self.tail.is_empty() && !self.tail.starts_with(b"0\r\n") {
+            self.ttfp = Some(t);
+        }
+        if self.tail.ends_with(b"\r\n0\r\n\r\n") || self.tail == b"0\r\n\r\n" {
+            return true;
+        }
+        if self.tail.len() > 16 {
+            self.tail.drain(..self.tail.len() - 16);
+        }
+        false
+    }
+}
+
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn write_out(dir: &Path, done: &[Done], hwm_kib: u64) {
+pub(crate) fn write_out(dir: &Path, done: &[Done], hwm_kib: u64) {
     let mut lines = String::new();
     for d in done {
         let rec = serde_json::json!({
             "request_id": d.id, "ttfp_s": d.ttfp_s, "ok": d.ttfp_s.is_some(),
-            "warmup": d.warmup,
+            "warmup": d.warmup, "lag_s": d.lag_s,
         });
         lines.push_str(&rec.to_string());
         lines.push('\n');

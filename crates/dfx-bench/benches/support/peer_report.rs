@@ -4,7 +4,8 @@
 
 use dfx_bench::native::stats::Sorted;
 
-use super::{Client, RunOut};
+use super::RunOut;
+use super::peer_plan::Client;
 
 /// Every run of one client on one scenario.
 #[derive(Default)]

@@ -77,19 +77,15 @@ pub(crate) fn run_floor_open(args: &[String], rate: f64, dataset: &Path, vm_hwm_
     let n: usize = n.parse().unwrap();
     let warmups: usize = warmups.parse().unwrap();
     let texts = texts(dataset);
+    let addr = base.trim_start_matches("http://");
     let reqs: Vec<(String, String)> = (0..warmups + n)
         .map(|i| {
             let id = request_id(i);
-            let addr = base.trim_start_matches("http://");
             let req = request(addr, &id, &texts[i % texts.len()]);
             (id, req)
         })
         .collect();
-    let mut floor = Floor::new(
-        base.trim_start_matches("http://"),
-        conn == "fresh",
-        n + warmups,
-    );
+    let mut floor = Floor::new(addr, conn == "fresh", n + warmups);
     let mut done: Vec<Done> = reqs
         .iter()
         .enumerate()
@@ -170,13 +166,8 @@ impl Floor {
             }
             self.poll.poll(&mut events, Some(IDLE_LIMIT)).unwrap();
             if events.is_empty() {
-                // Nothing for the idle limit: what is in flight failed (its `ttfp_s` stays
-                // `None` when it had none; it is counted failed either way).
-                for c in self.slots.iter_mut().flatten() {
-                    if let Some(a) = c.active.take() {
-                        done[a.index].ttfp_s = None;
-                    }
-                }
+                // Nothing for the idle limit: what is in flight never ended, so its
+                // `ttfp_s` is still `None` and it counts as failed.
                 return;
             }
             for ev in events.iter() {

@@ -194,6 +194,8 @@ mod tests {
         b
     }
 
+    /// Both kernels against one sample at a time: every length around a group, extremes
+    /// in every lane, and more full-scale samples per lane than a `u16` holds.
     #[test]
     fn grouped_block_sums_match_one_sample_at_a_time() {
         let mut x = 0x9e37_79b9_u32;

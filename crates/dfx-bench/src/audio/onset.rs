@@ -266,8 +266,6 @@ mod tests {
         }
     }
 
-    /// The grouped sums against one sample at a time: every length around a group,
-    /// extremes in every lane, and more full-scale samples per lane than a `u16` holds.
     #[test]
     fn clipping_ratio_counts_full_scale_samples() {
         let s = [i16::MAX, i16::MIN, 0, 100];

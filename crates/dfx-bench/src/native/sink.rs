@@ -156,12 +156,7 @@ impl RecordTx {
         let due = st.last_write.is_none_or(|t| t.elapsed() >= COALESCE);
         // A runtime thread never waits for the file: when the writer holds it, the writer
         // takes these lines too.
-        let file = match sh.file.try_lock() {
-            Ok(f) => Some(f),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        };
-        match file {
+        match sh.try_file() {
             Some(file) if due => sh.write_out(st, file),
             _ if !st.flush_asked => {
                 st.flush_asked = true;
@@ -218,6 +213,15 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Holds the file for writing if no one else does (never waits: runtime threads).
+    fn try_file(&self) -> Option<MutexGuard<'_, Option<File>>> {
+        match self.file.try_lock() {
+            Ok(f) => Some(f),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// Holds the file for writing (waits for it: the writer thread only).
     fn file(&self) -> MutexGuard<'_, Option<File>> {
         self.file.lock().unwrap_or_else(|p| p.into_inner())
@@ -251,10 +255,9 @@ impl Shared {
             // The end (the writer thread writes the rest) or written already.
             return;
         }
-        match self.file.try_lock() {
-            Ok(file) => self.write_out(st, file),
-            Err(std::sync::TryLockError::Poisoned(p)) => self.write_out(st, p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => {
+        match self.try_file() {
+            Some(file) => self.write_out(st, file),
+            None => {
                 drop(st);
                 self.wake.notify_one();
             }

@@ -6,8 +6,8 @@
 //! - `DFX_FAKE_NEVER_READY=1`: never listen;
 //! - `DFX_FAKE_READY_DELAY_MS=N`: listen only after N ms;
 //! - `DFX_FAKE_HEALTH=CODE`: status of `GET /health` (default 200);
-//! - `DFX_FAKE_CRASH_AFTER_MS=N`: once ready, exit after N ms with `DFX_FAKE_CRASH_STATUS`
-//!   (default 7), or kill itself with signal `DFX_FAKE_CRASH_SIGNAL`;
+//! - `DFX_FAKE_CRASH_AFTER_MS=N`: N ms after the first healthy `/health` answer, exit with
+//!   `DFX_FAKE_CRASH_STATUS` (default 7), or kill itself with signal `DFX_FAKE_CRASH_SIGNAL`;
 //! - `DFX_FAKE_IGNORE_SIGTERM=1`: ignore SIGTERM;
 //! - `DFX_FAKE_GRANDCHILD=1`: fork a grandchild (same group) that ignores SIGTERM;
 //! - `DFX_FAKE_STRANGER=1`: never listen itself, but start a process in a new session (not
@@ -62,10 +62,32 @@ fn serve(stream: &mut TcpStream, health: u16) {
     let line = String::from_utf8_lossy(&req);
     let path = line.split_whitespace().nth(1).unwrap_or("/");
     let code = if path == "/health" { health } else { 200 };
-    let _ = write!(
+    let answered = write!(
         stream,
         "HTTP/1.1 {code} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
     );
+    if path == "/health" && code == 200 && answered.is_ok() {
+        CRASH_ARMED.call_once(arm_crash);
+    }
+}
+
+/// The crash timer starts at the first healthy `/health` answer, so a short
+/// `DFX_FAKE_CRASH_AFTER_MS` cannot fire before the launcher has seen the server ready.
+static CRASH_ARMED: std::sync::Once = std::sync::Once::new();
+
+fn arm_crash() {
+    let Some(ms) = env_num("DFX_FAKE_CRASH_AFTER_MS") else {
+        return;
+    };
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(ms));
+        eprintln!("fake crash after {ms} ms");
+        if let Some(sig) = env_num("DFX_FAKE_CRASH_SIGNAL") {
+            let sig = Signal::try_from(sig as i32).expect("signal number");
+            let _ = nix::sys::signal::raise(sig);
+        }
+        std::process::exit(env_num("DFX_FAKE_CRASH_STATUS").unwrap_or(7) as i32);
+    });
 }
 
 fn main() {
@@ -122,17 +144,6 @@ fn main() {
     let listener = TcpListener::bind(format!("{host}:{port}")).expect("bind");
     println!("listening on {host}:{port}");
     let _ = std::io::stdout().flush();
-    if let Some(ms) = env_num("DFX_FAKE_CRASH_AFTER_MS") {
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(ms));
-            eprintln!("fake crash after {ms} ms");
-            if let Some(sig) = env_num("DFX_FAKE_CRASH_SIGNAL") {
-                let sig = Signal::try_from(sig as i32).expect("signal number");
-                let _ = nix::sys::signal::raise(sig);
-            }
-            std::process::exit(env_num("DFX_FAKE_CRASH_STATUS").unwrap_or(7) as i32);
-        });
-    }
     let health = env_num("DFX_FAKE_HEALTH").map_or(200, |c| c as u16);
     serve_forever(listener, health);
 }

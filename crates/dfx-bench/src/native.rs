@@ -373,6 +373,9 @@ impl NativeBench {
         if let Some(problem) = problem {
             log.write(&format!("warning: {problem}"));
         }
+        if let (Load::Open { .. }, Some(w)) = (&p.load, deadline::fallback_warning()) {
+            log.write(&w);
+        }
         let mut outcome = self.conclude(ctx, log, &p, records, peak_inflight);
         if let (Some(kept), Some(doc)) = (kept, outcome.result.as_mut()) {
             log.write(&format!(

@@ -11,12 +11,27 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
+
+/// Why the first [`Deadlines::new`] of this process fell back to the millisecond timers.
+static FELL_BACK: OnceLock<String> = OnceLock::new();
+
+/// `bench.log`'s warning when open-loop deadlines were kept only to the millisecond in
+/// this process (it never happened on Linux in any run, so it is worth a line when it does).
+pub(crate) fn fallback_warning() -> Option<String> {
+    FELL_BACK.get().map(|why| {
+        format!(
+            "warning: open-loop send deadlines on the runtime's millisecond timers ({why}); \
+             send lag and the lag threshold are then accurate to about 1 ms"
+        )
+    })
+}
 
 /// Waits for absolute deadlines, one at a time.
 pub(crate) struct Deadlines {
@@ -47,13 +62,20 @@ impl Deadlines {
             ClockId::CLOCK_MONOTONIC,
             TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
         )
-        .ok()
+        .map_err(|e| format!("timerfd_create: {e}"))
         .and_then(|t| {
             // SAFETY: `Timer` owns the timer's descriptor, which stays open as long as the
             // `AsyncFd` holds it, and `as_raw_fd` always returns that descriptor.
-            unsafe { AsyncFd::register_with_interest(Timer(t), Interest::READABLE) }.ok()
+            unsafe { AsyncFd::register_with_interest(Timer(t), Interest::READABLE) }
+                .map_err(|e| format!("registering the timerfd: {e}"))
         });
-        Deadlines::with(timer)
+        match timer {
+            Ok(t) => Deadlines::with(Some(t)),
+            Err(why) => {
+                let _ = FELL_BACK.set(why);
+                Deadlines::with(None)
+            }
+        }
     }
 
     /// Deadlines on the runtime's millisecond timers only (the fallback).

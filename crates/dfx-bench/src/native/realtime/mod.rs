@@ -21,6 +21,7 @@ use dfx_core::plan::{BenchEntry, Dialect, Trial};
 use self::metrics::{RealtimeRecord, TurnRecord, request_record};
 use self::prepare::RtJob;
 use self::session::TurnLimits;
+use super::deadline;
 use super::driver::{self, InFlight, Load};
 use super::log::BenchLog;
 use super::progress::Progress;
@@ -222,6 +223,9 @@ pub fn run(
         .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into())));
     if let Some(problem) = problem {
         log.write(&format!("warning: {problem}"));
+    }
+    if let (Load::Open { .. }, Some(w)) = (&p.load, deadline::fallback_warning()) {
+        log.write(&w);
     }
     Ok(conclude(ctx, log, &sel, records, peak, settings))
 }

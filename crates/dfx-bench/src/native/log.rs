@@ -71,7 +71,10 @@ mod tests {
         }
         let tail = log.tail();
         assert!(!tail.contains("second"), "{tail}");
-        assert!(tail.starts_with("line 0\n") && tail.ends_with("line 59\n"), "{tail}");
+        assert!(
+            tail.starts_with("line 0\n") && tail.ends_with("line 59\n"),
+            "{tail}"
+        );
         drop(log);
         let all = std::fs::read_to_string(&path).unwrap();
         assert_eq!(all.lines().count(), TAIL_LINES + 2);

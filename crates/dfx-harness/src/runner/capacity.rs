@@ -28,6 +28,8 @@ struct Probe {
 /// What the search needs besides the bench.
 pub(super) struct Search<'a> {
     pub spec: CapacitySpec,
+    /// Runs of every probe (`repeats` / `--repeats`, default 1), judged on medians.
+    pub repeats: u32,
     pub base_seed: u64,
     pub label: &'a str,
     pub cmd: Option<&'a str>,
@@ -37,6 +39,10 @@ pub(super) struct Search<'a> {
 /// Runs the search; the returned piece is the trial's.
 pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) -> Piece {
     let spec = s.spec;
+    // Every probe runs `each` times; the boundary is confirmed by at least
+    // `boundary_repeats` (already done when every probe runs that often).
+    let each = s.repeats.max(1);
+    let confirm = spec.boundary_repeats.max(each);
     let mut probes: Vec<Probe> = Vec::new();
     let mut probe = |rate: f64, repeats: u32, probes: &mut Vec<Probe>| -> bool {
         let p = run_probe(bench, ctx, &mut s, probes.len() + 1, rate, repeats);
@@ -49,7 +55,7 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
     let mut rate = spec.start_rate;
     // Bracket: up by doubling from a pass, down by halving from a miss.
     while probes.len() < budget {
-        if probe(rate, 1, &mut probes) {
+        if probe(rate, each, &mut probes) {
             lo = Some(rate);
             if hi.is_some() || rate >= spec.max_rate {
                 break;
@@ -70,13 +76,13 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
         }
         if h / l - 1.0 > spec.tolerance {
             let mid = (l * h).sqrt();
-            if probe(mid, 1, &mut probes) {
+            if probe(mid, each, &mut probes) {
                 lo = Some(mid);
             } else {
                 hi = Some(mid);
             }
-        } else if spec.boundary_repeats > 1 && !confirmed(&probes, l) {
-            if !probe(l, spec.boundary_repeats, &mut probes) {
+        } else if confirm > 1 && !confirmed(&probes, l, confirm) {
+            if !probe(l, confirm, &mut probes) {
                 hi = Some(l);
                 lo = passes_below(&probes, l);
             }
@@ -85,21 +91,21 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
         }
     }
     if let (Some(l), None) = (lo, hi)
-        && spec.boundary_repeats > 1
+        && confirm > 1
         && probes.len() < budget
-        && !confirmed(&probes, l)
-        && !probe(l, spec.boundary_repeats, &mut probes)
+        && !confirmed(&probes, l, confirm)
+        && !probe(l, confirm, &mut probes)
     {
         lo = passes_below(&probes, l);
     }
     conclude(ctx, &spec, probes, lo, hi, budget)
 }
 
-/// Whether a probe at `rate` with repeats already passed.
-fn confirmed(probes: &[Probe], rate: f64) -> bool {
+/// Whether a probe at `rate` with at least `confirm` repeats already passed.
+fn confirmed(probes: &[Probe], rate: f64, confirm: u32) -> bool {
     probes
         .iter()
-        .any(|p| p.rate == rate && p.repeats > 1 && p.miss.is_none())
+        .any(|p| p.rate == rate && p.repeats >= confirm && p.miss.is_none())
 }
 
 /// The highest passing rate below `rate`.

@@ -69,6 +69,15 @@ fn search(
     spec: CapacitySpec,
     flaky_above: Option<f64>,
 ) -> (Result<Ran, String>, Value, Vec<(f64, u64)>) {
+    search_with(spec, flaky_above, None)
+}
+
+/// The search with `--repeats` (`flag`).
+fn search_with(
+    spec: CapacitySpec,
+    flaky_above: Option<f64>,
+    flag: Option<u32>,
+) -> (Result<Ran, String>, Value, Vec<(f64, u64)>) {
     let mut t = concurrency_trial("test_a", "cap", 1, 8);
     t.step.kind = StepKind::RequestRate {
         request_rate: spec.start_rate,
@@ -83,6 +92,7 @@ fn search(
     };
     let mut f = fixture(vec![t], Box::new(bench), false);
     f.session.gpu_hour_price = Some(3.6);
+    f.session.repeats = flag;
     let out = f.session.run_trial(0);
     let doc = Value::Object(result_json(&f, 0));
     let seen = rates.lock().unwrap().clone();
@@ -164,4 +174,39 @@ fn no_passing_rate_fails_and_every_rate_passing_says_at_least() {
             .unwrap()
             .contains("at least")
     );
+}
+
+#[test]
+fn repeats_run_every_probe_that_often_and_at_least_boundary_repeats_confirm() {
+    let (out, doc, seen) = search_with(spec(), None, Some(2));
+    assert!(matches!(out, Ok(Ran::Passed)), "{out:?}");
+    let found = doc["capacity_request_rate"].as_f64().unwrap();
+    assert!((8.0 / 1.1 - 1e-9..=8.0).contains(&found), "found {found}");
+    let probes = doc["capacity"]["probes"].as_array().unwrap();
+    let (last, searched) = probes.split_last().unwrap();
+    assert!(
+        searched.iter().all(|p| p["repeats"] == json!(2)),
+        "{probes:?}"
+    );
+    assert_eq!(
+        last["repeats"],
+        json!(3),
+        "boundary_repeats 3 > --repeats 2"
+    );
+    let runs: u64 = probes.iter().map(|p| p["repeats"].as_u64().unwrap()).sum();
+    assert_eq!(seen.len() as u64, runs, "every repeat is a bench run");
+
+    // Repeats at or above boundary_repeats: each probe is already confirmed.
+    let (out, doc, seen) = search_with(spec(), None, Some(4));
+    assert!(matches!(out, Ok(Ran::Passed)), "{out:?}");
+    let probes = doc["capacity"]["probes"].as_array().unwrap();
+    assert!(
+        probes.iter().all(|p| p["repeats"] == json!(4)),
+        "{probes:?}"
+    );
+    let rates: Vec<f64> = probes.iter().map(|p| p["rate"].as_f64().unwrap()).collect();
+    let mut unique = rates.clone();
+    unique.dedup();
+    assert_eq!(rates, unique, "no rate probed twice: {rates:?}");
+    assert_eq!(seen.len(), 4 * probes.len());
 }

@@ -247,6 +247,7 @@ impl Session {
             Some(spec) => {
                 let search = capacity::Search {
                     spec,
+                    repeats,
                     base_seed,
                     label,
                     cmd,

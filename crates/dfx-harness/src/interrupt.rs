@@ -16,6 +16,8 @@
 //! The main thread, finding the close claimed by the handler when libtest returns, waits
 //! for that exit ([`await_handler`]) instead of returning its own status.
 
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -155,15 +157,10 @@ fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryE
     let t = &closing.trials[cur.idx];
     let dir = closing.run.trial_dir(&t.dir_name);
     let rel = format!("trials/{}", t.dir_name);
-    let records = dir.join("records.jsonl");
-    let reason = if records.is_file() {
-        let n = std::fs::read_to_string(&records).map_or(0, |s| s.lines().count());
-        format!(
-            "interrupted (SIGINT/SIGTERM) after {seconds:.1} s; {n} per-request record(s) in {rel}/records.jsonl"
-        )
-    } else {
-        format!("interrupted (SIGINT/SIGTERM) after {seconds:.1} s, before any request record")
-    };
+    let reason = format!(
+        "interrupted (SIGINT/SIGTERM) after {seconds:.1} s{}",
+        records_said(&dir, &rel)
+    );
     let mut entry = SummaryEntry::new(&t.trial, Outcome::Failed);
     entry.interrupted = true;
     entry.failures = vec![reason.clone()];
@@ -189,6 +186,75 @@ fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryE
         }
     }
     entry
+}
+
+/// Where a trial keeps request records: its folder, a repeat's or a capacity probe's
+/// (`repeat-<k>/`, `probe-<NN>/`, `probe-<NN>/repeat-<k>/`), as relative paths.
+fn record_files(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut walk = vec![(dir.to_path_buf(), String::new(), 0)];
+    while let Some((d, rel, depth)) = walk.pop() {
+        if d.join("records.jsonl").is_file() {
+            found.push(format!("{rel}records.jsonl"));
+        }
+        let Ok(children) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        if depth == 2 {
+            continue;
+        }
+        for c in children.flatten() {
+            let name = c.file_name().to_string_lossy().into_owned();
+            let sub = name.starts_with("repeat-") || name.starts_with("probe-");
+            if sub && c.path().is_dir() {
+                walk.push((c.path(), format!("{rel}{name}/"), depth + 1));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Lines of a file, read in pieces (a records file can be large).
+fn count_lines(path: &Path) -> usize {
+    let Ok(f) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let mut r = BufReader::with_capacity(64 * 1024, f);
+    let mut n = 0;
+    loop {
+        let Ok(buf) = r.fill_buf() else { break };
+        if buf.is_empty() {
+            break;
+        }
+        n += buf.iter().filter(|&&b| b == b'\n').count();
+        let len = buf.len();
+        r.consume(len);
+    }
+    n
+}
+
+/// The failure reason's tail: how many request records the trial left and where.
+fn records_said(dir: &Path, rel: &str) -> String {
+    let files = record_files(dir);
+    let counts: Vec<usize> = files.iter().map(|f| count_lines(&dir.join(f))).collect();
+    let total: usize = counts.iter().sum();
+    match files.as_slice() {
+        [] => ", before any request record".into(),
+        [one] => format!("; {total} per-request record(s) in {rel}/{one}"),
+        _ => {
+            let each: Vec<String> = files
+                .iter()
+                .zip(&counts)
+                .map(|(f, n)| format!("{f}: {n}"))
+                .collect();
+            format!(
+                "; {total} per-request record(s) in {} files under {rel}/ ({})",
+                files.len(),
+                each.join(", ")
+            )
+        }
+    }
 }
 
 #[cfg(test)]

@@ -152,6 +152,46 @@ fn the_running_trial_is_failed_and_marked_with_its_partial_records() {
 }
 
 #[test]
+fn records_of_repeats_and_capacity_probes_are_counted_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = closing(dir.path());
+    let (mut progress, current, at) = interrupted_progress(&c);
+    let tdir = c.run.trial_dir("test_a__s__c3");
+    std::fs::remove_file(tdir.join("records.jsonl")).unwrap();
+    for (sub, lines) in [
+        ("probe-01", 3),
+        ("probe-02/repeat-1", 4),
+        ("probe-02/repeat-2", 1),
+        ("other", 9),
+    ] {
+        std::fs::create_dir_all(tdir.join(sub)).unwrap();
+        std::fs::write(tdir.join(sub).join("records.jsonl"), "{}\n".repeat(lines)).unwrap();
+    }
+    mark_interrupted(&mut progress, &c, Some(&current), at);
+    let e = progress.entries[2].as_ref().unwrap();
+    assert_eq!(
+        e.failures,
+        [
+            "interrupted (SIGINT/SIGTERM) after 2.5 s; 8 per-request record(s) in 3 files under \
+             trials/test_a__s__c3/ (probe-01/records.jsonl: 3, probe-02/repeat-1/records.jsonl: 4, \
+             probe-02/repeat-2/records.jsonl: 1)"
+        ]
+    );
+
+    // No records anywhere yet.
+    let dir = tempfile::tempdir().unwrap();
+    let c = closing(dir.path());
+    let (mut progress, current, at) = interrupted_progress(&c);
+    std::fs::remove_file(c.run.trial_dir("test_a__s__c3").join("records.jsonl")).unwrap();
+    mark_interrupted(&mut progress, &c, Some(&current), at);
+    let e = progress.entries[2].as_ref().unwrap();
+    assert_eq!(
+        e.failures,
+        ["interrupted (SIGINT/SIGTERM) after 2.5 s, before any request record"]
+    );
+}
+
+#[test]
 fn between_trials_nothing_is_marked_and_the_rest_is_not_run() {
     let dir = tempfile::tempdir().unwrap();
     let c = closing(dir.path());

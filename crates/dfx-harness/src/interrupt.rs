@@ -222,8 +222,7 @@ fn count_lines(path: &Path) -> usize {
     };
     let mut r = BufReader::with_capacity(64 * 1024, f);
     let mut n = 0;
-    loop {
-        let Ok(buf) = r.fill_buf() else { break };
+    while let Ok(buf) = r.fill_buf() {
         if buf.is_empty() {
             break;
         }

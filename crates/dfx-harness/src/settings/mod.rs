@@ -6,10 +6,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod bench;
+mod flags;
 
 pub(crate) use bench::BenchOptions;
+use flags::{
+    check_hardware, check_mark, check_ready_timeout, check_sim_speed, gpu_price_flag, history_flag,
+    partition_flag,
+};
 
-use dfx_core::bounds::{self, MAX_SIM_SPEED, MAX_TIMEOUT_SECONDS, MIN_SIM_SPEED};
+use dfx_core::bounds::{self, MAX_TIMEOUT_SECONDS};
 
 use crate::cli::{FlagRecord, Parsed, ServerMode};
 
@@ -150,100 +155,22 @@ impl SuiteConfig {
         let list_verbose = s.list_verbose || (s.verbose && libtest.list);
 
         let config_files = config_files(&s.test_config_file, &project.root, &mut errors);
-        if let Some(h) = &s.hardware
-            && (h.is_empty()
-                || !h
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)))
-        {
-            errors.push(err(
-                "--hardware",
-                "DFX_HARDWARE",
-                h,
-                "a label names result folders and baselines/<LABEL>.json",
-                "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)",
-            ));
-        }
+        check_hardware(s.hardware.as_deref(), &mut errors);
         check_executable(&s.server_bin, "--server-bin", "DFX_SERVER_BIN", &mut errors);
         let bench = BenchOptions::from_flags(&s, |k| std::env::var(k).ok(), &mut errors);
-        if let Some(k) = s.sim_speed
-            && !(MIN_SIM_SPEED..=MAX_SIM_SPEED).contains(&k)
-        {
-            errors.push(err(
-                "--sim-speed",
-                "DFX_SIM_SPEED",
-                k,
-                "not a usable speed factor",
-                &format!("a number from {MIN_SIM_SPEED} to {MAX_SIM_SPEED}, e.g. 20"),
-            ));
-        }
-        if s.ready_timeout == 0 || s.ready_timeout as f64 > MAX_TIMEOUT_SECONDS {
-            errors.push(err(
-                "--ready-timeout",
-                "DFX_READY_TIMEOUT",
-                s.ready_timeout,
-                "not a usable readiness timeout",
-                &format!("whole seconds from 1 to {MAX_TIMEOUT_SECONDS} (default 1200)"),
-            ));
-        }
+        check_sim_speed(s.sim_speed, &mut errors);
+        check_ready_timeout(s.ready_timeout, &mut errors);
         check_sim_faults(s.sim_faults.as_deref(), &mut errors);
         check_sglang_timeout(
             std::env::var("SGLANG_OMNI_SERVER_TIMEOUT").ok(),
             &mut errors,
         );
-        let history = s.history.as_deref().and_then(|h| {
-            dfx_history::HistorySpec::parse(h)
-                .map_err(|e| {
-                    errors.push(err(
-                        "--history",
-                        "DFX_HISTORY",
-                        dfx_history::store::redact(h),
-                        &e.to_string(),
-                        "a SQLite file path (target/dfx-perf/history.sqlite) or postgres://user@host/db",
-                    ))
-                })
-                .ok()
-        });
+        let history = history_flag(s.history.as_deref(), &mut errors);
         let server = server_choice(&s, &mut errors, &mut notes);
-        if s.mark.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            errors.push(err(
-                "--mark",
-                "DFX_MARK",
-                "",
-                "empty expression",
-                "a mark such as `tts`, or `tts and not slow`",
-            ));
-        }
-
-        let partition = s.partition.as_deref().and_then(|p| {
-            p.parse()
-                .map_err(|e: crate::partition::PartitionError| {
-                    errors.push(err(
-                        "--partition",
-                        "DFX_PARTITION",
-                        p,
-                        &e.to_string(),
-                        crate::partition::ACCEPTED,
-                    ))
-                })
-                .ok()
-        });
-
+        check_mark(s.mark.as_deref(), &mut errors);
+        let partition = partition_flag(s.partition.as_deref(), &mut errors);
         let repeats = repeats_flag(s.repeats, &mut errors);
-        let gpu_hour_price = s.gpu_hour_price.filter(|p| {
-            let ok = p.is_finite() && *p > 0.0 && *p <= 1e6;
-            if !ok {
-                let accepted = "a price above 0 and at most 1000000, e.g. 2.5";
-                errors.push(err(
-                    "--gpu-hour-price",
-                    "DFX_GPU_HOUR_PRICE",
-                    p,
-                    "not a usable price",
-                    accepted,
-                ));
-            }
-            ok
-        });
+        let gpu_hour_price = gpu_price_flag(s.gpu_hour_price, &mut errors);
         if !errors.is_empty() {
             return Err(FlagErrors(errors));
         }
@@ -490,204 +417,4 @@ fn default_results_dir(root: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::try_parse_from;
-
-    fn project(dir: &Path) -> Project {
-        Project {
-            root: dir.to_path_buf(),
-            sim_bin: dir.join("sim"),
-            guard_bin: dir.join("guard"),
-        }
-    }
-
-    fn config(dir: &Path, argv: &[&str]) -> Result<SuiteConfig, FlagErrors> {
-        let parsed = try_parse_from(std::iter::once("perf").chain(argv.iter().copied())).unwrap();
-        SuiteConfig::from_parsed(parsed, &project(dir))
-    }
-
-    fn with_configs() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("perf-configs")).unwrap();
-        for f in ["b.json", "a.json", "notes.txt"] {
-            std::fs::write(dir.path().join("perf-configs").join(f), "[]").unwrap();
-        }
-        dir
-    }
-
-    #[test]
-    fn default_config_files_are_sorted_json_files() {
-        let dir = with_configs();
-        let cfg = config(dir.path(), &[]).unwrap();
-        let names: Vec<_> = cfg
-            .config_files
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["a.json", "b.json"]);
-        assert_eq!(cfg.libtest.test_threads, Some(1));
-        assert_eq!(cfg.server, ServerChoice::Auto { server_bin: None });
-    }
-
-    #[test]
-    fn missing_default_configs_is_a_flag_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let e = config(dir.path(), &[]).unwrap_err().to_string();
-        assert!(
-            e.contains("--test-config-file") && e.contains("perf-configs"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn colon_lists_are_split() {
-        let dir = with_configs();
-        let cfg = config(dir.path(), &["--test-config-file", "x.json:y.json,z.json"]).unwrap();
-        assert_eq!(
-            cfg.config_files,
-            [PathBuf::from("x.json"), "y.json".into(), "z.json".into()]
-        );
-    }
-
-    #[test]
-    fn every_bad_flag_is_reported_with_its_name_and_accepted_values() {
-        let dir = with_configs();
-        let e = config(
-            dir.path(),
-            &[
-                "--sim-speed",
-                "0",
-                "--server-bin",
-                "/nonexistent/vllm-omni",
-                "--hardware",
-                "../x",
-                "--ready-timeout",
-                "0",
-            ],
-        )
-        .unwrap_err();
-        let flags: Vec<_> = e.0.iter().map(|e| e.flag).collect();
-        assert_eq!(
-            flags,
-            [
-                "--hardware",
-                "--server-bin",
-                "--sim-speed",
-                "--ready-timeout"
-            ]
-        );
-        let text = e.to_string();
-        assert!(
-            text.contains("DFX_SIM_SPEED") && text.contains("accepted: a number from 0.01 to 1000"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn partition_is_validated_naming_the_flag_and_what_is_accepted() {
-        let dir = with_configs();
-        let cfg = config(dir.path(), &["--partition", "hash:2/3"]).unwrap();
-        assert_eq!(
-            cfg.partition.map(|p| p.to_string()).as_deref(),
-            Some("hash:2/3")
-        );
-        assert_eq!(config(dir.path(), &[]).unwrap().partition, None);
-        for bad in [
-            "count:0/2",
-            "count:3/2",
-            "count:1/0",
-            "count:1/2000",
-            "slice:1/2",
-            "1/2",
-        ] {
-            let e = config(dir.path(), &["--partition", bad])
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("--partition (DFX_PARTITION)")
-                    && e.contains(&format!("`{bad}`"))
-                    && e.contains("accepted: count:K/N or hash:K/N"),
-                "{bad}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn repeats_is_bounded() {
-        let dir = with_configs();
-        assert_eq!(
-            config(dir.path(), &["--repeats", "5"]).unwrap().repeats,
-            Some(5)
-        );
-        for bad in ["0", "101"] {
-            let e = config(dir.path(), &["--repeats", bad])
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("--repeats (DFX_REPEATS)") && e.contains("an integer from 1 to 100"),
-                "{bad}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn attach_mode_conflicts_with_sim() {
-        let dir = with_configs();
-        let e = config(
-            dir.path(),
-            &["--server", "sim", "--server-url", "http://127.0.0.1:1"],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("--server-url") && e.contains("--server sim"),
-            "{e}"
-        );
-        let cfg = config(dir.path(), &["--server-url", "http://127.0.0.1:8091/"]).unwrap();
-        assert_eq!(
-            cfg.server,
-            ServerChoice::Attach {
-                url: "http://127.0.0.1:8091".into()
-            }
-        );
-        let e = config(dir.path(), &["--server-url", "127.0.0.1:8091"]).unwrap_err();
-        assert!(e.to_string().contains("http://host:port"));
-    }
-
-    #[test]
-    fn sim_options_and_notes() {
-        let dir = with_configs();
-        let cfg = config(
-            dir.path(),
-            &[
-                "--server",
-                "sim",
-                "--sim-speed",
-                "20",
-                "--sim-faults",
-                "crash-at-inflight=4",
-            ],
-        )
-        .unwrap();
-        assert_eq!(
-            cfg.server,
-            ServerChoice::Sim {
-                speed: Some(20.0),
-                faults: Some("crash-at-inflight=4".into())
-            }
-        );
-        // a bad spec is a flag error, found with the simulator's own parser
-        for bad in [
-            "crash_at=4",
-            "ready-after=1e300",
-            "stall-after-chunks=99999999999",
-        ] {
-            let e = config(dir.path(), &["--server", "sim", "--sim-faults", bad]).unwrap_err();
-            assert!(e.to_string().contains("--sim-faults"), "{bad}: {e}");
-        }
-        let cfg = config(dir.path(), &["--sim-speed", "20", "--test-threads", "4"]).unwrap();
-        assert_eq!(cfg.notes.len(), 2, "{:?}", cfg.notes);
-        assert_eq!(cfg.libtest.test_threads, Some(1));
-    }
-}
+mod tests;

@@ -1,0 +1,119 @@
+//! Checks of single suite flags, each pushing a [`FlagError`] that names the flag, its
+//! environment variable and what is accepted.
+
+use dfx_core::bounds::{MAX_SIM_SPEED, MAX_TIMEOUT_SECONDS, MIN_SIM_SPEED};
+
+use super::{FlagError, err};
+
+/// `--hardware`: a label that names result folders and baseline files.
+pub(super) fn check_hardware(h: Option<&str>, errors: &mut Vec<FlagError>) {
+    let Some(h) = h else { return };
+    let ok = !h.is_empty()
+        && h.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !ok {
+        errors.push(err(
+            "--hardware",
+            "DFX_HARDWARE",
+            h,
+            "a label names result folders and baselines/<LABEL>.json",
+            "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)",
+        ));
+    }
+}
+
+/// `--sim-speed`: the simulator's speed factor.
+pub(super) fn check_sim_speed(k: Option<f64>, errors: &mut Vec<FlagError>) {
+    if let Some(k) = k
+        && !(MIN_SIM_SPEED..=MAX_SIM_SPEED).contains(&k)
+    {
+        errors.push(err(
+            "--sim-speed",
+            "DFX_SIM_SPEED",
+            k,
+            "not a usable speed factor",
+            &format!("a number from {MIN_SIM_SPEED} to {MAX_SIM_SPEED}, e.g. 20"),
+        ));
+    }
+}
+
+/// `--ready-timeout`: whole seconds, bounded.
+pub(super) fn check_ready_timeout(secs: u64, errors: &mut Vec<FlagError>) {
+    if secs == 0 || secs as f64 > MAX_TIMEOUT_SECONDS {
+        errors.push(err(
+            "--ready-timeout",
+            "DFX_READY_TIMEOUT",
+            secs,
+            "not a usable readiness timeout",
+            &format!("whole seconds from 1 to {MAX_TIMEOUT_SECONDS} (default 1200)"),
+        ));
+    }
+}
+
+/// `--history`: a SQLite path or a PostgreSQL URL (shown with its password redacted).
+pub(super) fn history_flag(
+    h: Option<&str>,
+    errors: &mut Vec<FlagError>,
+) -> Option<dfx_history::HistorySpec> {
+    let h = h?;
+    dfx_history::HistorySpec::parse(h)
+        .map_err(|e| {
+            errors.push(err(
+                "--history",
+                "DFX_HISTORY",
+                dfx_history::store::redact(h),
+                &e.to_string(),
+                "a SQLite file path (target/dfx-perf/history.sqlite) or postgres://user@host/db",
+            ))
+        })
+        .ok()
+}
+
+/// `--mark`: not blank.
+pub(super) fn check_mark(mark: Option<&str>, errors: &mut Vec<FlagError>) {
+    if mark.is_some_and(|m| m.trim().is_empty()) {
+        errors.push(err(
+            "--mark",
+            "DFX_MARK",
+            "",
+            "empty expression",
+            "a mark such as `tts`, or `tts and not slow`",
+        ));
+    }
+}
+
+/// `--partition`: `count:K/N` or `hash:K/N`.
+pub(super) fn partition_flag(
+    p: Option<&str>,
+    errors: &mut Vec<FlagError>,
+) -> Option<crate::partition::Partition> {
+    let p = p?;
+    p.parse()
+        .map_err(|e: crate::partition::PartitionError| {
+            errors.push(err(
+                "--partition",
+                "DFX_PARTITION",
+                p,
+                &e.to_string(),
+                crate::partition::ACCEPTED,
+            ))
+        })
+        .ok()
+}
+
+/// `--gpu-hour-price`: a positive, bounded price.
+pub(super) fn gpu_price_flag(p: Option<f64>, errors: &mut Vec<FlagError>) -> Option<f64> {
+    p.filter(|p| {
+        let ok = p.is_finite() && *p > 0.0 && *p <= 1e6;
+        if !ok {
+            errors.push(err(
+                "--gpu-hour-price",
+                "DFX_GPU_HOUR_PRICE",
+                p,
+                "not a usable price",
+                "a price above 0 and at most 1000000, e.g. 2.5",
+            ));
+        }
+        ok
+    })
+}

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use dfx_core::baseline::{Direction, ThresholdSource};
 use dfx_core::plan::{Dialect, StepKind, python_float_str};
+use dfx_core::runner_keys::RunnerKeys;
 use dfx_core::server::ServerType;
 
 use crate::select::{BenchSet, Disposition, PlannedTrial};
@@ -51,20 +52,62 @@ pub(crate) fn render_verbose(
     out
 }
 
-fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
-    let t = &p.trial;
-    let _ = writeln!(out, "{}: test", t.name);
-    let step = match t.step.kind {
+/// What one trial runs: the sweep step, or what a runner or a capacity search does instead.
+fn step_line(t: &dfx_core::plan::Trial) -> String {
+    let load = match t.step.kind {
         StepKind::Concurrency { max_concurrency } => format!("concurrency {max_concurrency}"),
         StepKind::RequestRate { request_rate } => {
             format!("request rate {}/s", python_float_str(request_rate))
         }
     };
-    let _ = writeln!(
-        out,
-        "    step       {step}, {} prompts (sweep index {})",
-        t.step.num_prompts, t.step.index
-    );
+    let n = t.step.num_prompts;
+    match &t.entry.runner {
+        RunnerKeys::Contract(k) => {
+            let mut names: Vec<&str> = k.scenarios.iter().take(4).copied().collect();
+            if k.scenarios.len() > 4 {
+                names.push("…");
+            }
+            format!(
+                "contract: {} scenario(s) ({}), one request at a time, replies checked, \
+                 no load measured; timeout {} s a request",
+                k.scenarios.len(),
+                names.join(", "),
+                python_float_str(k.timeout_s)
+            )
+        }
+        RunnerKeys::Stability(k) => format!(
+            "soak of {} s (before --duration-scale) at {load}, random texts of {}–{} words",
+            python_float_str(k.duration_s),
+            k.words.0,
+            k.words.1
+        ),
+        RunnerKeys::NativeDuplex(k) => {
+            let count = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+            format!(
+                "{} session(s) × {} turn(s); {} warmup and {} measured trial(s)",
+                count(k.sessions),
+                count(k.turns),
+                count(k.warmups),
+                count(k.repeats)
+            )
+        }
+        RunnerKeys::None => match &t.entry.capacity {
+            Some(c) => format!(
+                "capacity search from {}/s ({}–{}/s), {n} prompts a probe, at most {} probes",
+                python_float_str(c.start_rate),
+                python_float_str(c.min_rate),
+                python_float_str(c.max_rate),
+                c.max_probes
+            ),
+            None => format!("{load}, {n} prompts (sweep index {})", t.step.index),
+        },
+    }
+}
+
+fn render_one(out: &mut String, p: &PlannedTrial, ctx: &ListContext<'_>) {
+    let t = &p.trial;
+    let _ = writeln!(out, "{}: test", t.name);
+    let _ = writeln!(out, "    step       {}", step_line(t));
     let server_type = match t.server.server_type {
         ServerType::VllmOmni => "vllm-omni",
         ServerType::SglangOmni => "sglang-omni",

@@ -216,3 +216,24 @@ fn snapshot_perf_configs() {
     assert!(!plan.trials.is_empty());
     insta::assert_snapshot!("perf_configs", listing(&plan, false));
 }
+
+#[test]
+fn a_capacity_trial_lists_its_search_not_a_sweep_step() {
+    let mut t = rate_trial("test_a", "cap", 1.0, 64);
+    let mut e = (*t.entry).clone();
+    e.capacity = Some(dfx_core::plan::CapacitySpec {
+        max_p99_ttfp_ms: 500.0,
+        min_continuity: 0.95,
+        start_rate: 2.0,
+        min_rate: 0.25,
+        max_rate: 128.0,
+        tolerance: 0.1,
+        boundary_repeats: 3,
+        max_probes: 24,
+    });
+    t.entry = std::sync::Arc::new(e);
+    assert_eq!(
+        step_line(&t),
+        "capacity search from 2.0/s (0.25–128.0/s), 64 prompts a probe, at most 24 probes"
+    );
+}

@@ -215,6 +215,10 @@ fn main() -> ExitCode {
             quality::without_a_hook_the_result_says_not_evaluated,
         ),
         (
+            "quality_hook_is_stopped_when_the_suite_is_signalled_or_killed",
+            quality::a_running_hook_is_stopped_when_the_suite_is_signalled_or_killed,
+        ),
+        (
             "capacity_search_against_the_simulator_finds_the_models_rate",
             capacity::capacity_search_finds_the_models_rate,
         ),

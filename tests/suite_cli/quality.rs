@@ -5,11 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::time::{Duration, Instant};
 
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::support::{output_text, sim_native, write_executable};
+use crate::interrupt::Suite;
+use crate::support::{fixture, output_text, perf_spawn, sim_native, write_executable};
 
 /// The hook: records its argument, checks every WAV of the manifest exists, prints a WER.
 const HOOK: &str = r#"#!/bin/sh
@@ -98,6 +100,92 @@ pub fn without_a_hook_the_result_says_not_evaluated() -> Result<(), Failed> {
         || !stderr.contains("quality not evaluated")
     {
         return Err(format!("{}\nresult: {doc:#}", output_text(&out)).into());
+    }
+    Ok(())
+}
+
+/// A hook that never ends: records its pid and its background child's, then waits.
+const STUCK_HOOK: &str = r#"#!/bin/sh
+sleep 300 &
+echo $! > "$(dirname "$0")/child.tmp" && mv "$(dirname "$0")/child.tmp" "$(dirname "$0")/child-pid"
+echo $$ > "$(dirname "$0")/hook-pid"
+wait
+"#;
+
+fn alive(pid: i32) -> bool {
+    // A zombie has an empty command line; it is gone for our purpose.
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
+}
+
+fn wait_for(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+/// A hook still running when the suite gets SIGTERM, or SIGKILL (its pid alone), is
+/// stopped with its whole process group: by the signal handler's teardown, or by the
+/// hook's guard.
+pub fn a_running_hook_is_stopped_when_the_suite_is_signalled_or_killed() -> Result<(), Failed> {
+    for kill in [false, true] {
+        let tools = tempfile::tempdir()?;
+        let hook = tools.path().join("hook.sh");
+        write_executable(&hook, STUCK_HOOK)?;
+        let hook_cmd = hook.display().to_string();
+        let args = [
+            "--server",
+            "sim",
+            "--sim-speed",
+            "5",
+            "--bench",
+            "native",
+            "--hardware",
+            "SIMx5",
+            "--quality-cmd",
+            &hook_cmd,
+        ];
+        let (child, _results) = perf_spawn(&fixture("sim_quality.json"), &args, &[])?;
+        let mut suite = Suite::new(child);
+        let pids = tools.path().join("child-pid");
+        if !wait_for(Duration::from_secs(120), || {
+            pids.is_file() || suite.exited()
+        }) {
+            return Err("the hook never started".into());
+        }
+        let read = |f: &str| -> Result<i32, Failed> {
+            let text = std::fs::read_to_string(tools.path().join(f))?;
+            Ok(text.trim().parse()?)
+        };
+        let (hook_pid, child_pid) = (read("hook-pid")?, read("child-pid")?);
+        if !alive(hook_pid) || !alive(child_pid) {
+            return Err("the hook and its child must run before the signal".into());
+        }
+        if kill {
+            suite.child.kill()?;
+        } else {
+            suite.signal("TERM")?;
+        }
+        let out = suite.finish()?;
+        // The guard's grace (5 s) is the longest either path may take.
+        let gone = wait_for(Duration::from_secs(20), || {
+            !alive(hook_pid) && !alive(child_pid)
+        });
+        let how = if kill { "SIGKILL" } else { "SIGTERM" };
+        if !gone {
+            return Err(format!(
+                "after {how} the hook ({hook_pid}) or its child ({child_pid}) still runs\n{}",
+                output_text(&out)
+            )
+            .into());
+        }
+        if !kill && out.status.code() != Some(130) {
+            return Err(format!("SIGTERM: exit 130 expected\n{}", output_text(&out)).into());
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The quality step of entries with `seed_tts_wer_eval: true`. The native bench keeps the
 //! audio and a manifest (`quality/manifest.jsonl`); after the step, `--quality-cmd CMD`
-//! runs as `sh -c 'CMD "$1"' dfx-quality <manifest>` (its own process group, killed after
+//! runs as `sh -c 'CMD "$1"' dfx-quality <manifest>` (its own process group, supervised
+//! like a server's: torn down on SIGINT/SIGTERM, by its guard if the suite dies, and after
 //! [`HOOK_TIMEOUT`]), and the JSON object it prints is merged into the result under
 //! upstream's key names (`seed_tts_content_error_mean`, `seed_tts_sim_mean`,
 //! `seed_tts_utmos_mean`, …: every key starting with `seed_tts_`). Without a hook, or when
@@ -9,9 +10,10 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dfx_core::result::ResultDoc;
+use dfx_server::{GroupChild, GroupEnd, Supervision};
 use serde_json::Value;
 
 /// How long an evaluator may run.
@@ -19,6 +21,17 @@ pub(crate) const HOOK_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The most bytes of the hook's stdout read.
 pub(crate) const MAX_OUTPUT: u64 = 16 << 20;
+
+/// SIGTERM → SIGKILL grace of the hook's group (an evaluator may flush its files).
+const HOOK_GRACE: Duration = Duration::from_secs(5);
+
+/// `--quality-cmd` and how its process group is supervised.
+#[derive(Debug, Clone)]
+pub(crate) struct QualityHook {
+    /// The shell command; the manifest's path is its last argument.
+    pub cmd: String,
+    pub supervision: Supervision,
+}
 
 /// Upstream's key for why no quality figure exists.
 const NOT_EVALUATED: &str = "seed_tts_eval_setup_error";
@@ -35,7 +48,11 @@ pub(crate) enum Quality {
 }
 
 /// Runs the quality step for a result of a `seed_tts_wer_eval` entry in `trial_dir`.
-pub(crate) fn evaluate(hook: Option<&str>, trial_dir: &Path, doc: &mut ResultDoc) -> Quality {
+pub(crate) fn evaluate(
+    hook: Option<&QualityHook>,
+    trial_dir: &Path,
+    doc: &mut ResultDoc,
+) -> Quality {
     let outcome = evaluate_inner(hook, trial_dir, doc, HOOK_TIMEOUT);
     let evaluated = matches!(outcome, Quality::Evaluated(_));
     doc.insert("quality_evaluated".into(), Value::Bool(evaluated));
@@ -49,7 +66,7 @@ pub(crate) fn evaluate(hook: Option<&str>, trial_dir: &Path, doc: &mut ResultDoc
 }
 
 fn evaluate_inner(
-    hook: Option<&str>,
+    hook: Option<&QualityHook>,
     trial_dir: &Path,
     doc: &mut ResultDoc,
     timeout: Duration,
@@ -66,13 +83,13 @@ fn evaluate_inner(
                 .into(),
         );
     }
-    let Some(cmd) = hook else {
+    let Some(hook) = hook else {
         return Quality::NotEvaluated(
             "quality not evaluated: no --quality-cmd (the audio is kept: quality/manifest.jsonl)"
                 .into(),
         );
     };
-    match run_hook(cmd, &manifest, trial_dir, timeout).and_then(|out| merge(&out, doc)) {
+    match run_hook(hook, &manifest, trial_dir, timeout).and_then(|out| merge(&out, doc)) {
         Ok(n) => Quality::Evaluated(n),
         Err(e) => Quality::HookFailed(format!("quality hook failed: {e}")),
     }
@@ -108,16 +125,17 @@ fn merge(out: &str, doc: &mut ResultDoc) -> Result<usize, String> {
 /// Runs the hook; its stdout when it exited 0 in time. Its stderr goes to
 /// `quality/hook.log`.
 fn run_hook(
-    cmd: &str,
+    hook: &QualityHook,
     manifest: &Path,
     trial_dir: &Path,
     timeout: Duration,
 ) -> Result<String, String> {
-    use std::os::unix::process::CommandExt;
+    let cmd = &hook.cmd;
     let log = trial_dir.join("quality/hook.log");
     let stderr =
         std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(format!("{cmd} \"$1\""))
         .arg("dfx-quality")
@@ -127,58 +145,52 @@ fn run_hook(
         .current_dir(trial_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(stderr)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start `sh -c {cmd:?}`: {e}"))?;
-    let pid = child.id();
-    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+        .stderr(stderr);
+    let mut child = GroupChild::spawn(
+        &mut command,
+        &hook.supervision,
+        "quality hook",
+        HOOK_GRACE,
+        Some(&log),
+    )
+    .map_err(|e| format!("cannot start `sh -c {cmd:?}`: {e}"))?;
+    let mut stdout = child.take_stdout().ok_or("no stdout")?;
     let reader = std::thread::spawn(move || {
         let mut out = String::new();
         let _ = (&mut stdout).take(MAX_OUTPUT).read_to_string(&mut out);
+        // Past the limit, drain so the hook is not stuck writing to a full pipe.
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
         out
     });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) | Err(_) => {
-                stop_group(pid);
-                let _ = child.wait();
-                let _ = reader.join();
-                return Err(format!(
-                    "no exit within {} s (stopped)",
-                    timeout.as_secs_f64()
-                ));
-            }
-        }
-    };
-    // Whatever the hook left running in its group goes with it.
-    stop_group(pid);
+    // The whole group is gone once `wait` returns, so the pipe's last writer is too.
+    let end = child.wait(Some(timeout));
     let out = reader.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!(
+    match end {
+        GroupEnd::Exited(status) if status.success() => Ok(out),
+        GroupEnd::Exited(status) => Err(format!(
             "it exited with {status} (stderr: {})",
             log.display()
-        ));
-    }
-    Ok(out)
-}
-
-/// SIGKILL to the hook's process group (its id is the group's).
-fn stop_group(pid: u32) {
-    if let Ok(raw) = i32::try_from(pid) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(raw),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        )),
+        GroupEnd::TimedOut(limit) => Err(format!(
+            "no exit within {} s (stopped)",
+            limit.as_secs_f64()
+        )),
+        GroupEnd::WaitFailed(e) => Err(format!("waiting for it failed: {e}")),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
+
+    fn hook(cmd: &str) -> QualityHook {
+        QualityHook {
+            cmd: cmd.into(),
+            supervision: Supervision::default(),
+        }
+    }
 
     fn trial_with_manifest() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -201,7 +213,7 @@ mod tests {
                 .contains("no --quality-cmd")
         );
         let empty = tempfile::tempdir().unwrap();
-        let q = evaluate(Some("true"), empty.path(), &mut ResultDoc::new());
+        let q = evaluate(Some(&hook("true")), empty.path(), &mut ResultDoc::new());
         assert!(matches!(q, Quality::NotEvaluated(w) if w.contains("kept no audio")));
     }
 
@@ -210,7 +222,7 @@ mod tests {
         let dir = trial_with_manifest();
         let mut doc = ResultDoc::new();
         let cmd = r#"f() { test -s "$1" && test "$1" = "$DFX_QUALITY_MANIFEST" && echo '{"seed_tts_content_error_mean": 0.031, "other": 1}'; }; f"#;
-        let q = evaluate(Some(cmd), dir.path(), &mut doc);
+        let q = evaluate(Some(&hook(cmd)), dir.path(), &mut doc);
         assert_eq!(q, Quality::Evaluated(1), "{doc:?}");
         assert_eq!(doc["seed_tts_content_error_mean"], 0.031);
         assert_eq!(
@@ -225,13 +237,13 @@ mod tests {
         let dir = trial_with_manifest();
         for cmd in ["exit 3; :", "echo not json; :", "echo '[1]'; :"] {
             let mut doc = ResultDoc::new();
-            let q = evaluate(Some(cmd), dir.path(), &mut doc);
+            let q = evaluate(Some(&hook(cmd)), dir.path(), &mut doc);
             assert!(matches!(q, Quality::HookFailed(_)), "{cmd}: {q:?}");
             assert_eq!(doc["quality_evaluated"], false);
         }
         let started = Instant::now();
         let q = evaluate_inner(
-            Some("sleep 30; :"),
+            Some(&hook("sleep 30; :")),
             dir.path(),
             &mut ResultDoc::new(),
             Duration::from_millis(200),

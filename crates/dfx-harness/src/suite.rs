@@ -260,7 +260,13 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         progress: progress.clone(),
         upstream_results_dir: cfg.upstream_results_dir.clone(),
         gpu_absent_said: false,
-        quality_cmd: cfg.quality_cmd.clone(),
+        quality_cmd: cfg
+            .quality_cmd
+            .clone()
+            .map(|cmd| crate::quality::QualityHook {
+                cmd,
+                supervision: wiring::supervision(&cfg, project),
+            }),
         quality_said: false,
         ia_counts: Default::default(),
         trial_started: chrono::Local::now(),

@@ -17,6 +17,7 @@
 //! next run finds and stops what the guard could not.
 
 pub(crate) mod attach;
+pub(crate) mod child;
 pub mod command;
 pub(crate) mod exe;
 pub(crate) mod group;
@@ -34,6 +35,7 @@ pub(crate) mod supervise;
 use dfx_core::server::{RunningServer, ServerError};
 
 pub use attach::AttachLauncher;
+pub use child::{GroupChild, GroupEnd};
 pub use command::{ServerCommand, build as build_command};
 pub use group::{group_members, install_signal_handlers, live_groups, teardown_all};
 pub use launcher::{LauncherConfig, ProcessLauncher};

@@ -3,16 +3,13 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use dfx_core::bench::{BenchExit, ProcessEnd};
-use dfx_server::{Supervision, Watch, WatchSpec};
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
+use dfx_server::{GroupChild, GroupEnd, Supervision};
 
 use super::command::{BenchCommand, TOKEN_ENV};
 
@@ -94,15 +91,14 @@ pub(super) fn run_logged_as(
         .envs(&cmd.env)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .process_group(0);
+        .stderr(err);
     if let Some(dir) = &cmd.cwd {
         command.current_dir(dir);
     }
     if let Some(s) = &secret {
         command.env(TOKEN_ENV, s.value);
     }
-    let child = match command.spawn() {
+    let child = match GroupChild::spawn(&mut command, supervision, what, GRACE, Some(log_path)) {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("could not start {what} ({}): {e}", cmd.program.display());
@@ -110,18 +106,15 @@ pub(super) fn run_logged_as(
             return Exit::NotStarted(msg);
         }
     };
-    let watch = supervision.watch(WatchSpec {
-        leader: child.id() as i32,
-        what,
-        grace: GRACE,
-        log: Some(log_path),
-    });
-    let mut guard = GroupGuard {
-        child,
-        reaped: false,
-        watch,
+    let exit = match child.wait(timeout) {
+        GroupEnd::Exited(status) => match (status.code(), status.signal()) {
+            (Some(c), _) => Exit::Code(c),
+            (None, Some(s)) => Exit::Signal(s),
+            (None, None) => Exit::Signal(0),
+        },
+        GroupEnd::TimedOut(limit) => Exit::TimedOut(limit),
+        GroupEnd::WaitFailed(e) => Exit::NotStarted(format!("waiting for the bench failed: {e}")),
     };
-    let exit = guard.wait(timeout);
     if let Exit::TimedOut(d) = &exit {
         let _ = writeln!(
             &log,
@@ -169,93 +162,5 @@ pub(super) fn shell_quote(arg: &str) -> String {
         arg.to_string()
     } else {
         format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
-
-/// Owns the running child; dropping it (also on panic) kills the whole group and reaps.
-struct GroupGuard {
-    child: Child,
-    reaped: bool,
-    /// Released once the leader is reaped.
-    watch: Watch,
-}
-
-impl GroupGuard {
-    fn pgid(&self) -> Pid {
-        Pid::from_raw(self.child.id() as i32)
-    }
-
-    /// Waits for the leader without reaping it, up to `timeout`; then clears the group and
-    /// reaps.
-    fn wait(&mut self, timeout: Option<Duration>) -> Exit {
-        let deadline = timeout.map(|t| (Instant::now() + t, t));
-        let mut pause = Duration::from_millis(5);
-        loop {
-            if self.exited_unreaped() {
-                return self.finish(None);
-            }
-            if let Some((at, limit)) = deadline
-                && Instant::now() >= at
-            {
-                self.terminate();
-                return self.finish(Some(limit));
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(100));
-        }
-    }
-
-    /// Whether the leader has exited (it stays a zombie, so its pid keeps the group id).
-    fn exited_unreaped(&self) -> bool {
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        match waitid(Id::Pid(self.pgid()), flags) {
-            Ok(WaitStatus::StillAlive) => false,
-            Ok(_) => true,
-            // ECHILD: already reaped (cannot happen here); treat as ended.
-            Err(_) => true,
-        }
-    }
-
-    /// SIGTERM to the group, SIGKILL after the grace period if the leader is still there.
-    fn terminate(&mut self) {
-        let _ = killpg(self.pgid(), Signal::SIGTERM);
-        let until = Instant::now() + GRACE;
-        while Instant::now() < until {
-            if self.exited_unreaped() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = killpg(self.pgid(), Signal::SIGKILL);
-    }
-
-    /// Kills what is left of the group, then reaps the leader.
-    fn finish(&mut self, timed_out: Option<Duration>) -> Exit {
-        let _ = killpg(self.pgid(), Signal::SIGKILL);
-        let status = self.child.wait();
-        self.reaped = true;
-        self.watch.release();
-        let status = match status {
-            Ok(s) => s,
-            Err(e) => return Exit::NotStarted(format!("waiting for the bench failed: {e}")),
-        };
-        if let Some(limit) = timed_out {
-            return Exit::TimedOut(limit);
-        }
-        match (status.code(), status.signal()) {
-            (Some(c), _) => Exit::Code(c),
-            (None, Some(s)) => Exit::Signal(s),
-            (None, None) => Exit::Signal(0),
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if !self.reaped {
-            let _ = killpg(self.pgid(), Signal::SIGKILL);
-            let _ = self.child.wait();
-            self.watch.release();
-        }
     }
 }

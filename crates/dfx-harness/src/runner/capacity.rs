@@ -32,7 +32,7 @@ pub(super) struct Search<'a> {
     pub repeats: u32,
     pub base_seed: u64,
     pub label: &'a str,
-    pub cmd: Option<&'a str>,
+    pub cmd: Option<&'a crate::quality::QualityHook>,
     pub said: &'a mut bool,
 }
 

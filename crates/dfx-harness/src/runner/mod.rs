@@ -52,7 +52,7 @@ pub(crate) struct Session {
     /// Whether the run already said that `nvidia-smi` is missing.
     pub gpu_absent_said: bool,
     /// `--quality-cmd`: the evaluator run on the kept audio of `seed_tts_wer_eval` entries.
-    pub quality_cmd: Option<String>,
+    pub quality_cmd: Option<crate::quality::QualityHook>,
     /// Whether the run already said that a quality was not evaluated.
     pub quality_said: bool,
     /// OmniInteract subsets' counts for the pooled IA-QTF1 gate.
@@ -242,7 +242,7 @@ impl Session {
         let sampler = gpu_sampler(&mut self.gpu_absent_said, &trial.server.env, dir, &server);
         let repeats = trial.entry.repeats(self.repeats);
         let base_seed = trial.entry.seed.unwrap_or(self.seed);
-        let (cmd, said) = (self.quality_cmd.as_deref(), &mut self.quality_said);
+        let (cmd, said) = (self.quality_cmd.as_ref(), &mut self.quality_said);
         let piece = match trial.entry.capacity {
             Some(spec) => {
                 let search = capacity::Search {

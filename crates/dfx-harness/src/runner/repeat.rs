@@ -16,7 +16,7 @@ use super::failure::{NoResult, TrialFailure, render};
 
 /// The quality step's settings and whether its absence was said.
 pub(super) struct QualityStep<'a> {
-    pub cmd: Option<&'a str>,
+    pub cmd: Option<&'a crate::quality::QualityHook>,
     pub said: &'a mut bool,
 }
 

@@ -10,10 +10,15 @@
 //! The wake-up per request this saves was a third of the client's context switches at one
 //! stream (BENCHMARKS.md). Records that carry audio for the quality capture go to the writer
 //! thread, which stores the audio off the runtime threads.
+//!
+//! A write on the runtime's one worker holds every stream's read timestamps while it lasts,
+//! so the first one that takes longer than `SLOW_WRITE` (a network or saturated disk) moves
+//! all later writes to the writer thread, and `bench.log` says so.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -23,6 +28,10 @@ use super::record::RequestRecord;
 
 /// The most a record waits in the buffer under load before it is written.
 const COALESCE: Duration = Duration::from_millis(10);
+
+/// A records write by a request task that takes longer than this moves every later write
+/// to the writer thread (ext4 on the benchmark VM: about 17 µs a write).
+const SLOW_WRITE: Duration = Duration::from_millis(2);
 
 /// What the writer thread leaves: every record (chunk timelines dropped), the first write
 /// problem, and the quality capture's counts when there was one.
@@ -49,6 +58,8 @@ struct Shared {
     path: PathBuf,
     /// Whether records with audio go through the writer thread.
     capture: bool,
+    /// A write by a request task was slow: from then on the writer thread writes.
+    slow: AtomicBool,
 }
 
 struct State {
@@ -63,6 +74,8 @@ struct State {
     all: Vec<RequestRecord>,
     progress: Progress,
     problem: Option<String>,
+    /// Why the writes moved to the writer thread, when they did.
+    moved: Option<String>,
     closed: bool,
 }
 
@@ -93,12 +106,14 @@ impl RecordSink {
                 all: Vec::new(),
                 progress,
                 problem,
+                moved: None,
                 closed: false,
             }),
             wake: Condvar::new(),
             file: Mutex::new(file),
             path: path.to_path_buf(),
             capture: quality.is_some(),
+            slow: AtomicBool::new(false),
         });
         let writer = shared.clone();
         let spawned = std::thread::Builder::new()
@@ -133,6 +148,10 @@ impl RecordSink {
             Ok(_) => st.problem.take(),
             Err(_) => Some("records writer panicked".into()),
         };
+        let problem = match (problem, st.moved.take()) {
+            (Some(p), Some(m)) => Some(format!("{p}; {m}")),
+            (p, m) => p.or(m),
+        };
         (std::mem::take(&mut st.all), problem, quality.ok().flatten())
     }
 }
@@ -154,14 +173,19 @@ impl RecordTx {
         }
         st.take_record(rec, &sh.path);
         let due = st.last_write.is_none_or(|t| t.elapsed() >= COALESCE);
+        let slow = sh.slow.load(Ordering::Relaxed);
         // A runtime thread never waits for the file: when the writer holds it, the writer
         // takes these lines too.
         match sh.try_file() {
-            Some(file) if due => sh.write_out(st, file),
+            Some(file) if due && !slow => sh.write_timed(st, file),
             _ if !st.flush_asked => {
                 st.flush_asked = true;
                 drop(st);
-                self.flush_later();
+                if slow {
+                    sh.wake.notify_one();
+                } else {
+                    self.flush_later();
+                }
             }
             _ => {}
         }
@@ -256,11 +280,27 @@ impl Shared {
             return;
         }
         match self.try_file() {
-            Some(file) => self.write_out(st, file),
-            None => {
+            Some(file) if !self.slow.load(Ordering::Relaxed) => self.write_timed(st, file),
+            _ => {
                 drop(st);
                 self.wake.notify_one();
             }
+        }
+    }
+
+    /// [`Shared::write_out`] on a request task's thread, timed: the first write slower
+    /// than `SLOW_WRITE` hands every later one to the writer thread.
+    fn write_timed(&self, st: MutexGuard<'_, State>, file: MutexGuard<'_, Option<File>>) {
+        let started = Instant::now();
+        self.write_out(st, file);
+        let took = started.elapsed();
+        if took > SLOW_WRITE && !self.slow.swap(true, Ordering::Relaxed) {
+            self.lock().moved = Some(format!(
+                "a write of {} took {:.1} ms on the client's runtime thread, which timestamps \
+                 every stream's reads; the writer thread wrote the records after it",
+                self.path.display(),
+                took.as_secs_f64() * 1e3
+            ));
         }
     }
 
@@ -334,7 +374,7 @@ mod tests {
     use crate::native::client::Exchange;
     use crate::native::record::{Dispatch, Sample};
 
-    fn record(index: usize) -> RequestRecord {
+    pub(super) fn record(index: usize) -> RequestRecord {
         let now = Instant::now();
         let d = Dispatch {
             index,
@@ -418,5 +458,79 @@ mod tests {
         assert_eq!(lines(&path), 2);
         let (all, _) = sink.finish();
         assert_eq!(all.len(), 2);
+    }
+}
+
+/// Tests of the move to the writer thread after a slow write.
+#[cfg(test)]
+mod slow_tests {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+
+    use super::tests::record;
+    use super::*;
+
+    /// A records "file" that is a FIFO with a one-page buffer, read a page every 250 ms:
+    /// a write blocks once the page is full, as on a slow disk.
+    fn slow_reader(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            let mut f = File::open(&path).unwrap();
+            // SAFETY: F_SETPIPE_SZ only reads its integer argument.
+            unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+            let (mut all, mut buf) = (Vec::new(), [0u8; 4096]);
+            loop {
+                std::thread::sleep(Duration::from_millis(250));
+                match f.read(&mut buf) {
+                    Ok(0) | Err(_) => return all,
+                    Ok(n) => all.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn after_a_slow_write_the_writer_thread_writes_and_the_log_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let reader = slow_reader(&path);
+        let sink = RecordSink::start(&path, Progress::new("t", 40, false));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let tx = sink.sender();
+        let shared = sink.shared.clone();
+        rt.block_on(async move {
+            for i in 0..40 {
+                // Each record is due at once: the task writes it itself until a write is slow.
+                tx.send(record(i));
+                tokio::time::sleep(COALESCE + Duration::from_millis(1)).await;
+            }
+        });
+        let slow = shared.slow.load(Ordering::Relaxed);
+        // The file closes (the reader's end of input) with the last handle on it.
+        drop(shared);
+        let (all, problem) = sink.finish();
+        drop(rt);
+        let text = String::from_utf8(reader.join().unwrap()).unwrap();
+        assert!(slow, "no write was slow");
+        assert_eq!(all.len(), 40);
+        let problem = problem.unwrap_or_default();
+        assert!(
+            problem.contains("on the client's runtime thread") && problem.contains(" ms "),
+            "{problem}"
+        );
+        let ids: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ids, (0..40).collect::<Vec<u64>>(), "every record, in order");
     }
 }

@@ -86,7 +86,7 @@ fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
     };
     let groups = dfx_server::live_groups();
     eprintln!(
-        "\ndfx-perf: interrupted; stopping {} server group(s), then writing summary.json",
+        "\ndfx-perf: interrupted; stopping {} process group(s), then writing summary.json",
         groups.len()
     );
     if let Err(e) = dfx_server::teardown_all() {

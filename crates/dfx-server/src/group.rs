@@ -170,7 +170,7 @@ pub fn install_signal_handlers() -> Result<(), ServerError> {
         .get_or_init(|| {
             ctrlc::set_handler(|| {
                 let n = live_groups().len();
-                eprintln!("dfx-perf: interrupted; stopping {n} server group(s)");
+                eprintln!("dfx-perf: interrupted; stopping {n} process group(s)");
                 if let Err(e) = teardown_all() {
                     eprintln!("dfx-perf: {e}");
                 }

@@ -77,7 +77,7 @@ fn interrupted_with(sig: Signal) {
     kill(Pid::from_raw(child.id() as i32), sig).unwrap();
     let status = wait_exit(&mut child);
     assert_eq!(status.code(), Some(130), "{status:?}");
-    assert!(stderr_of(&mut child).contains("dfx-perf: interrupted; stopping 1 server group(s)"));
+    assert!(stderr_of(&mut child).contains("dfx-perf: interrupted; stopping 1 process group(s)"));
     assert_log_processes_gone(&dir.path().join("server.log"));
     assert_gone(pgid, &[]);
     assert!(

@@ -286,6 +286,7 @@ pub(crate) fn run(
     };
     drop(first);
     let phase = ChatPhase::new(target, false, sink.sender(), count);
+    let open = matches!(load, Load::Open { .. });
     driver::run_phase(&rt, &phase, rx, n, load);
     let _ = producer.join();
     let peak = phase.peak();
@@ -294,6 +295,9 @@ pub(crate) fn run(
     rt.shutdown_timeout(Duration::from_secs(5));
     if let Some(p) = problem {
         log.write(&format!("warning: {p}"));
+    }
+    if let (true, Some(w)) = (open, super::deadline::fallback_warning()) {
+        log.write(&w);
     }
     Ok(conclude(
         settings,

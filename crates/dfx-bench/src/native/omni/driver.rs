@@ -2,8 +2,8 @@
 //! encodes the bodies in order into a bounded queue (`lookahead` bodies), so a step holds
 //! at most the queued bodies, the one being built and the ones in flight, never all of
 //! them (a `(0, 60, 3)` audio item alone is ~23 MB of base64). Closed loop: workers take
-//! the next body as they become free. Open loop: the dispatcher takes the next body, then
-//! sleeps to its deadline; a body that was not ready in time shows as `body_wait_s` and
+//! the next body as they become free. Open loop: the dispatcher (a task on a `timerfd`)
+//! takes the next body, then waits for its deadline; a body that was not ready in time shows as `body_wait_s` and
 //! in `lag_s`.
 
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use tokio::sync::{Mutex, Semaphore, mpsc};
 
 use super::client::ChatTarget;
 use super::record::{ChatRecord, ChatSample};
+use crate::native::deadline::Deadlines;
 use crate::native::driver::Load;
 use crate::native::record::Dispatch;
 
@@ -143,45 +144,55 @@ fn open_loop(
 ) -> Instant {
     let sem = cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
     let base = Instant::now() + Duration::from_millis(20);
-    let mut handles = Vec::with_capacity(offsets.len());
-    for (i, off) in offsets.iter().enumerate() {
-        let planned = Duration::try_from_secs_f64(*off)
-            .ok()
-            .and_then(|d| base.checked_add(d))
-            .unwrap_or(base);
-        let asked = Instant::now();
-        let Some(ready) = rx.blocking_recv() else {
-            break;
-        };
-        let got = Instant::now();
-        let wait = got
-            .saturating_duration_since(planned.max(asked))
-            .as_secs_f64();
-        if planned > got {
-            std::thread::sleep(planned - got);
-        }
-        let dispatched = Instant::now();
-        let (ctx, sem) = (ctx.clone(), sem.clone());
-        handles.push(rt.spawn(async move {
-            let _permit = match sem {
-                Some(s) => s.acquire_owned().await.ok(),
-                None => None,
-            };
-            let d = Dispatch {
-                index: i,
-                warmup: ctx.warmup,
-                planned,
-                dispatched,
-                slot: Instant::now(),
-                saturated: None,
-            };
-            run_one(&ctx, ready, d, base, wait).await;
-        }));
-    }
-    rt.block_on(async {
-        for h in handles {
-            let _ = h.await;
-        }
+    let planned: Vec<Instant> = offsets
+        .iter()
+        .map(|off| {
+            Duration::try_from_secs_f64(*off)
+                .ok()
+                .and_then(|d| base.checked_add(d))
+                .unwrap_or(base)
+        })
+        .collect();
+    let ctx = ctx.clone();
+    // The dispatcher is a task waiting on a timerfd, as the speech client's
+    // (`native::deadline` says why not a sleeping thread).
+    rt.block_on(async move {
+        let dispatcher = tokio::spawn(async move {
+            let mut deadlines = Deadlines::new();
+            let mut handles = Vec::with_capacity(planned.len());
+            for (i, planned) in planned.into_iter().enumerate() {
+                let asked = Instant::now();
+                let Some(ready) = rx.recv().await else {
+                    break;
+                };
+                let got = Instant::now();
+                let wait = got
+                    .saturating_duration_since(planned.max(asked))
+                    .as_secs_f64();
+                deadlines.until(planned).await;
+                let dispatched = Instant::now();
+                let (ctx, sem) = (ctx.clone(), sem.clone());
+                handles.push(tokio::spawn(async move {
+                    let _permit = match sem {
+                        Some(s) => s.acquire_owned().await.ok(),
+                        None => None,
+                    };
+                    let d = Dispatch {
+                        index: i,
+                        warmup: ctx.warmup,
+                        planned,
+                        dispatched,
+                        slot: Instant::now(),
+                        saturated: None,
+                    };
+                    run_one(&ctx, ready, d, base, wait).await;
+                }));
+            }
+            for h in handles {
+                let _ = h.await;
+            }
+        });
+        let _ = dispatcher.await;
     });
     base
 }

@@ -11,7 +11,7 @@ use libtest_mimic::Failed;
 use serde_json::Value;
 
 use crate::interrupt::Suite;
-use crate::support::{fixture, output_text, perf_spawn, sim_native, write_executable};
+use crate::support::{SIM_NATIVE, fixture, output_text, perf_spawn, sim_native, write_executable};
 
 /// The hook: records its argument, checks every WAV of the manifest exists, prints a WER.
 const HOOK: &str = r#"#!/bin/sh
@@ -137,18 +137,8 @@ pub fn a_running_hook_is_stopped_when_the_suite_is_signalled_or_killed() -> Resu
         let hook = tools.path().join("hook.sh");
         write_executable(&hook, STUCK_HOOK)?;
         let hook_cmd = hook.display().to_string();
-        let args = [
-            "--server",
-            "sim",
-            "--sim-speed",
-            "5",
-            "--bench",
-            "native",
-            "--hardware",
-            "SIMx5",
-            "--quality-cmd",
-            &hook_cmd,
-        ];
+        let mut args = SIM_NATIVE.to_vec();
+        args.extend(["--quality-cmd", &hook_cmd]);
         let (child, _results) = perf_spawn(&fixture("sim_quality.json"), &args, &[])?;
         let mut suite = Suite::new(child);
         let pids = tools.path().join("child-pid");

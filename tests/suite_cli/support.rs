@@ -289,6 +289,18 @@ pub fn write_executable(path: &Path, script: &str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The flags of [`sim_native`]: the simulator at speed 5, the native bench, hardware `SIMx5`.
+pub const SIM_NATIVE: [&str; 8] = [
+    "--server",
+    "sim",
+    "--sim-speed",
+    "5",
+    "--bench",
+    "native",
+    "--hardware",
+    "SIMx5",
+];
+
 /// The `perf` binary on fixture `name` against the simulator at speed 5 with the native
 /// bench (label SIMx5), `extra` flags and `env` added; waits for it.
 pub fn sim_native(
@@ -296,16 +308,7 @@ pub fn sim_native(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Result<(Output, tempfile::TempDir), Failed> {
-    let mut args = vec![
-        "--server",
-        "sim",
-        "--sim-speed",
-        "5",
-        "--bench",
-        "native",
-        "--hardware",
-        "SIMx5",
-    ];
+    let mut args = SIM_NATIVE.to_vec();
     args.extend(extra);
     let (child, results) = perf_spawn(&fixture(name), &args, env)?;
     Ok((child.wait_with_output()?, results))

@@ -226,6 +226,24 @@ impl Slot {
     }
 }
 
+/// An open loop's start and its planned sends (`offsets` seconds after the start). The
+/// start is a short lead from now, so the first deadline is not already late when the
+/// loop starts.
+pub(crate) fn planned_sends(offsets: &[f64]) -> (Instant, Vec<Instant>) {
+    let base = Instant::now() + Duration::from_millis(20);
+    let planned = offsets
+        .iter()
+        .map(|off| {
+            // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic here.
+            Duration::try_from_secs_f64(*off)
+                .ok()
+                .and_then(|d| base.checked_add(d))
+                .unwrap_or(base)
+        })
+        .collect();
+    (base, planned)
+}
+
 fn open_loop<J, F, Fut>(
     rt: &Runtime,
     warmup: bool,
@@ -240,18 +258,7 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let sem = gate.cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
-    // A short lead so the first deadline is not already late when the loop starts.
-    let base = Instant::now() + Duration::from_millis(20);
-    let planned: Vec<Instant> = offsets
-        .iter()
-        .map(|off| {
-            // Offsets are bounded at load (`bounds::MAX_SCHEDULE_SECONDS`); never panic here.
-            Duration::try_from_secs_f64(*off)
-                .ok()
-                .and_then(|d| base.checked_add(d))
-                .unwrap_or(base)
-        })
-        .collect();
+    let (base, planned) = planned_sends(offsets);
     // The dispatcher runs as a task, so each deadline wakes a worker that spawns the
     // request locally (`deadline.rs` says why not a thread).
     rt.block_on(async move {

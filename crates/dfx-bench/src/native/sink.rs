@@ -404,11 +404,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("records.jsonl");
         let sink = RecordSink::start(&path, Progress::new("t", 3, false));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        // The client's own runtime (one worker).
+        let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
         rt.block_on(async {
             tokio::spawn(async move {
@@ -496,11 +493,8 @@ mod slow_tests {
         let path = dir.path().join("records.jsonl");
         let reader = slow_reader(&path);
         let sink = RecordSink::start(&path, Progress::new("t", 40, false));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        // The client's own runtime (one worker).
+        let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
         let shared = sink.shared.clone();
         rt.block_on(async move {

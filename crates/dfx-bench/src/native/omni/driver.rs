@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::runtime::Runtime;
@@ -18,7 +18,7 @@ use tokio::sync::{Mutex, Semaphore, mpsc};
 use super::client::ChatTarget;
 use super::record::{ChatRecord, ChatSample};
 use crate::native::deadline::Deadlines;
-use crate::native::driver::Load;
+use crate::native::driver::{Load, planned_sends};
 use crate::native::record::Dispatch;
 
 /// A body ready to send (or why it could not be built).
@@ -143,16 +143,7 @@ fn open_loop(
     cap: Option<usize>,
 ) -> Instant {
     let sem = cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
-    let base = Instant::now() + Duration::from_millis(20);
-    let planned: Vec<Instant> = offsets
-        .iter()
-        .map(|off| {
-            Duration::try_from_secs_f64(*off)
-                .ok()
-                .and_then(|d| base.checked_add(d))
-                .unwrap_or(base)
-        })
-        .collect();
+    let (base, planned) = planned_sends(offsets);
     let ctx = ctx.clone();
     // The dispatcher is a task waiting on a timerfd, as the speech client's
     // (`native::deadline` says why not a sleeping thread).

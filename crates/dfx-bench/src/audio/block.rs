@@ -1,9 +1,12 @@
-//! The inner loop of the PCM analysis ([`super::onset`]): sum of squares, peak and
-//! full-scale count of a run of s16le samples, 8 samples at a time.
+//! The inner loop of the PCM analysis ([`super::onset`]): sums of squares window by window,
+//! peak and full-scale count of s16le samples, 8 samples at a time.
 //!
 //! It runs on every body read, on the thread that timestamps the next read, so it is
 //! written for the vector unit: on x86-64 with SSE2 instructions (every x86-64 CPU has
-//! them), elsewhere in portable code the compiler may vectorise. Both give exactly the
+//! them), elsewhere in portable code the compiler may vectorise. One call takes every
+//! whole window of a read, so the lanes are reduced once per read, not once per window;
+//! full-scale samples are counted in a second pass only when the peak is at full scale
+//! (clipped audio is rare, and the count is then exact). Both kernels give exactly the
 //! sums of one sample at a time (tests below).
 
 /// Sum of squares, peak magnitude and full-scale count of a run of s16le samples.
@@ -14,67 +17,96 @@ pub(super) struct Block {
     pub(super) clipped: u64,
 }
 
-/// Samples per group: one window (120 samples at 24 kHz) is 15 whole groups.
+/// Samples per group.
 const LANES: usize = 8;
+/// Bytes per group.
+const GROUP: usize = 2 * LANES;
 
 impl Block {
-    /// Sums of `bytes` (whole samples; an odd last byte is ignored). The last partial
-    /// group is padded with silence, which adds nothing.
+    /// Sums of `bytes` (whole samples; an odd last byte is ignored).
     pub(super) fn of(bytes: &[u8]) -> Block {
-        // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU runs it.
+        Block::windows(bytes, bytes.len(), &mut |_| {})
+    }
+
+    /// Sums of `bytes` (whole samples; an odd last byte is ignored) cut into windows of
+    /// `window` bytes from the first: `each(sum_sq)` is called for every window in order,
+    /// the last one short when `window` does not divide the length.
+    pub(super) fn windows(bytes: &[u8], window: usize, each: &mut dyn FnMut(u64)) -> Block {
+        let bytes = &bytes[..bytes.len() & !1];
+        // A window is whole samples; an empty run has no window.
+        let window = (window & !1).max(2);
         #[cfg(target_arch = "x86_64")]
-        return unsafe { sse2::of(bytes) };
+        // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU runs it.
+        let (sum_sq, top, bottom) = unsafe { sse2::windows(bytes, window, each) };
         #[cfg(not(target_arch = "x86_64"))]
-        return portable(bytes);
+        let (sum_sq, top, bottom) = portable(bytes, window, each);
+        Block::from_lanes(bytes, sum_sq, top, bottom)
+    }
+
+    /// The block of `bytes` from a kernel's sum of squares and largest and smallest sample.
+    fn from_lanes(bytes: &[u8], sum_sq: u64, top: i16, bottom: i16) -> Block {
+        let peak = i32::from(top)
+            .unsigned_abs()
+            .max(i32::from(bottom).unsigned_abs());
+        let clipped = if peak >= 32767 { full_scale(bytes) } else { 0 };
+        Block {
+            sum_sq,
+            peak,
+            clipped,
+        }
     }
 }
 
-/// `bytes` in whole groups of `2 * LANES` bytes, the last one padded with silence.
-fn groups(bytes: &[u8]) -> (std::slice::ChunksExact<'_, u8>, [u8; 2 * LANES]) {
-    let groups = bytes.chunks_exact(2 * LANES);
+/// Samples at full scale (|s| ≥ 32767): the pass taken only when the peak is there.
+fn full_scale(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(2)
+        .map(|p| u64::from(i16::from_le_bytes([p[0], p[1]]).unsigned_abs() >= 32767))
+        .sum()
+}
+
+/// One window's groups: the whole ones, and the last partial one padded with silence
+/// (which adds nothing), when there is one.
+fn groups(w: &[u8]) -> (std::slice::ChunksExact<'_, u8>, Option<[u8; GROUP]>) {
+    let groups = w.chunks_exact(GROUP);
     let rest = groups.remainder();
-    let mut last = [0u8; 2 * LANES];
-    let whole = rest.len() & !1;
-    last[..whole].copy_from_slice(&rest[..whole]);
+    let last = (!rest.is_empty()).then(|| {
+        let mut last = [0u8; GROUP];
+        last[..rest.len()].copy_from_slice(rest);
+        last
+    });
     (groups, last)
 }
 
-/// [`Block::of`] without vector instructions, and without branches so the compiler may
-/// vectorise it. Two squares fit in a `u32` (2 × 2^30 = 2^31), so pairs are added there
-/// before widening; peaks are kept as the largest and smallest sample (no absolute value
-/// of `i16::MIN` in the loop); full-scale counts per lane in `u16`, emptied before they
-/// could wrap.
+/// [`Block::windows`] without vector instructions: the sum of squares of each window,
+/// and the largest and smallest sample. Two squares fit in a `u32` (2 × 2^30 = 2^31), so
+/// pairs are added there before widening.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn portable(bytes: &[u8]) -> Block {
-    let (groups, last) = groups(bytes);
-    let mut sums = [0u64; LANES / 2];
+fn portable(bytes: &[u8], window: usize, each: &mut dyn FnMut(u64)) -> (u64, i16, i16) {
     let (mut hi, mut lo) = ([0i16; LANES], [0i16; LANES]);
-    let (mut clip, mut clipped, mut pending) = ([0u16; LANES], 0u64, 0u16);
-    for g in groups.chain([&last[..]]) {
-        let s: [i16; LANES] = std::array::from_fn(|i| i16::from_le_bytes([g[2 * i], g[2 * i + 1]]));
-        for (i, sum) in sums.iter_mut().enumerate() {
-            let (a, b) = (i32::from(s[2 * i]), i32::from(s[2 * i + 1]));
-            *sum += u64::from((a * a) as u32 + (b * b) as u32);
+    let mut total = 0u64;
+    for w in bytes.chunks(window) {
+        let mut sums = [0u64; LANES / 2];
+        let (groups, last) = groups(w);
+        for g in groups.chain(last.as_ref().map(|l| &l[..])) {
+            let s: [i16; LANES] =
+                std::array::from_fn(|i| i16::from_le_bytes([g[2 * i], g[2 * i + 1]]));
+            for (i, sum) in sums.iter_mut().enumerate() {
+                let (a, b) = (i32::from(s[2 * i]), i32::from(s[2 * i + 1]));
+                *sum += u64::from((a * a) as u32 + (b * b) as u32);
+            }
+            for i in 0..LANES {
+                hi[i] = hi[i].max(s[i]);
+                lo[i] = lo[i].min(s[i]);
+            }
         }
-        for i in 0..LANES {
-            hi[i] = hi[i].max(s[i]);
-            lo[i] = lo[i].min(s[i]);
-            clip[i] += u16::from(s[i] == i16::MAX || s[i] <= -i16::MAX);
-        }
-        pending += 1;
-        if pending == u16::MAX {
-            clipped += clip.iter().map(|&c| u64::from(c)).sum::<u64>();
-            (clip, pending) = ([0; LANES], 0);
-        }
+        let sum: u64 = sums.iter().sum();
+        total += sum;
+        each(sum);
     }
-    clipped += clip.iter().map(|&c| u64::from(c)).sum::<u64>();
-    let top = i32::from(hi.into_iter().max().unwrap_or(0));
-    let bottom = i32::from(lo.into_iter().min().unwrap_or(0));
-    Block {
-        sum_sq: sums.iter().sum(),
-        peak: top.unsigned_abs().max(bottom.unsigned_abs()),
-        clipped,
-    }
+    let top = hi.into_iter().max().unwrap_or(0);
+    let bottom = lo.into_iter().min().unwrap_or(0);
+    (total, top, bottom)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -83,68 +115,76 @@ mod sse2 {
     //! only the entry point's caller asserts the CPU has SSE2 (all x86-64 CPUs do).
 
     use std::arch::x86_64::{
-        __m128i, _mm_add_epi64, _mm_cmpeq_epi16, _mm_cmplt_epi16, _mm_cvtsi128_si64,
-        _mm_extract_epi16, _mm_madd_epi16, _mm_max_epi16, _mm_min_epi16, _mm_or_si128,
-        _mm_set_epi64x, _mm_set1_epi16, _mm_setzero_si128, _mm_srli_si128, _mm_sub_epi16,
+        __m128i, _mm_add_epi64, _mm_cvtsi128_si64, _mm_extract_epi16, _mm_loadu_si128,
+        _mm_madd_epi16, _mm_max_epi16, _mm_min_epi16, _mm_setzero_si128, _mm_srli_si128,
         _mm_unpackhi_epi32, _mm_unpacklo_epi32,
     };
 
-    use super::{Block, groups};
+    use super::{GROUP, groups};
 
-    /// [`Block::of`] 8 samples per instruction: `pmaddwd` squares the 8 samples and adds
-    /// them in pairs (at most 2 × 2^30 = 2^31, exact when read as `u32`), which are widened
-    /// to `u64` lanes before they are summed; peaks are the lane-wise largest and smallest
-    /// samples; full-scale counts in `u16` lanes, emptied before they could wrap.
+    /// Lanes carried from group to group.
+    struct Acc {
+        sum_lo: __m128i,
+        sum_hi: __m128i,
+        hi: __m128i,
+        lo: __m128i,
+    }
+
+    /// The portable kernel 8 samples per instruction: `pmaddwd` squares the 8 samples and
+    /// adds them in pairs (at most 2 × 2^30 = 2^31, exact when read as `u32`), which are
+    /// widened to `u64` lanes before they are summed; the largest and smallest samples
+    /// lane-wise, reduced once at the end.
     #[target_feature(enable = "sse2")]
-    pub(super) fn of(bytes: &[u8]) -> Block {
-        let (groups, last) = groups(bytes);
+    pub(super) fn windows(
+        bytes: &[u8],
+        window: usize,
+        each: &mut dyn FnMut(u64),
+    ) -> (u64, i16, i16) {
         let zero = _mm_setzero_si128();
-        let top_value = _mm_set1_epi16(i16::MAX);
-        // `s <= -32767` is `s < -32766`.
-        let bottom_bound = _mm_set1_epi16(-i16::MAX + 1);
-        let (mut sum_lo, mut sum_hi) = (zero, zero);
-        let (mut hi, mut lo) = (zero, zero);
-        let (mut clip, mut clipped, mut pending) = (zero, 0u64, 0u16);
-        for g in groups.chain([&last[..]]) {
-            let v = load(g);
-            let pairs = _mm_madd_epi16(v, v);
-            sum_lo = _mm_add_epi64(sum_lo, _mm_unpacklo_epi32(pairs, zero));
-            sum_hi = _mm_add_epi64(sum_hi, _mm_unpackhi_epi32(pairs, zero));
-            hi = _mm_max_epi16(hi, v);
-            lo = _mm_min_epi16(lo, v);
-            let full = _mm_or_si128(
-                _mm_cmpeq_epi16(v, top_value),
-                _mm_cmplt_epi16(v, bottom_bound),
-            );
-            // A match is all ones (-1): subtracting it counts one.
-            clip = _mm_sub_epi16(clip, full);
-            pending += 1;
-            if pending == u16::MAX {
-                clipped += lane_sum_u16(clip);
-                (clip, pending) = (zero, 0);
+        let mut acc = Acc {
+            sum_lo: zero,
+            sum_hi: zero,
+            hi: zero,
+            lo: zero,
+        };
+        let mut total = 0u64;
+        for w in bytes.chunks(window) {
+            (acc.sum_lo, acc.sum_hi) = (zero, zero);
+            let (groups, last) = groups(w);
+            for g in groups {
+                step(&mut acc, load(g));
             }
+            if let Some(l) = last {
+                step(&mut acc, load(&l));
+            }
+            let s = _mm_add_epi64(acc.sum_lo, acc.sum_hi);
+            let sum = lane_u64(s, 0) + lane_u64(s, 1);
+            total += sum;
+            each(sum);
         }
-        clipped += lane_sum_u16(clip);
-        let sums = _mm_add_epi64(sum_lo, sum_hi);
-        let top = lanes_i16(hi).into_iter().max().unwrap_or(0);
-        let bottom = lanes_i16(lo).into_iter().min().unwrap_or(0);
-        Block {
-            sum_sq: lane_u64(sums, 0) + lane_u64(sums, 1),
-            peak: i32::from(top)
-                .unsigned_abs()
-                .max(i32::from(bottom).unsigned_abs()),
-            clipped,
-        }
+        let top = lanes_i16(acc.hi).into_iter().max().unwrap_or(0);
+        let bottom = lanes_i16(acc.lo).into_iter().min().unwrap_or(0);
+        (total, top, bottom)
+    }
+
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn step(acc: &mut Acc, v: __m128i) {
+        let zero = _mm_setzero_si128();
+        let pairs = _mm_madd_epi16(v, v);
+        acc.sum_lo = _mm_add_epi64(acc.sum_lo, _mm_unpacklo_epi32(pairs, zero));
+        acc.sum_hi = _mm_add_epi64(acc.sum_hi, _mm_unpackhi_epi32(pairs, zero));
+        acc.hi = _mm_max_epi16(acc.hi, v);
+        acc.lo = _mm_min_epi16(acc.lo, v);
     }
 
     /// Eight little-endian samples (a group of 16 bytes) in one register.
     #[target_feature(enable = "sse2")]
+    #[inline]
     fn load(g: &[u8]) -> __m128i {
-        let half = |k: usize| {
-            let b: [u8; 8] = std::array::from_fn(|i| g[8 * k + i]);
-            i64::from_le_bytes(b)
-        };
-        _mm_set_epi64x(half(1), half(0))
+        assert!(g.len() >= GROUP);
+        // SAFETY: `g` holds at least 16 bytes (checked above); the load is unaligned.
+        unsafe { _mm_loadu_si128(g.as_ptr().cast()) }
     }
 
     #[target_feature(enable = "sse2")]
@@ -159,12 +199,6 @@ mod sse2 {
             _mm_extract_epi16::<6>(v) as i16,
             _mm_extract_epi16::<7>(v) as i16,
         ]
-    }
-
-    #[target_feature(enable = "sse2")]
-    fn lane_sum_u16(v: __m128i) -> u64 {
-        // `_mm_extract_epi16` zero-extends: the lanes read as `u16`.
-        lanes_i16(v).into_iter().map(|c| u64::from(c as u16)).sum()
     }
 
     #[target_feature(enable = "sse2")]
@@ -225,7 +259,22 @@ mod tests {
         for (what, bytes) in &cases {
             let want = reference(bytes);
             assert_eq!(Block::of(bytes), want, "{what}");
-            assert_eq!(portable(bytes), want, "portable, {what}");
+            let even = &bytes[..bytes.len() & !1];
+            for window in [even.len().max(2), 2, 16, 18, 240, 250] {
+                let want_each: Vec<u64> =
+                    even.chunks(window).map(|w| reference(w).sum_sq).collect();
+                let mut got = Vec::new();
+                let b = Block::windows(bytes, window, &mut |s| got.push(s));
+                assert_eq!((b, &got), (want, &want_each), "{what}, window {window}");
+                got.clear();
+                let (sum, top, bottom) = portable(even, window, &mut |s| got.push(s));
+                let b = Block::from_lanes(even, sum, top, bottom);
+                assert_eq!(
+                    (b, &got),
+                    (want, &want_each),
+                    "portable, {what}, window {window}"
+                );
+            }
         }
     }
 }

@@ -86,12 +86,29 @@ impl PcmAnalyzer {
         if whole < bytes.len() {
             self.carry = Some(bytes[whole]);
         }
-        let mut rest = &bytes[..whole];
-        while !rest.is_empty() {
-            let take = ((self.window - self.win_n) * 2).min(rest.len());
-            let (head, tail) = rest.split_at(take);
-            self.add(take / 2, Block::of(head));
-            rest = tail;
+        let rest = &bytes[..whole];
+        if rest.is_empty() {
+            return;
+        }
+        // The open window's rest, then every whole window in one kernel call, then the
+        // start of the next window.
+        let take = ((self.window - self.win_n) * 2).min(rest.len());
+        let (head, rest) = rest.split_at(take);
+        self.add(take / 2, Block::of(head));
+        let full = rest.len() / (2 * self.window) * (2 * self.window);
+        let (windows, tail) = rest.split_at(full);
+        if !windows.is_empty() {
+            let (rms, window) = (&mut self.windows, self.window as f64);
+            let b = Block::windows(windows, 2 * self.window, &mut |sum_sq| {
+                rms.push((sum_sq as f64 / window).sqrt() as f32);
+            });
+            self.peak = self.peak.max(b.peak);
+            self.clipped += b.clipped;
+            self.sum_sq += b.sum_sq;
+            self.samples += (full / 2) as u64;
+        }
+        if !tail.is_empty() {
+            self.add(tail.len() / 2, Block::of(tail));
         }
     }
 

@@ -213,7 +213,7 @@ impl RecordTx {
 impl State {
     /// Serialises `rec` into the buffer, counts it and keeps it without its timeline.
     fn take_record(&mut self, mut rec: RequestRecord, path: &Path) {
-        if let Err(e) = serde_json::to_writer(&mut self.buf, &rec) {
+        if let Err(e) = rec.write_json(&mut self.buf) {
             self.problem
                 .get_or_insert_with(|| format!("cannot write {}: {e}", path.display()));
         }

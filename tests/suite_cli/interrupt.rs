@@ -183,7 +183,7 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
     check(run.code() == Some(130), "exit status 130", &run)?;
     check(
         run.stderr()
-            .contains("dfx-perf: interrupted; stopping 1 process group(s)"),
+            .contains("dfx-perf: interrupted; stopping 1 process group(s): server (pgid "),
         "says it stops the server group",
         &run,
     )?;

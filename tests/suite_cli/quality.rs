@@ -104,11 +104,12 @@ pub fn without_a_hook_the_result_says_not_evaluated() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A hook that never ends: records its pid and its background child's, then waits.
+/// A hook that never ends: records its pid and its background child's, then waits. The
+/// child's pid file appears last (renamed into place), so once it exists both can be read.
 const STUCK_HOOK: &str = r#"#!/bin/sh
+echo $$ > "$(dirname "$0")/hook-pid"
 sleep 300 &
 echo $! > "$(dirname "$0")/child.tmp" && mv "$(dirname "$0")/child.tmp" "$(dirname "$0")/child-pid"
-echo $$ > "$(dirname "$0")/hook-pid"
 wait
 "#;
 
@@ -173,8 +174,11 @@ pub fn a_running_hook_is_stopped_when_the_suite_is_signalled_or_killed() -> Resu
             )
             .into());
         }
-        // The simulator's group and the hook's.
-        let said = String::from_utf8_lossy(&out.stderr).contains("stopping 2 process group(s)");
+        // The simulator's group and the hook's, both named.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = stderr.contains("stopping 2 process group(s): ")
+            && stderr.contains("server (pgid ")
+            && stderr.contains("quality hook (pgid ");
         if !kill && (out.status.code() != Some(130) || !said) {
             return Err(format!(
                 "SIGTERM: exit 130 and two groups stopped expected\n{}",

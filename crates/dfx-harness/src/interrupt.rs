@@ -86,8 +86,8 @@ fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
     };
     let groups = dfx_server::live_groups();
     eprintln!(
-        "\ndfx-perf: interrupted; stopping {} process group(s), then writing summary.json",
-        groups.len()
+        "\ndfx-perf: interrupted; {}, then writing summary.json",
+        dfx_server::stopping_message()
     );
     if let Err(e) = dfx_server::teardown_all() {
         eprintln!("dfx-perf: {e}");

@@ -146,6 +146,28 @@ pub fn live_groups() -> Vec<i32> {
         .collect()
 }
 
+/// The live groups as the interrupt message names them, in group id order:
+/// `server (pgid 1234), vllm bench (pgid 1240)`.
+pub fn describe_live_groups() -> Vec<String> {
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|(pgid, e)| format!("{} (pgid {pgid})", e.what))
+        .collect()
+}
+
+/// `stopping N process group(s)`, followed by the groups' names when there are any.
+pub fn stopping_message() -> String {
+    let names = describe_live_groups();
+    let n = names.len();
+    if names.is_empty() {
+        format!("stopping {n} process group(s)")
+    } else {
+        format!("stopping {n} process group(s): {}", names.join(", "))
+    }
+}
+
 /// Tears down every live group (the longest registered grace applies to all), then
 /// dismisses their guards and removes their state files.
 pub fn teardown_all() -> Result<(), ServerError> {
@@ -169,8 +191,7 @@ pub fn install_signal_handlers() -> Result<(), ServerError> {
     INSTALLED
         .get_or_init(|| {
             ctrlc::set_handler(|| {
-                let n = live_groups().len();
-                eprintln!("dfx-perf: interrupted; stopping {n} process group(s)");
+                eprintln!("dfx-perf: interrupted; {}", stopping_message());
                 if let Err(e) = teardown_all() {
                     eprintln!("dfx-perf: {e}");
                 }

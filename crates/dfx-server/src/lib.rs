@@ -37,7 +37,10 @@ use dfx_core::server::{RunningServer, ServerError};
 pub use attach::AttachLauncher;
 pub use child::{GroupChild, GroupEnd};
 pub use command::{ServerCommand, build as build_command};
-pub use group::{group_members, install_signal_handlers, live_groups, teardown_all};
+pub use group::{
+    describe_live_groups, group_members, install_signal_handlers, live_groups, stopping_message,
+    teardown_all,
+};
 pub use launcher::{LauncherConfig, ProcessLauncher};
 pub use managed::{LOG_TAIL_LINES, ManagedServer};
 pub use supervise::{Supervision, Watch, WatchSpec};

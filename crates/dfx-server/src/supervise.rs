@@ -62,6 +62,8 @@ pub struct WatchSpec<'a> {
 /// What the registry keeps of a live group.
 #[derive(Debug)]
 pub(crate) struct Entry {
+    /// What the group is (`server`, `vllm bench`, `quality hook`), for messages.
+    pub what: String,
     /// SIGTERM→SIGKILL grace.
     pub grace: Duration,
     guard: Option<Guard>,
@@ -101,6 +103,7 @@ impl Supervision {
 
     fn entry(&self, spec: &WatchSpec<'_>) -> (Entry, Vec<SupervisionError>) {
         let mut entry = Entry {
+            what: spec.what.to_string(),
             grace: spec.grace,
             guard: None,
             state: None,

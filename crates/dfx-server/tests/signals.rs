@@ -77,7 +77,8 @@ fn interrupted_with(sig: Signal) {
     kill(Pid::from_raw(child.id() as i32), sig).unwrap();
     let status = wait_exit(&mut child);
     assert_eq!(status.code(), Some(130), "{status:?}");
-    assert!(stderr_of(&mut child).contains("dfx-perf: interrupted; stopping 1 process group(s)"));
+    let said = format!("dfx-perf: interrupted; stopping 1 process group(s): server (pgid {pgid})");
+    assert!(stderr_of(&mut child).contains(&said));
     assert_log_processes_gone(&dir.path().join("server.log"));
     assert_gone(pgid, &[]);
     assert!(

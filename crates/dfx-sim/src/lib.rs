@@ -14,6 +14,7 @@ pub mod engine;
 mod error;
 pub mod faults;
 mod http;
+pub mod listen;
 pub mod omni;
 pub(crate) mod options;
 pub mod plan;
@@ -107,7 +108,7 @@ impl SimHandle {
 /// Binds 127.0.0.1:0, sets the instance up (start-up faults surface here) and serves it
 /// on the current tokio runtime; requests can be sent as soon as this returns.
 pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let listener = listen::listen("127.0.0.1", 0).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let mut opts = opts;
@@ -180,14 +181,12 @@ async fn run(opts: SimOptions) -> Result<(), SimError> {
         return Err(SimError::ExitAtStartup(code));
     }
     opts.resolve()?;
-    let listener = tokio::net::TcpListener::bind((opts.host.as_str(), opts.port))
-        .await
-        .map_err(|e| {
-            SimError::Io(std::io::Error::new(
-                e.kind(),
-                format!("cannot listen on {}:{}: {e}", opts.host, opts.port),
-            ))
-        })?;
+    let listener = listen::listen(&opts.host, opts.port).await.map_err(|e| {
+        SimError::Io(std::io::Error::new(
+            e.kind(),
+            format!("cannot listen on {}:{}: {e}", opts.host, opts.port),
+        ))
+    })?;
     let ignore_term = opts.faults.ignore_sigterm;
     serve_until(opts, listener, termination(ignore_term)).await
 }

@@ -245,7 +245,7 @@ pub(crate) fn serve() {
         .build()
         .unwrap();
     let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .block_on(async { dfx_sim::listen::listen_on(([127, 0, 0, 1], 0).into()) })
         .unwrap();
     println!("http://{}", listener.local_addr().unwrap());
     let marks: Marks = Arc::default();

@@ -56,6 +56,10 @@ impl InFlight {
     pub(crate) fn leave(&self) {
         self.now.fetch_sub(1, Ordering::SeqCst);
     }
+    /// Requests in flight now.
+    pub(crate) fn now(&self) -> usize {
+        self.now.load(Ordering::SeqCst)
+    }
     /// Largest number in flight at once.
     pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
@@ -89,7 +93,7 @@ async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
     let audio = x.audio.take();
     let mut rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
     rec.audio = audio;
-    ctx.records.send(rec);
+    ctx.records.send_as(rec, ctx.inflight.now() > 0);
 }
 
 /// Runs all `jobs` under `load`; returns the phase's start (the first scheduled send).

@@ -160,6 +160,16 @@ impl RecordTx {
     /// Takes one finished request's record: written now, or within `COALESCE` when the
     /// file was written less than that ago.
     pub(crate) fn send(&self, rec: RequestRecord) {
+        self.send_as(rec, false);
+    }
+
+    /// [`RecordTx::send`] by a request that ended while `others_in_flight`: when its line
+    /// has to wait, the next request to end writes it (its send finds the buffer due), and
+    /// no timer is set. A timer costs the worker a wake-up of its own when it runs out, and
+    /// its registration a wake of the driver (about one of each per request at 50 req/s,
+    /// BENCHMARKS.md); the last request in flight still sets one, so no line waits past
+    /// `COALESCE` once the requests stop ending.
+    pub(crate) fn send_as(&self, rec: RequestRecord, others_in_flight: bool) {
         let sh = &*self.shared;
         let mut st = sh.lock();
         if st.closed {
@@ -178,6 +188,7 @@ impl RecordTx {
         // takes these lines too.
         match sh.try_file() {
             Some(file) if due && !slow => sh.write_timed(st, file),
+            Some(_) if others_in_flight && !slow => {}
             _ if !st.flush_asked => {
                 st.flush_asked = true;
                 drop(st);
@@ -429,6 +440,56 @@ mod tests {
         let (all, problem) = sink.finish();
         assert_eq!(problem, None);
         assert_eq!(all.len(), 4);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ids: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].to_string())
+            .collect();
+        assert_eq!(ids, ["0", "1", "2", "3"]);
+    }
+
+    /// A line sent while other requests are in flight waits for the next send (no
+    /// timer); the last request in flight sets the timer again.
+    #[test]
+    fn with_requests_in_flight_the_next_send_writes_the_waiting_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let sink = RecordSink::start(&path, Progress::new("t", 4, false));
+        let rt = crate::native::runtime().unwrap();
+        let tx = sink.sender();
+        let p = path.clone();
+        rt.block_on(async move {
+            tokio::spawn(async move {
+                tx.send_as(record(0), true);
+                tx.send_as(record(1), true);
+                assert_eq!(
+                    lines(&p),
+                    1,
+                    "the first is written at once, the second waits"
+                );
+                // Five times `COALESCE`: a timer would have written it by now.
+                tokio::time::sleep(5 * COALESCE).await;
+                assert_eq!(lines(&p), 1, "no timer for a line with requests in flight");
+                tx.send_as(record(2), true);
+                assert_eq!(
+                    lines(&p),
+                    3,
+                    "the next send wrote the waiting line and its own"
+                );
+                tx.send_as(record(3), false);
+                for _ in 0..500 {
+                    if lines(&p) == 4 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                assert_eq!(lines(&p), 4, "the last request's line by the timer");
+            })
+            .await
+            .unwrap();
+        });
+        let (all, problem) = sink.finish();
+        assert_eq!((all.len(), problem), (4, None));
         let text = std::fs::read_to_string(&path).unwrap();
         let ids: Vec<String> = text
             .lines()

@@ -408,6 +408,24 @@ mod tests {
         std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
     }
 
+    /// The `index` of every line of the file, in order.
+    fn indices(path: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].to_string())
+            .collect()
+    }
+
+    /// Waits (at most 5 s, on the runtime) until the file has `n` lines.
+    async fn until_lines(path: &Path, n: usize) {
+        for _ in 0..500 {
+            if lines(path) == n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// Records sent close together on a runtime reach the file by the runtime's timer,
     /// before the step ends, in order; the rest at `finish`.
     #[test]
@@ -427,25 +445,15 @@ mod tests {
             })
             .await
             .unwrap();
-            // Bounded wait (5 s) for the timer's write; it is due after 10 ms.
-            for _ in 0..500 {
-                if lines(&path) == 3 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            // The timer's write is due after 10 ms.
+            until_lines(&path, 3).await;
         });
         assert_eq!(lines(&path), 3, "buffered lines not written before the end");
         sink.sender().send(record(3));
         let (all, problem) = sink.finish();
         assert_eq!(problem, None);
         assert_eq!(all.len(), 4);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let ids: Vec<String> = text
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].to_string())
-            .collect();
-        assert_eq!(ids, ["0", "1", "2", "3"]);
+        assert_eq!(indices(&path), ["0", "1", "2", "3"]);
     }
 
     /// A line sent while other requests are in flight waits for the next send (no
@@ -477,12 +485,7 @@ mod tests {
                     "the next send wrote the waiting line and its own"
                 );
                 tx.send_as(record(3), false);
-                for _ in 0..500 {
-                    if lines(&p) == 4 {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                until_lines(&p, 4).await;
                 assert_eq!(lines(&p), 4, "the last request's line by the timer");
             })
             .await
@@ -490,12 +493,7 @@ mod tests {
         });
         let (all, problem) = sink.finish();
         assert_eq!((all.len(), problem), (4, None));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let ids: Vec<String> = text
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].to_string())
-            .collect();
-        assert_eq!(ids, ["0", "1", "2", "3"]);
+        assert_eq!(indices(&path), ["0", "1", "2", "3"]);
     }
 
     /// Off a runtime the writer thread writes the buffered lines.

@@ -146,26 +146,21 @@ pub fn live_groups() -> Vec<i32> {
         .collect()
 }
 
-/// The live groups as the interrupt message names them, in group id order:
-/// `server (pgid 1234), vllm bench (pgid 1240)`.
-pub fn describe_live_groups() -> Vec<String> {
-    registry()
+/// `stopping N process group(s)`, followed by the live groups in group id order when
+/// there are any: `: server (pgid 1234), vllm bench (pgid 1240)`.
+pub fn stopping_message() -> String {
+    let names: Vec<String> = registry()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
         .map(|(pgid, e)| format!("{} (pgid {pgid})", e.what))
-        .collect()
-}
-
-/// `stopping N process group(s)`, followed by the groups' names when there are any.
-pub fn stopping_message() -> String {
-    let names = describe_live_groups();
-    let n = names.len();
-    if names.is_empty() {
-        format!("stopping {n} process group(s)")
-    } else {
-        format!("stopping {n} process group(s): {}", names.join(", "))
+        .collect();
+    let mut msg = format!("stopping {} process group(s)", names.len());
+    if !names.is_empty() {
+        msg.push_str(": ");
+        msg.push_str(&names.join(", "));
     }
+    msg
 }
 
 /// Tears down every live group (the longest registered grace applies to all), then

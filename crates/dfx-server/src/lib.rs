@@ -38,8 +38,7 @@ pub use attach::AttachLauncher;
 pub use child::{GroupChild, GroupEnd};
 pub use command::{ServerCommand, build as build_command};
 pub use group::{
-    describe_live_groups, group_members, install_signal_handlers, live_groups, stopping_message,
-    teardown_all,
+    group_members, install_signal_handlers, live_groups, stopping_message, teardown_all,
 };
 pub use launcher::{LauncherConfig, ProcessLauncher};
 pub use managed::{LOG_TAIL_LINES, ManagedServer};

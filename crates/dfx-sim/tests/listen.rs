@@ -29,12 +29,17 @@ fn connect_all(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> {
         .collect()
 }
 
-#[test]
-fn a_burst_of_connections_waits_in_the_accept_queue_of_the_simulator() {
-    let rt = tokio::runtime::Builder::new_current_thread()
+/// A runtime that runs only while the test blocks on it: between calls nothing accepts.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_burst_of_connections_waits_in_the_accept_queue_of_the_simulator() {
+    let rt = runtime();
     let h = rt
         .block_on(dfx_sim::spawn(SimOptions::new(
             "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -54,10 +59,7 @@ fn a_burst_of_connections_waits_in_the_accept_queue_of_the_simulator() {
 
 #[test]
 fn listen_on_asks_for_the_backlog_and_tokio_bind_does_not() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let ours = rt
         .block_on(async { dfx_sim::listen::listen_on(([127, 0, 0, 1], 0).into()) })
         .unwrap();

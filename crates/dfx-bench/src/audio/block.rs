@@ -130,7 +130,7 @@ mod sse2 {
         lo: __m128i,
     }
 
-    /// The portable kernel 8 samples per instruction: `pmaddwd` squares the 8 samples and
+    /// [`super::portable`] 8 samples per instruction: `pmaddwd` squares the 8 samples and
     /// adds them in pairs (at most 2 × 2^30 = 2^31, exact when read as `u32`), which are
     /// widened to `u64` lanes before they are summed; the largest and smallest samples
     /// lane-wise, reduced once at the end.

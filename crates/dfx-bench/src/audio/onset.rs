@@ -53,6 +53,11 @@ pub struct PcmAnalyzer {
 
 use super::block::Block;
 
+/// RMS of a whole window of `window` samples from their sum of squares.
+fn window_rms(sum_sq: u64, window: usize) -> f32 {
+    (sum_sq as f64 / window as f64).sqrt() as f32
+}
+
 impl PcmAnalyzer {
     /// An analyser for mono s16le audio at `sample_rate` Hz.
     pub fn new(sample_rate: u32) -> Self {
@@ -98,9 +103,9 @@ impl PcmAnalyzer {
         let full = rest.len() / (2 * self.window) * (2 * self.window);
         let (windows, tail) = rest.split_at(full);
         if !windows.is_empty() {
-            let (rms, window) = (&mut self.windows, self.window as f64);
-            let b = Block::windows(windows, 2 * self.window, &mut |sum_sq| {
-                rms.push((sum_sq as f64 / window).sqrt() as f32);
+            let (rms, window) = (&mut self.windows, self.window);
+            let b = Block::windows(windows, 2 * window, &mut |sum_sq| {
+                rms.push(window_rms(sum_sq, window));
             });
             self.peak = self.peak.max(b.peak);
             self.clipped += b.clipped;
@@ -120,8 +125,7 @@ impl PcmAnalyzer {
         self.win_n += n;
         self.samples += n as u64;
         if self.win_n == self.window {
-            let mean_sq = self.win_sum_sq as f64 / self.window as f64;
-            self.windows.push(mean_sq.sqrt() as f32);
+            self.windows.push(window_rms(self.win_sum_sq, self.window));
             self.sum_sq += self.win_sum_sq;
             self.win_sum_sq = 0;
             self.win_n = 0;

@@ -426,13 +426,19 @@ mod tests {
         }
     }
 
+    /// A sink writing `records.jsonl` in a new temporary folder (kept alive by the first).
+    fn sink_in_temp(requests: usize) -> (tempfile::TempDir, PathBuf, RecordSink) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let sink = RecordSink::start(&path, Progress::new("t", requests, false));
+        (dir, path, sink)
+    }
+
     /// Records sent close together on a runtime reach the file by the runtime's timer,
     /// before the step ends, in order; the rest at `finish`.
     #[test]
     fn buffered_lines_are_written_by_the_runtime_timer_before_the_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("records.jsonl");
-        let sink = RecordSink::start(&path, Progress::new("t", 3, false));
+        let (_dir, path, sink) = sink_in_temp(3);
         // The client's own runtime (one worker).
         let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
@@ -460,9 +466,7 @@ mod tests {
     /// timer); the last request in flight sets the timer again.
     #[test]
     fn with_requests_in_flight_the_next_send_writes_the_waiting_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("records.jsonl");
-        let sink = RecordSink::start(&path, Progress::new("t", 4, false));
+        let (_dir, path, sink) = sink_in_temp(4);
         let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
         let p = path.clone();
@@ -499,9 +503,7 @@ mod tests {
     /// Off a runtime the writer thread writes the buffered lines.
     #[test]
     fn off_a_runtime_the_writer_thread_writes_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("records.jsonl");
-        let sink = RecordSink::start(&path, Progress::new("t", 2, false));
+        let (_dir, path, sink) = sink_in_temp(2);
         let tx = sink.sender();
         tx.send(record(0));
         tx.send(record(1));

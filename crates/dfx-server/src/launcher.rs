@@ -210,13 +210,45 @@ impl ProcessLauncher {
     }
 
     /// Starts `spec` and waits until it is ready; the concrete server (with its group id).
+    ///
+    /// A port we chose ourselves can be taken by another process between our check and the
+    /// server's bind; then the server is stopped and started again on another port (at most
+    /// [`PORT_RACE_ATTEMPTS`] times). The log of each lost attempt is kept as
+    /// `server.port-<port>.log`. A port fixed by configuration is never changed.
     pub fn start_managed(
         &mut self,
         spec: &ServerSpec,
         ctx: &StartContext,
     ) -> Result<ManagedServer, ServerError> {
         std::fs::create_dir_all(&ctx.dir)?;
-        let port = self.pick_port()?;
+        let mut attempt = 1;
+        loop {
+            let port = self.pick_port()?;
+            match self.start_on(spec, ctx, port) {
+                Err(ServerError::PortInUse { .. })
+                    if self.config.port.is_none() && attempt < PORT_RACE_ATTEMPTS =>
+                {
+                    let kept = ctx.dir.join(format!("server.port-{port}.log"));
+                    let _ = std::fs::rename(ctx.dir.join("server.log"), &kept);
+                    tracing::warn!(
+                        port,
+                        log = %kept.display(),
+                        "another process took the port before the server bound it; starting again on another port"
+                    );
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One start of `spec` on `port`, up to readiness.
+    fn start_on(
+        &mut self,
+        spec: &ServerSpec,
+        ctx: &StartContext,
+        port: u16,
+    ) -> Result<ManagedServer, ServerError> {
         let mut cmd = self.command(spec, port, &ctx.dir)?;
         if let Some(storage) = &ctx.storage_dir
             && !cmd.env.contains_key(STORAGE_ENV)
@@ -256,6 +288,9 @@ impl ProcessLauncher {
         Ok(server)
     }
 }
+
+/// Starts of a server on a port we chose, when other processes keep taking it first.
+pub const PORT_RACE_ATTEMPTS: u32 = 3;
 
 /// Where vllm-omni stores generated media; upstream's runner points it at
 /// `<results>/storage`.

@@ -17,6 +17,8 @@ use crate::supervise::{Supervision, Watch, WatchSpec};
 pub const LOG_TAIL_LINES: usize = 40;
 /// Upper bound of one readiness probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Pause before a listener that looked foreign is looked at again.
+const OWNER_RECHECK: Duration = Duration::from_millis(100);
 
 /// A server process started by [`crate::ProcessLauncher`], leader of its own process group.
 /// Dropping it (also while unwinding from a panic) tears the group down.
@@ -126,8 +128,8 @@ impl ManagedServer {
             let probe_timeout = PROBE_TIMEOUT.min(remaining.max(Duration::from_millis(50)));
             if let Probe::Status(code @ (200 | 404)) =
                 http_get(HOST, self.port, "/health", probe_timeout)
+                && self.listener_is_ours()?
             {
-                self.check_listener_owner()?;
                 self.watch.refresh();
                 if code == 404 {
                     tracing::info!(
@@ -149,17 +151,31 @@ impl ManagedServer {
         }
     }
 
-    /// Refuses a port answered by a process outside our group (a stranger bound it between
-    /// our port check and the server's bind; our server would then fail to bind).
-    fn check_listener_owner(&mut self) -> Result<(), ServerError> {
-        if crate::owner::group_owns_listener(self.pgid, self.port) == Some(false) {
-            self.teardown_quietly();
-            return Err(ServerError::PortInUse {
-                host: HOST.into(),
-                port: self.port,
-            });
+    /// Whether the listener that answered belongs to our group. A stranger (it bound the
+    /// port between our port check and the server's bind; our server then fails to bind) is
+    /// refused with [`ServerError::PortInUse`]. One "not ours" is not enough: a server that
+    /// exits while its file descriptors are read looks the same for an instant, so the
+    /// answer is taken again after a pause. `Ok(false)`: not ready yet (the loop then
+    /// reports an exit, or probes again).
+    fn listener_is_ours(&mut self) -> Result<bool, ServerError> {
+        if crate::owner::group_owns_listener(self.pgid, self.port) != Some(false) {
+            return Ok(true);
         }
-        Ok(())
+        std::thread::sleep(OWNER_RECHECK);
+        if self.peek_exit().is_some() {
+            return Ok(false);
+        }
+        match crate::owner::group_owns_listener(self.pgid, self.port) {
+            Some(false) => {
+                self.teardown_quietly();
+                Err(ServerError::PortInUse {
+                    host: HOST.into(),
+                    port: self.port,
+                })
+            }
+            Some(true) => Ok(true),
+            None => Ok(false),
+        }
     }
 
     fn teardown_quietly(&mut self) {

@@ -171,7 +171,8 @@ fn crash_during_trial_is_detected_with_status_and_tail() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path(), LONG);
     let spec = spec(&[
-        ("DFX_FAKE_CRASH_AFTER_MS", "300"),
+        // Long enough that a loaded machine still sees the server ready before it crashes.
+        ("DFX_FAKE_CRASH_AFTER_MS", "1000"),
         ("DFX_FAKE_GRANDCHILD", "1"),
     ]);
     let mut server: Box<dyn RunningServer> = launcher().start(&spec, &ctx).unwrap();
@@ -190,7 +191,7 @@ fn crash_during_trial_is_detected_with_status_and_tail() {
         msg.starts_with("server exited with exit status 7 during the benchmark\n"),
         "{msg}"
     );
-    assert!(msg.ends_with("fake crash after 300 ms"), "{msg}");
+    assert!(msg.ends_with("fake crash after 1000 ms"), "{msg}");
     // The grandchild outlived its parent; stopping the dead server still sweeps the group.
     let grandchild = procs.iter().find(|p| p.0 == "grandchild").unwrap().1;
     assert!(alive(grandchild));
@@ -412,6 +413,21 @@ fn simulator_mode_uses_the_vllm_form_for_every_server_type() {
     server.stop().unwrap();
 }
 
+/// The logs of every start: the lost attempts' `server.port-<port>.log` and `server.log`.
+fn attempt_logs(ctx: &dfx_core::server::StartContext) -> Vec<std::path::PathBuf> {
+    let mut logs: Vec<_> = std::fs::read_dir(&ctx.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("server.port-") && name.ends_with(".log")
+        })
+        .collect();
+    logs.push(log_of(ctx));
+    logs
+}
+
 #[test]
 fn health_answered_by_a_process_outside_the_group_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -420,20 +436,67 @@ fn health_answered_by_a_process_outside_the_group_is_refused() {
         .start(&spec(&[("DFX_FAKE_STRANGER", "1")]), &ctx)
         .err()
         .expect("stranger");
-    let procs = wait_announced(&log_of(&ctx), 2);
-    let stranger = procs.iter().find(|p| p.0 == "stranger").unwrap();
-    // The stranger left our group on purpose; the test started it, so the test stops it.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(stranger.1),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    // Every start on a port we chose met a stranger: each was given up, its log kept.
+    let logs = attempt_logs(&ctx);
+    assert_eq!(
+        logs.len(),
+        dfx_server::PORT_RACE_ATTEMPTS as usize,
+        "{logs:?}"
+    );
+    for log in &logs {
+        let procs = wait_announced(log, 2);
+        let stranger = procs.iter().find(|p| p.0 == "stranger").unwrap();
+        // The stranger left our group on purpose; the test started it, so the test stops it.
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(stranger.1),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let server = procs.iter().find(|p| p.0 == "server").unwrap();
+        assert_gone(server.2, &[server.1]);
+    }
     assert!(matches!(err, ServerError::PortInUse { .. }), "{err}");
     assert!(
         err.to_string()
             .contains("already answers before the server was started"),
         "{err}"
     );
-    let server = procs.iter().find(|p| p.0 == "server").unwrap();
-    assert_gone(server.2, &[server.1]);
+}
+
+#[test]
+fn a_port_taken_before_the_server_bound_it_is_given_up_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(dir.path(), LONG);
+    let marker = dir.path().join("first-start");
+    let marker_env = marker.display().to_string();
+    let server = launcher()
+        .start_managed(&spec(&[("DFX_FAKE_STRANGER_ONCE", &marker_env)]), &ctx)
+        .unwrap();
+    let logs = attempt_logs(&ctx);
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    let lost = wait_announced(&logs[0], 2);
+    let stranger = lost.iter().find(|p| p.0 == "stranger").unwrap();
+    let lost_port: u16 = logs[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_start_matches("server.port-")
+        .trim_end_matches(".log")
+        .parse()
+        .unwrap();
+    assert_ne!(server.port(), lost_port);
+    assert_eq!(
+        http_get("127.0.0.1", server.port(), "/health", LONG),
+        Probe::Status(200)
+    );
+    let first = lost.iter().find(|p| p.0 == "server").unwrap();
+    assert_gone(first.2, &[first.1]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(stranger.1),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let pgid = server.pgid();
+    Box::new(server).stop().unwrap();
+    assert_gone(pgid, &[]);
 }

@@ -11,7 +11,9 @@
 //! - `DFX_FAKE_IGNORE_SIGTERM=1`: ignore SIGTERM;
 //! - `DFX_FAKE_GRANDCHILD=1`: fork a grandchild (same group) that ignores SIGTERM;
 //! - `DFX_FAKE_STRANGER=1`: never listen itself, but start a process in a new session (not
-//!   in the server's group) that serves `/health` 200 on the server's port.
+//!   in the server's group) that serves `/health` 200 on the server's port;
+//! - `DFX_FAKE_STRANGER_ONCE=PATH`: behave as `DFX_FAKE_STRANGER` only when it can create
+//!   the file PATH (the first start), and as a normal server afterwards.
 //!
 //! Every process prints `fake-server role=<role> pid=<pid> pgid=<pgid>` first.
 
@@ -30,6 +32,17 @@ fn announce(role: &str) {
     let pgid = nix::unistd::getpgrp().as_raw();
     println!("fake-server role={role} pid={pid} pgid={pgid}");
     let _ = std::io::stdout().flush();
+}
+
+/// Whether `DFX_FAKE_STRANGER_ONCE` names a file this start created (so no earlier did).
+fn first_start_marked() -> bool {
+    std::env::var_os("DFX_FAKE_STRANGER_ONCE").is_some_and(|path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .is_ok()
+    })
 }
 
 fn ignore_sigterm() {
@@ -125,7 +138,7 @@ fn main() {
     }
     let host = flag_value(&args, "--host").unwrap_or_else(|| "127.0.0.1".into());
     let port = flag_value(&args, "--port").expect("--port");
-    if std::env::var_os("DFX_FAKE_STRANGER").is_some() {
+    if std::env::var_os("DFX_FAKE_STRANGER").is_some() || first_start_marked() {
         let exe = std::env::current_exe().expect("current exe");
         #[allow(clippy::zombie_processes)]
         let _stranger = std::process::Command::new(exe)

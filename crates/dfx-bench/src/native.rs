@@ -296,9 +296,10 @@ pub(crate) fn connection_line(
 /// The client's runtime: one worker. Every body read is timestamped on it; a second worker
 /// only added wake-ups (a parked worker woken to look for work it rarely found, a futex
 /// pair per dispatch) and in the peer benchmark one worker had the lower CPU per request
-/// in the open loops and the lower TTFP tail at 256 streams (BENCHMARKS.md). Only the I/O
-/// and time drivers: no client uses tokio's signal or process support, and with them every
-/// park of the worker also checked for orphaned children.
+/// in the open loops and the lower TTFP tail at 256 streams (BENCHMARKS.md), and a
+/// current-thread runtime cost 20 % more CPU per request than this one at 50 req/s (A/B,
+/// release build with LTO). I/O and time drivers only; tokio still stacks its signal and
+/// process drivers on the I/O driver, as the workspace compiles its `process` feature.
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -229,7 +229,7 @@ impl ProcessLauncher {
                     if self.config.port.is_none() && attempt < PORT_RACE_ATTEMPTS =>
                 {
                     let kept = ctx.dir.join(format!("server.port-{port}.log"));
-                    let _ = std::fs::rename(ctx.dir.join("server.log"), &kept);
+                    let _ = std::fs::rename(ctx.dir.join(SERVER_LOG), &kept);
                     tracing::warn!(
                         port,
                         log = %kept.display(),
@@ -261,7 +261,7 @@ impl ProcessLauncher {
         }
         let line = cmd.shell_line();
         write_atomic(&ctx.dir.join("command.txt"), cmd.describe().as_bytes())?;
-        let log_path = ctx.dir.join("server.log");
+        let log_path = ctx.dir.join(SERVER_LOG);
         let log = File::create(&log_path)?;
         tracing::info!(command = %line, env = ?cmd.env_lines(), log = %log_path.display(), "starting server");
         let child = std::process::Command::new(&cmd.program)
@@ -288,6 +288,9 @@ impl ProcessLauncher {
         Ok(server)
     }
 }
+
+/// The server's stdout and stderr, in the start's folder.
+const SERVER_LOG: &str = "server.log";
 
 /// Starts of a server on a port we chose, when other processes keep taking it first.
 pub const PORT_RACE_ATTEMPTS: u32 = 3;

@@ -428,6 +428,17 @@ fn attempt_logs(ctx: &dfx_core::server::StartContext) -> Vec<std::path::PathBuf>
     logs
 }
 
+/// Kills the stranger among `procs`: it left our group on purpose, so the launcher does
+/// not stop it; the test started it, so the test stops it.
+fn kill_stranger(procs: &[(String, i32, i32)]) {
+    let stranger = procs.iter().find(|p| p.0 == "stranger").unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(stranger.1),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+}
+
 #[test]
 fn health_answered_by_a_process_outside_the_group_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -445,13 +456,7 @@ fn health_answered_by_a_process_outside_the_group_is_refused() {
     );
     for log in &logs {
         let procs = wait_announced(log, 2);
-        let stranger = procs.iter().find(|p| p.0 == "stranger").unwrap();
-        // The stranger left our group on purpose; the test started it, so the test stops it.
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(stranger.1),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
+        kill_stranger(&procs);
         let server = procs.iter().find(|p| p.0 == "server").unwrap();
         assert_gone(server.2, &[server.1]);
     }
@@ -475,7 +480,6 @@ fn a_port_taken_before_the_server_bound_it_is_given_up_for_another() {
     let logs = attempt_logs(&ctx);
     assert_eq!(logs.len(), 2, "{logs:?}");
     let lost = wait_announced(&logs[0], 2);
-    let stranger = lost.iter().find(|p| p.0 == "stranger").unwrap();
     let lost_port: u16 = logs[0]
         .file_name()
         .unwrap()
@@ -491,11 +495,7 @@ fn a_port_taken_before_the_server_bound_it_is_given_up_for_another() {
     );
     let first = lost.iter().find(|p| p.0 == "server").unwrap();
     assert_gone(first.2, &[first.1]);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(stranger.1),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    kill_stranger(&lost);
     let pgid = server.pgid();
     Box::new(server).stop().unwrap();
     assert_gone(pgid, &[]);

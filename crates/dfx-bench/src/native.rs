@@ -1,11 +1,13 @@
 //! Native streaming load generator for `openai-audio-speech` (`docs/bench.md`), and for
 //! the realtime backends over WebSocket ([`realtime`]), and upstream's native-duplex
-//! runner ([`duplex`]): tokio + the `http1` client for speech (reqwest for the rest), every body read timestamped, the same metric names and definitions as
+//! runner ([`duplex`]): one epoll event loop (`evloop`) with the `http1` pieces for
+//! speech (tokio and reqwest for the rest), every body read timestamped, the same metric
+//! names and definitions as
 //! `vllm bench serve --omni` (vllm-omni 0.30), plus dfx-perf's own figures.
 //!
 //! A run: `prepare` resolves the dataset and builds every body, warmups run and are
 //! discarded from the statistics, the measured phase runs closed or open loop
-//! (`driver`), each request's record is written to `records.jsonl` as it finishes
+//! (`evloop`), each request's record is written to `records.jsonl` as it finishes
 //! ([`record`]), then [`aggregate`] builds the result document and [`summary`] prints
 //! vllm's summary block.
 //!
@@ -19,6 +21,7 @@ pub mod dataset;
 pub(crate) mod deadline;
 pub(crate) mod driver;
 pub mod duplex;
+pub(crate) mod evloop;
 pub(crate) mod fds;
 pub(crate) mod http1;
 pub(crate) mod load_result;
@@ -40,7 +43,6 @@ pub mod stats;
 pub mod summary;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use dfx_core::bench::{
@@ -49,7 +51,7 @@ use dfx_core::bench::{
 use dfx_core::plan::{BenchEntry, ConnectionMode, Dialect, Trial};
 
 use self::aggregate::StepFacts;
-use self::driver::{InFlight, Load, PhaseCtx};
+use self::driver::Load;
 use self::log::BenchLog;
 use self::progress::Progress;
 use self::record::RequestRecord;
@@ -246,31 +248,52 @@ impl Bench for NativeBench {
     }
 }
 
-/// Runs a prepared step on `rt`, its records going to `sink`: the warmups (all at once,
-/// then discarded from the statistics), then the measured requests with the step's load.
-/// Returns when the measured phase started and its exact peak of requests in flight.
+/// Runs a prepared step on `engine`, its records going to `sink`: the warmups (all at
+/// once, then discarded from the statistics), then the measured requests with the step's
+/// load. Returns when the measured phase started and its exact peak of requests in flight.
 fn run_prepared(
-    rt: &tokio::runtime::Runtime,
+    engine: &mut evloop::Engine,
     sink: &RecordSink,
     p: &mut prepare::Prepared,
 ) -> (std::time::Instant, usize) {
-    let mut phase = PhaseCtx {
-        target: p.target.clone(),
-        warmup: true,
+    let mut out = ToSink {
+        tx: sink.sender(),
         sample_rate: p.sample_rate,
-        records: sink.sender(),
-        inflight: Arc::new(InFlight::default()),
     };
     let warmups = std::mem::take(&mut p.warmups);
     if !warmups.is_empty() {
         let concurrency = warmups.len();
-        driver::run_phase(rt, &phase, warmups, Load::Closed { concurrency });
+        engine.run(warmups, Load::Closed { concurrency }, true, &mut out);
     }
-    phase.warmup = false;
-    phase.inflight = Arc::new(InFlight::default());
     let measured = std::mem::take(&mut p.measured);
-    let base = driver::run_phase(rt, &phase, measured, p.load.clone());
-    (base, phase.inflight.peak())
+    let run = engine.run(measured, p.load.clone(), false, &mut out);
+    (run.base, run.peak_in_flight)
+}
+
+/// The event loop's outlet into the records sink.
+struct ToSink {
+    tx: sink::RecordTx,
+    sample_rate: u32,
+}
+
+impl evloop::Outlet for ToSink {
+    fn ended(
+        &mut self,
+        d: record::Dispatch,
+        sample: record::Sample,
+        mut x: client::Exchange,
+        base: std::time::Instant,
+        others_in_flight: bool,
+    ) -> Option<std::time::Instant> {
+        let audio = x.audio.take();
+        let mut rec = RequestRecord::new(&d, sample, &x, base, self.sample_rate);
+        rec.audio = audio;
+        self.tx.send(rec, others_in_flight)
+    }
+
+    fn flush(&mut self) {
+        self.tx.flush_due();
+    }
 }
 
 /// `bench.log`'s line naming the connection mode and where it came from.
@@ -291,23 +314,6 @@ pub(crate) fn connection_line(
         ConnectionMode::Pooled => "idle connections reused",
     };
     format!("connections: {} ({what}; from {from})", mode.as_str())
-}
-
-/// The client's runtime: one worker. Every body read is timestamped on it; a second worker
-/// only added wake-ups (a parked worker woken to look for work it rarely found, a futex
-/// pair per dispatch) and in the peer benchmark one worker had the lower CPU per request
-/// in the open loops and the lower TTFP tail at 256 streams (BENCHMARKS.md), and a
-/// current-thread runtime cost 20 % more CPU per request than this one at 50 req/s (A/B,
-/// release build with LTO). I/O and time drivers only; tokio still stacks its signal and
-/// process drivers on the I/O driver, as the workspace compiles its `process` feature.
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("dfx-native")
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(|e| format!("cannot start the tokio runtime: {e}"))
 }
 
 /// The most connections a step opens at once: its warmups (all sent together) or its
@@ -361,7 +367,6 @@ impl NativeBench {
         if let Some(note) = fds::ensure(peak_connections(&p))? {
             log.write(&note);
         }
-        let rt = runtime()?;
         let progress = Progress::new(&ctx.trial.name, p.measured.len(), self.settings.progress);
         let quality = ctx
             .trial
@@ -371,9 +376,10 @@ impl NativeBench {
             .transpose()?;
         let records_path = ctx.out_dir.join("records.jsonl");
         let sink = RecordSink::start_with(&records_path, progress, quality);
-        let (_, peak_inflight) = run_prepared(&rt, &sink, &mut p);
+        let ran = evloop::Engine::new(p.target.clone(), p.sample_rate)
+            .map(|mut e| run_prepared(&mut e, &sink, &mut p));
         let (records, problem, kept) = sink.finish_with_quality();
-        rt.shutdown_timeout(Duration::from_secs(5));
+        let (_, peak_inflight) = ran?;
         if let Some(problem) = problem {
             log.write(&format!("warning: {problem}"));
         }

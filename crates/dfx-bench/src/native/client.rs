@@ -1,16 +1,18 @@
-//! One streamed request: send, read every non-empty TCP read with its arrival time, and
-//! classify how it ended. The clock starts right before the request is handed to the
+//! What one streamed speech request is and how it ends: the endpoint and limits
+//! ([`Target`]), everything observed about the request ([`Exchange`]), how a failure is
+//! classified ([`FailureClass`]) and what every piece of the body goes through
+//! ([`BodyCheck`]). The clock starts right before the request is handed to its
 //! connection (the caller already holds its concurrency slot), so a new connection's
 //! set-up is inside the TTFP as it is for upstream's client; its time is also recorded
-//! separately (`connect_s`). The transport is the purpose-built [`http1`] client: one
-//! read buffer per connection, one record per TCP read that carried body bytes.
+//! separately (`connect_s`). The requests run on the event loop ([`super::evloop`]), one
+//! record per TCP read that carried body bytes.
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use reqwest::header::HeaderMap;
 
-use super::http1::{self, Response};
+use super::http1::Endpoint;
+use super::http1::request::RequestHead;
 use crate::audio::onset::{PcmAnalyzer, PcmStats};
 use crate::audio::pcm::{SNIFF_LEN, Sniff, sniff};
 
@@ -86,12 +88,18 @@ pub struct Exchange {
     pub audio: Option<Vec<u8>>,
 }
 
-/// A configured HTTP client for one endpoint.
+/// A configured speech endpoint: the URL parsed once, the request head every request
+/// shares built once, the limits, and how connections and bodies are handled. The
+/// requests themselves run on the event loop ([`super::evloop`]).
 #[derive(Debug)]
 pub(crate) struct Target {
-    http: http1::Client,
-    limits: Limits,
-    capture: bool,
+    pub(crate) endpoint: Endpoint,
+    pub(crate) head: RequestHead,
+    pub(crate) limits: Limits,
+    /// Idle connections kept for later requests (pooled), else one per request (fresh).
+    pub(crate) reuse: bool,
+    /// Every response body kept in [`Exchange::audio`] (quality capture).
+    pub(crate) capture: bool,
 }
 
 impl Target {
@@ -103,10 +111,13 @@ impl Target {
         limits: Limits,
         reuse: bool,
     ) -> Result<Self, String> {
-        let http = http1::Client::new(url, &headers, reuse).map_err(|e| e.to_string())?;
+        let endpoint = Endpoint::parse(url).map_err(|e| e.to_string())?;
+        let head = RequestHead::post(&endpoint, &headers);
         Ok(Target {
-            http,
+            endpoint,
+            head,
             limits,
+            reuse,
             capture: false,
         })
     }
@@ -117,16 +128,61 @@ impl Target {
         self.capture = on;
         self
     }
+}
 
-    /// Sends one request and reads the whole stream. Never panics on server misbehaviour.
-    pub(crate) async fn execute(
-        &self,
-        body: Bytes,
-        request_id: Option<&str>,
-        sample_rate: u32,
-    ) -> Exchange {
-        let send_at = Instant::now();
-        let x = Exchange {
+impl Limits {
+    /// When waiting since `since` ends: the read timeout after it, never past `deadline`.
+    pub(crate) fn wait_until(&self, since: Instant, deadline: Instant) -> Instant {
+        (since + self.read_timeout).min(deadline)
+    }
+
+    /// Which limit a wait since `since` that ran out hit.
+    pub(crate) fn expired_class(&self, since: Instant, deadline: Instant) -> FailureClass {
+        if deadline <= since + self.read_timeout {
+            FailureClass::Timeout
+        } else {
+            FailureClass::Stall
+        }
+    }
+
+    /// The message of a wait for `what` that ran out.
+    pub(crate) fn timeout_message(&self, class: FailureClass, what: &str) -> String {
+        match class {
+            FailureClass::Timeout => format!(
+                "request timed out after {:.1} s (total timeout) waiting for the {what}",
+                self.request_timeout.as_secs_f64()
+            ),
+            _ => format!(
+                "stream stalled: no {what} for {:.1} s (read timeout)",
+                self.read_timeout.as_secs_f64()
+            ),
+        }
+    }
+
+    /// How long an error body's excerpt is read after its head: a few seconds at most.
+    pub(crate) fn excerpt_until(&self, now: Instant, deadline: Instant) -> Instant {
+        deadline.min(now + self.read_timeout.min(Duration::from_secs(5)))
+    }
+}
+
+/// The failure message of a non-200 response: status, reason and up to 200 characters of
+/// the body read (whitespace collapsed).
+pub(crate) fn http_message(status: u16, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let collapsed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let excerpt: String = collapsed.chars().take(200).collect();
+    let reason = reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    let msg = format!("HTTP {status} {reason}: {excerpt}");
+    msg.trim_end_matches([' ', ':']).to_string()
+}
+
+impl Exchange {
+    /// A request about to be sent at `send_at` (`capture`: its body will be kept).
+    pub(crate) fn start(send_at: Instant, capture: bool) -> Exchange {
+        Exchange {
             send_at,
             end_at: send_at,
             status: None,
@@ -135,183 +191,10 @@ impl Target {
             connect: None,
             failure: None,
             pcm: PcmStats::default(),
-            audio: self.capture.then(Vec::new),
-        };
-        let deadline = send_at + self.limits.request_timeout;
-        let sent = self.http.send(request_id, &body);
-        let sent = match self.wait(send_at, deadline, sent).await {
-            Err(class) => {
-                let what = "response head";
-                return x.fail(class, self.timeout_message(class, what));
-            }
-            Ok(Err(e)) => return x.fail(FailureClass::Transport, error_chain(&e)),
-            Ok(Ok(s)) => s,
-        };
-        let head_at = Instant::now();
-        let mut x = Exchange {
-            connect: sent.connect,
-            ..x
-        };
-        let mut response = sent.response;
-        let status = response.status();
-        x.status = Some(status);
-        if status != 200 {
-            let excerpt = self.excerpt(&mut response, deadline).await;
-            let reason = reqwest::StatusCode::from_u16(status)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("");
-            let msg = format!("HTTP {status} {reason}: {excerpt}");
-            return x.fail(
-                FailureClass::Http(status),
-                msg.trim_end_matches([' ', ':']).to_string(),
-            );
-        }
-        let x = self
-            .read_body(&mut response, head_at, deadline, sample_rate, x)
-            .await;
-        if x.ok() {
-            self.http.recycle(response);
-        }
-        x
-    }
-
-    /// Reads the body of `r` (its head arrived at `head_at`): one record per TCP read
-    /// that carried body bytes, stamped when the read returned.
-    async fn read_body(
-        &self,
-        r: &mut Response,
-        head_at: Instant,
-        deadline: Instant,
-        sample_rate: u32,
-        mut x: Exchange,
-    ) -> Exchange {
-        let mut check = BodyCheck::new(sample_rate, self.limits.max_body_bytes);
-        // The response head was the last byte seen: the stall clock restarts there.
-        let mut last = head_at;
-        // When the bytes being decoded were read (those after the head came with it).
-        let mut read_at = head_at;
-        // One timer for the whole body, moved only when it fires early: re-arming a timer
-        // per read costs two timer-wheel locks on the path that timestamps the next read.
-        let timer = tokio::time::sleep_until(self.body_timer_at(last, deadline).into());
-        tokio::pin!(timer);
-        loop {
-            if !r.has_pending() {
-                if r.is_done() {
-                    break;
-                }
-                let filled = tokio::select! {
-                    biased;
-                    f = r.fill() => f,
-                    () = &mut timer => {
-                        let due = self.body_timer_at(last, deadline);
-                        if Instant::now() < due {
-                            timer.as_mut().reset(due.into());
-                            continue;
-                        }
-                        let class = self.expired_class(last, deadline);
-                        return x.fail(class, self.timeout_message(class, "next body byte"));
-                    }
-                };
-                read_at = Instant::now();
-                if let Err(e) = filled {
-                    return x.fail(FailureClass::Transport, error_chain(&e));
-                }
-            }
-            let mut first = true;
-            loop {
-                let data = match r.next_data() {
-                    Err(e) => return x.fail(FailureClass::Transport, error_chain(&e)),
-                    Ok(None) => break,
-                    Ok(Some(d)) => d,
-                };
-                if first {
-                    first = false;
-                    last = read_at;
-                    x.chunks.push(((read_at - x.send_at).as_secs_f64(), 0));
-                }
-                if let Err((class, msg)) = check.feed(&mut x, data) {
-                    return x.fail(class, msg);
-                }
-            }
-        }
-        match check.finish() {
-            Err((class, msg)) => x.fail(class, msg),
-            Ok(pcm) => {
-                x.end_at = Instant::now();
-                x.pcm = pcm;
-                x
-            }
+            audio: capture.then(Vec::new),
         }
     }
 
-    /// Awaits `fut` for at most the read timeout after `since`, and never past `deadline`.
-    async fn wait<F: Future>(
-        &self,
-        since: Instant,
-        deadline: Instant,
-        fut: F,
-    ) -> Result<F::Output, FailureClass> {
-        tokio::time::timeout_at(self.body_timer_at(since, deadline).into(), fut)
-            .await
-            .map_err(|_| self.expired_class(since, deadline))
-    }
-
-    /// When waiting since `since` ends: the read timeout after it, never past `deadline`.
-    fn body_timer_at(&self, since: Instant, deadline: Instant) -> Instant {
-        (since + self.limits.read_timeout).min(deadline)
-    }
-
-    /// Which limit a wait since `since` that ran out hit.
-    fn expired_class(&self, since: Instant, deadline: Instant) -> FailureClass {
-        if deadline <= since + self.limits.read_timeout {
-            FailureClass::Timeout
-        } else {
-            FailureClass::Stall
-        }
-    }
-
-    fn timeout_message(&self, class: FailureClass, what: &str) -> String {
-        match class {
-            FailureClass::Timeout => format!(
-                "request timed out after {:.1} s (total timeout) waiting for the {what}",
-                self.limits.request_timeout.as_secs_f64()
-            ),
-            _ => format!(
-                "stream stalled: no {what} for {:.1} s (read timeout)",
-                self.limits.read_timeout.as_secs_f64()
-            ),
-        }
-    }
-
-    /// Up to 200 characters of an error body, read within a few seconds.
-    async fn excerpt(&self, r: &mut Response, deadline: Instant) -> String {
-        let until =
-            deadline.min(Instant::now() + self.limits.read_timeout.min(Duration::from_secs(5)));
-        let mut buf = Vec::new();
-        'read: while buf.len() < 512 {
-            loop {
-                match r.next_data() {
-                    Ok(Some(d)) => buf.extend_from_slice(d),
-                    Ok(None) => break,
-                    Err(_) => break 'read,
-                }
-            }
-            if r.is_done() || buf.len() >= 512 {
-                break;
-            }
-            match tokio::time::timeout_at(until.into(), r.fill()).await {
-                Ok(Ok(())) => {}
-                _ => break,
-            }
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let collapsed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        collapsed.chars().take(200).collect()
-    }
-}
-
-impl Exchange {
     /// A request the saturation gate did not send: `cap` requests were in flight.
     pub fn saturated(cap: usize) -> Exchange {
         let now = Instant::now();
@@ -331,10 +214,10 @@ impl Exchange {
         }
     }
 
-    fn fail(mut self, class: FailureClass, message: String) -> Exchange {
+    /// Ends the request now as a failure.
+    pub(crate) fn fail(&mut self, class: FailureClass, message: String) {
         self.end_at = Instant::now();
         self.failure = Some(Failure { class, message });
-        self
     }
 
     /// Whether the request succeeded (HTTP 200, whole raw-PCM body read).
@@ -350,7 +233,7 @@ pub(crate) fn saturated_message(cap: usize) -> String {
 
 /// What every piece of a body goes through: the byte counts, the size cap, the PCM sniff
 /// of its first bytes, the PCM analysis and (capturing) the copy of the audio.
-struct BodyCheck {
+pub(crate) struct BodyCheck {
     analyzer: PcmAnalyzer,
     prefix: [u8; SNIFF_LEN],
     have: usize,
@@ -359,7 +242,7 @@ struct BodyCheck {
 }
 
 impl BodyCheck {
-    fn new(sample_rate: u32, max_body_bytes: u64) -> BodyCheck {
+    pub(crate) fn new(sample_rate: u32, max_body_bytes: u64) -> BodyCheck {
         BodyCheck {
             analyzer: PcmAnalyzer::new(sample_rate),
             prefix: [0; SNIFF_LEN],
@@ -370,7 +253,11 @@ impl BodyCheck {
     }
 
     /// Takes one piece of body data into `x` (its bytes go to the latest chunk record).
-    fn feed(&mut self, x: &mut Exchange, data: &[u8]) -> Result<(), (FailureClass, String)> {
+    pub(crate) fn feed(
+        &mut self,
+        x: &mut Exchange,
+        data: &[u8],
+    ) -> Result<(), (FailureClass, String)> {
         if let Some(c) = x.chunks.last_mut() {
             c.1 += data.len() as u64;
         }
@@ -397,7 +284,7 @@ impl BodyCheck {
     }
 
     /// The PCM statistics once the body ended, or why it was not PCM after all.
-    fn finish(self) -> Result<PcmStats, (FailureClass, String)> {
+    pub(crate) fn finish(self) -> Result<PcmStats, (FailureClass, String)> {
         if let Sniff::NotPcm(what) = sniff(&self.prefix[..self.have], true) {
             return Err((FailureClass::NotPcm, not_pcm(what)));
         }
@@ -410,7 +297,7 @@ fn not_pcm(what: &str) -> String {
 }
 
 /// An error with its causes (`error sending request: connection refused`).
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

@@ -1,4 +1,5 @@
-//! Offers a phase of requests to the server: closed loop (a fixed number of workers, a new
+//! Offers a phase of requests to the server on a tokio runtime (the realtime sessions;
+//! speech requests run on `super::evloop` with the same schedule): closed loop (a fixed number of workers, a new
 //! request as each finishes) or open loop (a dispatcher task firing each request at its
 //! absolute deadline, optionally capped in flight: an arrival finding the cap full waits
 //! for a slot, or with the saturation gate is not sent and is recorded as a failure).
@@ -13,10 +14,8 @@ use bytes::Bytes;
 use tokio::runtime::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::client::{Exchange, Target};
 use super::deadline::Deadlines;
-use super::record::{Dispatch, RequestRecord, Sample};
-use super::sink::RecordTx;
+use super::record::{Dispatch, Sample};
 
 /// One request to send.
 #[derive(Debug, Clone)]
@@ -56,59 +55,17 @@ impl InFlight {
     pub(crate) fn leave(&self) {
         self.now.fetch_sub(1, Ordering::SeqCst);
     }
-    /// Requests in flight now.
-    pub(crate) fn now(&self) -> usize {
-        self.now.load(Ordering::SeqCst)
-    }
     /// Largest number in flight at once.
     pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
     }
 }
 
-/// What every request of a phase shares.
-#[derive(Clone)]
-pub(crate) struct PhaseCtx {
-    pub target: Arc<Target>,
-    pub warmup: bool,
-    pub sample_rate: u32,
-    pub records: RecordTx,
-    pub inflight: Arc<InFlight>,
-}
-
-async fn run_one(ctx: &PhaseCtx, job: Job, d: Dispatch, base: Instant) {
-    if let Some(cap) = d.saturated {
-        let x = Exchange::saturated(cap);
-        let rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
-        ctx.records.send(rec);
-        return;
-    }
-    ctx.inflight.enter();
-    let request_id = job.sample.request_id.clone();
-    let mut x = ctx
-        .target
-        .execute(job.body, request_id.as_deref(), ctx.sample_rate)
-        .await;
-    ctx.inflight.leave();
-    let audio = x.audio.take();
-    let mut rec = RequestRecord::new(&d, job.sample, &x, base, ctx.sample_rate);
-    rec.audio = audio;
-    ctx.records.send_as(rec, ctx.inflight.now() > 0);
-}
-
-/// Runs all `jobs` under `load`; returns the phase's start (the first scheduled send).
-pub(crate) fn run_phase(rt: &Runtime, ctx: &PhaseCtx, jobs: Vec<Job>, load: Load) -> Instant {
-    let c = ctx.clone();
-    run_phase_with(rt, ctx.warmup, jobs, load, move |job, d, base| {
-        let c = c.clone();
-        async move { run_one(&c, job, d, base).await }
-    })
-}
-
-/// The scheduling of [`run_phase`] for any kind of request: `run(job, dispatch, base)`
+/// Runs a phase of any kind of request on a tokio runtime: `run(job, dispatch, base)`
 /// sends one request and records it (`base` is the phase's start); with a dispatch
 /// marked `saturated` it records the refusal and sends nothing. Used by the realtime
-/// client, whose requests are WebSocket sessions.
+/// client, whose requests are WebSocket sessions; speech requests run on the event loop
+/// (`super::evloop`), which schedules them the same way.
 pub(crate) fn run_phase_with<J, F, Fut>(
     rt: &Runtime,
     warmup: bool,

@@ -2,16 +2,15 @@
 //! request finishes, at most `COALESCE` late under load) and the records kept for the
 //! statistics.
 //!
-//! A request task hands its record over without waking another thread when it can: it
-//! serialises the line itself and writes it at once if the file was last written at least
-//! `COALESCE` ago (one `write` per request at low load). Under load the lines gather in a
-//! buffer and a runtime timer writes them in one go `COALESCE` later (off a runtime, the
-//! writer thread does).
-//! The wake-up per request this saves was a third of the client's context switches at one
-//! stream (BENCHMARKS.md). Records that carry audio for the quality capture go to the writer
-//! thread, which stores the audio off the runtime threads.
+//! The client's event loop hands each record over without waking another thread when it
+//! can: it serialises the line itself and writes it at once if the file was last written
+//! at least `COALESCE` ago (one `write` per request at low load). Under load the lines
+//! gather in a buffer and the loop writes them in one go `COALESCE` later, on a timeout of
+//! its own. The wake-up per request this saves was a third of the client's context
+//! switches at one stream (BENCHMARKS.md). Records that carry audio for the quality
+//! capture go to the writer thread, which stores the audio off the loop's thread.
 //!
-//! A write on the runtime's one worker holds every stream's read timestamps while it lasts,
+//! A write on the loop's thread holds every stream's read timestamps while it lasts,
 //! so the first one that takes longer than `SLOW_WRITE` (a network or saturated disk) moves
 //! all later writes to the writer thread, and `bench.log` says so.
 
@@ -65,9 +64,11 @@ struct Shared {
 struct State {
     /// Serialised lines not yet written.
     buf: Vec<u8>,
+    /// An empty buffer to take `buf`'s place when it is written.
+    spare: Vec<u8>,
     /// When `buf` was last taken for writing (`None`: not yet).
     last_write: Option<Instant>,
-    /// A write of `buf` after `COALESCE` is scheduled (a runtime timer or the writer thread).
+    /// A write of `buf` after `COALESCE` is scheduled (the loop's timeout or the writer thread).
     flush_asked: bool,
     /// Records with audio, for the writer thread.
     capture: Vec<RequestRecord>,
@@ -100,6 +101,7 @@ impl RecordSink {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 buf: Vec::with_capacity(64 * 1024),
+                spare: Vec::with_capacity(64 * 1024),
                 last_write: None,
                 flush_asked: false,
                 capture: Vec::new(),
@@ -157,34 +159,44 @@ impl RecordSink {
 }
 
 impl RecordTx {
-    /// Takes one finished request's record: written now, or within `COALESCE` when the
-    /// file was written less than that ago.
-    pub(crate) fn send(&self, rec: RequestRecord) {
-        self.send_as(rec, false);
+    /// Takes one finished request's record: written now when the file was last written
+    /// at least `COALESCE` ago; else its line waits, and the result says when the caller
+    /// (the event loop, which keeps its own timers) is to call [`RecordTx::flush_due`].
+    ///
+    /// A request that ended while `others_in_flight` gets no such time: the next request
+    /// to end writes its line (its send finds the buffer due). A timer costs the loop a
+    /// wake-up of its own when nothing else wakes it (about one per request at 50 req/s,
+    /// BENCHMARKS.md); the last request in flight still gets one, so no line waits past
+    /// `COALESCE` once the requests stop ending.
+    pub(crate) fn send(&self, rec: RequestRecord, others_in_flight: bool) -> Option<Instant> {
+        self.take(rec, others_in_flight)
+            .then(|| Instant::now() + COALESCE)
     }
 
-    /// [`RecordTx::send`] by a request that ended while `others_in_flight`: when its line
-    /// has to wait, the next request to end writes it (its send finds the buffer due), and
-    /// no timer is set. A timer costs the worker a wake-up of its own when it runs out, and
-    /// its registration a wake of the driver (about one of each per request at 50 req/s,
-    /// BENCHMARKS.md); the last request in flight still sets one, so no line waits past
-    /// `COALESCE` once the requests stop ending.
-    pub(crate) fn send_as(&self, rec: RequestRecord, others_in_flight: bool) {
+    /// The write asked for by [`RecordTx::send`] is due: writes the waiting lines, or
+    /// asks the writer thread to when it holds the file (it is storing audio).
+    pub(crate) fn flush_due(&self) {
+        self.shared.flush_due();
+    }
+
+    /// Takes the record; `true` when its line waits and a write after `COALESCE` is to be
+    /// scheduled by the caller.
+    fn take(&self, rec: RequestRecord, others_in_flight: bool) -> bool {
         let sh = &*self.shared;
         let mut st = sh.lock();
         if st.closed {
-            return;
+            return false;
         }
         if sh.capture && rec.audio.is_some() {
             st.capture.push(rec);
             drop(st);
             sh.wake.notify_one();
-            return;
+            return false;
         }
         st.take_record(rec, &sh.path);
         let due = st.last_write.is_none_or(|t| t.elapsed() >= COALESCE);
         let slow = sh.slow.load(Ordering::Relaxed);
-        // A runtime thread never waits for the file: when the writer holds it, the writer
+        // The loop's thread never waits for the file: when the writer holds it, the writer
         // takes these lines too.
         match sh.try_file() {
             Some(file) if due && !slow => sh.write_timed(st, file),
@@ -195,29 +207,12 @@ impl RecordTx {
                 if slow {
                     sh.wake.notify_one();
                 } else {
-                    self.flush_later();
+                    return true;
                 }
             }
             _ => {}
         }
-    }
-
-    /// Has the buffered lines written `COALESCE` from now. On a runtime that is a timer
-    /// of its own: the worker handles it in a turn it wakes for anyway, or wakes for it
-    /// alone, and no other thread is woken (the writer thread's wake-up, sleep and wait
-    /// were three context switches per batch). Off a runtime, the writer thread. Every
-    /// runtime of this crate has timers enabled, as `tokio::time::sleep` requires.
-    fn flush_later(&self) {
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                let sh = self.shared.clone();
-                rt.spawn(async move {
-                    tokio::time::sleep(COALESCE).await;
-                    sh.flush_due();
-                });
-            }
-            Err(_) => self.shared.wake.notify_one(),
-        }
+        false
     }
 }
 
@@ -248,7 +243,7 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Holds the file for writing if no one else does (never waits: runtime threads).
+    /// Holds the file for writing if no one else does (never waits: the loop's thread).
     fn try_file(&self) -> Option<MutexGuard<'_, Option<File>>> {
         match self.file.try_lock() {
             Ok(f) => Some(f),
@@ -264,25 +259,32 @@ impl Shared {
 
     /// Takes the buffer and writes it outside the state lock; `file` is held from before
     /// the buffer is taken to after it is written, so lines stay in order.
+    /// The written buffer becomes the next spare: no allocation per write (a new 64 KiB
+    /// buffer per write was most of the event loop's page faults per request).
     fn write_out(&self, mut st: MutexGuard<'_, State>, mut file: MutexGuard<'_, Option<File>>) {
-        let buf = std::mem::replace(&mut st.buf, Vec::with_capacity(64 * 1024));
+        let spare = std::mem::take(&mut st.spare);
+        let mut buf = std::mem::replace(&mut st.buf, spare);
         st.last_write = Some(Instant::now());
         st.flush_asked = false;
         drop(st);
-        if buf.is_empty() {
-            return;
-        }
-        if let Some(f) = file.as_mut()
+        let mut problem = None;
+        if !buf.is_empty()
+            && let Some(f) = file.as_mut()
             && let Err(e) = f.write_all(&buf)
         {
             *file = None;
-            drop(file);
-            let msg = format!("cannot write {}: {e}", self.path.display());
-            self.lock().problem.get_or_insert(msg);
+            problem = Some(format!("cannot write {}: {e}", self.path.display()));
         }
+        drop(file);
+        buf.clear();
+        let mut st = self.lock();
+        if let Some(msg) = problem {
+            st.problem.get_or_insert(msg);
+        }
+        st.spare = buf;
     }
 
-    /// The timer of [`RecordTx::flush_later`] ran out: writes the buffered lines, or asks
+    /// The loop's timer for [`RecordTx::send`] ran out: writes the buffered lines, or asks
     /// the writer thread to when it holds the file (it is storing audio).
     fn flush_due(&self) {
         let st = self.lock();
@@ -307,7 +309,7 @@ impl Shared {
         let took = started.elapsed();
         if took > SLOW_WRITE && !self.slow.swap(true, Ordering::Relaxed) {
             self.lock().moved = Some(format!(
-                "a write of {} took {:.1} ms on the client's runtime thread, which timestamps \
+                "a write of {} took {:.1} ms on the client's event-loop thread, which timestamps \
                  every stream's reads; the writer thread wrote the records after it",
                 self.path.display(),
                 took.as_secs_f64() * 1e3
@@ -371,8 +373,8 @@ impl Shared {
 }
 
 /// Lowers the calling thread's priority (nice +10; Linux nice values are per thread), so
-/// that storing audio and writing records never takes a core from the runtime threads
-/// that timestamp body reads. Best effort: an error leaves the priority as it was.
+/// that storing audio and writing records never takes a core from the event loop's thread,
+/// which timestamps body reads. Best effort: an error leaves the priority as it was.
 fn lower_thread_priority() {
     let tid = nix::unistd::gettid().as_raw();
     // SAFETY: setpriority only reads its integer arguments.
@@ -416,13 +418,13 @@ mod tests {
             .collect()
     }
 
-    /// Waits (at most 5 s, on the runtime) until the file has `n` lines.
-    async fn until_lines(path: &Path, n: usize) {
+    /// Waits (at most 5 s) until the file has `n` lines.
+    fn until_lines(path: &Path, n: usize) {
         for _ in 0..500 {
             if lines(path) == n {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -434,28 +436,34 @@ mod tests {
         (dir, path, sink)
     }
 
-    /// Records sent close together on a runtime reach the file by the runtime's timer,
-    /// before the step ends, in order; the rest at `finish`.
+    /// Waits until `at` and calls `flush_due`, as the event loop does.
+    fn flush_at(tx: &RecordTx, at: Option<Instant>) {
+        let at = at.expect("a flush time for a waiting line");
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        tx.flush_due();
+    }
+
+    /// Records sent close together wait and reach the file at the flush time the send
+    /// returned, before the step ends, in order; the rest at `finish`.
     #[test]
-    fn buffered_lines_are_written_by_the_runtime_timer_before_the_end() {
+    fn waiting_lines_are_written_at_the_flush_time_before_the_end() {
         let (_dir, path, sink) = sink_in_temp(3);
-        // The client's own runtime (one worker).
-        let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
-        rt.block_on(async {
-            tokio::spawn(async move {
-                // The first is written at once; the next two within `COALESCE` of it wait.
-                for i in 0..3 {
-                    tx.send(record(i));
-                }
-            })
-            .await
-            .unwrap();
-            // The timer's write is due after 10 ms.
-            until_lines(&path, 3).await;
-        });
-        assert_eq!(lines(&path), 3, "buffered lines not written before the end");
-        sink.sender().send(record(3));
+        // The first is written at once; the next two within `COALESCE` of it wait.
+        assert_eq!(tx.send(record(0), false), None);
+        assert_eq!(lines(&path), 1);
+        let at = tx.send(record(1), false);
+        assert!(at.is_some());
+        // Asked already: the second waiting line gets no time of its own.
+        assert_eq!(tx.send(record(2), false), None);
+        assert_eq!(lines(&path), 1);
+        flush_at(&tx, at);
+        assert_eq!(
+            lines(&path),
+            3,
+            "waiting lines not written at the flush time"
+        );
+        tx.send(record(3), false);
         let (all, problem) = sink.finish();
         assert_eq!(problem, None);
         assert_eq!(all.len(), 4);
@@ -463,59 +471,49 @@ mod tests {
     }
 
     /// A line sent while other requests are in flight waits for the next send (no
-    /// timer); the last request in flight sets the timer again.
+    /// flush time); the last request in flight gets one again.
     #[test]
     fn with_requests_in_flight_the_next_send_writes_the_waiting_line() {
         let (_dir, path, sink) = sink_in_temp(4);
-        let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
-        let p = path.clone();
-        rt.block_on(async move {
-            tokio::spawn(async move {
-                tx.send_as(record(0), true);
-                tx.send_as(record(1), true);
-                assert_eq!(
-                    lines(&p),
-                    1,
-                    "the first is written at once, the second waits"
-                );
-                // Five times `COALESCE`: a timer would have written it by now.
-                tokio::time::sleep(5 * COALESCE).await;
-                assert_eq!(lines(&p), 1, "no timer for a line with requests in flight");
-                tx.send_as(record(2), true);
-                assert_eq!(
-                    lines(&p),
-                    3,
-                    "the next send wrote the waiting line and its own"
-                );
-                tx.send_as(record(3), false);
-                until_lines(&p, 4).await;
-                assert_eq!(lines(&p), 4, "the last request's line by the timer");
-            })
-            .await
-            .unwrap();
-        });
+        assert_eq!(tx.send(record(0), true), None);
+        assert_eq!(tx.send(record(1), true), None);
+        assert_eq!(
+            lines(&path),
+            1,
+            "the first is written at once, the second waits"
+        );
+        std::thread::sleep(5 * COALESCE);
+        assert_eq!(
+            lines(&path),
+            1,
+            "nothing writes a line with requests in flight"
+        );
+        assert_eq!(tx.send(record(2), true), None);
+        assert_eq!(
+            lines(&path),
+            3,
+            "the next send wrote the waiting line and its own"
+        );
+        let at = tx.send(record(3), false);
+        flush_at(&tx, at);
+        assert_eq!(lines(&path), 4, "the last request's line at its flush time");
         let (all, problem) = sink.finish();
         assert_eq!((all.len(), problem), (4, None));
         assert_eq!(indices(&path), ["0", "1", "2", "3"]);
     }
 
-    /// Off a runtime the writer thread writes the buffered lines.
+    /// After `finish` the writer thread has written every line, flushed or not.
     #[test]
-    fn off_a_runtime_the_writer_thread_writes_them() {
+    fn finish_writes_the_lines_still_waiting() {
         let (_dir, path, sink) = sink_in_temp(2);
         let tx = sink.sender();
-        tx.send(record(0));
-        tx.send(record(1));
-        for _ in 0..500 {
-            if lines(&path) == 2 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(lines(&path), 2);
+        tx.send(record(0), false);
+        assert!(tx.send(record(1), false).is_some());
         let (all, _) = sink.finish();
         assert_eq!(all.len(), 2);
+        until_lines(&path, 2);
+        assert_eq!(lines(&path), 2);
     }
 }
 
@@ -554,28 +552,24 @@ mod slow_tests {
         let path = dir.path().join("records.jsonl");
         let reader = slow_reader(&path);
         let sink = RecordSink::start(&path, Progress::new("t", 40, false));
-        // The client's own runtime (one worker).
-        let rt = crate::native::runtime().unwrap();
         let tx = sink.sender();
         let shared = sink.shared.clone();
-        rt.block_on(async move {
-            for i in 0..40 {
-                // Each record is due at once: the task writes it itself until a write is slow.
-                tx.send(record(i));
-                tokio::time::sleep(COALESCE + Duration::from_millis(1)).await;
-            }
-        });
+        for i in 0..40 {
+            // Each record is due at once: the sender writes it itself until a write is slow.
+            tx.send(record(i), false);
+            std::thread::sleep(COALESCE + Duration::from_millis(1));
+        }
+        drop(tx);
         let slow = shared.slow.load(Ordering::Relaxed);
         // The file closes (the reader's end of input) with the last handle on it.
         drop(shared);
         let (all, problem) = sink.finish();
-        drop(rt);
         let text = String::from_utf8(reader.join().unwrap()).unwrap();
         assert!(slow, "no write was slow");
         assert_eq!(all.len(), 40);
         let problem = problem.unwrap_or_default();
         assert!(
-            problem.contains("on the client's runtime thread") && problem.contains(" ms "),
+            problem.contains("on the client's event-loop thread") && problem.contains(" ms "),
             "{problem}"
         );
         let ids: Vec<u64> = text

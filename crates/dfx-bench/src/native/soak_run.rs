@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use dfx_core::bench::{BenchContext, BenchOutcome};
 use dfx_core::plan::ConnectionMode;
 
+use super::evloop::Engine;
 use super::log::BenchLog;
 use super::prepare::{self, RowSource};
 use super::progress::Progress;
@@ -35,7 +36,6 @@ impl NativeBench {
         log.write(&super::connection_line(self.connection(entry), s, entry));
         let seed = entry.seed.unwrap_or(s.seed);
         let prefix = prepare::request_id_prefix(entry);
-        let rt = super::runtime()?;
         let progress = Progress::new(&trial.name, 0, false);
         let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
         let start = Instant::now();
@@ -44,6 +44,7 @@ impl NativeBench {
             .and_then(|d| start.checked_add(d))
             .unwrap_or(start);
         let (mut started, mut rss, mut last, mut peak) = (Vec::new(), Vec::new(), None, 0);
+        let mut engine: Option<Engine> = None;
         for b in 0..MAX_BATCHES {
             if b > 0 && Instant::now() >= deadline {
                 break;
@@ -77,14 +78,26 @@ impl NativeBench {
                     log.write(&note);
                 }
             }
-            let (base, batch_peak) = super::run_prepared(&rt, &sink, &mut p);
+            // One event loop for every batch: a pooled soak keeps its connections.
+            if engine.is_none() {
+                match Engine::new(p.target.clone(), p.sample_rate) {
+                    Ok(e) => engine = Some(e),
+                    Err(e) => {
+                        let _ = sink.finish();
+                        return Err(e);
+                    }
+                }
+            }
+            let Some(engine) = engine.as_mut() else {
+                continue;
+            };
+            let (base, batch_peak) = super::run_prepared(engine, &sink, &mut p);
             peak = peak.max(batch_peak);
             started.push(soak::since(start, base));
             rss.push(ctx.server_group.and_then(soak::group_rss_mb));
             last = Some(p);
         }
         let (records, problem) = sink.finish();
-        rt.shutdown_timeout(Duration::from_secs(5));
         if let Some(problem) = problem {
             log.write(&format!("warning: {problem}"));
         }

@@ -1,7 +1,7 @@
 //! The server URL, parsed once: host, port, the request target, the `Host` header, and
 //! the socket address when the host is an IP literal (no resolution per connection).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use super::Error;
 
@@ -67,13 +67,14 @@ impl Endpoint {
         })
     }
 
-    /// The server's addresses: the literal, or the host name resolved now.
-    pub(crate) async fn addrs(&self) -> Result<Vec<SocketAddr>, Error> {
+    /// The server's addresses: the literal, or the host name resolved now (blocking:
+    /// the event loop resolves once per step, before its first connection).
+    pub(crate) fn addrs(&self) -> Result<Vec<SocketAddr>, Error> {
         if let Some(a) = self.addr {
             return Ok(vec![a]);
         }
-        tokio::net::lookup_host((self.host.as_str(), self.port))
-            .await
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
             .map(Iterator::collect)
             .map_err(|source| Error::Resolve {
                 authority: self.authority.clone(),

@@ -1,33 +1,23 @@
-//! A purpose-built HTTP/1.1 client for the streamed speech request (the native bench's
-//! hot path): plain `http://` only, the URL parsed once when the [`Client`] is built, one
-//! read buffer per connection, no allocation per body read.
+//! The HTTP/1.1 pieces of the streamed speech request (the native bench's hot path), free
+//! of I/O: plain `http://` only, the URL parsed once per step. The event loop
+//! (`super::evloop`) owns the connections and their buffers and drives these.
 //!
 //! - [`endpoint`]: the parsed URL and the server's address.
-//! - [`request`]: the request head, built once per client and completed per request.
+//! - [`request`]: the request head, built once per step and completed per request.
 //! - [`head`]: the response head (`httparse`), bounded in size.
 //! - [`body`]: chunked, `Content-Length` and read-until-close body decoding, bounded
 //!   chunk-size lines and trailers.
-//! - [`conn`]: one TCP connection, its read buffer and the response being read.
-//! - [`pool`]: the client: a keep-alive pool for the endpoint (pooled) or a new
-//!   connection per request (fresh).
 //!
 //! Every limit is fixed, so no response can make the client allocate without bound; every
 //! error is an [`Error`] value, never a panic.
 
 pub(crate) mod body;
-pub(crate) mod conn;
 pub(crate) mod endpoint;
 pub(crate) mod head;
-pub(crate) mod pool;
 pub(crate) mod request;
 
-#[cfg(test)]
-mod tests;
-
 pub(crate) use body::BodyError;
-pub(crate) use conn::Response;
 pub(crate) use endpoint::Endpoint;
-pub(crate) use pool::Client;
 
 use std::io;
 

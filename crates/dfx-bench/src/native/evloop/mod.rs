@@ -25,6 +25,7 @@ mod timers;
 #[cfg(test)]
 mod tests;
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,8 +99,8 @@ pub(crate) struct Engine {
     peak: usize,
     generation: u64,
     flush_at: Option<Instant>,
-    /// Requests that ended and are not yet handed to the outlet.
-    ended: Vec<Request>,
+    /// Requests that ended and are not yet handed to the outlet, in the order they ended.
+    ended: VecDeque<Request>,
 }
 
 impl Engine {
@@ -127,7 +128,7 @@ impl Engine {
             peak: 0,
             generation: 0,
             flush_at: None,
-            ended: Vec::new(),
+            ended: VecDeque::new(),
         })
     }
 
@@ -201,7 +202,7 @@ impl Engine {
 
     /// Hands the ended requests to `out` and sends what the plan has next for each.
     fn settle(&mut self, plan: &mut Plan, warmup: bool, base: Instant, out: &mut dyn Outlet) {
-        while let Some(req) = self.ended.pop() {
+        while let Some(req) = self.ended.pop_front() {
             let others = self.in_flight > 0;
             let Request {
                 job, dispatch, x, ..
@@ -430,7 +431,7 @@ impl Engine {
 
     fn end(&mut self, req: Request) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        self.ended.push(req);
+        self.ended.push_back(req);
     }
 
     /// The most recently used idle connection still open; closes the stale ones.

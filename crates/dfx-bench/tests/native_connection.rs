@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
-use dfx_core::plan::{ConnectionMode, StepKind};
+use dfx_core::plan::{ConnectionMode, Dialect, StepKind};
+use dfx_core::runner_keys::{RunnerKeys, SoakKeys};
 use native_support::{TrialSpec, trial};
 
 /// HTTP/1.1 keep-alive server on an ephemeral port: every request gets 4800 bytes of
@@ -152,4 +153,62 @@ fn default_is_fresh_the_entry_key_chooses_and_the_flag_wins() {
     assert_eq!(mode, "fresh");
     assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize);
     assert_eq!(step(Some(ConnectionMode::Fresh), Some(true)).1, "pooled");
+}
+
+/// Runs a soak (stability entry, batches of 2, 2 warmups) for `seconds` with `mode`;
+/// returns the connections the server accepted, the batches run and the requests sent.
+fn soak(mode: ConnectionMode, seconds: f64) -> (usize, u64, u64) {
+    let server = Counting::start();
+    let mut t = trial(TrialSpec {
+        kind: StepKind::Concurrency { max_concurrency: 2 },
+        num_prompts: 2,
+        num_warmups: Some(WARMUPS),
+        ..TrialSpec::default()
+    });
+    let e = Arc::make_mut(&mut t.entry);
+    e.dialect = Dialect::Stability;
+    e.runner = RunnerKeys::Stability(SoakKeys {
+        duration_s: seconds,
+        words: (2, 4),
+    });
+    e.connection = Some(mode);
+    let dir = tempfile::tempdir().unwrap();
+    let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
+    let ctx = BenchContext {
+        trial: &t,
+        base_url: server.url.clone(),
+        host: "127.0.0.1".into(),
+        port,
+        out_dir: dir.path().to_path_buf(),
+        hardware: "na".into(),
+        judge_url: None,
+        server_group: None,
+    };
+    let settings = NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..NativeSettings::default()
+    };
+    let outcome = NativeBench::new(settings).run(&ctx);
+    let doc = outcome.result.expect("a result");
+    assert_eq!(doc["failed"], 0, "{:?}", outcome.errors);
+    let batches = doc["stability"]["batches_run"].as_u64().unwrap();
+    let sent = doc["num_prompts"].as_u64().unwrap();
+    (server.accepted.load(Ordering::SeqCst), batches, sent)
+}
+
+/// Every batch of a soak runs on the same event loop: pooled, the connections the warmups
+/// opened carry every batch; fresh, each request has its own.
+#[test]
+fn a_pooled_soak_keeps_its_connections_across_batches() {
+    let (pooled, batches, sent) = soak(ConnectionMode::Pooled, 0.2);
+    assert!(batches >= 3, "only {batches} batch(es) in 0.2 s");
+    assert_eq!(sent, 2 * batches);
+    assert!(
+        pooled <= 4,
+        "pooled soak opened {pooled} connections for {batches} batches"
+    );
+    let (fresh, batches, sent) = soak(ConnectionMode::Fresh, 0.1);
+    assert_eq!(sent, 2 * batches);
+    assert_eq!(fresh as u64, sent + u64::from(WARMUPS), "one per request");
 }

@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
-use dfx_core::plan::{ConnectionMode, Dialect, StepKind};
+use dfx_core::plan::{ConnectionMode, Dialect, StepKind, Trial};
 use dfx_core::runner_keys::{RunnerKeys, SoakKeys};
 use native_support::{TrialSpec, trial};
+use serde_json::{Map, Value};
 
 /// HTTP/1.1 keep-alive server on an ephemeral port: every request gets 4800 bytes of
 /// PCM with a `Content-Length`; `accepted` counts TCP connections. One thread per
@@ -79,27 +80,17 @@ impl Counting {
     }
 }
 
-const N: u64 = 6;
-const WARMUPS: u32 = 2;
-
-/// Runs one closed-loop step (c = 2, 6 requests, 2 warmups) and returns the connections
-/// the server accepted and the result's `connection`.
-fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize, String) {
-    let server = Counting::start();
-    let ds =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke");
-    let mut t = trial(TrialSpec {
-        dataset_path: ds.to_str().unwrap(),
-        kind: StepKind::Concurrency { max_concurrency: 2 },
-        num_prompts: N,
-        num_warmups: Some(WARMUPS),
-        ..TrialSpec::default()
-    });
-    Arc::make_mut(&mut t.entry).connection = entry_mode;
+/// Runs trial `t` against `server` (`flag_reuse`: as `--connection`); the result, which
+/// must have no failed request, and the output folder.
+fn run(
+    t: &Trial,
+    server: &Counting,
+    flag_reuse: Option<bool>,
+) -> (Map<String, Value>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
     let ctx = BenchContext {
-        trial: &t,
+        trial: t,
         base_url: server.url.clone(),
         host: "127.0.0.1".into(),
         port,
@@ -120,6 +111,27 @@ fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize,
     let outcome = bench.run(&ctx);
     let doc = outcome.result.expect("a result");
     assert_eq!(doc["failed"], 0, "{:?}", outcome.errors);
+    (doc, dir)
+}
+
+const N: u64 = 6;
+const WARMUPS: u32 = 2;
+
+/// Runs one closed-loop step (c = 2, 6 requests, 2 warmups) and returns the connections
+/// the server accepted and the result's `connection`.
+fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize, String) {
+    let server = Counting::start();
+    let ds =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke");
+    let mut t = trial(TrialSpec {
+        dataset_path: ds.to_str().unwrap(),
+        kind: StepKind::Concurrency { max_concurrency: 2 },
+        num_prompts: N,
+        num_warmups: Some(WARMUPS),
+        ..TrialSpec::default()
+    });
+    Arc::make_mut(&mut t.entry).connection = entry_mode;
+    let (doc, dir) = run(&t, &server, flag_reuse);
     let log = std::fs::read_to_string(dir.path().join("bench.log")).unwrap();
     assert!(log.contains("connections: "), "{log}");
     (
@@ -172,26 +184,7 @@ fn soak(mode: ConnectionMode, seconds: f64) -> (usize, u64, u64) {
         words: (2, 4),
     });
     e.connection = Some(mode);
-    let dir = tempfile::tempdir().unwrap();
-    let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
-    let ctx = BenchContext {
-        trial: &t,
-        base_url: server.url.clone(),
-        host: "127.0.0.1".into(),
-        port,
-        out_dir: dir.path().to_path_buf(),
-        hardware: "na".into(),
-        judge_url: None,
-        server_group: None,
-    };
-    let settings = NativeSettings {
-        auth_token_env: None,
-        progress: false,
-        ..NativeSettings::default()
-    };
-    let outcome = NativeBench::new(settings).run(&ctx);
-    let doc = outcome.result.expect("a result");
-    assert_eq!(doc["failed"], 0, "{:?}", outcome.errors);
+    let (doc, _dir) = run(&t, &server, None);
     let batches = doc["stability"]["batches_run"].as_u64().unwrap();
     let sent = doc["num_prompts"].as_u64().unwrap();
     (server.accepted.load(Ordering::SeqCst), batches, sent)

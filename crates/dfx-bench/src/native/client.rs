@@ -197,21 +197,12 @@ impl Exchange {
 
     /// A request the saturation gate did not send: `cap` requests were in flight.
     pub fn saturated(cap: usize) -> Exchange {
-        let now = Instant::now();
-        Exchange {
-            send_at: now,
-            end_at: now,
-            status: None,
-            chunks: Vec::new(),
-            bytes: 0,
-            connect: None,
-            failure: Some(Failure {
-                class: FailureClass::Saturated,
-                message: saturated_message(cap),
-            }),
-            pcm: PcmStats::default(),
-            audio: None,
-        }
+        let mut x = Exchange::start(Instant::now(), false);
+        x.failure = Some(Failure {
+            class: FailureClass::Saturated,
+            message: saturated_message(cap),
+        });
+        x
     }
 
     /// Ends the request now as a failure.

@@ -33,24 +33,82 @@ pub(crate) fn fallback_warning() -> Option<String> {
     })
 }
 
-/// Waits for absolute deadlines, one at a time.
-pub(crate) struct Deadlines {
-    /// `None` when no timer could be set up: deadlines then use the runtime's timers
-    /// (millisecond resolution).
-    timer: Option<AsyncFd<Timer>>,
+/// A one-shot `timerfd` armed at an [`Instant`]: the tokio dispatcher's ([`Deadlines`])
+/// and the speech event loop's (`super::evloop`) send deadlines.
+pub(crate) struct Clock {
+    timer: TimerFd,
     /// One `Instant` and the `CLOCK_MONOTONIC` reading taken right after it; `Instant` is
     /// that clock on Linux, so later instants convert by their distance from it. The
     /// reading is the later of the two, so a converted deadline is never early.
     origin: (Instant, TimeSpec),
+    /// The expiry armed now, if any.
+    armed: Option<Instant>,
 }
 
-/// The timer's file descriptor, in the form the reactor registers.
-struct Timer(TimerFd);
-
-impl AsRawFd for Timer {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_fd().as_raw_fd()
+impl Clock {
+    /// A disarmed timer.
+    pub(crate) fn new() -> io::Result<Clock> {
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )?;
+        let now = Instant::now();
+        let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+        Ok(Clock {
+            timer,
+            origin: (now, ts),
+            armed: None,
+        })
     }
+
+    /// Expires at `t` (a system call only when `t` is not what is armed already).
+    pub(crate) fn arm(&mut self, t: Instant) -> io::Result<()> {
+        if self.armed == Some(t) {
+            return Ok(());
+        }
+        let since = t.saturating_duration_since(self.origin.0);
+        let at = self.origin.1 + TimeSpec::from_duration(since);
+        self.timer.set(
+            Expiration::OneShot(at),
+            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+        )?;
+        self.armed = Some(t);
+        Ok(())
+    }
+
+    /// The expiry armed now, if any.
+    pub(crate) fn armed(&self) -> Option<Instant> {
+        self.armed
+    }
+
+    /// Consumes the expiry: `WouldBlock` while the armed time has not come (or nothing
+    /// was armed), and the timer stays armed.
+    pub(crate) fn read_expiry(&mut self) -> io::Result<()> {
+        let mut count = [0u8; 8];
+        loop {
+            match nix::unistd::read(self.timer.as_fd(), &mut count) {
+                Ok(_) => {
+                    self.armed = None;
+                    return Ok(());
+                }
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(io::Error::from(e)),
+            }
+        }
+    }
+}
+
+impl AsRawFd for Clock {
+    fn as_raw_fd(&self) -> RawFd {
+        self.timer.as_fd().as_raw_fd()
+    }
+}
+
+/// Waits for absolute deadlines, one at a time.
+pub(crate) struct Deadlines {
+    /// `None` when no timer could be set up: deadlines then use the runtime's timers
+    /// (millisecond resolution).
+    timer: Option<AsyncFd<Clock>>,
 }
 
 impl Deadlines {
@@ -58,22 +116,19 @@ impl Deadlines {
     /// without one, as every runtime resource does). Falls back to
     /// the runtime's millisecond timers when the timer cannot be made.
     pub(crate) fn new() -> Deadlines {
-        let timer = TimerFd::new(
-            ClockId::CLOCK_MONOTONIC,
-            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
-        )
-        .map_err(|e| format!("timerfd_create: {e}"))
-        .and_then(|t| {
-            // SAFETY: `Timer` owns the timer's descriptor, which stays open as long as the
-            // `AsyncFd` holds it, and `as_raw_fd` always returns that descriptor.
-            unsafe { AsyncFd::register_with_interest(Timer(t), Interest::READABLE) }
-                .map_err(|e| format!("registering the timerfd: {e}"))
-        });
+        let timer = Clock::new()
+            .map_err(|e| format!("timerfd_create: {e}"))
+            .and_then(|c| {
+                // SAFETY: `Clock` owns the timer's descriptor, which stays open as long as
+                // the `AsyncFd` holds it, and `as_raw_fd` always returns that descriptor.
+                unsafe { AsyncFd::register_with_interest(c, Interest::READABLE) }
+                    .map_err(|e| format!("registering the timerfd: {e}"))
+            });
         match timer {
-            Ok(t) => Deadlines::with(Some(t)),
+            Ok(t) => Deadlines { timer: Some(t) },
             Err(why) => {
                 let _ = FELL_BACK.set(why);
-                Deadlines::with(None)
+                Deadlines { timer: None }
             }
         }
     }
@@ -81,23 +136,7 @@ impl Deadlines {
     /// Deadlines on the runtime's millisecond timers only (the fallback).
     #[cfg(test)]
     fn coarse() -> Deadlines {
-        Deadlines::with(None)
-    }
-
-    fn with(timer: Option<AsyncFd<Timer>>) -> Deadlines {
-        let now = Instant::now();
-        let clock = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC);
-        // Without the clock there is no conversion: the millisecond timers then.
-        match clock {
-            Ok(ts) => Deadlines {
-                timer,
-                origin: (now, ts),
-            },
-            Err(_) => Deadlines {
-                timer: None,
-                origin: (now, TimeSpec::new(0, 0)),
-            },
-        }
+        Deadlines { timer: None }
     }
 
     /// Whether deadlines are kept to the nanosecond (the timer) or to the millisecond.
@@ -113,25 +152,21 @@ impl Deadlines {
             tokio::task::consume_budget().await;
             return;
         }
-        if let Some(timer) = &self.timer {
-            let at = self.origin.1 + TimeSpec::from_duration(t - self.origin.0);
-            let armed = timer.get_ref().0.set(
-                Expiration::OneShot(at),
-                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
-            );
-            if armed.is_ok() && wait_expiry(timer).await.is_ok() {
-                return;
-            }
+        if let Some(timer) = &mut self.timer
+            && timer.get_mut().arm(t).is_ok()
+            && wait_expiry(timer).await.is_ok()
+        {
+            return;
         }
         tokio::time::sleep_until(t.into()).await;
     }
 }
 
 /// Waits until the armed timer expires and consumes the expiry.
-async fn wait_expiry(timer: &AsyncFd<Timer>) -> io::Result<()> {
+async fn wait_expiry(timer: &mut AsyncFd<Clock>) -> io::Result<()> {
     loop {
-        let mut ready = timer.readable().await?;
-        match ready.try_io(|t| read_expiries(t.get_ref())) {
+        let mut ready = timer.readable_mut().await?;
+        match ready.try_io(|t| t.get_mut().read_expiry()) {
             Ok(done) => {
                 // The expiry is consumed and the timer one-shot: the next wait must not
                 // start from this readiness (a read that fails, one syscall per request).
@@ -140,18 +175,6 @@ async fn wait_expiry(timer: &AsyncFd<Timer>) -> io::Result<()> {
             }
             // Not expired yet: readiness cleared, wait again.
             Err(_would_block) => continue,
-        }
-    }
-}
-
-/// Reads the timer's expiry count (8 bytes); `WouldBlock` before it expired.
-fn read_expiries(t: &Timer) -> io::Result<()> {
-    let mut count = [0u8; 8];
-    loop {
-        match nix::unistd::read(t.0.as_fd(), &mut count) {
-            Ok(_) => return Ok(()),
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(io::Error::from(e)),
         }
     }
 }

@@ -27,6 +27,7 @@ mod tests;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,8 +37,9 @@ use mio::{Events, Interest, Poll, Token};
 
 use self::plan::{Admit, Arrival, Plan};
 use self::stream::{Buffers, Connecting, Request, State, Stream, Wait};
-use self::timers::{Clock, Due, Timeouts};
+use self::timers::{Due, Timeouts};
 use super::client::{Exchange, FailureClass, Target, error_chain};
+use super::deadline::Clock;
 use super::driver::{Job, Load};
 use super::http1::Error;
 use super::record::{Dispatch, Sample};
@@ -109,7 +111,7 @@ impl Engine {
         let poll = Poll::new().map_err(|e| format!("cannot create the event loop: {e}"))?;
         let clock = Clock::new().map_err(|e| format!("cannot create the send timer: {e}"))?;
         poll.registry()
-            .register(&mut SourceFd(&clock.fd()), TIMER, Interest::READABLE)
+            .register(&mut SourceFd(&clock.as_raw_fd()), TIMER, Interest::READABLE)
             .map_err(|e| format!("cannot register the send timer: {e}"))?;
         Ok(Engine {
             target,
@@ -207,9 +209,8 @@ impl Engine {
             let Request {
                 job, dispatch, x, ..
             } = req;
-            if let Some(at) = out.ended(dispatch, job.sample, x, base, others) {
-                self.flush_at = Some(self.flush_at.map_or(at, |f| f.min(at)));
-            }
+            let flush = out.ended(dispatch, job.sample, x, base, others);
+            self.flush_by(flush);
             if let Some(a) = plan.after_end(self.in_flight) {
                 self.launch(a, warmup);
             }
@@ -239,7 +240,13 @@ impl Engine {
             saturated: Some(cap),
         };
         let x = Exchange::saturated(cap);
-        if let Some(at) = out.ended(d, a.job.sample, x, base, self.in_flight > 0) {
+        let flush = out.ended(d, a.job.sample, x, base, self.in_flight > 0);
+        self.flush_by(flush);
+    }
+
+    /// Keeps the earliest records write the outlet asked for.
+    fn flush_by(&mut self, at: Option<Instant>) {
+        if let Some(at) = at {
             self.flush_at = Some(self.flush_at.map_or(at, |f| f.min(at)));
         }
     }
@@ -471,7 +478,8 @@ impl Engine {
         }
         for e in events.iter() {
             if e.token() == TIMER {
-                self.clock.expired();
+                // A stale event finds no expiry: the timer then stays armed.
+                let _ = self.clock.read_expiry();
                 continue;
             }
             let closed = e.is_read_closed() || e.is_error();

@@ -95,6 +95,18 @@ fn target(url: &str, reuse: bool) -> Arc<Target> {
     target_with(url, reuse, LIMITS)
 }
 
+/// An event loop for `url` (capturing bodies).
+fn engine_with(url: &str, reuse: bool, limits: Limits) -> Engine {
+    Engine::new(target_with(url, reuse, limits), 24_000).unwrap()
+}
+
+fn engine(url: &str, reuse: bool) -> Engine {
+    engine_with(url, reuse, LIMITS)
+}
+
+/// A whole 200 response with a two-byte body.
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
 /// Keeps every ended request, in the order they ended.
 #[derive(Default)]
 struct Kept(Vec<(Dispatch, Exchange)>);
@@ -157,8 +169,7 @@ fn chunked_body_split_across_reads_at_every_boundary() {
         std::thread::sleep(Duration::from_millis(3));
         let _ = s.write_all(b);
     });
-    let t = target(&url, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, false);
     for _ in 0..=CHUNKED.len() {
         let (status, data) = get(&mut e, "r").unwrap();
         assert_eq!((status, data.as_slice()), (200, &b"abcdefghij"[..]));
@@ -175,8 +186,7 @@ fn request_as_written_and_content_length_reuse() {
             let _ = s.write_all(reply.as_bytes());
         }
     });
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, true);
     let (status, echo) = get(&mut e, "id-1").unwrap();
     let echo = String::from_utf8(echo).unwrap();
     let authority = url.trim_start_matches("http://").split('/').next().unwrap();
@@ -204,12 +214,8 @@ fn request_as_written_and_content_length_reuse() {
 
 #[test]
 fn fresh_connections_and_connection_close_do_not_reuse() {
-    let (url, accepted) = replying(
-        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
-        usize::MAX,
-    );
-    let t = target(&url, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let (url, accepted) = replying(OK, usize::MAX);
+    let mut e = engine(&url, false);
     let xs = run(&mut e, &["a", "b"]);
     assert!(
         xs.iter().all(|x| x.ok() && x.connect.is_some()),
@@ -220,8 +226,7 @@ fn fresh_connections_and_connection_close_do_not_reuse() {
 
     let close = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok";
     let (url, accepted) = replying(close, usize::MAX);
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, true);
     assert!(run(&mut e, &["a", "b"]).iter().all(Exchange::ok));
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
@@ -235,8 +240,7 @@ fn body_until_close_and_interim_heads() {
             let _ = s.write_all(b"part two");
         }
     });
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, true);
     let x = run(&mut e, &["a"]).pop().unwrap();
     assert_eq!(x.audio.as_deref(), Some(&b"part one part two"[..]));
     assert_eq!(
@@ -253,9 +257,8 @@ fn body_until_close_and_interim_heads() {
 #[test]
 fn server_closed_idle_connection_is_not_reused() {
     // Answers one request per connection, then closes it at once.
-    let (url, accepted) = replying(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", 1);
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let (url, accepted) = replying(OK, 1);
+    let mut e = engine(&url, true);
     get(&mut e, "a").unwrap();
     assert_eq!(e.idle.len(), 1);
     std::thread::sleep(Duration::from_millis(20));
@@ -275,11 +278,10 @@ fn unanswered_request_is_sent_again_once_on_a_new_connection() {
                 return;
             }
             served += 1;
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+            let _ = s.write_all(OK);
         }
     });
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, true);
     // Both in one phase: the second goes out at once on the idle connection.
     let xs = run(&mut e, &["a", "b"]);
     assert!(xs[0].ok() && xs[1].ok(), "{:?}", xs[1].failure);
@@ -298,11 +300,10 @@ fn partly_answered_request_is_not_sent_again() {
                 return;
             }
             served += 1;
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+            let _ = s.write_all(OK);
         }
     });
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, true);
     let xs = run(&mut e, &["a", "b"]);
     let f = xs[1].failure.clone().unwrap();
     assert_eq!(f.class, FailureClass::Transport);
@@ -316,8 +317,7 @@ fn partly_answered_request_is_not_sent_again() {
 
 /// A server that answers every request with `reply` and closes: the failure message.
 fn fails_with(reply: &'static [u8]) -> String {
-    let t = target(&replying(reply, 1).0, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&replying(reply, 1).0, false);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Transport, "{msg}");
     msg
@@ -353,8 +353,7 @@ fn oversize_head_is_an_error_not_an_allocation() {
             }
         }
     });
-    let t = target(&url, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, false);
     let (_, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(msg, format!("response head larger than {READ_BUF} bytes"));
 }
@@ -366,8 +365,7 @@ fn refused_connection_and_bad_urls() {
         .local_addr()
         .unwrap()
         .port();
-    let t = target(&format!("http://127.0.0.1:{port}/x"), true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&format!("http://127.0.0.1:{port}/x"), true);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Transport);
     assert!(msg.starts_with("cannot connect to 127.0.0.1:"), "{msg}");
@@ -379,8 +377,7 @@ fn refused_connection_and_bad_urls() {
 fn error_status_keeps_an_excerpt_of_its_body() {
     let reply =
         b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 21\r\n\r\n{\"error\":  \"busy\"}\n\n";
-    let t = target(&replying(reply, 1).0, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&replying(reply, 1).0, false);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Http(503));
     assert_eq!(msg, "HTTP 503 Service Unavailable: {\"error\": \"busy\"}");
@@ -399,8 +396,7 @@ fn a_stalled_body_and_a_silent_server_end_by_their_timeouts() {
         read_timeout: Duration::from_millis(200),
         ..LIMITS
     };
-    let t = target_with(&url, false, quick);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine_with(&url, false, quick);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Stall);
     assert_eq!(
@@ -416,8 +412,7 @@ fn a_stalled_body_and_a_silent_server_end_by_their_timeouts() {
         request_timeout: Duration::from_millis(150),
         ..LIMITS
     };
-    let t = target_with(&url, false, total);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine_with(&url, false, total);
     let started = Instant::now();
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Timeout);
@@ -434,19 +429,14 @@ fn a_stalled_body_and_a_silent_server_end_by_their_timeouts() {
 #[test]
 fn a_body_over_the_cap_and_a_wav_body_fail_by_class() {
     let big = b"HTTP/1.1 200 OK\r\ncontent-length: 64\r\n\r\n0123456789012345678901234567890123456789012345678901234567890123";
-    let t = target_with(
-        &replying(big, 1).0,
-        false,
-        Limits {
-            max_body_bytes: 16,
-            ..LIMITS
-        },
-    );
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let small = Limits {
+        max_body_bytes: 16,
+        ..LIMITS
+    };
+    let mut e = engine_with(&replying(big, 1).0, false, small);
     assert_eq!(get(&mut e, "a").unwrap_err().0, FailureClass::Oversize);
     let wav = b"HTTP/1.1 200 OK\r\ncontent-length: 12\r\n\r\nRIFF\0\0\0\0WAVE";
-    let t = target(&replying(wav, 1).0, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&replying(wav, 1).0, false);
     assert_eq!(get(&mut e, "a").unwrap_err().0, FailureClass::NotPcm);
 }
 
@@ -457,7 +447,7 @@ fn open_loop_cap_waits_or_refuses() {
     let (url, _) = serve(|_, mut s| {
         while read_request(&mut s).is_some() {
             std::thread::sleep(Duration::from_millis(60));
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+            let _ = s.write_all(OK);
         }
     });
     let t = target(&url, true);
@@ -492,12 +482,8 @@ fn open_loop_cap_waits_or_refuses() {
 /// A closed loop keeps its concurrency: 4 workers on a server that holds each request.
 #[test]
 fn closed_loop_keeps_its_workers_busy() {
-    let (url, accepted) = replying(
-        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
-        usize::MAX,
-    );
-    let t = target(&url, true);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let (url, accepted) = replying(OK, usize::MAX);
+    let mut e = engine(&url, true);
     let mut kept = Kept::default();
     let jobs = (0..40).map(|i| job(&format!("r{i}"))).collect();
     let ran = e.run(jobs, Load::Closed { concurrency: 4 }, false, &mut kept);
@@ -528,8 +514,7 @@ fn a_large_request_body_is_written_whole_over_several_events() {
             let _ = s.write_all(reply);
         }
     });
-    let t = target(&url, false);
-    let mut e = Engine::new(t.clone(), 24_000).unwrap();
+    let mut e = engine(&url, false);
     let body: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
     let mut kept = Kept::default();
     let j = Job {

@@ -21,6 +21,8 @@ mod gpu_samples;
 mod history_e2e;
 #[path = "suite_cli/hostile.rs"]
 mod hostile;
+#[path = "suite_cli/integrity.rs"]
+mod integrity;
 #[path = "suite_cli/interrupt.rs"]
 mod interrupt;
 #[path = "suite_cli/judge.rs"]
@@ -251,10 +253,19 @@ fn main() -> ExitCode {
             sim_baseline::shipped_sim_baselines_hold_for_omni_chat_then_catch_a_slowdown,
         ),
     ];
+    let root_only: Vec<(&str, Check)> = vec![(
+        "a_full_results_disk_fails_the_run_and_leaves_no_temp_file",
+        integrity::a_full_results_disk_fails_the_run_and_leaves_no_temp_file,
+    )];
+    if !integrity::can_mount() {
+        eprintln!("suite_cli: the full-disk check needs root (it mounts a small tmpfs): ignored");
+    }
     let trials = checks
         .into_iter()
-        .map(|(name, f)| {
-            let trial = Trial::test(name, f);
+        .map(|c| (c, true))
+        .chain(root_only.into_iter().map(|c| (c, integrity::can_mount())))
+        .map(|((name, f), runnable)| {
+            let trial = Trial::test(name, f).with_ignored_flag(!runnable);
             if suite_flags.is_empty() {
                 trial
             } else {

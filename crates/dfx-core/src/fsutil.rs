@@ -13,12 +13,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
     let tmp: PathBuf = dir.join(format!(".{file_name}.tmp.{}", std::process::id()));
-    {
+    let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    // A full disk must not keep the partial temp file: it would hold the space and break
+    // every later write of the same file.
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)
+    written
 }
 
 /// Writes pretty JSON atomically, with a trailing newline.
@@ -80,5 +86,20 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // A non-empty folder where the file should go: the final rename fails.
+        let p = dir.path().join("report.html");
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("keep"), b"x").unwrap();
+        assert!(write_atomic(&p, b"<html>").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["report.html"], "temp file left behind");
     }
 }

@@ -33,3 +33,23 @@ pub mod runner_keys;
 pub mod server;
 pub mod step;
 pub mod verdict;
+
+/// `println!` that never panics: a line that cannot be written (stdout on a full disk, a
+/// closed pipe) is dropped. For the servers and test doubles whose stdout is a log file.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics: a line that cannot be written is dropped (see
+/// [`outln!`]).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}

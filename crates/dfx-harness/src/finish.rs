@@ -113,12 +113,19 @@ pub(crate) struct Closing {
 
 impl Closing {
     /// Writes `summary.json` from `progress` (with `interruption` when the run was
-    /// interrupted), updates `run.json` and writes the reports. Problems are printed,
-    /// never fatal. Does nothing when the run was already closed.
-    pub(crate) fn close(&self, progress: &mut Progress, interruption: Option<Interruption>) {
+    /// interrupted), updates `run.json` and writes the reports (HTML, JUnit, upstream
+    /// files). Every write is attempted; the ones that failed are returned, each naming
+    /// its file and cause, so the caller exits with [`EXIT_WRITE_FAILED`]. Returns nothing
+    /// when the run was already closed.
+    pub(crate) fn close(
+        &self,
+        progress: &mut Progress,
+        interruption: Option<Interruption>,
+    ) -> Vec<String> {
         if progress.closed {
-            return;
+            return Vec::new();
         }
+        let mut failed = Vec::new();
         progress.closed = true;
         crate::reserve::release();
         let interrupted = interruption.is_some();
@@ -133,25 +140,36 @@ impl Closing {
         );
         summary.interrupted = interruption;
         print_needs_data(&summary);
-        if let Err(e) = write_json_atomic(&self.run.path.join("summary.json"), &summary) {
-            eprintln!("dfx-perf: cannot write summary.json: {e}");
+        let summary_path = self.run.path.join("summary.json");
+        if let Err(e) = write_json_atomic(&summary_path, &summary) {
+            failed.push(format!("cannot write {}: {e}", summary_path.display()));
         }
         let mut info = self.info.clone();
         info.finished = Some(chrono::Local::now().to_rfc3339());
         info.interrupted = interrupted;
         info.server_versions = crate::fingerprint::server_versions();
         if let Err(e) = self.run.write_run_info(&info) {
-            eprintln!("dfx-perf: cannot update run.json: {e}");
+            let path = self.run.path.join("run.json");
+            failed.push(format!("cannot update {}: {e}", path.display()));
         }
         if let Err(e) = wiring::write_reports(&self.run.path) {
-            eprintln!("dfx-perf: reports not written: {e}");
+            failed.push(format!("reports not written: {e}"));
         }
         if let Some(spec) = &self.history {
             add_to_history(spec, &self.run.path);
         }
+        for f in &failed {
+            eprintln!("dfx-perf: error: {f}");
+        }
         eprintln!("dfx-perf: results in {}", self.run.path.display());
+        failed
     }
 }
+
+/// Exit status of a run whose trials ran but whose closing files (`summary.json`,
+/// `run.json`, the reports, JUnit) could not all be written: a full or read-only results
+/// disk must not end a nightly green.
+pub(crate) const EXIT_WRITE_FAILED: u8 = 3;
 
 /// The recorded entries in plan order, each with its plan index.
 fn indexed(entries: &[Option<SummaryEntry>]) -> Vec<SummaryEntry> {

@@ -97,7 +97,8 @@ fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
         let mut p = lock(progress);
         if !p.closed {
             let interruption = mark_interrupted(&mut p, closing, running.as_ref(), at);
-            closing.close(&mut p, Some(interruption));
+            // 130 says more than a write failure here; `close` printed each failure.
+            let _ = closing.close(&mut p, Some(interruption));
         }
     }
     let late = dfx_server::live_groups();

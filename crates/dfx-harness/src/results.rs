@@ -66,12 +66,29 @@ impl RunDir {
         Ok(run)
     }
 
+    /// Points `latest` at this run: only a symlink (or nothing) of that name is replaced;
+    /// a regular file or folder a user put there is left alone with an error, and the
+    /// temporary link never outlives the call.
     #[cfg(unix)]
     fn point_latest(&self, results_dir: &Path) -> io::Result<()> {
+        let latest = results_dir.join("latest");
+        match std::fs::symlink_metadata(&latest) {
+            Ok(m) if !m.file_type().is_symlink() => {
+                let what = if m.is_dir() { "a folder" } else { "a file" };
+                return Err(io::Error::other(format!(
+                    "{what} named `latest` is there and is not a link dfx-perf made; left alone"
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
         let tmp = results_dir.join(format!(".latest.tmp.{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(&self.id, &tmp)?;
-        std::fs::rename(&tmp, results_dir.join("latest"))
+        std::fs::rename(&tmp, &latest).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
     }
 
     #[cfg(not(unix))]
@@ -155,6 +172,35 @@ mod tests {
             std::fs::read_link(dir.path().join("latest")).unwrap(),
             PathBuf::from("20260301-123005-H100-3")
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn latest_that_is_not_a_link_is_left_alone_without_stray_links() {
+        let now = Local.with_ymd_and_hms(2026, 3, 1, 12, 30, 5).unwrap();
+        for make in [
+            (|p: &Path| std::fs::write(p, b"mine")) as fn(&Path) -> io::Result<()>,
+            |p: &Path| std::fs::create_dir(p),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let latest = dir.path().join("latest");
+            make(&latest).unwrap();
+            let run = RunDir::create(dir.path(), "H100", now).unwrap();
+            assert!(run.path.is_dir());
+            let meta = std::fs::symlink_metadata(&latest).unwrap();
+            assert!(!meta.file_type().is_symlink(), "user's `latest` replaced");
+            if meta.is_file() {
+                assert_eq!(std::fs::read(&latest).unwrap(), b"mine");
+            }
+            let names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert!(
+                names.iter().all(|n| !n.starts_with(".latest.tmp")),
+                "stray temp link: {names:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! Exit status: 0 all selected trials passed or were ignored; 101 a trial failed
 //! (libtest's convention); 2 bad flags, config errors, or the results folder cannot be
-//! created (nothing was started); 130 interrupted (see [`crate::interrupt`]).
+//! created (nothing was started); 3 the trials ran but `summary.json`, `run.json` or a
+//! report could not be written; 130 interrupted (see [`crate::interrupt`]).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -293,8 +294,16 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         p.server_starts = s.pool.starts();
         p.notes.clone_from(&s.pool.notes);
     }
-    closing.close(&mut p, None);
+    let failed_writes = closing.close(&mut p, None);
     closing.gate.finish();
+    if !failed_writes.is_empty() {
+        eprintln!(
+            "dfx-perf: {} of the run's closing file(s) could not be written (above); exit status {}",
+            failed_writes.len(),
+            crate::finish::EXIT_WRITE_FAILED
+        );
+        return ExitCode::from(crate::finish::EXIT_WRITE_FAILED);
+    }
     conclusion.exit_code()
 }
 

@@ -224,5 +224,8 @@ fn init_logging(filter: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_target(false)
+        // The default reports a failed write with `eprintln!`, which panics when stderr
+        // (the server log) is on a full disk: a log line lost must not kill the server.
+        .log_internal_errors(false)
         .try_init();
 }

@@ -27,22 +27,22 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if args.get(..3) != Some(&["bench".to_string(), "serve".into(), "--omni".into()][..]) {
-        eprintln!("dfx-fake-vllm: expected `bench serve --omni …`, got {args:?}");
+        dfx_core::errln!("dfx-fake-vllm: expected `bench serve --omni …`, got {args:?}");
         return ExitCode::from(64);
     }
     if let Err(e) = record(&args) {
-        eprintln!("dfx-fake-vllm: cannot record argv: {e}");
+        dfx_core::errln!("dfx-fake-vllm: cannot record argv: {e}");
         return ExitCode::from(70);
     }
-    println!("fake vllm bench: {} arguments, mode {mode}", args.len());
-    eprintln!("fake vllm bench: this line goes to stderr");
+    dfx_core::outln!("fake vllm bench: {} arguments, mode {mode}", args.len());
+    dfx_core::errln!("fake vllm bench: this line goes to stderr");
     let result_path = match (
         value_of(&args, "--result-dir"),
         value_of(&args, "--result-filename"),
     ) {
         (Some(d), Some(f)) => PathBuf::from(d).join(f),
         _ => {
-            eprintln!("dfx-fake-vllm: --result-dir and --result-filename are required");
+            dfx_core::errln!("dfx-fake-vllm: --result-dir and --result-filename are required");
             return ExitCode::from(64);
         }
     };
@@ -50,22 +50,22 @@ fn main() -> ExitCode {
         "ok" => write_copy(&result_path),
         "fail" => {
             for i in 1..=60 {
-                eprintln!("fake failure line {i}");
+                dfx_core::errln!("fake failure line {i}");
             }
-            eprintln!("RuntimeError: fake vllm bench failed");
+            dfx_core::errln!("RuntimeError: fake vllm bench failed");
             ExitCode::from(2)
         }
         "nothing" => ExitCode::SUCCESS,
         "malformed" => match std::fs::write(&result_path, "{\"date\": \"20261130-1012") {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("dfx-fake-vllm: cannot write {}: {e}", result_path.display());
+                dfx_core::errln!("dfx-fake-vllm: cannot write {}: {e}", result_path.display());
                 ExitCode::from(73)
             }
         },
         "sleep" => sleep_with_child(),
         other => {
-            eprintln!("dfx-fake-vllm: unknown DFX_FAKE_VLLM_MODE {other:?}");
+            dfx_core::errln!("dfx-fake-vllm: unknown DFX_FAKE_VLLM_MODE {other:?}");
             ExitCode::from(64)
         }
     }
@@ -116,16 +116,16 @@ fn judge_status(url: &str) -> String {
 
 fn write_copy(to: &std::path::Path) -> ExitCode {
     let Ok(from) = std::env::var("DFX_FAKE_VLLM_RESULT") else {
-        eprintln!("dfx-fake-vllm: DFX_FAKE_VLLM_RESULT is not set");
+        dfx_core::errln!("dfx-fake-vllm: DFX_FAKE_VLLM_RESULT is not set");
         return ExitCode::from(64);
     };
     match std::fs::copy(&from, to) {
         Ok(_) => {
-            println!("Results saved to {}", to.display());
+            dfx_core::outln!("Results saved to {}", to.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("dfx-fake-vllm: cannot copy {from} to {}: {e}", to.display());
+            dfx_core::errln!("dfx-fake-vllm: cannot copy {from} to {}: {e}", to.display());
             ExitCode::from(73)
         }
     }
@@ -135,7 +135,7 @@ fn sleep_with_child() -> ExitCode {
     let me = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("dfx-fake-vllm: {e}");
+            dfx_core::errln!("dfx-fake-vllm: {e}");
             return ExitCode::from(70);
         }
     };
@@ -145,14 +145,14 @@ fn sleep_with_child() -> ExitCode {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("dfx-fake-vllm: cannot start child: {e}");
+            dfx_core::errln!("dfx-fake-vllm: cannot start child: {e}");
             return ExitCode::from(70);
         }
     };
     if let Ok(path) = std::env::var("DFX_FAKE_VLLM_PIDS") {
         let pids = format!("{} {}\n", std::process::id(), child.id());
         if let Err(e) = std::fs::write(path, pids) {
-            eprintln!("dfx-fake-vllm: cannot write pids: {e}");
+            dfx_core::errln!("dfx-fake-vllm: cannot write pids: {e}");
             return ExitCode::from(73);
         }
     }

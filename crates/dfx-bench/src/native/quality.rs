@@ -168,16 +168,22 @@ fn write_wav(path: &Path, audio: &[u8], sample_rate: u32) -> Result<(), String> 
         sample_format: hound::SampleFormat::Int,
     };
     let tmp = path.with_extension("wav.part");
-    let mut w = hound::WavWriter::create(&tmp, spec).map_err(|e| e.to_string())?;
-    {
-        let mut i16w = w.get_i16_writer((audio.len() / 2) as u32);
-        for s in audio.chunks_exact(2) {
-            i16w.write_sample(i16::from_le_bytes([s[0], s[1]]));
+    let written = (|| {
+        let mut w = hound::WavWriter::create(&tmp, spec).map_err(|e| e.to_string())?;
+        {
+            let mut i16w = w.get_i16_writer((audio.len() / 2) as u32);
+            for s in audio.chunks_exact(2) {
+                i16w.write_sample(i16::from_le_bytes([s[0], s[1]]));
+            }
+            i16w.flush().map_err(|e| e.to_string())?;
         }
-        i16w.flush().map_err(|e| e.to_string())?;
+        w.finalize().map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    w.finalize().map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    written
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ fn env_num(key: &str) -> Option<u64> {
 fn announce(role: &str) {
     let pid = std::process::id();
     let pgid = nix::unistd::getpgrp().as_raw();
-    println!("fake-server role={role} pid={pid} pgid={pgid}");
+    dfx_core::outln!("fake-server role={role} pid={pid} pgid={pgid}");
     let _ = std::io::stdout().flush();
 }
 
@@ -94,7 +94,7 @@ fn arm_crash() {
     };
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(ms));
-        eprintln!("fake crash after {ms} ms");
+        dfx_core::errln!("fake crash after {ms} ms");
         if let Some(sig) = env_num("DFX_FAKE_CRASH_SIGNAL") {
             let sig = Signal::try_from(sig as i32).expect("signal number");
             let _ = nix::sys::signal::raise(sig);
@@ -116,7 +116,7 @@ fn main() {
         listen_and_serve(&args[1], &args[2], 200);
     }
     announce("server");
-    println!("argv: {args:?}");
+    dfx_core::outln!("argv: {args:?}");
     if std::env::var_os("DFX_FAKE_IGNORE_SIGTERM").is_some() {
         ignore_sigterm();
     }
@@ -131,9 +131,9 @@ fn main() {
     }
     if let Some(code) = env_num("DFX_FAKE_EXIT_AT_START") {
         for i in 1..=50 {
-            eprintln!("startup log line {i}");
+            dfx_core::errln!("startup log line {i}");
         }
-        eprintln!("fatal: fake startup failure");
+        dfx_core::errln!("fatal: fake startup failure");
         std::process::exit(code as i32);
     }
     let host = flag_value(&args, "--host").unwrap_or_else(|| "127.0.0.1".into());
@@ -148,14 +148,14 @@ fn main() {
         sleep_forever();
     }
     if std::env::var_os("DFX_FAKE_NEVER_READY").is_some() {
-        println!("initialising forever");
+        dfx_core::outln!("initialising forever");
         sleep_forever();
     }
     if let Some(ms) = env_num("DFX_FAKE_READY_DELAY_MS") {
         std::thread::sleep(Duration::from_millis(ms));
     }
     let listener = TcpListener::bind(format!("{host}:{port}")).expect("bind");
-    println!("listening on {host}:{port}");
+    dfx_core::outln!("listening on {host}:{port}");
     let _ = std::io::stdout().flush();
     let health = env_num("DFX_FAKE_HEALTH").map_or(200, |c| c as u16);
     serve_forever(listener, health);

@@ -27,7 +27,7 @@ fn main() {
             },
         ),
         _ => {
-            eprintln!(
+            dfx_core::errln!(
                 "usage: dfx-launch-helper <wait|panic> <fake-server-exe> <start-dir> [<guard-exe> <state-dir>]"
             );
             std::process::exit(2);
@@ -68,7 +68,7 @@ fn main() {
     let guard = server
         .guard_pid()
         .map_or_else(|| "-".to_string(), |p| p.to_string());
-    println!("READY pgid={} guard={guard}", server.pgid());
+    dfx_core::outln!("READY pgid={} guard={guard}", server.pgid());
     std::io::stdout().flush().expect("flush");
     match mode.as_str() {
         "panic" => {

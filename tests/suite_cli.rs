@@ -237,6 +237,10 @@ fn main() -> ExitCode {
             sim_e2e::native_bench_against_the_simulator,
         ),
         (
+            "the_simulator_survives_a_log_on_a_full_disk",
+            integrity::the_simulator_survives_a_log_on_a_full_disk,
+        ),
+        (
             "dfx_perf_deploy_prints_a_path_for_the_shell",
             dfx_perf_cli::deploy_lookup_prints_a_path_for_the_shell,
         ),

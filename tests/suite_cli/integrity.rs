@@ -131,3 +131,70 @@ pub fn a_full_results_disk_fails_the_run_and_leaves_no_temp_file() -> Result<(),
         &format!("report after the fill must work or name what is missing: {said}"),
     )
 }
+
+/// `GET path` on loopback, the status line of the answer (bounded by timeouts).
+fn get_status(port: u16, path: &str) -> Option<String> {
+    use std::io::Read;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.lines().next().map(String::from)
+}
+
+/// The simulator with its log on a full disk (`/dev/full`, every write fails with ENOSPC)
+/// keeps serving instead of dying of a panic in its logger.
+pub fn the_simulator_survives_a_log_on_a_full_disk() -> Result<(), Failed> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let child = Command::new(env!("CARGO_BIN_EXE_dfx-perf-sim"))
+        .args([
+            "serve",
+            "Qwen/Qwen3-TTS-12Hz-1.7B-Base",
+            "--host",
+            "127.0.0.1",
+        ])
+        .args(["--port", &port.to_string(), "--sim-log", "debug"])
+        .stdin(Stdio::null())
+        .stdout(full().map_err(|e| e.to_string())?)
+        .stderr(full().map_err(|e| e.to_string())?)
+        .spawn()
+        .map_err(|e| format!("cannot start the simulator: {e}"))?;
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut sim = Kill(child);
+    let deadline = Instant::now() + PATIENCE;
+    let mut answered = 0;
+    while answered < 20 {
+        if let Some(status) = sim.0.try_wait().map_err(|e| e.to_string())? {
+            return Err(
+                format!("the simulator exited ({status}) with its log on a full disk").into(),
+            );
+        }
+        if Instant::now() > deadline {
+            return Err(format!("only {answered} answers before the deadline").into());
+        }
+        match get_status(port, "/health") {
+            Some(line) if line.contains("200") => answered += 1,
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    check_plain(
+        sim.0.try_wait().map_err(|e| e.to_string())?.is_none(),
+        "the simulator must still run after 20 logged requests",
+    )
+}

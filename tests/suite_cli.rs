@@ -237,6 +237,14 @@ fn main() -> ExitCode {
             sim_e2e::native_bench_against_the_simulator,
         ),
         (
+            "overlong_names_are_config_errors_with_clipped_messages",
+            integrity::overlong_names_are_config_errors_with_clipped_messages,
+        ),
+        (
+            "a_fifo_or_dev_zero_baseline_store_is_refused_at_once",
+            integrity::a_fifo_or_dev_zero_baseline_store_is_refused_at_once,
+        ),
+        (
             "the_simulator_survives_a_log_on_a_full_disk",
             integrity::the_simulator_survives_a_log_on_a_full_disk,
         ),

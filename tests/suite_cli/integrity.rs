@@ -198,3 +198,82 @@ pub fn the_simulator_survives_a_log_on_a_full_disk() -> Result<(), Failed> {
         "the simulator must still run after 20 logged requests",
     )
 }
+
+/// Names of 70,000 characters (past libtest's 65,535) in each key a trial name is built
+/// from, and a 10 MB one: a config error naming the key, nothing started, no run folder,
+/// and the message clipped (not the value echoed).
+pub fn overlong_names_are_config_errors_with_clipped_messages() -> Result<(), Failed> {
+    let text = std::fs::read_to_string(fixture("tts_small.json")).map_err(|e| e.to_string())?;
+    let cases: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let long = "n".repeat(70_000);
+    let huge = "h".repeat(10_000_000);
+    for (key, value, in_entry) in [
+        ("test_name", &long, false),
+        ("name", &long, true),
+        ("dataset_name", &long, true),
+        ("test_name", &huge, false),
+    ] {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut c = cases.clone();
+        let target = if in_entry {
+            &mut c[0]["benchmark_params"][0]
+        } else {
+            &mut c[0]
+        };
+        target[key] = serde_json::Value::String(value.clone());
+        let config = dir.path().join("long.json");
+        std::fs::write(&config, c.to_string()).map_err(|e| e.to_string())?;
+        let run = crate::support::perf(&config.display().to_string(), &[], &[])?;
+        let said = output_text(&run.out);
+        check_plain(
+            run.code() == Some(2) && said.contains(&format!("key `{key}`")),
+            &format!(
+                "{key}: exit 2 naming the key expected, got {:?}",
+                run.code()
+            ),
+        )?;
+        check_plain(
+            said.contains("too long for a name") && said.len() < 20_000,
+            &format!("{key}: a short message, got {} bytes", said.len()),
+        )?;
+        check_plain(
+            run_dirs(run.results.path()).is_empty(),
+            &format!("{key}: no run folder"),
+        )?;
+    }
+    Ok(())
+}
+
+/// A baseline store that is a FIFO (reading would block forever) or a link to
+/// `/dev/zero` (reading would fill memory): a config error naming the file, at once.
+pub fn a_fifo_or_dev_zero_baseline_store_is_refused_at_once() -> Result<(), Failed> {
+    for kind in ["FIFO", "device"] {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let store = dir.path().join("H100.json");
+        if kind == "FIFO" {
+            let made = Command::new("mkfifo").arg(&store).status();
+            check_plain(made.is_ok_and(|s| s.success()), "mkfifo")?;
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &store).map_err(|e| e.to_string())?;
+        }
+        let dir_arg = dir.path().display().to_string();
+        let started = Instant::now();
+        let run = crate::support::perf(
+            &fixture("tts_small.json"),
+            &["--baselines-dir", &dir_arg],
+            &[],
+        )?;
+        let said = output_text(&run.out);
+        check_plain(
+            run.code() == Some(2)
+                && said.contains("H100.json")
+                && said.contains("not a regular file"),
+            &format!("{kind}: exit 2 naming the store expected:\n{said}"),
+        )?;
+        check_plain(
+            started.elapsed() < PATIENCE,
+            &format!("{kind}: took {:?}", started.elapsed()),
+        )?;
+    }
+    Ok(())
+}

@@ -53,8 +53,17 @@ pub const MAX_SAMPLE_RATE: u64 = 384_000;
 /// Most values in `metric-percentiles`.
 pub(crate) const MAX_PERCENTILES: usize = 32;
 
-/// Largest config file (or `$ref` file) read, bytes.
-pub(crate) const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest config file (or `$ref` file), baseline store or deploy file read, bytes.
+pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Largest JSON document of a run folder read back (`run.json`, `summary.json`, a trial's
+/// `result.json` or `verdict.json`, a bench's result file), bytes.
+pub const MAX_RUN_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Longest name a trial name is built from (`test_name`, an entry's `name`, `task`,
+/// `eval_phase`, `dataset_name`), characters: trial names stay printable by libtest
+/// (whose printer panics past 65,535) and readable in every report.
+pub const MAX_NAME_CHARS: usize = 256;
 
 /// Simulator speed factor range (`--sim-speed`).
 pub const MIN_SIM_SPEED: f64 = 0.01;

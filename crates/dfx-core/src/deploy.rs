@@ -128,10 +128,11 @@ pub fn resolve_with_edits(
     delete: Option<&Value>,
 ) -> Result<ResolvedDeploy, DeployError> {
     let source = resolve(dir, name)?;
-    let contents = std::fs::read_to_string(&source).map_err(|e| DeployError::Unreadable {
-        path: source.clone(),
-        reason: e.to_string(),
-    })?;
+    let contents = crate::fsutil::read_text_bounded(&source, crate::bounds::MAX_CONFIG_BYTES)
+        .map_err(|e| DeployError::Unreadable {
+            path: source.clone(),
+            reason: e.problem(),
+        })?;
     let update = update.filter(|v| !is_empty_edit(v));
     let delete = delete.filter(|v| !is_empty_edit(v));
     if update.is_none() && delete.is_none() {
@@ -174,13 +175,13 @@ pub fn resolve_with_edits(
 
 /// The one-line summary of a deploy file's `# dfx-perf:` header, or a note that it has none.
 pub fn summary(path: &Path) -> String {
-    match std::fs::read_to_string(path) {
+    match crate::fsutil::read_text_bounded(path, crate::bounds::MAX_CONFIG_BYTES) {
         Ok(text) => match DeployHeader::parse(&text) {
             Ok(Some(h)) => h.summary(),
             Ok(None) => "(no dfx-perf header)".into(),
             Err(e) => format!("(bad dfx-perf header: {e})"),
         },
-        Err(e) => format!("(unreadable: {e})"),
+        Err(e) => format!("(unreadable: {})", e.problem()),
     }
 }
 

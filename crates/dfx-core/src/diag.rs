@@ -30,7 +30,7 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file.display())?;
         if let Some(t) = &self.test_name {
-            write!(f, ": test `{t}`")?;
+            write!(f, ": test `{}`", clip(t))?;
         } else if let Some(c) = self.case_index {
             write!(f, ": case [{c}]")?;
         }
@@ -38,7 +38,7 @@ impl fmt::Display for ConfigError {
             write!(f, ", benchmark_params[{i}]")?;
         }
         if let Some(k) = &self.key {
-            write!(f, ", key `{k}`")?;
+            write!(f, ", key `{}`", clip(k))?;
         }
         write!(f, ": {}", clip(&self.problem))?;
         if let Some(a) = &self.accepted {

@@ -1,4 +1,5 @@
-//! Filesystem helpers: atomic writes and path-safe names.
+//! Filesystem helpers: atomic writes, the bounded reader of every input file, and
+//! path-safe names.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,135 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Why [`read_bounded`] refused or failed to read a file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A FIFO, a device, a socket or a folder: reading it could block or never end.
+    #[error("{}: not a regular file ({kind})", path.display())]
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// Larger than the cap for its kind of file.
+    #[error("{}: larger than {max} bytes", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The cap, bytes.
+        max: u64,
+    },
+    /// Text was expected.
+    #[error("{}: not UTF-8 text", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl ReadError {
+    /// What is wrong, without the path (for errors that name the file themselves).
+    pub fn problem(&self) -> String {
+        match self {
+            ReadError::Io { source, .. } => format!("cannot read: {source}"),
+            ReadError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),
+            ReadError::TooLarge { max, .. } => format!("larger than {max} bytes"),
+            ReadError::NotUtf8 { .. } => "not UTF-8 text".into(),
+        }
+    }
+
+    /// The error as an `io::Error` (kind `NotFound` kept), for callers with I/O errors.
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            ReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => source,
+            other => std::io::Error::other(other.problem()),
+        }
+    }
+}
+
+/// The one reader of files the suite and `dfx-perf` are given (configs, `$ref` files,
+/// baselines, deploy files, datasets, run folders): a regular file (links followed) of at
+/// most `max` bytes, never more read, so a FIFO cannot block and `/dev/zero` cannot fill
+/// memory.
+pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let io = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = check_regular(path, max)?;
+    let too_large = || ReadError::TooLarge {
+        path: path.to_path_buf(),
+        max,
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    f.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// The checks of [`read_bounded`] without the read, for files another library opens (a
+/// WAV decoder): a regular file of at most `max` bytes; its size.
+pub fn check_regular(path: &Path, max: u64) -> Result<u64, ReadError> {
+    let meta = std::fs::metadata(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let kind = file_kind(&meta);
+    if kind != "file" {
+        return Err(ReadError::NotRegular {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    if meta.len() > max {
+        return Err(ReadError::TooLarge {
+            path: path.to_path_buf(),
+            max,
+        });
+    }
+    Ok(meta.len())
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_text_bounded(path: &Path, max: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_bounded(path, max)?).map_err(|_| ReadError::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        "file"
+    } else if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
 }
 
 /// Writes pretty JSON atomically, with a trailing newline.
@@ -86,6 +216,40 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    }
+
+    #[test]
+    fn the_bounded_reader_refuses_what_could_hang_or_fill_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("baseline.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        let e = read_bounded(&fifo, 1024).unwrap_err();
+        assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
+        let e = read_bounded(Path::new("/dev/zero"), 1024).unwrap_err();
+        assert!(e.to_string().contains("(a device)"), "{e}");
+        let link = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(matches!(
+            read_bounded(&link, 1024),
+            Err(ReadError::NotRegular { .. })
+        ));
+        let e = read_bounded(dir.path(), 1024).unwrap_err();
+        assert!(e.problem().contains("a folder"), "{e}");
+        let big = dir.path().join("big.json");
+        std::fs::write(&big, vec![b'x'; 2048]).unwrap();
+        assert!(matches!(
+            read_bounded(&big, 2047),
+            Err(ReadError::TooLarge { max: 2047, .. })
+        ));
+        assert_eq!(read_bounded(&big, 2048).unwrap().len(), 2048);
+        std::fs::write(&big, [0xff, 0xfe]).unwrap();
+        assert!(matches!(
+            read_text_bounded(&big, 10),
+            Err(ReadError::NotUtf8 { .. })
+        ));
+        let missing = read_bounded(&dir.path().join("nope"), 10).unwrap_err();
+        assert_eq!(missing.into_io().kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

@@ -132,7 +132,8 @@ pub(crate) fn config_hashes(files: &[PathBuf]) -> std::collections::BTreeMap<Str
     files
         .iter()
         .filter_map(|f| {
-            let bytes = std::fs::read(f).ok()?;
+            let bytes =
+                dfx_core::fsutil::read_bounded(f, dfx_core::bounds::MAX_CONFIG_BYTES).ok()?;
             Some((
                 f.display().to_string(),
                 dfx_history::ingest::sha256_hex(&bytes),

@@ -49,6 +49,13 @@ pub enum ReportError {
     Invalid(String),
 }
 
+/// The text of a file dfx-perf reads back (a run folder's JSON, a baseline store, a
+/// config being written back): [`dfx_core::fsutil::read_text_bounded`] with `max` bytes.
+/// A missing file keeps its `NotFound` kind.
+pub(crate) fn read_text(path: &std::path::Path, max: u64) -> Result<String, ReportError> {
+    dfx_core::fsutil::read_text_bounded(path, max).map_err(|e| ReportError::io(path, e.into_io()))
+}
+
 impl ReportError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         ReportError::Io {

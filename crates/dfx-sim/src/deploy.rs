@@ -91,10 +91,11 @@ impl Ctx<'_> {
 impl DeploySettings {
     /// Reads a deploy file.
     pub fn from_file(path: &Path) -> Result<Self, DeployError> {
-        let text = std::fs::read_to_string(path).map_err(|e| DeployError::Unreadable {
-            path: path.into(),
-            reason: e.to_string(),
-        })?;
+        let text = dfx_core::fsutil::read_text_bounded(path, dfx_core::bounds::MAX_CONFIG_BYTES)
+            .map_err(|e| DeployError::Unreadable {
+                path: path.into(),
+                reason: e.problem(),
+            })?;
         Self::from_yaml(&text, path)
     }
 

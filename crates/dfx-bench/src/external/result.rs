@@ -53,7 +53,8 @@ pub enum ResultFileError {
 /// written (integers stay integers, `"inf"` stays a string), plus `result_source: "vllm"`.
 pub fn read_result(path: &Path) -> Result<ResultDoc, ResultFileError> {
     let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    let read = dfx_core::fsutil::read_text_bounded(path, dfx_core::bounds::MAX_RUN_FILE_BYTES);
+    let text = match read.map_err(dfx_core::fsutil::ReadError::into_io) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ResultFileError::Missing(shown));

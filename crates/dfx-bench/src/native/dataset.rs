@@ -61,6 +61,20 @@ pub struct Dataset {
 /// well under 1 MiB).
 pub(crate) const MAX_META_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Largest reference clip (WAV) of a voice-clone row read, bytes.
+pub(crate) const MAX_CLIP_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A reference clip's bytes (a regular file of at most [`MAX_CLIP_BYTES`]).
+pub(crate) fn read_clip(path: &Path) -> Result<Vec<u8>, String> {
+    dfx_core::fsutil::read_bounded(path, MAX_CLIP_BYTES).map_err(|e| {
+        format!(
+            "cannot read reference clip {}: {}",
+            path.display(),
+            e.problem()
+        )
+    })
+}
+
 /// Reference clips named in an error before "… and N more".
 const SHOWN_CLIPS: usize = 5;
 
@@ -315,22 +329,20 @@ fn safe_join(dir: &Path, rel: &str) -> PathBuf {
 /// Reads `<folder>/<locale>/meta.lst` (at most `MAX_META_BYTES`); for seed-tts every
 /// row's reference clip must exist and decode as a WAV (`check_clip`).
 pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, DatasetError> {
-    use std::io::Read;
     let dir = folder.join(locale);
     let meta = dir.join("meta.lst");
-    let io = |source| DatasetError::Io {
-        file: meta.clone(),
-        source,
+    let bytes = match dfx_core::fsutil::read_bounded(&meta, MAX_META_BYTES) {
+        Ok(b) => b,
+        Err(dfx_core::fsutil::ReadError::TooLarge { .. }) => {
+            return Err(DatasetError::TooLarge { file: meta });
+        }
+        Err(e) => {
+            return Err(DatasetError::Io {
+                file: meta,
+                source: e.into_io(),
+            });
+        }
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(&meta)
-        .map_err(io)?
-        .take(MAX_META_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > MAX_META_BYTES {
-        return Err(DatasetError::TooLarge { file: meta });
-    }
     let text = String::from_utf8_lossy(&bytes);
     let rows = parse_meta(&text, &meta, &dir, kind)?;
     if rows.is_empty() {
@@ -359,6 +371,15 @@ pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, D
 /// Whether `path` is a WAV a server can use as reference audio: a readable RIFF/WAVE file
 /// with a PCM or float format, 1–8 channels, a usable sample rate and at least one sample.
 pub(crate) fn check_clip(path: &Path) -> Result<(), String> {
+    match dfx_core::fsutil::check_regular(path, MAX_CLIP_BYTES) {
+        Err(dfx_core::fsutil::ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Err("missing".into());
+        }
+        Err(e) => return Err(e.problem()),
+        Ok(_) => {}
+    }
     let reader = hound::WavReader::open(path).map_err(|e| match e {
         hound::Error::IoError(e) if e.kind() == std::io::ErrorKind::NotFound => {
             "missing".to_string()

@@ -317,8 +317,7 @@ pub(crate) fn prepare_rows(
 
 fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, String> {
     let ref_audio = if t.kind == DatasetKind::SeedTts {
-        let wav = std::fs::read(&row.ref_wav)
-            .map_err(|e| format!("cannot read reference clip {}: {e}", row.ref_wav.display()))?;
+        let wav = super::dataset::read_clip(&row.ref_wav)?;
         Some(wav_data_url(&wav))
     } else {
         None

@@ -36,13 +36,17 @@ pub fn store_path(dir: &Path, hardware: &str) -> PathBuf {
 /// (invalid JSON, wrong shape, unknown metric, non-number) is an error naming the file.
 pub fn load_store(dir: &Path, hardware: &str) -> Result<Option<Store>, Vec<ConfigError>> {
     let file = store_path(dir, hardware);
-    let text = match std::fs::read_to_string(&file) {
+    let text = match fsutil::read_text_bounded(&file, crate::bounds::MAX_CONFIG_BYTES) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(fsutil::ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(None);
+        }
         Err(e) => {
             return Err(vec![ConfigError::in_file(
                 &file,
-                format!("cannot read baseline store: {e}"),
+                format!("cannot read baseline store: {}", e.problem()),
             )]);
         }
     };

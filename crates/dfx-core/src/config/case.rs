@@ -9,7 +9,7 @@ use super::entry::{CaseFacts, EntryDraft, build_entry};
 use super::marks::{CaseMarks, parse_mark_field};
 use super::raw::{RawCase, from_object};
 use super::server::build_server;
-use super::value::opt_str;
+use super::value::{name_fits, opt_str};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::CaseKeys;
 use crate::server::ServerSpec;
@@ -214,7 +214,7 @@ fn test_name(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<String
             errs.push(ctx.err(key, "missing required key `test_name`", accepted));
             None
         }
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        Some(Value::String(s)) if !s.trim().is_empty() => name_fits(ctx, key, s.clone(), errs),
         Some(Value::String(_)) => {
             errs.push(ctx.err(key, "empty test_name", accepted));
             None

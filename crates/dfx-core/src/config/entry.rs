@@ -7,7 +7,7 @@ use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::runners;
 use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
-use super::value::{opt_bool, opt_f64_in, opt_object, opt_str, opt_uint};
+use super::value::{name_fits, opt_bool, opt_f64_in, opt_name, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::{BaselineSpec, parse_baseline};
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
 use crate::diag::{Ctx, Errs, json_type};
@@ -130,9 +130,10 @@ fn omni_entry(
         ));
     }
     let s = |key: &str, v: &Option<Value>, errs: &mut Errs| opt_str(ctx, key, v.as_ref(), errs);
-    let dataset_name = s("dataset_name", &raw.dataset_name, errs);
-    let task = s("task", &raw.task, errs);
-    let eval_phase = s("eval_phase", &raw.eval_phase, errs);
+    let n = |key: &str, v: &Option<Value>, errs: &mut Errs| opt_name(ctx, key, v.as_ref(), errs);
+    let dataset_name = n("dataset_name", &raw.dataset_name, errs);
+    let task = n("task", &raw.task, errs);
+    let eval_phase = n("eval_phase", &raw.eval_phase, errs);
     let percentile_metrics = match raw.percentile_metrics_dashed {
         Some(v) => s("percentile-metrics", &Some(v), errs),
         None => s("percentile_metrics", &raw.percentile_metrics, errs),
@@ -179,7 +180,7 @@ fn omni_entry(
         seed: opt_uint(ctx, "seed", raw.seed.as_ref(), u64::MAX, errs),
         task: task.clone(),
         eval_phase: eval_phase.clone(),
-        name: s("name", &raw.name, errs),
+        name: n("name", &raw.name, errs),
         trust_remote_code,
         raw: obj.clone(),
         case: case.keys.clone(),
@@ -286,8 +287,9 @@ fn diffusion_entry(
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    let name = opt_str(ctx, "name", raw.name.as_ref(), errs);
-    let (task, dataset) = (loose(&raw.task), loose(&raw.dataset));
+    let name = opt_name(ctx, "name", raw.name.as_ref(), errs);
+    let task = loose(&raw.task).and_then(|t| name_fits(ctx, "task", t, errs));
+    let dataset = loose(&raw.dataset).and_then(|d| name_fits(ctx, "dataset", d, errs));
     let keys = SweepKeys {
         rate: ("request-rate", raw.request_rate.as_ref()),
         conc: ("max-concurrency", raw.max_concurrency.as_ref()),

@@ -1,6 +1,5 @@
 //! Reading one config file: text → JSON → the top-level array of case values.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
@@ -18,25 +17,15 @@ pub(crate) fn read_cases(file: &Path) -> Result<Vec<Value>, Box<ConfigError>> {
 /// [`MAX_CONFIG_BYTES`], never more read (a FIFO or `/dev/zero` must not hang or fill
 /// memory).
 pub(crate) fn read_bounded(file: &Path) -> Result<String, Box<ConfigError>> {
-    let fail = |problem: String| Box::new(ConfigError::in_file(file, problem));
-    let meta =
-        std::fs::metadata(file).map_err(|e| fail(format!("cannot read config file: {e}")))?;
-    if !meta.is_file() {
-        return Err(fail("not a regular file".into()));
-    }
-    let too_big = || fail(format!("larger than {MAX_CONFIG_BYTES} bytes"));
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(too_big());
-    }
-    let f = std::fs::File::open(file).map_err(|e| fail(format!("cannot read config file: {e}")))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(format!("cannot read config file: {e}")))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(too_big());
-    }
-    String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text: {e}")))
+    crate::fsutil::read_text_bounded(file, MAX_CONFIG_BYTES).map_err(|e| {
+        let problem = match &e {
+            crate::fsutil::ReadError::Io { source, .. } => {
+                format!("cannot read config file: {source}")
+            }
+            other => other.problem(),
+        };
+        Box::new(ConfigError::in_file(file, problem))
+    })
 }
 
 /// Parses config text (see [`read_cases`]).

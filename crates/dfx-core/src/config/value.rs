@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::bounds::MAX_NAME_CHARS;
 use crate::diag::{ConfigError, Ctx, Errs, json_type};
 
 fn wrong(ctx: &Ctx<'_>, key: &str, v: &Value, accepted: &str) -> ConfigError {
@@ -23,6 +24,32 @@ pub(crate) fn opt_str(
             None
         }
     }
+}
+
+/// An optional string that becomes part of a trial name: at most [`MAX_NAME_CHARS`]
+/// characters.
+pub(crate) fn opt_name(
+    ctx: &Ctx<'_>,
+    key: &str,
+    v: Option<&Value>,
+    errs: &mut Errs,
+) -> Option<String> {
+    let s = opt_str(ctx, key, v, errs)?;
+    name_fits(ctx, key, s, errs)
+}
+
+/// `s` when it is at most [`MAX_NAME_CHARS`] characters; otherwise an error naming `key`.
+pub(crate) fn name_fits(ctx: &Ctx<'_>, key: &str, s: String, errs: &mut Errs) -> Option<String> {
+    let chars = s.chars().count();
+    if chars <= MAX_NAME_CHARS {
+        return Some(s);
+    }
+    errs.push(ctx.err(
+        key,
+        format!("{chars} characters is too long for a name"),
+        &format!("a string of at most {MAX_NAME_CHARS} characters"),
+    ));
+    None
 }
 
 /// An optional boolean.
@@ -157,5 +184,27 @@ pub(crate) fn opt_f64_in(
             errs.push(ctx.err(key, problem, &format!("a number from {lo} to {hi}")));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_at_most_max_name_chars_characters() {
+        let file = std::path::Path::new("x.json");
+        let ctx = Ctx::new(file).case(0).entry(1);
+        let mut errs = Vec::new();
+        let fits = "é".repeat(MAX_NAME_CHARS);
+        assert_eq!(name_fits(&ctx, "name", fits.clone(), &mut errs), Some(fits));
+        assert!(errs.is_empty());
+        let long = Value::String("n".repeat(MAX_NAME_CHARS + 1));
+        assert_eq!(opt_name(&ctx, "name", Some(&long), &mut errs), None);
+        let msg = errs[0].to_string();
+        assert!(
+            msg.contains("key `name`") && msg.contains("257 characters"),
+            "{msg}"
+        );
     }
 }

@@ -83,7 +83,8 @@ fn append_diffusion(
         h => format!("_{}", dfx_core::fsutil::sanitize_component(h)),
     };
     let path = dir.join(format!("diffusion_result_{stem}{hw}_{run_stamp}.json"));
-    let mut records: Vec<Value> = match std::fs::read_to_string(&path) {
+    let read = dfx_core::fsutil::read_text_bounded(&path, dfx_core::bounds::MAX_RUN_FILE_BYTES);
+    let mut records: Vec<Value> = match read {
         Ok(text) => serde_json::from_str(&text).unwrap_or_default(),
         Err(_) => Vec::new(),
     };

@@ -19,10 +19,12 @@ pub fn store_file(dir: &Path, hardware: &str) -> PathBuf {
 /// Reads a store; a missing file is an empty store. Invalid content (bad JSON, unknown
 /// metrics, non-numbers) is an error naming the file and the key.
 pub fn read_store(path: &Path) -> Result<StoreMap, ReportError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::error::read_text(path, dfx_core::bounds::MAX_CONFIG_BYTES) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StoreMap::new()),
-        Err(e) => return Err(ReportError::io(path, e)),
+        Err(ReportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(StoreMap::new());
+        }
+        Err(e) => return Err(e),
     };
     parse_store(path, &text).map(|s| s.entries).map_err(|errs| {
         let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();

@@ -62,7 +62,7 @@ pub fn load_run(dir: &Path) -> Result<Run, ReportError> {
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ReportError::io(path, e))?;
+    let text = crate::error::read_text(path, dfx_core::bounds::MAX_RUN_FILE_BYTES)?;
     serde_json::from_str(&text).map_err(|e| ReportError::format(path, e.to_string()))
 }
 

@@ -115,7 +115,7 @@ pub fn write_config(
     let mut wb = if write {
         write_back_file(file, hardware, &entries, thresholds)?
     } else {
-        let text = std::fs::read_to_string(file).map_err(|e| ReportError::io(file, e))?;
+        let text = crate::error::read_text(file, dfx_core::bounds::MAX_CONFIG_BYTES)?;
         write_back_text(file, &text, hardware, &entries, thresholds)?
     };
     let known: Vec<&str> = entries
@@ -138,7 +138,7 @@ pub fn write_back_file(
     entries: &[EntryRef],
     thresholds: &BTreeMap<String, BTreeMap<String, f64>>,
 ) -> Result<WriteBack, ReportError> {
-    let text = std::fs::read_to_string(file).map_err(|e| ReportError::io(file, e))?;
+    let text = crate::error::read_text(file, dfx_core::bounds::MAX_CONFIG_BYTES)?;
     let wb = write_back_text(file, &text, hardware, entries, thresholds)?;
     if wb.text != text {
         dfx_core::fsutil::write_atomic(file, wb.text.as_bytes())

@@ -40,15 +40,9 @@ const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
 impl Counter {
     /// Loads `path` (a Hugging Face `tokenizer.json`); the error names the file.
     pub fn load(path: &Path) -> Result<Counter, String> {
-        let meta =
-            std::fs::metadata(path).map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
-        if !meta.is_file() || meta.len() > MAX_TOKENIZER_BYTES {
-            return Err(format!(
-                "tokenizer {}: not a file of at most {MAX_TOKENIZER_BYTES} bytes",
-                path.display()
-            ));
-        }
-        let t = tokenizers::Tokenizer::from_file(path)
+        let bytes = dfx_core::fsutil::read_bounded(path, MAX_TOKENIZER_BYTES)
+            .map_err(|e| format!("tokenizer {}: {}", path.display(), e.problem()))?;
+        let t = tokenizers::Tokenizer::from_bytes(&bytes)
             .map_err(|e| format!("tokenizer {}: cannot load: {e}", path.display()))?;
         if t.get_vocab_size(false) == 0 {
             return Err(format!("tokenizer {}: empty vocabulary", path.display()));

@@ -131,12 +131,7 @@ fn job(
 ) -> Result<RtJob, String> {
     let first = rows[0];
     let ref_audio = if t.kind == DatasetKind::SeedTts {
-        let wav = std::fs::read(&first.ref_wav).map_err(|e| {
-            format!(
-                "cannot read reference clip {}: {e}",
-                first.ref_wav.display()
-            )
-        })?;
+        let wav = crate::native::dataset::read_clip(&first.ref_wav)?;
         Some(wav_data_url(&wav))
     } else {
         None

@@ -32,4 +32,5 @@ pub mod result;
 pub mod runner_keys;
 pub mod server;
 pub mod step;
+pub mod suggest;
 pub mod verdict;

@@ -164,40 +164,49 @@ impl EntryKind {
         }
     }
 
+    /// The program that reads this kind's entries upstream, for messages.
     fn program(self) -> &'static str {
         match self {
             EntryKind::Omni => "vllm bench serve",
-            _ => "the diffusion benchmark script",
+            EntryKind::Diffusion => "the diffusion benchmark script",
+            EntryKind::NativeDuplex => "the native-duplex runner",
         }
     }
 
-    /// Every name an entry of this kind may use, as written in configs (flags with `_`).
-    fn names(self) -> Vec<String> {
-        let own: Vec<&str> = match self {
+    /// The runner's and dfx-perf's own keys of this kind (besides the bench's flags).
+    fn own_keys(self) -> Vec<&'static str> {
+        match self {
             EntryKind::Omni => {
                 [EXCLUDED_KEYS, OWN_ENTRY_KEYS, STABILITY_KEYS, NEWER_FLAGS].concat()
             }
             EntryKind::Diffusion => [EXCLUDED_KEYS, DIFFUSION_OWN_KEYS].concat(),
             EntryKind::NativeDuplex => NATIVE_DUPLEX_KEYS.to_vec(),
-        };
-        let flags = self.flags().iter().map(|f| match self {
-            EntryKind::Diffusion => f.to_string(),
-            _ => f.replace('-', "_"),
-        });
-        own.iter().map(|s| s.to_string()).chain(flags).collect()
+        }
     }
 
+    /// A flag as configs of this kind write it: kebab-case for diffusion entries,
+    /// snake_case otherwise.
+    fn spelled(self, flag: &str) -> String {
+        match self {
+            EntryKind::Diffusion => flag.to_string(),
+            _ => flag.replace('-', "_"),
+        }
+    }
+
+    /// Every name an entry of this kind may use, as configs write it.
+    fn names(self) -> Vec<String> {
+        let flags = self.flags().iter().map(|f| self.spelled(f));
+        self.own_keys()
+            .iter()
+            .map(|s| s.to_string())
+            .chain(flags)
+            .collect()
+    }
+
+    /// Whether `key` (written with `_` or `-`) is one of this kind's keys.
     fn knows(self, key: &str) -> bool {
         let flag = as_flag(key);
-        let own = |list: &[&str]| list.iter().any(|k| as_flag(k) == flag);
-        let runner = match self {
-            EntryKind::Omni => {
-                own(EXCLUDED_KEYS) || own(OWN_ENTRY_KEYS) || own(STABILITY_KEYS) || own(NEWER_FLAGS)
-            }
-            EntryKind::Diffusion => own(EXCLUDED_KEYS) || own(DIFFUSION_OWN_KEYS),
-            EntryKind::NativeDuplex => own(NATIVE_DUPLEX_KEYS),
-        };
-        runner || self.flags().contains(&flag.as_str())
+        self.own_keys().iter().any(|k| as_flag(k) == flag) || self.flags().contains(&flag.as_str())
     }
 }
 
@@ -225,14 +234,7 @@ pub(crate) fn check_entry_keys(
                      write the full key",
                     kind.program()
                 ),
-                one.replace(
-                    '-',
-                    if kind == EntryKind::Diffusion {
-                        "-"
-                    } else {
-                        "_"
-                    },
-                ),
+                kind.spelled(one),
             ),
             [_, _, ..] => (
                 format!(

@@ -45,6 +45,8 @@ mod sim_baseline;
 mod sim_e2e;
 #[path = "suite_cli/stability.rs"]
 mod stability;
+#[path = "suite_cli/strict.rs"]
+mod strict;
 #[path = "suite_cli/support.rs"]
 mod support;
 
@@ -191,6 +193,22 @@ fn main() -> ExitCode {
         (
             "stability_soak_of_an_omni_entry_runs_vllm_bench_batches",
             stability::stability_soak_through_the_external_bench,
+        ),
+        (
+            "a_mistyped_hardware_label_is_a_flag_error",
+            strict::a_mistyped_hardware_label_is_a_flag_error,
+        ),
+        (
+            "mistyped_keys_are_config_errors_with_the_closest_keys",
+            strict::mistyped_keys_are_config_errors_with_the_closest_keys,
+        ),
+        (
+            "goodput_on_a_native_bench_entry_needs_the_vllm_bench",
+            strict::goodput_on_a_native_bench_entry_needs_the_vllm_bench,
+        ),
+        (
+            "require_thresholds_fails_unbaselined_trials_only",
+            strict::require_thresholds_fails_unbaselined_trials_only,
         ),
         (
             "history_check_finds_a_slowdown_at_the_run_it_started",

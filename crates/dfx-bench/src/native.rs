@@ -41,6 +41,7 @@ pub(crate) mod soak;
 mod soak_run;
 pub mod stats;
 pub mod summary;
+pub(crate) mod unimplemented;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -212,6 +213,12 @@ impl Bench for NativeBench {
             Dialect::NativeDuplex | Dialect::Contract
         ) {
             return Ok(None);
+        }
+        if let Some(key) = unimplemented::unimplemented_flag(&trial.entry.raw) {
+            return Err(PreflightError::UnimplementedKey {
+                key,
+                bench: "native",
+            });
         }
         if trial.entry.dialect == Dialect::Stability {
             return soak::keys(&trial.entry)

@@ -9,12 +9,14 @@
 //!   "ok"`, `accuracy.failed == 0`, `accuracy.evaluated ≥ 1`, a finite
 //!   `accuracy.summary.IA_QTF1`, at least the entry's `omniinteract_min_ia_qtf1`;
 //! - the **pooled IA-QTF1** over a test's subsets (`pooled_ia_qtf1`), checked against the
-//!   case's `omniinteract_aggregate_min_ia_qtf1` by the runner once every subset ran.
+//!   case's `omniinteract_aggregate_min_ia_qtf1` by the runner once every subset ran;
+//! - dfx-perf's **`--require-thresholds`** (`missing_thresholds`): a trial with no
+//!   threshold for the run's hardware label fails instead of passing as "needs data".
 
 use serde_json::Value;
 
 use crate::lenient::is_set;
-use crate::plan::BenchEntry;
+use crate::plan::{BenchEntry, Dialect, Trial};
 use crate::result::ResultDoc;
 
 /// The fixed stages of an entry: `(stage index, expected num_tokens_out)`.
@@ -193,6 +195,25 @@ pub fn pooled_gate(
 
 fn show(v: Option<&Value>) -> String {
     v.map_or("missing".into(), Value::to_string)
+}
+
+/// Under `--require-thresholds`: why `trial` fails when it has no threshold for
+/// `hardware`, or `None` when it has one. Contract entries check their API contract and
+/// never carry thresholds, so they need none.
+pub fn missing_thresholds(trial: &Trial, hardware: &str) -> Option<String> {
+    if !trial.thresholds.items.is_empty() || trial.entry.dialect == Dialect::Contract {
+        return None;
+    }
+    let why = trial
+        .thresholds
+        .note
+        .as_deref()
+        .map_or(String::new(), |n| format!(" ({n})"));
+    Some(format!(
+        "no threshold for hardware `{hardware}`{why}: --require-thresholds fails such a \
+         trial; add a `{hardware}` bucket to the entry's baseline or a baselines/{hardware}.json \
+         entry (dfx-perf recalibrate)"
+    ))
 }
 
 #[cfg(test)]

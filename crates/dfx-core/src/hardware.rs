@@ -6,6 +6,9 @@
 //! does not know gets a compact form of its name (upstream does the same), e.g.
 //! `NVIDIA GeForce RTX 4090` → `GeForceRTX4090`.
 
+mod labels;
+pub use labels::{check as check_label, is_builtin};
+
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

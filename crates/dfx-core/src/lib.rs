@@ -32,6 +32,7 @@ pub mod result;
 pub mod runner_keys;
 pub mod server;
 pub mod step;
+pub mod suggest;
 pub mod verdict;
 
 /// `println!` that never panics: a line that cannot be written (stdout on a full disk, a

@@ -25,6 +25,10 @@ pub struct Plan {
     /// Warnings found while loading that are not errors (e.g. a hardware-nested baseline
     /// without a bucket for the current hardware label).
     pub warnings: Vec<String>,
+    /// Hardware labels the loaded configs (hardware-nested baselines, `hardware_marks`)
+    /// and baseline stores (`baselines/<label>.json`) name, sorted, each once: with the
+    /// built-in ones, the labels a run may use ([`crate::hardware::check_label`]).
+    pub hardware_labels: Vec<String>,
 }
 
 /// Where a trial came from, for error messages and listings.

@@ -70,7 +70,7 @@ fn bad_keys_are_refused_with_where_and_what_is_accepted() {
         "timeout_s",
         "voice_lifecycle",
         "max_concurrency",
-        "unknown key of a contract entry",
+        "unknown contract entry key",
         "while `voice_lifecycle` is false",
     ] {
         assert!(e.contains(want), "missing {want:?} in:\n{e}");

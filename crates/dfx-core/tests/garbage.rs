@@ -196,9 +196,10 @@ fn random_mutations_of_real_configs_never_panic() {
             Err(_) => panic!("round {round} panicked on:\n{text}"),
         }
     }
-    // the mutations exercise both paths
+    // the mutations exercise both paths (a palette key inserted where it is not a known
+    // key is refused, so most mutants are)
     assert!(
-        loaded > 20 && refused > 100,
+        loaded > 10 && refused > 100,
         "loaded {loaded}, refused {refused}"
     );
 }

@@ -209,19 +209,32 @@ fn server_spec_is_built_from_server_params_and_shared() {
 }
 
 #[test]
-fn unknown_case_and_server_keys_are_warnings() {
+fn unknown_case_and_server_keys_are_errors_with_the_closest_keys() {
     let fx = Fx::new();
     let mut c = tts_case("t", json!({}));
     c["owner"] = json!("me");
     c["server_params"]["gpu"] = json!(1);
-    let plan = fx.load(&json!([c]).to_string()).unwrap();
-    let w: Vec<String> = plan.warnings.iter().map(|w| fx.scrub(w)).collect();
-    assert_eq!(
-        w,
-        [
-            "$TMP/cfg.json: test `t`, key `owner`: unknown case key (ignored)",
-            "$TMP/cfg.json: test `t`, key `server_params.gpu`: unknown key (ignored)"
-        ]
+    c["server_params"]["modle"] = json!("x");
+    let e = fx.load(&json!([c]).to_string()).unwrap_err();
+    let e: Vec<String> = e.0.iter().map(|e| fx.scrub(&e.to_string())).collect();
+    assert_eq!(e.len(), 3, "{e:#?}");
+    assert!(
+        e[0].starts_with(
+            "$TMP/cfg.json: test `t`, key `owner`: unknown case key (accepted: test_name, "
+        ),
+        "{e:#?}"
+    );
+    assert!(
+        e[1].starts_with(
+            "$TMP/cfg.json: test `t`, key `server_params.gpu`: unknown server_params key"
+        ),
+        "{e:#?}"
+    );
+    assert!(
+        e[2].ends_with(
+            "key `server_params.modle`: unknown server_params key (accepted: closest: model)"
+        ),
+        "{e:#?}"
     );
 }
 
@@ -542,13 +555,23 @@ fn runner_entries_percentile_soak_and_contract_keys() {
     let keys = plan.trials[0].entry.runner.contract().unwrap();
     assert!(!keys.scenarios.contains(&"voice_lifecycle"));
     assert_eq!(keys.timeout_s, 5.0);
-    // The native-duplex runner reports no percentiles: its keys are not read.
+    // The native-duplex runner reports no percentiles: its entries have no such key, and
+    // one written there is refused rather than ignored.
     let duplex = json!({"name": "c1", "workload": "native-duplex-audio", "sessions": 1,
-                        "turns": 1, "warmups": 1, "repeats": 2, "metric-percentiles": "x"});
-    let plan = fx.load(&case(Some("native-duplex"), duplex)).unwrap();
+                        "turns": 1, "warmups": 1, "repeats": 2});
+    let plan = fx
+        .load(&case(Some("native-duplex"), duplex.clone()))
+        .unwrap();
     assert_eq!(
         plan.trials[0].entry.percentiles,
         dfx_core::plan::PercentileKeys::default()
+    );
+    let mut with_percentiles = duplex;
+    with_percentiles["metric-percentiles"] = json!("x");
+    let bad = fx.errors(&case(Some("native-duplex"), with_percentiles));
+    assert!(
+        bad.contains("key `metric-percentiles`: unknown entry key"),
+        "{bad}"
     );
 }
 

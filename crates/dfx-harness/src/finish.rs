@@ -199,7 +199,7 @@ fn print_needs_data(s: &Summary) {
     let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
     let more = names.len().saturating_sub(5);
     eprintln!(
-        "dfx-perf: {} trial(s) had no threshold for {} (needs data; judged on completion only): {shown}{}",
+        "dfx-perf: {} trial(s) had no threshold for {} (needs data; judged on completion only, failed under --require-thresholds): {shown}{}",
         s.needs_data,
         s.hardware.as_deref().unwrap_or(dfx_core::hardware::UNKNOWN),
         if more > 0 {

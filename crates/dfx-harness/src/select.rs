@@ -105,7 +105,7 @@ pub(crate) fn preflight(
                 ConfigError::in_file(&src.file, format!("{} bench: {why}", benches.label(slot)));
             e.test_name = Some(p.trial.test_name.clone());
             e.entry_index = Some(src.raw_entry_index);
-            e.key = Some("dataset_path".into());
+            e.key = Some(why.key().to_string());
             errors.push(e);
         }
     }
@@ -244,6 +244,7 @@ mod tests {
         let plan = Plan {
             trials: vec![a1, a2, b, a3],
             warnings: vec![],
+            hardware_labels: vec![],
         };
         let benches = set(vec![("fake", Ok(Box::new(FakeBench::default())))]);
         let planned = plan_trials(&plan, &FakeLauncher::new(), &benches);
@@ -265,6 +266,7 @@ mod tests {
         let plan = Plan {
             trials: vec![concurrency_trial("t", "s", 1, 2)],
             warnings: vec![],
+            hardware_labels: vec![],
         };
         let benches = set(vec![("fake", Ok(Box::new(FakeBench::default())))]);
         let launcher = UnavailableLauncher {

@@ -144,6 +144,8 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
         eprintln!("dfx-perf: nothing was started.");
         ExitCode::from(USAGE)
     })?;
+    super::settings::known_hardware(cfg.hardware.is_some(), &hw, &plan.hardware_labels)
+        .map_err(|e| usage_error(&e))?;
     print_warnings(&plan.warnings);
     let benches = wiring::benches(&cfg, project).map_err(|e| usage_error(&e))?;
     let planned = plan_trials(&plan, &*launcher, &benches);
@@ -258,6 +260,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         planned,
         hardware: hw,
         assert_baseline: cfg.assert_baseline,
+        require_thresholds: cfg.require_thresholds,
         progress: progress.clone(),
         upstream_results_dir: cfg.upstream_results_dir.clone(),
         gpu_absent_said: false,

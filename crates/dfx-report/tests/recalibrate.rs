@@ -453,3 +453,50 @@ fn recorded_runs_recalibrate_or_are_refused() {
         .to_string();
     assert!(err.contains("fallback result"), "{err}");
 }
+
+#[test]
+fn a_threshold_that_checks_nothing_is_never_proposed() {
+    use dfx_core::metrics::Direction;
+    use dfx_report::recalibrate::change_from_level;
+    let o = RecalibrateOptions::default();
+    // A measured median of 0 (or below) gives a floor that passes every result, or a
+    // latency ceiling no result can meet: a note, nothing written.
+    let floor = change_from_level(
+        C16,
+        "audio_throughput",
+        Direction::HigherIsBetter,
+        vec![0.0],
+        0.0,
+        None,
+        &o,
+    )
+    .unwrap_err();
+    assert!(
+        floor.contains("audio_throughput")
+            && floor.contains("checks nothing")
+            && floor.ends_with("not calibrated"),
+        "{floor}"
+    );
+    let ceiling = change_from_level(
+        C1,
+        "median_audio_ttfp_ms",
+        Direction::LowerIsBetter,
+        vec![-1.0],
+        -1.0,
+        None,
+        &o,
+    )
+    .unwrap_err();
+    assert!(ceiling.contains("can never hold"), "{ceiling}");
+    // Zero failures is a ceiling that holds.
+    let failed = change_from_level(
+        C1,
+        "failed",
+        Direction::LowerIsBetter,
+        vec![0.0],
+        0.0,
+        None,
+        &o,
+    );
+    assert_eq!(failed.unwrap().proposed, 0.0);
+}

@@ -7,37 +7,8 @@ use serde_json::{Map, Value};
 use super::pyfmt;
 
 /// Entry keys that are never bench flags (`docs/config.md` ("Exclude set")): upstream's
-/// current set (`run_benchmark.py`, 2026), which also holds the accuracy gates, the judge
-/// and the warmup keys of the diffusion-style entries.
-pub const EXCLUDED_KEYS: &[&str] = &[
-    "request_rate",
-    "baseline",
-    "num_prompts",
-    "max_concurrency",
-    "num_warmups",
-    "task",
-    "enabled",
-    "eval_phase",
-    "trust_remote_code",
-    "expected_duplex_audio_turns_per_session",
-    "omniinteract_min_ia_qtf1",
-    "omniinteract_aggregate_min_ia_qtf1",
-    "omniinteract_aggregate_subsets",
-    "omniinteract_aggregate_group",
-    "judge_server_params",
-    "name",
-    "enable_negative_prompt",
-    "random_request_config",
-    "num_input_images",
-    "warmup_requests",
-    "warmup_concurrency",
-    "warmup_num_inference_steps",
-    // dfx-perf's own key (native bench only); vllm bench always opens fresh connections.
-    "connection",
-    // dfx-perf's own key: the harness runs the step that many times.
-    "repeats",
-    "capacity",
-];
+/// set plus dfx-perf's own keys, kept in dfx-core beside the other known key lists.
+pub use dfx_core::config::known_keys::EXCLUDED_KEYS;
 
 /// Entry keys upstream's stability runner never passes to a batch's `vllm bench`
 /// (`tests/dfx/stability/conftest.py`, `_build_base_args`): its own loop keys and the sweep

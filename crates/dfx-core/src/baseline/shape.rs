@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::{Threshold, ThresholdSource, Thresholds};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::hardware;
-use crate::metrics::{ACCEPTED_HINT, Direction, direction_of};
+use crate::metrics::{Direction, bound_accepted, bound_problem, direction_of, unknown_metric_hint};
 use crate::step::{StepKind, SweepStep};
 
 /// One metric's baseline as written.
@@ -54,8 +54,10 @@ const SHAPE_ACCEPTED: &str = "null, a number, a list with one number per sweep s
 object keyed by str(max_concurrency) / str(request_rate) (e.g. \"16\", \"2.0\")";
 
 /// Whether a baseline object is hardware-nested: every top-level key is not a metric name
-/// and holds an object, and either a key is a known hardware label or some inner key is a
-/// metric name (a flat dict-shaped metric has numeric step keys inside instead).
+/// and holds an object, and either a key is a built-in hardware label or some inner key is
+/// not a step key (a flat dict-shaped metric has numeric step keys inside, a bucket
+/// metric names, misspelt or not: `{"SIMx20": {"median_ttfx_ms": 5}}` is a bucket whose
+/// metric is unknown, not a metric named `SIMx20`).
 pub fn looks_nested(obj: &Map<String, Value>) -> bool {
     !obj.is_empty()
         && obj.iter().all(|(k, v)| {
@@ -64,12 +66,17 @@ pub fn looks_nested(obj: &Map<String, Value>) -> bool {
         && obj.iter().any(|(k, v)| {
             is_hardware_label(k)
                 || v.as_object()
-                    .is_some_and(|inner| inner.keys().any(|m| direction_of(m).is_some()))
+                    .is_some_and(|inner| inner.keys().any(|m| !is_step_key(m)))
         })
 }
 
 fn is_hardware_label(k: &str) -> bool {
-    hardware::KNOWN_TOKENS.contains(&k) || k == hardware::SIM || k == hardware::UNKNOWN
+    hardware::is_builtin(k)
+}
+
+/// Whether a key can be a sweep step's key of a dict-shaped metric (`"16"`, `"2.0"`).
+fn is_step_key(k: &str) -> bool {
+    k.trim().parse::<f64>().is_ok()
 }
 
 /// Parses an entry's `baseline` (`None` for `null`); problems go to `errs`.
@@ -135,14 +142,42 @@ fn parse_flat(
             continue;
         }
         if direction_of(metric).is_none() {
-            errs.push(ctx.err(&key, format!("unknown metric `{metric}`"), ACCEPTED_HINT));
+            errs.push(ctx.err(
+                &key,
+                format!("unknown metric `{metric}`"),
+                &unknown_metric_hint(metric),
+            ));
             continue;
         }
         if let Some(shape) = parse_shape(ctx, &key, raw, errs) {
+            check_bounds(ctx, &key, metric, &shape, errs);
             out.metrics.push((metric.clone(), shape));
         }
     }
     out
+}
+
+/// Every number of a metric's shape must be a threshold that checks something
+/// ([`bound_problem`]); each one that is not is an error at its own key.
+fn check_bounds(ctx: &Ctx<'_>, key: &str, metric: &str, shape: &MetricShape, errs: &mut Errs) {
+    let values: Vec<(String, f64)> = match shape {
+        MetricShape::Null => Vec::new(),
+        MetricShape::Scalar(x) => vec![(key.to_string(), *x)],
+        MetricShape::List(items) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| x.map(|x| (format!("{key}[{i}]"), x)))
+            .collect(),
+        MetricShape::Dict(items) => items
+            .iter()
+            .filter_map(|(k, x)| x.map(|x| (format!("{key}.{k}"), x)))
+            .collect(),
+    };
+    for (at, x) in values {
+        if let Some(why) = bound_problem(metric, x) {
+            errs.push(ctx.err(&at, why, bound_accepted(metric)));
+        }
+    }
 }
 
 fn parse_shape(ctx: &Ctx<'_>, key: &str, raw: &Value, errs: &mut Errs) -> Option<MetricShape> {

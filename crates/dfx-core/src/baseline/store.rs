@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::{Threshold, ThresholdSource, Thresholds};
 use crate::diag::{ConfigError, json_type};
 use crate::fsutil;
-use crate::metrics::{ACCEPTED_HINT, direction_of};
+use crate::metrics::{bound_accepted, bound_problem, direction_of, unknown_metric_hint};
 
 /// A loaded baseline store.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -93,9 +93,17 @@ pub fn parse_store(file: &Path, text: &str) -> Result<Store, Vec<ConfigError>> {
                 errs.push(
                     ConfigError::in_file(file, format!("unknown metric `{metric}`"))
                         .with_key(key)
-                        .with_accepted(ACCEPTED_HINT),
+                        .with_accepted(unknown_metric_hint(&metric)),
                 );
             } else if let Some(x) = v.as_f64() {
+                if let Some(why) = bound_problem(&metric, x) {
+                    errs.push(
+                        ConfigError::in_file(file, why)
+                            .with_key(key)
+                            .with_accepted(bound_accepted(&metric)),
+                    );
+                    continue;
+                }
                 values.insert(metric, x);
             } else {
                 errs.push(

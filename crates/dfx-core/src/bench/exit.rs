@@ -99,6 +99,30 @@ pub enum PreflightError {
     /// The dataset, the metric selection or another input of the step (its message).
     #[error("{0}")]
     Inputs(String),
+    /// An entry key (a `vllm bench serve` flag, as written) that changes what is measured
+    /// and that this bench does not implement: ignoring it would report a result the
+    /// entry did not ask for.
+    #[error(
+        "`{key}` is a `vllm bench serve` flag the {bench} bench does not implement: run this \
+         entry with --bench vllm, or remove the key"
+    )]
+    UnimplementedKey {
+        /// The entry key as written (`goodput`).
+        key: String,
+        /// The bench that refuses it (`native`).
+        bench: &'static str,
+    },
+}
+
+impl PreflightError {
+    /// The entry key the error is about: the refused key, else `dataset_path` (the
+    /// input the other checks read).
+    pub fn key(&self) -> &str {
+        match self {
+            PreflightError::UnimplementedKey { key, .. } => key,
+            _ => "dataset_path",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -27,15 +27,6 @@ pub(crate) struct CaseDraft {
     pub entries: Vec<EntryDraft>,
 }
 
-/// Case keys of upstream's 2026 configs that dfx-perf reads (or shows) without a field of
-/// its own in [`RawCase`]; `omniinteract_*` accuracy gates are accepted too.
-const KNOWN_CASE_KEYS: [&str; 4] = [
-    "benchmark_runner",
-    "benchmark_endpoint",
-    "benchmark_backend",
-    "judge_server_params",
-];
-
 /// Validates one element of a file's top-level array.
 pub(crate) fn build_case(
     file: &Path,
@@ -73,15 +64,7 @@ pub(crate) fn build_case(
     let ctx = base.test(draft.test_name.as_deref());
     let native_duplex = super::runners::is_native_duplex(&raw.other);
     let contract = super::runners::is_contract(&raw.other);
-    for k in raw
-        .other
-        .keys()
-        .filter(|k| !KNOWN_CASE_KEYS.contains(&k.as_str()))
-    {
-        if !k.starts_with("omniinteract_") {
-            warnings.push(ctx.err(k, "unknown case key (ignored)", "").to_string());
-        }
-    }
+    super::known_keys::check_keys(&ctx, ("", "case"), obj, super::known_keys::CASE_KEYS, errs);
     opt_str(&ctx, "description", raw.description.as_ref(), errs);
     draft.marks = parse_mark_field(&ctx, raw.mark.as_ref(), errs);
     let mut case_keys = case_keys(&ctx, &raw.other, errs);
@@ -91,10 +74,8 @@ pub(crate) fn build_case(
         raw.server_params.as_ref(),
         deploy_dir,
         errs,
-        warnings,
     );
-    let judge =
-        super::judge::parse_judge(&ctx, raw.other.get("judge_server_params"), errs, warnings);
+    let judge = super::judge::parse_judge(&ctx, raw.other.get("judge_server_params"), errs);
     draft.server = server.spec.map(|mut s| {
         s.judge = judge.map(Box::new);
         Arc::new(s)

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::known_keys::{EntryKind, check_entry_keys};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::runners;
@@ -80,6 +81,18 @@ pub(crate) fn build_entry(
         return None;
     }
     let n = errs.len();
+    let kind = if case.native_duplex {
+        Some(EntryKind::NativeDuplex)
+    } else if case.contract {
+        None // contract entries check their own keys
+    } else if is_diffusion_entry(obj, case.tags) && !runners::is_stability_entry(obj) {
+        Some(EntryKind::Diffusion)
+    } else {
+        Some(EntryKind::Omni)
+    };
+    if let Some(kind) = kind {
+        check_entry_keys(&ctx, obj, kind, errs);
+    }
     let draft = if case.contract {
         runners::contract_entry(&ctx, raw_index, obj, errs)
     } else if case.native_duplex {

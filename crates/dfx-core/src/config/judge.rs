@@ -21,12 +21,7 @@ const KEYS: [&str; 5] = [
 ];
 
 /// Parses the case's `judge_server_params` (`None` when absent or null).
-pub(crate) fn parse_judge(
-    ctx: &Ctx<'_>,
-    v: Option<&Value>,
-    errs: &mut Errs,
-    warnings: &mut Vec<String>,
-) -> Option<JudgeSpec> {
+pub(crate) fn parse_judge(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<JudgeSpec> {
     let accepted = r#"{"model": "<id>", "use_omni": false, "cuda_visible_devices": "1", "extra_cli_args": [...], "required": true}"#;
     let obj = match v? {
         Value::Null => return None,
@@ -40,10 +35,8 @@ pub(crate) fn parse_judge(
             return None;
         }
     };
-    for k in obj.keys().filter(|k| !KEYS.contains(&k.as_str())) {
-        let key = format!("judge_server_params.{k}");
-        warnings.push(ctx.err(&key, "unknown key (ignored)", "").to_string());
-    }
+    let at = ("judge_server_params", "judge_server_params");
+    super::known_keys::check_keys(ctx, at, obj, &KEYS, errs);
     let n = errs.len();
     let key = |k: &str| format!("judge_server_params.{k}");
     let model = opt_str(ctx, &key("model"), obj.get("model"), errs);
@@ -113,8 +106,8 @@ mod tests {
     fn parse(v: Value) -> (Option<JudgeSpec>, Vec<String>) {
         let file = std::path::PathBuf::from("f.json");
         let ctx = Ctx::new(&file).test(Some("t"));
-        let (mut errs, mut warnings) = (Vec::new(), Vec::new());
-        let j = parse_judge(&ctx, Some(&v), &mut errs, &mut warnings);
+        let mut errs = Vec::new();
+        let j = parse_judge(&ctx, Some(&v), &mut errs);
         (j, errs.iter().map(|e| e.to_string()).collect())
     }
 

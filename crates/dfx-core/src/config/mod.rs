@@ -19,6 +19,7 @@ mod capacity;
 mod case;
 pub(crate) mod entry;
 mod judge;
+pub mod known_keys;
 mod load_keys;
 pub(crate) mod marks;
 pub(crate) mod naming;
@@ -104,10 +105,41 @@ pub fn load_plan(opts: &LoadOptions) -> Result<Plan, ConfigErrors> {
     }
     assemble::note_warnings(&trials, &mut warnings);
     if errs.is_empty() {
-        Ok(Plan { trials, warnings })
+        let hardware_labels = named_labels(&cases, &opts.baselines_dir);
+        Ok(Plan {
+            trials,
+            warnings,
+            hardware_labels,
+        })
     } else {
         Err(ConfigErrors(errs))
     }
+}
+
+/// The hardware labels the cases' nested baselines and `hardware_marks` name, and the
+/// stems of the `*.json` stores in `baselines_dir`: sorted, each once.
+fn named_labels(cases: &[case::CaseDraft], baselines_dir: &Path) -> Vec<String> {
+    let mut labels: Vec<String> = Vec::new();
+    for case in cases {
+        labels.extend(case.marks.hardware.iter().cloned());
+        for e in &case.entries {
+            if let Some(crate::baseline::BaselineSpec::Nested(buckets)) = &e.baseline {
+                labels.extend(buckets.iter().map(|(hw, _)| hw.clone()));
+            }
+        }
+    }
+    let stores = std::fs::read_dir(baselines_dir)
+        .into_iter()
+        .flatten()
+        .flatten();
+    labels.extend(stores.filter_map(|e| {
+        let path = e.path();
+        let stem = path.file_stem()?.to_str()?;
+        (path.extension().is_some_and(|x| x == "json")).then(|| stem.to_string())
+    }));
+    labels.sort();
+    labels.dedup();
+    labels
 }
 
 /// `<repo_root>/perf-configs/*.json`, sorted by file name (empty when the folder is

@@ -17,7 +17,8 @@ pub(crate) struct RawCase {
     pub mark: Option<Value>,
     pub server_type: Option<Value>,
     pub description: Option<Value>,
-    /// Keys this version does not know (reported as warnings).
+    /// Every other key: upstream's runner keys, read from here; unknown ones are refused
+    /// (`known_keys`).
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -37,13 +38,11 @@ pub(crate) struct RawServerParams {
     pub env: Option<Value>,
     /// dfx-perf extension: per-case readiness timeout in seconds.
     pub ready_timeout_s: Option<Value>,
-    /// Keys this version does not know (reported as warnings).
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
 }
 
-/// A benchmark entry of the omni/TTS dialect (snake_case keys). Keys not listed here are
-/// passed through to the external bench; they stay in the raw map the entry keeps.
+/// A benchmark entry of the omni/TTS dialect (snake_case keys). Other known keys
+/// (`known_keys`) are passed through to the external bench; they stay in the raw map the
+/// entry keeps.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct RawOmniEntry {
     pub dataset_name: Option<Value>,

@@ -297,13 +297,7 @@ pub(crate) fn contract_entry(
     let timeout_s =
         super::value::check_seconds(ctx, "timeout_s", timeout, MAX_CONTRACT_TIMEOUT_S, errs)
             .unwrap_or(DEFAULT_CONTRACT_TIMEOUT_S);
-    for key in obj.keys().filter(|k| !CONTRACT_KEYS.contains(&k.as_str())) {
-        errs.push(ctx.err(
-            key,
-            "unknown key of a contract entry",
-            &CONTRACT_KEYS.join(", "),
-        ));
-    }
+    super::known_keys::check_keys(ctx, ("", "contract entry"), obj, &CONTRACT_KEYS, errs);
     if errs.len() != n {
         return None;
     }

@@ -20,15 +20,13 @@ pub(crate) struct ServerBuild {
     pub trust_remote_code: bool,
 }
 
-/// Validates `server_type` and `server_params`; problems go to `errs`, unknown keys to
-/// `warnings`.
+/// Validates `server_type` and `server_params`; problems (unknown keys too) go to `errs`.
 pub(crate) fn build_server(
     ctx: &Ctx<'_>,
     server_type: Option<&Value>,
     server_params: Option<&Value>,
     deploy_dir: &Path,
     errs: &mut Errs,
-    warnings: &mut Vec<String>,
 ) -> ServerBuild {
     let server_type = parse_server_type(ctx, server_type, errs);
     let obj = match server_params {
@@ -57,12 +55,13 @@ pub(crate) fn build_server(
             return ServerBuild::default();
         }
     };
-    for k in raw.other.keys() {
-        warnings.push(
-            ctx.err(&format!("server_params.{k}"), "unknown key (ignored)", "")
-                .to_string(),
-        );
-    }
+    super::known_keys::check_keys(
+        ctx,
+        ("server_params", "server_params"),
+        obj,
+        super::known_keys::SERVER_PARAMS_KEYS,
+        errs,
+    );
     let n = errs.len();
     let model = match raw.model.as_ref() {
         None => {

@@ -159,3 +159,9 @@ pub(crate) const FAMILIES: &[Metric] = &[
     // informational: shown, never a threshold
     m("audio_duration_s", None, "s", "Audio duration"),
 ];
+
+/// Every key with a direction is never negative (latencies, throughputs, RTF, durations,
+/// counts, memory). These are the ones that can also be exactly 0 when measured, so a
+/// ceiling of 0 can hold ("no failures", "no underrun"): exact names, then family stems.
+/// Any `std_` statistic can be 0 too.
+pub(crate) const CAN_BE_ZERO: &[&str] = &["failed", "generator_lag_p99_ms", "audio_underrun_s"];

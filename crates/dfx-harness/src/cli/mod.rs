@@ -94,6 +94,12 @@ pub struct SuiteFlags {
           value_parser = BoolishValueParser::new())]
     pub assert_baseline: bool,
 
+    /// Fail every trial that has no threshold for the run's hardware label (default: such
+    /// a trial passes on completion with a "needs data" warning).
+    #[arg(long, env = "DFX_REQUIRE_THRESHOLDS", action = ArgAction::SetTrue,
+          value_parser = BoolishValueParser::new())]
+    pub require_thresholds: bool,
+
     /// Perf-config JSON file (repeatable; comma/colon separated lists accepted).
     /// Default: every perf-configs/*.json.
     #[arg(

@@ -53,6 +53,7 @@ fn verbose_listing_shows_every_decision() {
     let plan = Plan {
         trials: vec![a, b],
         warnings: vec![],
+        hardware_labels: vec![],
     };
     let text = listing(&plan, false);
     let expected = "\
@@ -85,6 +86,7 @@ fn every_trial_line_is_libtest_list_compatible() {
             concurrency_trial("t", "a", 2, 1),
         ],
         warnings: vec![],
+        hardware_labels: vec![],
     };
     let text = listing(&plan, false);
     let names: Vec<&str> = text
@@ -99,6 +101,7 @@ fn the_header_names_the_shard() {
     let plan = Plan {
         trials: vec![concurrency_trial("t", "a", 1, 1)],
         warnings: vec![],
+        hardware_labels: vec![],
     };
     let benches = fake_benches();
     let planned = plan_trials(&plan, &FakeLauncher::new(), &benches);

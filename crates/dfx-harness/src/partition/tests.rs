@@ -93,6 +93,7 @@ fn count_deals_selected_groups_round_robin() {
     let plan = Plan {
         trials,
         warnings: vec![],
+        hardware_labels: vec![],
     };
     let planned = planned(&plan);
     let all: Vec<usize> = (0..planned.len()).collect();

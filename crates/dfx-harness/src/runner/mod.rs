@@ -44,6 +44,8 @@ pub(crate) struct Session {
     /// Hardware label of the run (`H100`, `SIM`, `na`).
     pub hardware: String,
     pub assert_baseline: bool,
+    /// `--require-thresholds`: a judged trial without a threshold for the hardware fails.
+    pub require_thresholds: bool,
     /// Summary entries, the trial in progress, server starts (shared with the signal
     /// handler).
     pub progress: SharedProgress,
@@ -325,8 +327,12 @@ impl Session {
                     v.failures.extend(pooled);
                 }
                 v.failures.extend(own);
-                v.passed = v.failures.is_empty();
             }
+            if self.require_thresholds {
+                v.failures
+                    .extend(checks::missing_thresholds(trial, &self.hardware));
+            }
+            v.passed = v.failures.is_empty();
             v
         } else {
             Verdict {

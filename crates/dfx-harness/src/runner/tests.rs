@@ -45,6 +45,7 @@ fn fixture_hw(
     let plan = Plan {
         trials,
         warnings: vec![],
+        hardware_labels: vec![],
     };
     let planned = plan_trials(&plan, &launcher, &benches);
     let now = chrono::Local.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
@@ -61,6 +62,7 @@ fn fixture_hw(
         planned,
         hardware: hw.into(),
         assert_baseline,
+        require_thresholds: false,
         progress: crate::progress::Progress::shared(vec![None; n]),
         upstream_results_dir: None,
         gpu_absent_said: false,

@@ -22,6 +22,23 @@ pub(super) fn check_hardware(h: Option<&str>, errors: &mut Vec<FlagError>) {
     }
 }
 
+/// The run's hardware label must be one dfx-perf knows ([`dfx_core::hardware::check_label`]:
+/// built in, or named by a loaded config or baseline store): a typo would judge every
+/// trial on completion only. `given` says whether it came from `--hardware` /
+/// `DFX_HARDWARE` rather than detection.
+pub(crate) fn known_hardware(given: bool, label: &str, named: &[String]) -> Result<(), String> {
+    dfx_core::hardware::check_label(label, named).map_err(|why| {
+        if given {
+            err("--hardware", "DFX_HARDWARE", label, "unknown hardware label", &why)
+                .to_string()
+        } else {
+            format!(
+                "detected hardware label: {why}; pass --hardware (DFX_HARDWARE) with a known                  label, or name this one in baselines/{label}.json"
+            )
+        }
+    })
+}
+
 /// `--sim-speed`: the simulator's speed factor.
 pub(super) fn check_sim_speed(k: Option<f64>, errors: &mut Vec<FlagError>) {
     if let Some(k) = k

@@ -9,6 +9,7 @@ mod bench;
 mod flags;
 
 pub(crate) use bench::BenchOptions;
+pub(crate) use flags::known_hardware;
 use flags::{
     check_hardware, check_mark, check_ready_timeout, check_sim_speed, gpu_price_flag, history_flag,
     partition_flag,
@@ -65,6 +66,8 @@ pub(crate) struct SuiteConfig {
     /// libtest flags, with `test_threads` forced to 1 (trials run one at a time).
     pub libtest: libtest_mimic::Arguments,
     pub assert_baseline: bool,
+    /// `--require-thresholds`: a trial without a threshold for the hardware fails.
+    pub require_thresholds: bool,
     /// Config files in load order.
     pub config_files: Vec<PathBuf>,
     pub mark: Option<String>,
@@ -177,6 +180,7 @@ impl SuiteConfig {
         Ok(SuiteConfig {
             libtest,
             assert_baseline: s.assert_baseline,
+            require_thresholds: s.require_thresholds,
             config_files,
             mark: s.mark,
             hardware: s.hardware,

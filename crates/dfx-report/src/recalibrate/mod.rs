@@ -408,6 +408,12 @@ pub fn change_from_level(
         Direction::LowerIsBetter => level * (1.0 + margin),
         Direction::HigherIsBetter => level * (1.0 - margin),
     });
+    // The suite refuses such a bound when it loads the store: never write one.
+    if let Some(why) = dfx_core::metrics::bound_problem(metric, proposed) {
+        return Err(format!(
+            "{trial} {metric}: proposed threshold {proposed} (from {level}): {why}, not calibrated"
+        ));
+    }
     let (decision, relative) = decide(
         old.as_ref().map(|o| o.value),
         proposed,

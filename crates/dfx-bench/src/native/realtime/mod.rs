@@ -203,7 +203,10 @@ pub fn run(
     let handle = writer(ctx.out_dir.join("records.jsonl"), rx, progress);
     let mut ph = Phase {
         url: p.url.clone().into(),
-        limits: TurnLimits::default(),
+        limits: TurnLimits {
+            stall: settings.stall,
+            ..TurnLimits::default()
+        },
         records: tx,
         inflight: Arc::new(InFlight::default()),
     };

@@ -255,6 +255,17 @@ pub async fn run_turn(
     update: &serde_json::Map<String, Value>,
     lim: &TurnLimits,
 ) -> TurnOutcome {
+    run_turn_with(url, update, lim, &|_| {}).await
+}
+
+/// [`run_turn`], telling `progressed` whenever the turn's audio made progress (the step's
+/// stall rule, `crate::native::stall`).
+pub(crate) async fn run_turn_with(
+    url: &str,
+    update: &serde_json::Map<String, Value>,
+    lim: &TurnLimits,
+    progressed: &(dyn Fn(Instant) + Send + Sync),
+) -> TurnOutcome {
     let now = Instant::now();
     let mut out = TurnOutcome {
         started: now,
@@ -272,7 +283,7 @@ pub async fn run_turn(
         error: None,
     };
     if let Some(mut c) = handshake(url, update, lim, &mut out).await {
-        stream_turn(&mut c, lim, &mut out).await;
+        stream_turn(&mut c, lim, &mut out, progressed).await;
         if !matches!(out.error, Some((TurnError::Transport, _))) {
             finish(&mut c, lim, &mut out).await;
         }
@@ -383,7 +394,12 @@ async fn await_created(
 
 /// Appends silence every 200 ms (absolute schedule) until a `response.done` or an
 /// `error`, at most `max_appends`, then waits at most `wait_after`.
-async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
+async fn stream_turn(
+    c: &mut Conn,
+    lim: &TurnLimits,
+    out: &mut TurnOutcome,
+    progressed: &(dyn Fn(Instant) + Send + Sync),
+) {
     let start = Instant::now();
     out.turn_start = Some(start);
     let start_t = tokio::time::Instant::from_std(start);
@@ -423,7 +439,10 @@ async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
                 Ev::Ended(why) => { out.fail(TurnError::Transport, why); return; }
                 Ev::Json(v) => {
                     let done = on_event(&v, lim, out);
-                    progress.advance(&lim.stall, audio_bytes(out), Instant::now());
+                    let now = Instant::now();
+                    if progress.advance(&lim.stall, audio_bytes(out), now) {
+                        progressed(now);
+                    }
                     if done { return; }
                 }
             }

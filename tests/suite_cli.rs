@@ -47,6 +47,8 @@ mod sim_e2e;
 mod stability;
 #[path = "suite_cli/strict.rs"]
 mod strict;
+#[path = "suite_cli/stalls.rs"]
+mod stalls;
 #[path = "suite_cli/support.rs"]
 mod support;
 
@@ -265,6 +267,26 @@ fn main() -> ExitCode {
         (
             "the_simulator_survives_a_log_on_a_full_disk",
             integrity::the_simulator_survives_a_log_on_a_full_disk,
+        ),
+        (
+            "stall_a_stalled_simulator_ends_the_step_early",
+            stalls::stalled_simulator_ends_the_step_early,
+        ),
+        (
+            "stall_a_trickling_server_fails_as_stalled",
+            stalls::trickling_server_fails_as_stalled,
+        ),
+        (
+            "stall_attach_to_a_trickling_health_fails_in_time",
+            stalls::attach_to_a_trickling_health_fails_in_time,
+        ),
+        (
+            "stall_never_ready_reports_the_wait",
+            stalls::never_ready_reports_the_wait,
+        ),
+        (
+            "crash_at_inflight_is_named_every_time",
+            stalls::crash_is_named_every_time,
         ),
         (
             "dfx_perf_deploy_prints_a_path_for_the_shell",

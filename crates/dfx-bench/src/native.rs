@@ -39,6 +39,7 @@ pub mod selection;
 pub(crate) mod sink;
 pub(crate) mod soak;
 mod soak_run;
+pub mod stall;
 pub mod stats;
 pub mod summary;
 pub(crate) mod unimplemented;
@@ -75,8 +76,10 @@ pub struct NativeSettings {
     pub sample_rate: Option<u32>,
     /// Total per request (default 900 s).
     pub request_timeout: Duration,
-    /// Longest wait for the next byte: stall detection (default 60 s).
+    /// Longest wait for the response head or the next byte (default 60 s).
     pub read_timeout: Duration,
+    /// When a stream and a step count as stalled (`--stall-window`, `--stall-floor`).
+    pub stall: stall::StallRule,
     /// Open-loop send lag beyond this marks the step's load invalid (default 1 s).
     pub lag_threshold: Duration,
     /// Response body cap (default 512 MiB).
@@ -103,6 +106,7 @@ impl Default for NativeSettings {
             sample_rate: None,
             request_timeout: Duration::from_secs(900),
             read_timeout: Duration::from_secs(60),
+            stall: stall::StallRule::default(),
             lag_threshold: Duration::from_secs(1),
             max_body_bytes: 512 * 1024 * 1024,
             progress: true,
@@ -257,24 +261,46 @@ impl Bench for NativeBench {
 
 /// Runs a prepared step on `engine`, its records going to `sink`: the warmups (all at
 /// once, then discarded from the statistics), then the measured requests with the step's
-/// load. Returns when the measured phase started and its exact peak of requests in flight.
+/// load. Returns the measured phase's run (when it started, its exact peak of requests in
+/// flight); a server that stalled in the warmups ends the step there (nothing measured
+/// is sent).
 fn run_prepared(
     engine: &mut evloop::Engine,
     sink: &RecordSink,
     p: &mut prepare::Prepared,
-) -> (std::time::Instant, usize) {
+) -> evloop::PhaseRun {
     let mut out = ToSink {
         tx: sink.sender(),
         sample_rate: p.sample_rate,
     };
     let warmups = std::mem::take(&mut p.warmups);
+    let measured = std::mem::take(&mut p.measured);
     if !warmups.is_empty() {
         let concurrency = warmups.len();
-        engine.run(warmups, Load::Closed { concurrency }, true, &mut out);
+        let warm = engine.run(warmups, Load::Closed { concurrency }, true, &mut out);
+        if let Some(mut why) = warm.stalled {
+            why.why = format!("in the warmups: {}", why.why);
+            why.not_sent += measured.len();
+            return evloop::PhaseRun {
+                stalled: Some(why),
+                ..warm
+            };
+        }
     }
-    let measured = std::mem::take(&mut p.measured);
-    let run = engine.run(measured, p.load.clone(), false, &mut out);
-    (run.base, run.peak_in_flight)
+    engine.run(measured, p.load.clone(), false, &mut out)
+}
+
+/// A step the stall rule ended early: its reason leads the step's errors.
+pub(crate) fn stalled_step(
+    outcome: &mut BenchOutcome,
+    log: &mut BenchLog,
+    why: &stall::ServerStalled,
+) {
+    let line = why.to_string();
+    eprintln!("dfx-perf: {line}");
+    log.write(&line);
+    outcome.errors.insert(0, line);
+    outcome.log_tail = log.tail();
 }
 
 /// The event loop's outlet into the records sink.
@@ -386,14 +412,17 @@ impl NativeBench {
         let ran = evloop::Engine::new(p.target.clone(), p.sample_rate)
             .map(|mut e| run_prepared(&mut e, &sink, &mut p));
         let (records, problem, kept) = sink.finish_with_quality();
-        let (_, peak_inflight) = ran?;
+        let ran = ran?;
         if let Some(problem) = problem {
             log.write(&format!("warning: {problem}"));
         }
         if let (Load::Open { .. }, Some(w)) = (&p.load, deadline::fallback_warning()) {
             log.write(&w);
         }
-        let mut outcome = self.conclude(ctx, log, &p, records, peak_inflight);
+        let mut outcome = self.conclude(ctx, log, &p, records, ran.peak_in_flight);
+        if let Some(why) = ran.stalled {
+            stalled_step(&mut outcome, log, &why);
+        }
         if let (Some(kept), Some(doc)) = (kept, outcome.result.as_mut()) {
             log.write(&format!(
                 "quality: {} clip(s) kept in {}, {} failed",

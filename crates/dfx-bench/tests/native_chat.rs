@@ -339,3 +339,47 @@ fn open_loop_rate_step_runs() {
         "{recs:?}"
     );
 }
+
+#[test]
+fn a_stalled_stream_ends_the_step_early() {
+    use std::time::{Duration, Instant};
+    // One text event, then nothing for a minute.
+    let event = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n".to_vec();
+    let script = vec![
+        (Duration::from_millis(10), event),
+        (Duration::from_secs(60), b"data: [DONE]\n\n".to_vec()),
+    ];
+    let server = ChatServer::start(script);
+    let tmp = tempfile::tempdir().unwrap();
+    let t = chat_trial(
+        entry(json!({})),
+        StepKind::Concurrency { max_concurrency: 1 },
+        5,
+    );
+    let s = NativeSettings {
+        stall: dfx_bench::native::stall::StallRule {
+            window: Duration::from_millis(500),
+            floor: 64,
+            in_a_row: 3,
+        },
+        ..settings()
+    };
+    let started = Instant::now();
+    let out = NativeBench::new(s).run(&ctx(&t, &server, tmp.path()));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "not the read timeout's 60 s"
+    );
+    assert!(
+        out.errors[0].starts_with("server stalled: no stream made progress"),
+        "{:?}",
+        out.errors
+    );
+    assert!(
+        out.errors[0].contains("not sent 4; last: stream stalled"),
+        "{:?}",
+        out.errors
+    );
+    let doc = out.result.unwrap();
+    assert_eq!(doc["error_counts"], json!({"stall": 1}));
+}

@@ -49,7 +49,7 @@ fn audio(rid: &str, bytes: usize, cum_ms: u64) -> Value {
 
 /// The script, chosen by the turn's text: `NORMAL`, `EXHAUST` (the first two
 /// connections are refused), `SEQ` (numbered events, one duplicate), `NOCREATED`,
-/// `NOCLOSED`.
+/// `NOCLOSED`, `STALL` (audio stops after the first delta).
 async fn serve(mut ws: WebSocket, s: Script) {
     let conn = s.connections.fetch_add(1, Ordering::SeqCst);
     let Some(update) = recv(&mut ws).await else {
@@ -114,6 +114,9 @@ async fn serve(mut ws: WebSocket, s: Script) {
             320,
             out(json!({"type": "response.done", "response_id": "r1"})),
         ));
+        if text == "STALL" {
+            events.retain(|(ms, _)| *ms <= 250);
+        }
         use futures_util::SinkExt;
         for (ms, v) in events {
             at(ms).await;
@@ -353,4 +356,28 @@ fn refused_connection_is_a_transport_failure() {
         &limits(),
     ));
     assert_eq!(o.error.unwrap().0, TurnError::Transport);
+}
+
+#[test]
+fn audio_that_stops_fails_the_turn_as_stalled() {
+    let (rt, url, _s) = start();
+    let lim = TurnLimits {
+        stall: dfx_bench::native::stall::StallRule {
+            window: Duration::from_millis(500),
+            floor: 64,
+            in_a_row: 3,
+        },
+        ..limits()
+    };
+    let started = Instant::now();
+    let o = rt.block_on(run_turn(&url, &update("STALL"), &lim));
+    let (class, msg) = o.error.clone().expect("the turn stalled");
+    assert_eq!(class, TurnError::Stall, "{msg}");
+    assert!(msg.contains("below the floor of 64 bytes"), "{msg}");
+    // Not the 30 s of appends nor the 180 s wait for response.done.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use dfx_bench::external::diffusion::{DiffusionBench, DiffusionSettings};
 use dfx_bench::external::{ExternalSettings, VllmBench};
+use dfx_bench::native::stall::StallRule;
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::server::ServerLauncher;
 use dfx_server::live::{self, LIVE_DIR_NAME};
@@ -35,7 +36,8 @@ pub(crate) fn launcher(
 ) -> Result<Box<dyn ServerLauncher + Send>, String> {
     let base = LauncherConfig {
         deploy_dir: cfg.deploy_dir.clone(),
-        grace: grace_override()?,
+        grace: ms_knob(GRACE_ENV)?,
+        ready_progress: ms_knob(READY_PROGRESS_ENV)?.unwrap_or(LauncherConfig::READY_PROGRESS),
         supervision: supervision(cfg, project),
         ..LauncherConfig::default()
     };
@@ -69,13 +71,18 @@ pub(crate) fn launcher(
 /// (and of their guards), instead of 15 s (30 s for sglang-omni).
 pub(crate) const GRACE_ENV: &str = "DFX_SERVER_GRACE_MS";
 
-fn grace_override() -> Result<Option<Duration>, String> {
-    match std::env::var(GRACE_ENV) {
+/// Hidden test knob `DFX_READY_PROGRESS_MS`: how often the wait for a started server's
+/// readiness is reported on stderr, instead of every 15 s.
+pub(crate) const READY_PROGRESS_ENV: &str = "DFX_READY_PROGRESS_MS";
+
+/// A hidden knob in whole milliseconds (`None` when unset).
+fn ms_knob(name: &str) -> Result<Option<Duration>, String> {
+    match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => v
             .trim()
             .parse::<u64>()
             .map(|ms| Some(Duration::from_millis(ms)))
-            .map_err(|_| format!("invalid value `{v}` for {GRACE_ENV}: milliseconds expected")),
+            .map_err(|_| format!("invalid value `{v}` for {name}: milliseconds expected")),
         _ => Ok(None),
     }
 }
@@ -172,6 +179,11 @@ pub(crate) fn native_bench(o: &BenchOptions) -> NativeBench {
         sample_rate: o.sample_rate,
         request_timeout: o.request_timeout.unwrap_or(d.request_timeout),
         read_timeout: o.read_timeout.unwrap_or(d.read_timeout),
+        stall: StallRule {
+            window: o.stall_window.unwrap_or(d.stall.window),
+            floor: o.stall_floor.unwrap_or(d.stall.floor),
+            ..d.stall
+        },
         duration_scale: o.duration_scale.unwrap_or(d.duration_scale),
         tokenizer: o.native_tokenizer.clone(),
         connection: o.connection,

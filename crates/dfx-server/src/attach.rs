@@ -103,9 +103,12 @@ impl ServerLauncher for AttachLauncher {
         _spec: &ServerSpec,
         ctx: &StartContext,
     ) -> Result<Box<dyn RunningServer>, ServerError> {
+        // A total deadline: every probe ends by it, so a `/health` that trickles fails.
         let deadline = Instant::now() + ATTACH_READY_TIMEOUT.min(ctx.ready_timeout);
         loop {
-            let reason = match http_get(&self.host, self.port, "/health", PROBE_TIMEOUT) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let probe_timeout = PROBE_TIMEOUT.min(left).max(Duration::from_millis(50));
+            let reason = match http_get(&self.host, self.port, "/health", probe_timeout) {
                 Probe::Status(200 | 404) => {
                     return Ok(Box::new(AttachedServer {
                         url: self.url.clone(),

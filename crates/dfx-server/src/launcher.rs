@@ -47,6 +47,9 @@ pub struct LauncherConfig {
     pub grace: Option<Duration>,
     /// Readiness poll interval.
     pub poll_interval: Duration,
+    /// How often the wait for readiness is reported on stderr (time waited, the log's
+    /// last line).
+    pub ready_progress: Duration,
     /// Fixed port instead of a free one (refused if something already answers there).
     pub port: Option<u16>,
     /// Deploy folder, where a relative sglang-omni `serve_args.config` is looked up by name
@@ -54,6 +57,11 @@ pub struct LauncherConfig {
     pub deploy_dir: PathBuf,
     /// Guard executable and state folder for every started server (none by default).
     pub supervision: Supervision,
+}
+
+impl LauncherConfig {
+    /// The default [`LauncherConfig::ready_progress`].
+    pub const READY_PROGRESS: Duration = Duration::from_secs(15);
 }
 
 impl Default for LauncherConfig {
@@ -65,6 +73,7 @@ impl Default for LauncherConfig {
             extra_env: BTreeMap::new(),
             grace: None,
             poll_interval: Duration::from_millis(200),
+            ready_progress: LauncherConfig::READY_PROGRESS,
             port: None,
             deploy_dir: PathBuf::from("deploy"),
             supervision: Supervision::default(),
@@ -283,7 +292,8 @@ impl ProcessLauncher {
             self.grace(spec),
             &self.config.supervision,
         );
-        server.wait_ready(self.ready_timeout(spec, ctx), self.config.poll_interval)?;
+        let every = (self.config.poll_interval, self.config.ready_progress);
+        server.wait_ready(self.ready_timeout(spec, ctx), every)?;
         tracing::info!(port, pgid = server.pgid(), "server ready");
         Ok(server)
     }

@@ -105,16 +105,22 @@ impl ManagedServer {
     }
 
     /// Polls `GET /health` until it answers 200 (404: no health route, the accepted
-    /// connection counts) while watching the process. On failure the group is torn down and
-    /// the error carries the status and the log tail.
+    /// connection counts) while watching the process; every `progress` it says on stderr
+    /// how long it has waited and the log's last line. On failure the group is torn down
+    /// and the error carries the status and the log tail.
     pub(crate) fn wait_ready(
         &mut self,
         timeout: Duration,
-        poll: Duration,
+        (poll, progress): (Duration, Duration),
     ) -> Result<(), ServerError> {
         let start = Instant::now();
         let deadline = start + timeout;
+        let mut report = start + progress;
         loop {
+            if Instant::now() >= report {
+                report += progress;
+                self.say_waiting(start.elapsed(), timeout);
+            }
             if let Some(status) = self.peek_exit() {
                 self.teardown_quietly();
                 return Err(ServerError::ExitedBeforeReady {
@@ -149,6 +155,21 @@ impl ManagedServer {
             }
             std::thread::sleep(poll.min(deadline.saturating_duration_since(Instant::now())));
         }
+    }
+
+    /// One line on stderr (terminal or not) about the wait for readiness.
+    fn say_waiting(&self, waited: Duration, timeout: Duration) {
+        let tail = self.log_tail(1);
+        let last = tail.trim();
+        let last = if last.is_empty() { "(empty)" } else { last };
+        let last: String = last.chars().take(200).collect();
+        eprintln!(
+            "dfx-perf: waiting for the server on port {} to be ready: {:.0} s of {:.0} s; \
+             last log line: {last}",
+            self.port,
+            waited.as_secs_f64(),
+            timeout.as_secs_f64()
+        );
     }
 
     /// Whether the listener that answered belongs to our group. A stranger (it bound the

@@ -1,14 +1,14 @@
 //! Loopback probes: a minimal blocking HTTP/1.1 `GET` for readiness, "does anything answer
 //! on this port", and free-port selection. Kept on std so the crate stays light.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Attempts at finding a free port before giving up.
 const PORT_ATTEMPTS: usize = 32;
-/// The status line must fit in this many bytes.
-const MAX_HEAD: usize = 4096;
+/// The most bytes of a probe's response read.
+const MAX_RESPONSE: usize = 64 * 1024;
 
 /// What one readiness probe saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,9 @@ fn addr(host: &str, port: u16) -> std::io::Result<SocketAddr> {
         .ok_or_else(|| std::io::Error::other(format!("{host} resolves to no address")))
 }
 
-/// `GET path` on `host:port`; returns the status code. Every step is bounded by `timeout`.
+/// `GET path` on `host:port`; returns the status code once the whole response arrived
+/// (the server closes the connection, or the body reaches its `content-length`, or the
+/// last chunk). `timeout` bounds the whole exchange, so a response that trickles in fails.
 pub fn http_get(host: &str, port: u16, path: &str, timeout: Duration) -> Probe {
     match try_get(host, port, path, timeout) {
         Ok(code) => Probe::Status(code),
@@ -35,8 +37,24 @@ pub fn http_get(host: &str, port: u16, path: &str, timeout: Duration) -> Probe {
 }
 
 fn try_get(host: &str, port: u16, path: &str, timeout: Duration) -> std::io::Result<u16> {
+    let all = get_response(host, port, path, timeout, MAX_RESPONSE)?;
+    parse_status(&all).ok_or_else(|| {
+        let shown = String::from_utf8_lossy(&all[..all.len().min(80)]).into_owned();
+        std::io::Error::other(format!("not an HTTP response: {shown:?}"))
+    })
+}
+
+/// Sends `GET path` and reads the response until it is whole (see [`complete`]), the
+/// server closes, or `max_bytes` arrived; `timeout` bounds the whole exchange.
+fn get_response(
+    host: &str,
+    port: u16,
+    path: &str,
+    timeout: Duration,
+    max_bytes: usize,
+) -> std::io::Result<Vec<u8>> {
+    let deadline = Instant::now() + timeout;
     let mut stream = TcpStream::connect_timeout(&addr(host, port)?, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let host_header = if host.contains(':') {
         format!("[{host}]:{port}")
@@ -47,25 +65,56 @@ fn try_get(host: &str, port: u16, path: &str, timeout: Duration) -> std::io::Res
         stream,
         "GET {path} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: dfx-perf\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     )?;
-    let mut head = Vec::with_capacity(256);
-    let mut buf = [0u8; 256];
-    while !head.windows(2).any(|w| w == b"\r\n") && head.len() < MAX_HEAD {
-        let n = stream.read(&mut buf)?;
+    let mut all = Vec::with_capacity(256);
+    let mut buf = [0u8; 4096];
+    let incomplete = |got: usize| {
+        let why = format!(
+            "the response was not complete within {:.1} s ({got} bytes arrived)",
+            timeout.as_secs_f64()
+        );
+        std::io::Error::new(std::io::ErrorKind::TimedOut, why)
+    };
+    while !complete(&all) && all.len() <= max_bytes {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(incomplete(all.len()));
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(incomplete(all.len()));
+            }
+            Err(e) => return Err(e),
+        };
         if n == 0 {
             break;
         }
-        head.extend_from_slice(&buf[..n]);
+        all.extend_from_slice(&buf[..n]);
     }
-    parse_status(&head).ok_or_else(|| {
-        let shown = String::from_utf8_lossy(&head[..head.len().min(80)]).into_owned();
-        std::io::Error::other(format!("not an HTTP response: {shown:?}"))
-    })
+    Ok(all)
+}
+
+/// Whether `all` holds a whole response: its head and a body of `content-length` bytes,
+/// or ended by the last chunk. (Otherwise it ends when the server closes.)
+fn complete(all: &[u8]) -> bool {
+    let Some(split) = all.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&all[..split]).to_ascii_lowercase();
+    let body = &all[split + 4..];
+    if head.contains("transfer-encoding: chunked") {
+        return body.ends_with(b"0\r\n\r\n");
+    }
+    head.lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .is_some_and(|len| body.len() >= len)
 }
 
 /// `GET path` on `host:port` and the body of a 200 answer parsed as JSON; `None` on any
-/// failure. Bounded by `timeout` per step and by `max_bytes` for the whole response (the
-/// request says `Connection: close`, so the body ends with the stream; chunked bodies are
-/// not decoded and give `None`).
+/// failure. `timeout` bounds the whole exchange and `max_bytes` the whole response
+/// (chunked bodies are not decoded and give `None`).
 pub fn http_get_json(
     host: &str,
     port: u16,
@@ -73,19 +122,7 @@ pub fn http_get_json(
     timeout: Duration,
     max_bytes: usize,
 ) -> Option<serde_json::Value> {
-    let mut stream = TcpStream::connect_timeout(&addr(host, port).ok()?, timeout).ok()?;
-    stream.set_read_timeout(Some(timeout)).ok()?;
-    stream.set_write_timeout(Some(timeout)).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: dfx-perf\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut all = Vec::new();
-    stream
-        .take(max_bytes as u64 + 1)
-        .read_to_end(&mut all)
-        .ok()?;
+    let all = get_response(host, port, path, timeout, max_bytes).ok()?;
     if all.len() > max_bytes || parse_status(&all) != Some(200) {
         return None;
     }
@@ -156,5 +193,27 @@ mod tests {
             http_get("127.0.0.1", port, "/health", Duration::from_millis(200)),
             Probe::Down(_)
         ));
+    }
+
+    #[test]
+    fn a_trickling_response_fails_within_the_timeout() {
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let _ = s.read(&mut [0u8; 1024]);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n");
+            while s.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let started = Instant::now();
+        let got = http_get("127.0.0.1", port, "/health", Duration::from_millis(700));
+        let Probe::Down(why) = got else {
+            panic!("a trickle passed: {got:?}")
+        };
+        assert!(why.contains("not complete within 0.7 s"), "{why}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        server.join().unwrap();
     }
 }

@@ -13,6 +13,7 @@ use reqwest::header::HeaderMap;
 
 use super::http1::Endpoint;
 use super::http1::request::RequestHead;
+use super::stall::StallRule;
 use crate::audio::onset::{PcmAnalyzer, PcmStats};
 use crate::audio::pcm::{SNIFF_LEN, Sniff, sniff};
 
@@ -23,6 +24,8 @@ pub(crate) struct Limits {
     pub request_timeout: Duration,
     /// Longest wait for the response head or the next byte (stall detection).
     pub read_timeout: Duration,
+    /// The minimum-progress rule of a streaming body and of the step.
+    pub stall: StallRule,
     /// Body size cap.
     pub max_body_bytes: u64,
 }

@@ -55,6 +55,10 @@ impl InFlight {
     pub(crate) fn leave(&self) {
         self.now.fetch_sub(1, Ordering::SeqCst);
     }
+    /// Requests in flight now.
+    pub(crate) fn now(&self) -> usize {
+        self.now.load(Ordering::SeqCst)
+    }
     /// Largest number in flight at once.
     pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)

@@ -34,6 +34,7 @@ use super::client::Limits;
 use super::driver::Load;
 use super::log::BenchLog;
 use super::random::{self, RequestSpec, text::Counter};
+use super::stall::SharedWatch;
 use crate::native::aggregate::StepHeader;
 
 /// Backends served here (`daily-omni` is upstream's alias of the chat function).
@@ -200,6 +201,7 @@ pub(crate) fn run(
     let limits = Limits {
         request_timeout: settings.request_timeout,
         read_timeout: settings.read_timeout,
+        stall: settings.stall,
         max_body_bytes: settings.max_body_bytes,
     };
     let target = Arc::new(ChatTarget::new(&url, headers, limits)?);
@@ -244,6 +246,7 @@ pub(crate) fn run(
         .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
     let sink = ChatSink::start(&ctx.out_dir.join("records.jsonl"))?;
     let c2 = counter.clone();
+    let watch = SharedWatch::new(settings.stall);
     let count: CountFn = Arc::new(move |s: &str| c2.count(s));
     if warmups > 0 {
         let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(warmups);
@@ -251,7 +254,13 @@ pub(crate) fn run(
             let _ = tx.try_send((Ok(first.clone()), sample(first_spec, None, first.len())));
         }
         drop(tx);
-        let phase = ChatPhase::new(target.clone(), true, sink.sender(), count.clone());
+        let phase = ChatPhase::new(
+            target.clone(),
+            true,
+            sink.sender(),
+            count.clone(),
+            watch.clone(),
+        );
         driver::run_phase(
             &rt,
             &phase,
@@ -285,7 +294,7 @@ pub(crate) fn run(
             .map_err(|e| format!("cannot start the body generator: {e}"))?
     };
     drop(first);
-    let phase = ChatPhase::new(target, false, sink.sender(), count);
+    let phase = ChatPhase::new(target, false, sink.sender(), count, watch.clone());
     let open = matches!(load, Load::Open { .. });
     driver::run_phase(&rt, &phase, rx, n, load);
     let _ = producer.join();
@@ -299,15 +308,12 @@ pub(crate) fn run(
     if let (true, Some(w)) = (open, super::deadline::fallback_warning()) {
         log.write(&w);
     }
-    Ok(conclude(
-        settings,
-        ctx,
-        log,
-        records,
-        peak,
-        &sel,
-        counter.is_real(),
-    ))
+    let sent = records.iter().filter(|r| !r.warmup).count();
+    let mut outcome = conclude(settings, ctx, log, records, peak, &sel, counter.is_real());
+    if let Some(why) = watch.outcome(n.saturating_sub(sent)) {
+        super::stalled_step(&mut outcome, log, &why);
+    }
+    Ok(outcome)
 }
 
 fn conclude(

@@ -291,6 +291,7 @@ pub(crate) fn prepare_rows(
     let limits = Limits {
         request_timeout: settings.request_timeout,
         read_timeout: settings.read_timeout,
+        stall: settings.stall,
         max_body_bytes: settings.max_body_bytes,
     };
     let target = Arc::new(Target::new(&url, headers, limits, reuse)?.capturing(capture));

@@ -45,6 +45,7 @@ impl NativeBench {
             .unwrap_or(start);
         let (mut started, mut rss, mut last, mut peak) = (Vec::new(), Vec::new(), None, 0);
         let mut engine: Option<Engine> = None;
+        let mut stalled = None;
         for b in 0..MAX_BATCHES {
             if b > 0 && Instant::now() >= deadline {
                 break;
@@ -91,11 +92,16 @@ impl NativeBench {
             let Some(engine) = engine.as_mut() else {
                 continue;
             };
-            let (base, batch_peak) = super::run_prepared(engine, &sink, &mut p);
-            peak = peak.max(batch_peak);
-            started.push(soak::since(start, base));
+            let ran = super::run_prepared(engine, &sink, &mut p);
+            peak = peak.max(ran.peak_in_flight);
+            started.push(soak::since(start, ran.base));
             rss.push(ctx.server_group.and_then(soak::group_rss_mb));
             last = Some(p);
+            if ran.stalled.is_some() {
+                // The server stalled: no further batch is sent.
+                stalled = ran.stalled;
+                break;
+            }
         }
         let (records, problem) = sink.finish();
         if let Some(problem) = problem {
@@ -111,6 +117,9 @@ impl NativeBench {
         let mut outcome = self.conclude_measured(ctx, log, &p, &measured, sent, peak);
         if let Some(doc) = outcome.result.as_mut() {
             doc.insert("stability".into(), section);
+        }
+        if let Some(why) = stalled {
+            super::stalled_step(&mut outcome, log, &why);
         }
         Ok(outcome)
     }

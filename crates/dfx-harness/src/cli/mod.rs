@@ -229,6 +229,17 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "SECS", env = "DFX_READ_TIMEOUT")]
     pub read_timeout: Option<f64>,
 
+    /// Native bench: the stall window, in seconds. A stream whose body brings fewer than
+    /// --stall-floor bytes in a window is stalled; a step where no stream progressed for a
+    /// window (or 3 streams stalled in a row) ends early as "server stalled". Default: 20.
+    #[arg(long, value_name = "SECS", env = "DFX_STALL_WINDOW")]
+    pub stall_window: Option<f64>,
+
+    /// Native bench: the fewest body bytes a streaming response must bring per stall
+    /// window (a body that only trickles is stalled). Default: 1024.
+    #[arg(long, value_name = "BYTES", env = "DFX_STALL_FLOOR")]
+    pub stall_floor: Option<u64>,
+
     /// Native bench: `fresh` (a new TCP connection per request, as vllm bench) or `pooled`
     /// connections for every TTS step; wins over an entry's `connection` key. Default:
     /// the entry's key, else fresh.

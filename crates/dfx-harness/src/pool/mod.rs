@@ -273,17 +273,20 @@ impl ServerPool {
     }
 
     /// Called after every trial that used a server: when the server exited during the
-    /// trial, it is cleaned up and the error (exit status, log tail) returned.
-    pub(crate) fn check_after_trial(&mut self) -> Result<(), ServerDied> {
+    /// trial, it is cleaned up and the error (exit status, log tail) returned. `settle`:
+    /// how long a server this machine runs is given to finish exiting (a trial whose
+    /// requests failed may have seen the crash before the process was gone).
+    pub(crate) fn check_after_trial(&mut self, settle: Duration) -> Result<(), ServerDied> {
         let Some(live) = &mut self.live else {
             return Ok(());
         };
-        let died = match live.server.exit_status() {
+        let required_judge = live.spec.judge.as_ref().is_some_and(|j| j.required);
+        let died = match exit_within(live.server.as_mut(), settle) {
             Some(status) => Some((status, &live.server)),
             None => live
                 .judge
                 .as_mut()
-                .filter(|_| live.spec.judge.as_ref().is_some_and(|j| j.required))
+                .filter(|_| required_judge)
                 .and_then(|j| j.server.exit_status().map(|s| (s, &j.server))),
         };
         let Some((status, dead)) = died else {
@@ -344,3 +347,19 @@ fn info(live: &Live, started: bool) -> ServerInfo {
 
 #[cfg(test)]
 mod tests;
+
+/// The exit status of `server`, waiting up to `within` for a server this machine runs
+/// (one with a process group) that is still exiting; others are asked once.
+fn exit_within(server: &mut dyn RunningServer, within: Duration) -> Option<ExitStatus> {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let status = server.exit_status();
+        if status.is_some() || server.process_group().is_none() {
+            return status;
+        }
+        if std::time::Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}

@@ -32,7 +32,7 @@ fn consecutive_identical_specs_share_a_server_and_changes_stop_first() {
     for s in [&a, &a_again, &b, &a] {
         let info = pool.acquire(s, &s.model).unwrap();
         started.push(info.started);
-        pool.check_after_trial().unwrap();
+        pool.check_after_trial(Duration::ZERO).unwrap();
     }
     pool.shutdown();
     assert_eq!(started, [true, false, true, true]);
@@ -77,7 +77,10 @@ fn server_dying_during_a_trial_fails_it_and_the_next_trial_restarts() {
     let a = Arc::new(spec("A"));
     pool.acquire(&a, "t").unwrap();
     state.kill_latest();
-    let err = pool.check_after_trial().unwrap_err().to_string();
+    let err = pool
+        .check_after_trial(Duration::ZERO)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("server exited with exit status 137 during the benchmark"),
         "{err}"
@@ -97,7 +100,7 @@ fn server_found_dead_between_trials_is_restarted() {
     let (mut pool, state, _dir) = pool();
     let a = Arc::new(spec("A"));
     pool.acquire(&a, "t").unwrap();
-    pool.check_after_trial().unwrap();
+    pool.check_after_trial(Duration::ZERO).unwrap();
     state.kill_latest();
     let info = pool.acquire(&a, "t").unwrap();
     assert!(info.started);

@@ -4,7 +4,7 @@
 //! result (the template fallback when the bench left none).
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dfx_core::artefact::{ResultSections, VerdictFile};
 use dfx_core::bench::BenchContext;
@@ -26,6 +26,10 @@ mod repeat;
 
 use failure::{Fallback, NotRun, TrialFailure, render};
 pub(crate) mod upstream;
+
+/// How long a trial that saw failures waits for its server to finish exiting before the
+/// failures are classified (a crash is then named with its exit status and log tail).
+const EXIT_SETTLE: Duration = Duration::from_secs(5);
 
 /// How a trial that did not fail ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,7 +268,15 @@ impl Session {
         };
         let gpu = sampler.map(crate::gpu::GpuSampler::finish);
         let mut failures = Vec::new();
-        if let Err(died) = self.pool.check_after_trial() {
+        // A server that crashed mid-trial may still be exiting when the bench returns:
+        // a trial that saw failures gives it a few seconds, so the crash is named.
+        let troubled = !piece.failures.is_empty() || !piece.errors.is_empty();
+        let settle = if troubled {
+            EXIT_SETTLE
+        } else {
+            Duration::ZERO
+        };
+        if let Err(died) = self.pool.check_after_trial(settle) {
             failures.push(TrialFailure::ServerDied(died));
         }
         failures.extend(piece.failures);

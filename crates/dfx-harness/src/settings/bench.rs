@@ -1,7 +1,7 @@
 //! The benches' settings: validation of `--bench`, `--vllm-bin`, `--diffusion-script`,
 //! `--vllm-omni-dir`, `--python`, `--tokenizer`,
 //! `--dataset-root`, `--seed`, `--auth-token-env`, `--sample-rate`, `--request-timeout`,
-//! `--read-timeout` into [`BenchOptions`].
+//! `--read-timeout`, `--stall-window`, `--stall-floor` into [`BenchOptions`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +34,10 @@ pub(crate) struct BenchOptions {
     pub sample_rate: Option<u32>,
     pub request_timeout: Option<Duration>,
     pub read_timeout: Option<Duration>,
+    /// `--stall-window`: the stall rule's window.
+    pub stall_window: Option<Duration>,
+    /// `--stall-floor`: the fewest body bytes per stall window.
+    pub stall_floor: Option<u64>,
     /// `--duration-scale`: factor on every soak entry's `duration_sec`.
     pub duration_scale: Option<f64>,
     /// `--connection` (native bench): wins over the entries' `connection` key.
@@ -108,6 +112,8 @@ impl BenchOptions {
                 errors,
             ),
             read_timeout: seconds(s.read_timeout, "--read-timeout", "DFX_READ_TIMEOUT", errors),
+            stall_window: seconds(s.stall_window, "--stall-window", "DFX_STALL_WINDOW", errors),
+            stall_floor: super::flags::stall_floor(s.stall_floor, errors),
             duration_scale: s.duration_scale,
             connection: s.connection.map(|c| c.mode()),
         }
@@ -372,5 +378,22 @@ mod tests {
         assert!(e[0].problem.contains("not an environment variable name"));
         let e = options(&["--auth-token-env", "EMPTY"], &[("EMPTY", "")]).unwrap_err();
         assert!(e[0].problem.contains("not set (or empty)"));
+    }
+
+    #[test]
+    fn stall_flags_are_taken_and_bounded() {
+        let o = options(&["--stall-window", "2.5", "--stall-floor", "64"], &[]).unwrap();
+        assert_eq!(o.stall_window, Some(Duration::from_millis(2500)));
+        assert_eq!(o.stall_floor, Some(64));
+        let errors = options(&["--stall-window", "0", "--stall-floor", "0"], &[]).unwrap_err();
+        let named: Vec<_> = errors.iter().map(|e| (e.flag, e.env)).collect();
+        assert_eq!(
+            named,
+            [
+                ("--stall-window", "DFX_STALL_WINDOW"),
+                ("--stall-floor", "DFX_STALL_FLOOR")
+            ]
+        );
+        assert!(errors[1].accepted.contains("from 1 to"), "{:?}", errors[1]);
     }
 }

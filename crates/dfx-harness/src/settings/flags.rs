@@ -67,6 +67,25 @@ pub(super) fn check_ready_timeout(secs: u64, errors: &mut Vec<FlagError>) {
     }
 }
 
+/// Largest `--stall-floor`: 1 GiB per window.
+const MAX_STALL_FLOOR: u64 = 1 << 30;
+
+/// `--stall-floor`: bytes per stall window, from 1 to [`MAX_STALL_FLOOR`].
+pub(super) fn stall_floor(bytes: Option<u64>, errors: &mut Vec<FlagError>) -> Option<u64> {
+    let b = bytes?;
+    if (1..=MAX_STALL_FLOOR).contains(&b) {
+        return Some(b);
+    }
+    errors.push(err(
+        "--stall-floor",
+        "DFX_STALL_FLOOR",
+        b,
+        "not a usable progress floor",
+        &format!("whole bytes per stall window from 1 to {MAX_STALL_FLOOR} (default 1024)"),
+    ));
+    None
+}
+
 /// `--history`: a SQLite path or a PostgreSQL URL (shown with its password redacted).
 pub(super) fn history_flag(
     h: Option<&str>,

@@ -19,9 +19,12 @@
 //! the same failure classes and messages.
 
 mod plan;
+mod stalls;
 mod stream;
 mod timers;
 
+#[cfg(test)]
+mod stall_tests;
 #[cfg(test)]
 mod tests;
 
@@ -43,6 +46,7 @@ use super::deadline::Clock;
 use super::driver::{Job, Load};
 use super::http1::Error;
 use super::record::{Dispatch, Sample};
+use super::stall::{ServerStalled, StepWatch};
 
 /// Idle connections older than this are closed, not reused (reqwest's default).
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -70,11 +74,13 @@ pub(crate) trait Outlet {
     fn flush(&mut self);
 }
 
-/// What a phase left: its start and the largest number of requests in flight at once.
-#[derive(Debug, Clone, Copy)]
+/// What a phase left: its start, the largest number of requests in flight at once and,
+/// when the server stalled, why the phase ended early.
+#[derive(Debug, Clone)]
 pub(crate) struct PhaseRun {
     pub base: Instant,
     pub peak_in_flight: usize,
+    pub stalled: Option<ServerStalled>,
 }
 
 /// The event loop of one step, for one [`Target`] (a soak's batches share one).
@@ -103,6 +109,10 @@ pub(crate) struct Engine {
     flush_at: Option<Instant>,
     /// Requests that ended and are not yet handed to the outlet, in the order they ended.
     ended: VecDeque<Request>,
+    /// The phase's stall rule at the step level.
+    watch: StepWatch,
+    /// Why the phase ended early, once it did.
+    stalled: Option<ServerStalled>,
 }
 
 impl Engine {
@@ -114,7 +124,6 @@ impl Engine {
             .register(&mut SourceFd(&clock.as_raw_fd()), TIMER, Interest::READABLE)
             .map_err(|e| format!("cannot register the send timer: {e}"))?;
         Ok(Engine {
-            target,
             sample_rate,
             poll,
             events: Some(Events::with_capacity(1024)),
@@ -131,6 +140,9 @@ impl Engine {
             generation: 0,
             flush_at: None,
             ended: VecDeque::new(),
+            watch: StepWatch::new(target.limits.stall),
+            stalled: None,
+            target,
         })
     }
 
@@ -145,6 +157,8 @@ impl Engine {
         let mut plan = Plan::new(jobs, load);
         let base = plan.base;
         self.peak = 0;
+        self.watch = StepWatch::new(self.target.limits.stall);
+        self.stalled = None;
         while let Some(a) = plan.ramp() {
             self.launch(a, warmup);
             self.settle(&mut plan, warmup, base, out);
@@ -180,6 +194,7 @@ impl Engine {
         PhaseRun {
             base,
             peak_in_flight: self.peak,
+            stalled: self.stalled.take(),
         }
     }
 
@@ -204,6 +219,7 @@ impl Engine {
 
     /// Hands the ended requests to `out` and sends what the plan has next for each.
     fn settle(&mut self, plan: &mut Plan, warmup: bool, base: Instant, out: &mut dyn Outlet) {
+        self.give_up(plan);
         while let Some(req) = self.ended.pop_front() {
             let others = self.in_flight > 0;
             let Request {
@@ -211,6 +227,7 @@ impl Engine {
             } = req;
             let flush = out.ended(dispatch, job.sample, x, base, others);
             self.flush_by(flush);
+            self.give_up(plan);
             if let Some(a) = plan.after_end(self.in_flight) {
                 self.launch(a, warmup);
             }
@@ -277,6 +294,7 @@ impl Engine {
             generation: self.generation,
             sample_rate: self.sample_rate,
             connecting: None,
+            progress: Default::default(),
             state: State::Writing { done: 0 },
         };
         self.send(req);
@@ -438,6 +456,7 @@ impl Engine {
 
     fn end(&mut self, req: Request) {
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.watch_end(&req.x);
         self.ended.push_back(req);
     }
 
@@ -502,6 +521,7 @@ impl Engine {
         }
         if read && let Some(s) = self.streams.get_mut(k).and_then(Option::as_mut) {
             let step = s.read(&limits, closed);
+            self.progressed(k);
             self.step(k, step);
         }
     }
@@ -517,8 +537,10 @@ impl Engine {
             let Some(req) = s.req.as_mut().filter(|r| r.generation == due.generation) else {
                 continue;
             };
-            let (since, what) = match &req.state {
-                State::Body { last, .. } => (*last, "next body byte"),
+            let (since, what, progress_due) = match &req.state {
+                State::Body { last, .. } => {
+                    (*last, "next body byte", req.progress.due(&limits.stall))
+                }
                 State::Excerpt { until, .. } => {
                     if now < *until {
                         self.timeouts.push(Due { at: *until, ..due });
@@ -528,15 +550,27 @@ impl Engine {
                     }
                     continue;
                 }
-                _ => (req.x.send_at, "response head"),
+                _ => (req.x.send_at, "response head", None),
             };
-            let at = limits.wait_until(since, req.deadline);
+            let read_at = limits.wait_until(since, req.deadline);
+            // The minimum-progress rule, when it comes before the read and total timeouts.
+            let stall_at = progress_due.filter(|d| *d < read_at);
+            let at = stall_at.unwrap_or(read_at);
             if now < at {
                 self.timeouts.push(Due { at, ..due });
                 continue;
             }
-            let class = limits.expired_class(since, req.deadline);
-            req.x.fail(class, limits.timeout_message(class, what));
+            let (class, msg) = match stall_at {
+                Some(_) => (
+                    FailureClass::Stall,
+                    req.progress.message(&limits.stall, req.x.bytes),
+                ),
+                None => {
+                    let class = limits.expired_class(since, req.deadline);
+                    (class, limits.timeout_message(class, what))
+                }
+            };
+            req.x.fail(class, msg);
             self.step(k, Ok(Wait::Ended { reusable: false }));
         }
     }

@@ -156,6 +156,20 @@ impl Plan {
         }
     }
 
+    /// Gives up every request not yet sent (the step ends early); returns how many.
+    pub(super) fn abandon(&mut self) -> usize {
+        let mut n = self.jobs[self.next.min(self.jobs.len())..]
+            .iter()
+            .filter(|j| j.is_some())
+            .count();
+        self.next = self.jobs.len();
+        if let Kind::Open { waiting, .. } = &mut self.kind {
+            n += waiting.len();
+            waiting.clear();
+        }
+        n
+    }
+
     /// Whether every request was taken up (sent, refused or still waiting excluded).
     pub(super) fn exhausted(&self) -> bool {
         let waiting = matches!(&self.kind, Kind::Open { waiting, .. } if !waiting.is_empty());

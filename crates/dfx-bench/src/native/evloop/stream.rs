@@ -18,6 +18,7 @@ use super::super::http1::body::Decoder;
 use super::super::http1::head;
 use super::super::http1::{Error, request::RequestHead};
 use super::super::record::Dispatch;
+use super::super::stall::Progress;
 
 /// Size of a connection's read buffer; a response head must fit in it.
 pub(crate) const READ_BUF: usize = 32 * 1024;
@@ -43,6 +44,8 @@ pub(super) struct Request {
     pub sample_rate: u32,
     /// The connection being opened for this request, until it is up.
     pub connecting: Option<Connecting>,
+    /// The body's progress against the stall rule.
+    pub progress: Progress,
     pub state: State,
 }
 

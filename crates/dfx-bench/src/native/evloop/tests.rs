@@ -18,7 +18,7 @@ use crate::native::record::{Dispatch, Sample};
 
 /// A server running `script(connection index, socket)` per accepted connection; the
 /// count of accepted connections.
-fn serve<F>(script: F) -> (String, Arc<AtomicUsize>)
+pub(super) fn serve<F>(script: F) -> (String, Arc<AtomicUsize>)
 where
     F: Fn(usize, TcpStream) + Send + Sync + 'static,
 {
@@ -40,7 +40,7 @@ where
 }
 
 /// Reads one request: its head (text) and body; `None` at end of file.
-fn read_request(sock: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+pub(super) fn read_request(sock: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let end = loop {
@@ -79,9 +79,10 @@ fn replying(reply: &'static [u8], per_connection: usize) -> (String, Arc<AtomicU
     })
 }
 
-const LIMITS: Limits = Limits {
+pub(super) const LIMITS: Limits = Limits {
     request_timeout: Duration::from_secs(10),
     read_timeout: Duration::from_secs(5),
+    stall: crate::native::stall::StallRule::DEFAULT,
     max_body_bytes: 1 << 20,
 };
 
@@ -96,7 +97,7 @@ fn target(url: &str, reuse: bool) -> Arc<Target> {
 }
 
 /// An event loop for `url` (capturing bodies).
-fn engine_with(url: &str, reuse: bool, limits: Limits) -> Engine {
+pub(super) fn engine_with(url: &str, reuse: bool, limits: Limits) -> Engine {
     Engine::new(target_with(url, reuse, limits), 24_000).unwrap()
 }
 
@@ -109,7 +110,7 @@ const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
 
 /// Keeps every ended request, in the order they ended.
 #[derive(Default)]
-struct Kept(Vec<(Dispatch, Exchange)>);
+pub(super) struct Kept(pub(super) Vec<(Dispatch, Exchange)>);
 
 impl Outlet for Kept {
     fn ended(
@@ -126,7 +127,7 @@ impl Outlet for Kept {
     fn flush(&mut self) {}
 }
 
-fn job(id: &str) -> Job {
+pub(super) fn job(id: &str) -> Job {
     Job {
         body: Bytes::from_static(b"{\"input\":\"hi\"}"),
         sample: Sample {

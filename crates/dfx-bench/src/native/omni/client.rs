@@ -11,6 +11,7 @@ use reqwest::header::HeaderMap;
 use super::sse::{SseMessage, SseParser};
 use super::stream::StreamState;
 use crate::native::client::Limits;
+use crate::native::stall::{Progress, SharedWatch};
 
 /// How a failed chat request failed (`error_counts` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,20 @@ impl ChatExchange {
         self.failure.is_none()
     }
 
+    /// A request that failed at `send_at` before anything arrived.
+    pub(crate) fn failed(send_at: Instant, class: ChatFailure, msg: String) -> ChatExchange {
+        ChatExchange {
+            send_at,
+            end_at: send_at,
+            status: None,
+            bytes: 0,
+            reads: 0,
+            failure: None,
+            stream: StreamState::default(),
+        }
+        .fail(class, msg)
+    }
+
     fn fail(mut self, class: ChatFailure, msg: String) -> ChatExchange {
         self.end_at = Instant::now();
         self.failure = Some((class, msg));
@@ -101,20 +116,18 @@ impl ChatTarget {
 
     /// A request that was never sent because its body could not be built.
     pub(crate) fn refused(&self, why: String) -> ChatExchange {
-        let now = Instant::now();
-        ChatExchange {
-            send_at: now,
-            end_at: now,
-            status: None,
-            bytes: 0,
-            reads: 0,
-            failure: Some((ChatFailure::Transport, format!("request body: {why}"))),
-            stream: StreamState::default(),
-        }
+        let msg = format!("request body: {why}");
+        ChatExchange::failed(Instant::now(), ChatFailure::Transport, msg)
     }
 
-    /// Sends one request and reads the whole stream. Never panics on server input.
-    pub(crate) async fn execute(&self, body: Bytes, request_id: Option<&str>) -> ChatExchange {
+    /// Sends one request and reads the whole stream, its progress told to `watch`. Never
+    /// panics on server input.
+    pub(crate) async fn execute(
+        &self,
+        body: Bytes,
+        request_id: Option<&str>,
+        watch: &SharedWatch,
+    ) -> ChatExchange {
         let mut rb = self
             .client
             .post(self.url.clone())
@@ -125,15 +138,8 @@ impl ChatTarget {
         }
         let request = rb.build();
         let send_at = Instant::now();
-        let x = ChatExchange {
-            send_at,
-            end_at: send_at,
-            status: None,
-            bytes: 0,
-            reads: 0,
-            failure: None,
-            stream: StreamState::default(),
-        };
+        let mut x = ChatExchange::failed(send_at, ChatFailure::Transport, String::new());
+        x.failure = None;
         let request = match request {
             Ok(r) => r,
             Err(e) => return x.fail(ChatFailure::Transport, e.to_string()),
@@ -177,7 +183,7 @@ impl ChatTarget {
                 msg.trim_end_matches([' ', ':']).to_string(),
             );
         }
-        self.read_stream(response, deadline, x).await
+        self.read_stream(response, deadline, x, watch).await
     }
 
     async fn read_stream(
@@ -185,13 +191,22 @@ impl ChatTarget {
         mut response: reqwest::Response,
         deadline: Instant,
         mut x: ChatExchange,
+        watch: &SharedWatch,
     ) -> ChatExchange {
         let mut parser = SseParser::new();
         let mut last = Instant::now();
+        let (rule, mut progress) = (self.limits.stall, Progress::default());
         loop {
-            let next =
-                tokio::time::timeout_at(self.timer(last, deadline).into(), response.chunk()).await;
+            let read_at = self.timer(last, deadline);
+            // The minimum-progress rule, when it comes before the read and total timeouts.
+            let stall_at = progress.due(&rule).filter(|d| *d < read_at);
+            let until = stall_at.unwrap_or(read_at);
+            let next = tokio::time::timeout_at(until.into(), response.chunk()).await;
             let chunk = match next {
+                Err(_) if stall_at.is_some() => {
+                    let msg = progress.message(&rule, x.bytes);
+                    return x.fail(ChatFailure::Stall, msg);
+                }
                 Err(_) => {
                     let class = self.expired(last, deadline);
                     return x.fail(class, self.expired_msg(class));
@@ -205,6 +220,9 @@ impl ChatTarget {
             let t = (last - x.send_at).as_secs_f64();
             x.reads += 1;
             x.bytes += chunk.len() as u64;
+            if progress.advance(&rule, x.bytes, last) {
+                watch.progressed(last);
+            }
             if x.bytes > self.limits.max_body_bytes {
                 let msg = format!("body exceeded the {} byte cap", self.limits.max_body_bytes);
                 return x.fail(ChatFailure::Oversize, msg);

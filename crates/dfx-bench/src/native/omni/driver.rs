@@ -15,11 +15,12 @@ use bytes::Bytes;
 use tokio::runtime::Runtime;
 use tokio::sync::{Mutex, Semaphore, mpsc};
 
-use super::client::ChatTarget;
+use super::client::{ChatExchange, ChatFailure, ChatTarget};
 use super::record::{ChatRecord, ChatSample};
 use crate::native::deadline::Deadlines;
 use crate::native::driver::{Load, planned_sends};
 use crate::native::record::Dispatch;
+use crate::native::stall::SharedWatch;
 
 /// A body ready to send (or why it could not be built).
 pub(crate) type Ready = (Result<Bytes, String>, ChatSample);
@@ -34,6 +35,8 @@ pub(crate) struct ChatPhase {
     pub warmup: bool,
     pub records: Sender<ChatRecord>,
     pub count: CountFn,
+    /// The step's stall rule, shared by the warmups and the measured phase.
+    pub watch: Arc<SharedWatch>,
     now: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
 }
@@ -45,12 +48,14 @@ impl ChatPhase {
         warmup: bool,
         records: Sender<ChatRecord>,
         count: CountFn,
+        watch: Arc<SharedWatch>,
     ) -> Self {
         ChatPhase {
             target,
             warmup,
             records,
             count,
+            watch,
             now: Arc::default(),
             peak: Arc::default(),
         }
@@ -63,14 +68,25 @@ impl ChatPhase {
 }
 
 async fn run_one(ctx: &ChatPhase, ready: Ready, d: Dispatch, base: Instant, wait: f64) {
+    if ctx.watch.stopped() {
+        // The server stalled: the rest of the step is not sent.
+        return;
+    }
     let (body, sample) = ready;
     let n = ctx.now.fetch_add(1, Ordering::SeqCst) + 1;
     ctx.peak.fetch_max(n, Ordering::SeqCst);
+    let send_at = Instant::now();
     let x = match body {
-        Ok(b) => ctx.target.execute(b, sample.request_id.as_deref()).await,
+        Ok(b) => tokio::select! {
+            x = ctx.target.execute(b, sample.request_id.as_deref(), &ctx.watch) => x,
+            why = ctx.watch.tripped() => ChatExchange::failed(send_at, ChatFailure::Stall, why),
+        },
         Err(e) => ctx.target.refused(e),
     };
-    ctx.now.fetch_sub(1, Ordering::SeqCst);
+    let left = ctx.now.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+    let stalled = x.failure.as_ref().filter(|f| f.0 == ChatFailure::Stall);
+    ctx.watch
+        .ended(stalled.map(|f| f.1.as_str()), x.failure.is_none(), left);
     let rec = ChatRecord::new(&d, sample, x, base, wait, ctx.count.as_ref());
     let _ = ctx.records.send(rec);
 }
@@ -105,7 +121,7 @@ fn closed_loop(
         for _ in 0..workers {
             let (rx, ctx) = (rx.clone(), ctx.clone());
             handles.push(tokio::spawn(async move {
-                loop {
+                while !ctx.watch.stopped() {
                     let free = Instant::now();
                     let (ready, i) = {
                         let mut g = rx.lock().await;
@@ -152,6 +168,9 @@ fn open_loop(
             let mut deadlines = Deadlines::new();
             let mut handles = Vec::with_capacity(planned.len());
             for (i, planned) in planned.into_iter().enumerate() {
+                if ctx.watch.stopped() {
+                    break;
+                }
                 let asked = Instant::now();
                 let Some(ready) = rx.recv().await else {
                     break;

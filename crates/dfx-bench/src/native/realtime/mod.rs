@@ -27,6 +27,7 @@ use super::log::BenchLog;
 use super::progress::Progress;
 use super::record::Dispatch;
 use super::selection::Selection;
+use super::stall::SharedWatch;
 use super::{NativeSettings, aggregate, summary};
 
 /// The realtime backends the native bench implements.
@@ -99,15 +100,27 @@ struct Phase {
     limits: TurnLimits,
     records: mpsc::Sender<RealtimeRecord>,
     inflight: Arc<InFlight>,
+    /// The step's stall rule: once it trips, no further session starts.
+    watch: Arc<SharedWatch>,
 }
 
 async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
+    if ph.watch.stopped() {
+        // The server stalled: the rest of the step is not sent.
+        return;
+    }
     ph.inflight.enter();
     let start = Instant::now();
     let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.turns.len());
     let mut pcm = None;
+    let watch = ph.watch.clone();
+    let progressed = move |t: Instant| watch.progressed(t);
+    let mut stall = None;
     for (i, t) in job.turns.iter().enumerate() {
-        let o = session::run_turn(&ph.url, &t.update, &ph.limits).await;
+        let o = session::run_turn_with(&ph.url, &t.update, &ph.limits, &progressed).await;
+        if let Some((session::TurnError::Stall, msg)) = &o.error {
+            stall = Some(msg.clone());
+        }
         let (rec, stats) = TurnRecord::new(i, &t.utterance_id, &o, start);
         pcm.get_or_insert(stats);
         let failed = !rec.ok;
@@ -118,6 +131,8 @@ async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
     }
     let end = Instant::now();
     ph.inflight.leave();
+    let ok = turns.iter().all(|t| t.ok);
+    ph.watch.ended(stall.as_deref(), ok, ph.inflight.now());
     let pcm = pcm.unwrap_or_default();
     let rec = request_record(&d, job.sample, job.label, turns, pcm, (start, end), base);
     let _ = ph.records.send(rec);
@@ -203,9 +218,13 @@ pub fn run(
     let handle = writer(ctx.out_dir.join("records.jsonl"), rx, progress);
     let mut ph = Phase {
         url: p.url.clone().into(),
-        limits: TurnLimits::default(),
+        limits: TurnLimits {
+            stall: settings.stall,
+            ..TurnLimits::default()
+        },
         records: tx,
         inflight: Arc::new(InFlight::default()),
+        watch: SharedWatch::new(settings.stall),
     };
     let warmups = std::mem::take(&mut p.warmups);
     if !warmups.is_empty() {
@@ -214,8 +233,10 @@ pub fn run(
     }
     ph.inflight = Arc::new(InFlight::default());
     let measured = std::mem::take(&mut p.measured);
+    let n = measured.len();
     run_jobs(&rt, &ph, false, measured, p.load.clone());
     let peak = ph.inflight.peak();
+    let watch = ph.watch.clone();
     drop(ph);
     rt.shutdown_timeout(Duration::from_secs(5));
     let (records, problem) = handle
@@ -227,7 +248,12 @@ pub fn run(
     if let (Load::Open { .. }, Some(w)) = (&p.load, deadline::fallback_warning()) {
         log.write(&w);
     }
-    Ok(conclude(ctx, log, &sel, records, peak, settings))
+    let sent = records.iter().filter(|r| !r.base.warmup).count();
+    let mut outcome = conclude(ctx, log, &sel, records, peak, settings);
+    if let Some(why) = watch.outcome(n.saturating_sub(sent)) {
+        super::stalled_step(&mut outcome, log, &why);
+    }
+    Ok(outcome)
 }
 
 fn conclude(

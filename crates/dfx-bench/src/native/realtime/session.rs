@@ -14,6 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::protocol::{self as p, APPEND_MS, OUTPUT_RATE_HZ};
 use crate::audio::onset::PcmAnalyzer;
+use crate::native::stall::{Progress, StallRule};
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -44,6 +45,9 @@ pub struct TurnLimits {
     pub max_message: usize,
     /// Audio deltas timed per response at most (a longer timeline keeps its totals).
     pub max_deltas: usize,
+    /// Once audio has started, the fewest audio bytes per window (`--stall-window`,
+    /// `--stall-floor`): a turn whose audio stops or trickles fails as `stall`.
+    pub stall: StallRule,
 }
 
 impl Default for TurnLimits {
@@ -58,6 +62,7 @@ impl Default for TurnLimits {
             close_wait: Duration::from_secs(30),
             max_message: 64 * 1024 * 1024,
             max_deltas: 100_000,
+            stall: StallRule::DEFAULT,
         }
     }
 }
@@ -73,6 +78,8 @@ pub enum TurnError {
     Server,
     /// No `response.done` in time.
     Timeout,
+    /// The audio stopped or trickled below the stall rule's floor.
+    Stall,
     /// A response ended without announced audio (`response.created` missing, or no audio).
     NoAudio,
 }
@@ -85,6 +92,7 @@ impl TurnError {
             TurnError::Handshake => "handshake",
             TurnError::Server => "server_error",
             TurnError::Timeout => "timeout",
+            TurnError::Stall => "stall",
             TurnError::NoAudio => "no_audio",
         }
     }
@@ -247,6 +255,17 @@ pub async fn run_turn(
     update: &serde_json::Map<String, Value>,
     lim: &TurnLimits,
 ) -> TurnOutcome {
+    run_turn_with(url, update, lim, &|_| {}).await
+}
+
+/// [`run_turn`], telling `progressed` whenever the turn's audio made progress (the step's
+/// stall rule, `crate::native::stall`).
+pub(crate) async fn run_turn_with(
+    url: &str,
+    update: &serde_json::Map<String, Value>,
+    lim: &TurnLimits,
+    progressed: &(dyn Fn(Instant) + Send + Sync),
+) -> TurnOutcome {
     let now = Instant::now();
     let mut out = TurnOutcome {
         started: now,
@@ -264,7 +283,7 @@ pub async fn run_turn(
         error: None,
     };
     if let Some(mut c) = handshake(url, update, lim, &mut out).await {
-        stream_turn(&mut c, lim, &mut out).await;
+        stream_turn(&mut c, lim, &mut out, progressed).await;
         if !matches!(out.error, Some((TurnError::Transport, _))) {
             finish(&mut c, lim, &mut out).await;
         }
@@ -375,11 +394,17 @@ async fn await_created(
 
 /// Appends silence every 200 ms (absolute schedule) until a `response.done` or an
 /// `error`, at most `max_appends`, then waits at most `wait_after`.
-async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
+async fn stream_turn(
+    c: &mut Conn,
+    lim: &TurnLimits,
+    out: &mut TurnOutcome,
+    progressed: &(dyn Fn(Instant) + Send + Sync),
+) {
     let start = Instant::now();
     out.turn_start = Some(start);
     let start_t = tokio::time::Instant::from_std(start);
     let mut wait_until: Option<tokio::time::Instant> = None;
+    let mut progress = Progress::default();
     loop {
         if let Err(e) = c.flush_acks().await {
             out.fail(TurnError::Transport, e);
@@ -391,7 +416,12 @@ async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
         }
         let next_append = start_t + Duration::from_millis(APPEND_MS.saturating_mul(out.appends));
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
+        let stall_at = progress.due(&lim.stall).map(tokio::time::Instant::from_std);
         tokio::select! {
+            _ = tokio::time::sleep_until(stall_at.unwrap_or(far)), if stall_at.is_some() => {
+                out.fail(TurnError::Stall, progress.message(&lim.stall, audio_bytes(out)));
+                return;
+            }
             _ = tokio::time::sleep_until(next_append), if appending => {
                 out.appends += 1;
                 if let Err(e) = c.send(p::append(out.appends)).await {
@@ -407,10 +437,22 @@ async fn stream_turn(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
             }
             ev = c.next() => match ev {
                 Ev::Ended(why) => { out.fail(TurnError::Transport, why); return; }
-                Ev::Json(v) => if on_event(&v, lim, out) { return; },
+                Ev::Json(v) => {
+                    let done = on_event(&v, lim, out);
+                    let now = Instant::now();
+                    if progress.advance(&lim.stall, audio_bytes(out), now) {
+                        progressed(now);
+                    }
+                    if done { return; }
+                }
             }
         }
     }
+}
+
+/// Decoded audio bytes of every response of the turn so far.
+fn audio_bytes(out: &TurnOutcome) -> u64 {
+    out.responses.iter().map(|r| r.bytes).sum()
 }
 
 /// Handles one server event of the turn; `true` when the turn's response phase is over.

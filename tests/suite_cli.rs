@@ -45,10 +45,10 @@ mod sim_baseline;
 mod sim_e2e;
 #[path = "suite_cli/stability.rs"]
 mod stability;
-#[path = "suite_cli/strict.rs"]
-mod strict;
 #[path = "suite_cli/stalls.rs"]
 mod stalls;
+#[path = "suite_cli/strict.rs"]
+mod strict;
 #[path = "suite_cli/support.rs"]
 mod support;
 
@@ -139,6 +139,10 @@ fn main() -> ExitCode {
         (
             "sigterm_during_the_first_trial_tears_down_servers_and_writes_the_summary",
             interrupt::sigterm_during_the_first_trial,
+        ),
+        (
+            "sigterm_mid_step_sends_nothing_more_and_records_cuts_as_interrupted",
+            interrupt::sigterm_mid_step_sends_nothing_more_and_records_cuts_as_interrupted,
         ),
         (
             "hostile_values_of_issue_12_are_config_errors_before_any_start",

@@ -417,3 +417,77 @@ pub fn server_logs(run_dir: &Path) -> Vec<PathBuf> {
         .filter(|p| p.is_file())
         .collect()
 }
+
+/// SIGTERM in the middle of a native-bench step against the real simulator (real time,
+/// c = 4): no request is sent once the stop begins, and the requests the teardown cuts are
+/// recorded as `interrupted`, never as failures of the server (transport, stall, …).
+pub fn sigterm_mid_step_sends_nothing_more_and_records_cuts_as_interrupted() -> Result<(), Failed> {
+    const TRIAL: &str = "test_sim_smoke::default_voice_seed-tts-text::c4";
+    let (child, results) = perf_spawn(
+        &fixture("sim_tts.json"),
+        &[
+            "--server",
+            "sim",
+            "--sim-speed",
+            "1",
+            "--bench",
+            "native",
+            "--hardware",
+            "SIM",
+            "--exact",
+            TRIAL,
+        ],
+        &[],
+    )?;
+    let mut suite = Suite::new(child);
+    let deadline = Instant::now() + PATIENCE;
+    let records = loop {
+        if let Some(run_dir) = run_dirs(results.path()).into_iter().next() {
+            let r = run_dir
+                .join("trials")
+                .join(dir_of(TRIAL))
+                .join("records.jsonl");
+            // The warmup and one measured request: the step is under way.
+            if lines(&r) >= 2 {
+                break r;
+            }
+        }
+        check_plain(
+            !suite.exited(),
+            "the suite ended before it could be interrupted",
+        )?;
+        check_plain(Instant::now() < deadline, "the step never got under way")?;
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    suite.signal("TERM")?;
+    let run = Run {
+        out: suite.finish()?,
+        results,
+    };
+    check(run.code() == Some(130), "exit status 130", &run)?;
+    let text = std::fs::read_to_string(&records).map_err(|e| e.to_string())?;
+    let mut cut = 0;
+    for line in text.lines() {
+        let rec: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        match rec["error_class"].as_str() {
+            None => {}
+            Some("interrupted") => cut += 1,
+            Some(other) => {
+                return Err(format!("a request failed as `{other}` after the stop: {line}").into());
+            }
+        }
+    }
+    check(
+        text.lines().count() <= 9,
+        "at most the warmup and the 8 measured requests",
+        &run,
+    )?;
+    let s = run.summary()?;
+    let reason = s["trials"][0]["failures"][0].as_str().unwrap_or_default();
+    check(
+        reason.starts_with("interrupted (SIGINT/SIGTERM) after")
+            && (cut == 0 || reason.contains(&format!("{cut} cut by the interruption"))),
+        &format!("the interrupted trial counts its {cut} cut request(s) apart: {reason}"),
+        &run,
+    )
+}

@@ -32,6 +32,7 @@ pub mod result;
 pub mod runner_keys;
 pub mod server;
 pub mod step;
+pub mod stop;
 pub mod suggest;
 pub mod verdict;
 

@@ -19,7 +19,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,11 +43,10 @@ const OTHER_SIDE_WAIT: Duration = Duration::from_secs(120);
 /// How long the handler lets a main thread that has closed the run return its own status.
 const MAIN_EXIT_WAIT: Duration = Duration::from_secs(5);
 
-static REQUESTED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the run has been interrupted (the server pool then starts nothing).
+/// Whether the run has been interrupted (the server pool then starts nothing, the
+/// benches send nothing more).
 pub(crate) fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
+    dfx_core::stop::requested()
 }
 
 /// Installs the handler for this run. Fails only when another `ctrlc` handler exists in
@@ -70,7 +68,8 @@ pub(crate) fn await_handler(gate: &CloseGate) -> ExitCode {
 
 fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
     let at = Instant::now();
-    REQUESTED.store(true, Ordering::SeqCst);
+    // First: no bench sends another request, and what the teardown cuts is `interrupted`.
+    dfx_core::stop::request();
     crate::reserve::release();
     if closing.gate.claim(Closer::Signal).is_err() {
         // The main thread is closing the run (its trials are over): that close stands.
@@ -216,40 +215,47 @@ fn record_files(dir: &Path) -> Vec<String> {
     found
 }
 
-/// Lines of a file, read in pieces (a records file can be large).
-fn count_lines(path: &Path) -> usize {
+/// Records of a file and how many of them the interruption cut (`error_class`
+/// `interrupted`), read a line at a time (a records file can be large).
+fn count_records(path: &Path) -> (usize, usize) {
+    const CUT: &[u8] = br#""error_class":"interrupted""#;
     let Ok(f) = std::fs::File::open(path) else {
-        return 0;
+        return (0, 0);
     };
-    let mut r = BufReader::with_capacity(64 * 1024, f);
-    let mut n = 0;
-    while let Ok(buf) = r.fill_buf() {
-        if buf.is_empty() {
-            break;
+    let (mut n, mut cut) = (0, 0);
+    for line in BufReader::with_capacity(64 * 1024, f).split(b'\n') {
+        let Ok(line) = line else { break };
+        n += 1;
+        if line.windows(CUT.len()).any(|w| w == CUT) {
+            cut += 1;
         }
-        n += buf.iter().filter(|&&b| b == b'\n').count();
-        let len = buf.len();
-        r.consume(len);
     }
-    n
+    (n, cut)
 }
 
-/// The failure reason's tail: how many request records the trial left and where.
+/// The failure reason's tail: how many request records the trial left and where, and
+/// how many of them the interruption cut (not failures of the server).
 fn records_said(dir: &Path, rel: &str) -> String {
     let files = record_files(dir);
-    let counts: Vec<usize> = files.iter().map(|f| count_lines(&dir.join(f))).collect();
-    let total: usize = counts.iter().sum();
+    let counts: Vec<(usize, usize)> = files.iter().map(|f| count_records(&dir.join(f))).collect();
+    let total: usize = counts.iter().map(|c| c.0).sum();
+    let cut: usize = counts.iter().map(|c| c.1).sum();
+    let cut_said = if cut > 0 {
+        format!(" ({cut} cut by the interruption, not counted as failures)")
+    } else {
+        String::new()
+    };
     match files.as_slice() {
         [] => ", before any request record".into(),
-        [one] => format!("; {total} per-request record(s) in {rel}/{one}"),
+        [one] => format!("; {total} per-request record(s) in {rel}/{one}{cut_said}"),
         _ => {
             let each: Vec<String> = files
                 .iter()
                 .zip(&counts)
-                .map(|(f, n)| format!("{f}: {n}"))
+                .map(|(f, n)| format!("{f}: {}", n.0))
                 .collect();
             format!(
-                "; {total} per-request record(s) in {} files under {rel}/ ({})",
+                "; {total} per-request record(s) in {} files under {rel}/ ({}){cut_said}",
                 files.len(),
                 each.join(", ")
             )

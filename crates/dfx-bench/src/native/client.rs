@@ -47,11 +47,13 @@ pub enum FailureClass {
     NotPcm,
     /// Never sent: the saturation gate found the open-loop cap full.
     Saturated,
+    /// Cut by the suite's interruption ([`dfx_core::stop`]): not the server's failure.
+    Interrupted,
 }
 
 impl FailureClass {
     /// The `error_counts` key: `http_500`, `transport`, `stall`, `timeout`, `oversize`,
-    /// `not_pcm`, `saturated`.
+    /// `not_pcm`, `saturated`, `interrupted`.
     pub fn key(&self) -> String {
         match self {
             FailureClass::Http(s) => format!("http_{s}"),
@@ -61,6 +63,7 @@ impl FailureClass {
             FailureClass::Oversize => "oversize".into(),
             FailureClass::NotPcm => "not_pcm".into(),
             FailureClass::Saturated => "saturated".into(),
+            FailureClass::Interrupted => "interrupted".into(),
         }
     }
 }
@@ -209,8 +212,18 @@ impl Exchange {
     }
 
     /// Ends the request now as a failure.
+    /// Ends the request as failed; once the run's stop was requested, whatever cut a
+    /// request that was sent is the interruption's doing, not the server's.
     pub(crate) fn fail(&mut self, class: FailureClass, message: String) {
         self.end_at = Instant::now();
+        let (class, message) = if dfx_core::stop::requested() && class != FailureClass::Saturated {
+            (
+                FailureClass::Interrupted,
+                dfx_core::stop::cut_message(&message),
+            )
+        } else {
+            (class, message)
+        };
         self.failure = Some(Failure { class, message });
     }
 

@@ -47,7 +47,7 @@ impl NativeBench {
         let mut engine: Option<Engine> = None;
         let mut stalled = None;
         for b in 0..MAX_BATCHES {
-            if b > 0 && Instant::now() >= deadline {
+            if b > 0 && (Instant::now() >= deadline || dfx_core::stop::requested()) {
                 break;
             }
             let rows = soak::rows(&plan, seed, b, plan.batch);

@@ -230,9 +230,10 @@ impl SharedWatch {
         }
     }
 
-    /// Whether the step is to end (nothing more is sent).
+    /// Whether the step is to end (nothing more is sent): the stall rule tripped, or the
+    /// run is being interrupted ([`dfx_core::stop`]).
     pub(crate) fn stopped(&self) -> bool {
-        *self.stop.borrow()
+        *self.stop.borrow() || dfx_core::stop::requested()
     }
 
     /// Resolves once the rule tripped, with the message a request cut in flight carries.

@@ -151,6 +151,10 @@ pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcom
     let out = rt.block_on(async {
         let mut out = Vec::with_capacity(scenarios.len());
         for s in scenarios {
+            if dfx_core::stop::requested() {
+                // The run is being interrupted: no further scenario is sent.
+                break;
+            }
             out.push(run_one(s, &client, t).await);
         }
         out

@@ -226,6 +226,10 @@ pub fn run(
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut exit = None;
     for index in 0..p.warmups + p.repeats {
+        if dfx_core::stop::requested() {
+            // The run is being interrupted: no further trial is sent.
+            break;
+        }
         let warmup = index < p.warmups;
         let (outcomes, elapsed) = run_trial(&rt, ctx, &p, &clip, (index, warmup));
         let m = result::measure(&outcomes, (p.sessions, p.turns), elapsed, (index, warmup));

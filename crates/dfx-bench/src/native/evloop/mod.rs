@@ -270,6 +270,10 @@ impl Engine {
 
     /// Sends one request: its slot is taken now, its clock starts now.
     fn launch(&mut self, a: Arrival, warmup: bool) {
+        if dfx_core::stop::requested() {
+            // The run is being interrupted: nothing more is sent.
+            return;
+        }
         // The slot is taken and the clock starts at the same instant.
         let send_at = Instant::now();
         self.in_flight += 1;

@@ -36,9 +36,12 @@ impl Engine {
     }
 
     /// Once the stall rule tripped: the requests not sent yet are given up (counted).
+    /// Once the run's stop was requested ([`dfx_core::stop`]): they are never sent.
     pub(super) fn give_up(&mut self, plan: &mut Plan) {
         if let Some(why) = self.stalled.as_mut() {
             why.not_sent += plan.abandon();
+        } else if dfx_core::stop::requested() {
+            plan.abandon();
         }
     }
 

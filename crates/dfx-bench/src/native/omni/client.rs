@@ -30,11 +30,13 @@ pub(crate) enum ChatFailure {
     StreamError,
     /// A message that is not `data: <JSON>`, or non-UTF-8 bytes.
     Malformed,
+    /// Cut by the suite's interruption ([`dfx_core::stop`]): not the server's failure.
+    Interrupted,
 }
 
 impl ChatFailure {
     /// `http_500`, `transport`, `stall`, `timeout`, `oversize`, `stream_error`,
-    /// `malformed`.
+    /// `malformed`, `interrupted`.
     pub(crate) fn key(&self) -> String {
         match self {
             ChatFailure::Http(s) => format!("http_{s}"),
@@ -44,6 +46,7 @@ impl ChatFailure {
             ChatFailure::Oversize => "oversize".into(),
             ChatFailure::StreamError => "stream_error".into(),
             ChatFailure::Malformed => "malformed".into(),
+            ChatFailure::Interrupted => "interrupted".into(),
         }
     }
 }
@@ -80,9 +83,15 @@ impl ChatExchange {
         .fail(class, msg)
     }
 
+    /// Ends the request as failed; once the run's stop was requested, whatever cut it is
+    /// the interruption's doing, not the server's.
     fn fail(mut self, class: ChatFailure, msg: String) -> ChatExchange {
         self.end_at = Instant::now();
-        self.failure = Some((class, msg));
+        self.failure = Some(if dfx_core::stop::requested() {
+            (ChatFailure::Interrupted, dfx_core::stop::cut_message(&msg))
+        } else {
+            (class, msg)
+        });
         self
     }
 }

@@ -106,7 +106,7 @@ struct Phase {
 
 async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
     if ph.watch.stopped() {
-        // The server stalled: the rest of the step is not sent.
+        // The server stalled, or the run is being interrupted: the rest is not sent.
         return;
     }
     ph.inflight.enter();
@@ -117,7 +117,17 @@ async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
     let progressed = move |t: Instant| watch.progressed(t);
     let mut stall = None;
     for (i, t) in job.turns.iter().enumerate() {
-        let o = session::run_turn_with(&ph.url, &t.update, &ph.limits, &progressed).await;
+        if dfx_core::stop::requested() {
+            // The run is being interrupted: no further turn is sent.
+            break;
+        }
+        let mut o = session::run_turn_with(&ph.url, &t.update, &ph.limits, &progressed).await;
+        if dfx_core::stop::requested()
+            && let Some((class, msg)) = o.error.as_mut()
+        {
+            *msg = dfx_core::stop::cut_message(msg);
+            *class = session::TurnError::Interrupted;
+        }
         if let Some((session::TurnError::Stall, msg)) = &o.error {
             stall = Some(msg.clone());
         }
@@ -131,6 +141,10 @@ async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
     }
     let end = Instant::now();
     ph.inflight.leave();
+    if turns.is_empty() {
+        // Interrupted before its first turn: never sent, nothing to record.
+        return;
+    }
     let ok = turns.iter().all(|t| t.ok);
     ph.watch.ended(stall.as_deref(), ok, ph.inflight.now());
     let pcm = pcm.unwrap_or_default();

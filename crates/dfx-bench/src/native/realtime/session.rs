@@ -82,6 +82,8 @@ pub enum TurnError {
     Stall,
     /// A response ended without announced audio (`response.created` missing, or no audio).
     NoAudio,
+    /// Cut by the suite's interruption ([`dfx_core::stop`]): not the server's failure.
+    Interrupted,
 }
 
 impl TurnError {
@@ -94,6 +96,7 @@ impl TurnError {
             TurnError::Timeout => "timeout",
             TurnError::Stall => "stall",
             TurnError::NoAudio => "no_audio",
+            TurnError::Interrupted => "interrupted",
         }
     }
 }

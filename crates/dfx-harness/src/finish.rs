@@ -113,7 +113,7 @@ pub(crate) struct Closing {
 
 impl Closing {
     /// Writes `summary.json` from `progress` (with `interruption` when the run was
-    /// interrupted), updates `run.json` and writes the reports. Problems are printed,
+    /// interrupted), updates `run.json`, writes the reports and, last, `manifest.json`. Problems are printed,
     /// never fatal. Does nothing when the run was already closed.
     pub(crate) fn close(&self, progress: &mut Progress, interruption: Option<Interruption>) {
         if progress.closed {
@@ -145,6 +145,10 @@ impl Closing {
         }
         if let Err(e) = wiring::write_reports(&self.run.path) {
             eprintln!("dfx-perf: reports not written: {e}");
+        }
+        // Last: it lists every file written above.
+        if let Err(e) = dfx_core::artefact::manifest::write(&self.run.path) {
+            eprintln!("dfx-perf: manifest.json not written: {e}");
         }
         if let Some(spec) = &self.history {
             add_to_history(spec, &self.run.path);

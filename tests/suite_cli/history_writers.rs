@@ -51,7 +51,13 @@ pub fn concurrent_adds_then_a_damaged_file() -> Result<(), Failed> {
     let mut failures = Vec::new();
     for round in 0..ROUNDS {
         let runs = (0..WRITERS)
-            .map(|w| copy_as(&src, tmp.path(), &format!("20260102-{w:02}{round:02}00-H100")))
+            .map(|w| {
+                copy_as(
+                    &src,
+                    tmp.path(),
+                    &format!("20260102-{w:02}{round:02}00-H100"),
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let children = runs
             .iter()
@@ -91,7 +97,13 @@ fn damaged_file_is_refused(db: &Path, src: &Path) -> Result<(), Failed> {
     f.write_all(&[0xA5; 8192])?;
     drop(f);
     let d = db.display().to_string();
-    let out = dfx_perf_tool(&["history", "--history", &d, "add", &src.display().to_string()])?;
+    let out = dfx_perf_tool(&[
+        "history",
+        "--history",
+        &d,
+        "add",
+        &src.display().to_string(),
+    ])?;
     let text = output_text(&out);
     if out.status.code() != Some(1) || !text.contains(&d) || !text.contains("damaged") {
         return Err(format!("a damaged history ({len} bytes, garbage at {at}): {text}").into());

@@ -113,7 +113,7 @@ pub(crate) struct Closing {
 
 impl Closing {
     /// Writes `summary.json` from `progress` (with `interruption` when the run was
-    /// interrupted), updates `run.json`, writes the reports and, last, `manifest.json`. Problems are printed,
+    /// interrupted), updates `run.json` and writes the reports. Problems are printed,
     /// never fatal. Does nothing when the run was already closed.
     pub(crate) fn close(&self, progress: &mut Progress, interruption: Option<Interruption>) {
         if progress.closed {
@@ -146,14 +146,22 @@ impl Closing {
         if let Err(e) = wiring::write_reports(&self.run.path) {
             eprintln!("dfx-perf: reports not written: {e}");
         }
-        // Last: it lists every file written above.
-        if let Err(e) = dfx_core::artefact::manifest::write(&self.run.path) {
-            eprintln!("dfx-perf: manifest.json not written: {e}");
-        }
         if let Some(spec) = &self.history {
             add_to_history(spec, &self.run.path);
         }
         eprintln!("dfx-perf: results in {}", self.run.path.display());
+    }
+}
+
+impl Closing {
+    /// Writes `manifest.json`, the last file of the run folder: the closer calls it once,
+    /// after [`Closing::close`] and, on the signal path, after the last teardown, just
+    /// before the process exits (the main thread writes nothing into the folder once the
+    /// interrupt is requested; see [`crate::interrupt`]).
+    pub(crate) fn seal(&self) {
+        if let Err(e) = dfx_core::artefact::manifest::write(&self.run.path) {
+            eprintln!("dfx-perf: manifest.json not written: {e}");
+        }
     }
 }
 

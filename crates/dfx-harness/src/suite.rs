@@ -294,6 +294,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         p.notes.clone_from(&s.pool.notes);
     }
     closing.close(&mut p, None);
+    closing.seal();
     closing.gate.finish();
     conclusion.exit_code()
 }

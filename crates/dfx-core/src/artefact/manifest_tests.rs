@@ -112,3 +112,30 @@ fn an_update_refreshes_the_rewritten_files_only() {
         "the report is listed now; the tampered file is still caught"
     );
 }
+
+#[test]
+fn a_server_log_may_grow_but_not_change() {
+    let dir = folder();
+    let log = dir.path().join("servers/01-t/server.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, b"ready\n").unwrap();
+    let m = write(dir.path()).unwrap();
+    assert!(
+        m.files
+            .iter()
+            .any(|e| e.appendable && e.path == "servers/01-t/server.log")
+    );
+    std::fs::write(&log, b"ready\ndfx-perf guard: stopped\n").unwrap();
+    assert_eq!(
+        verify(dir.path()).unwrap(),
+        4,
+        "appended after the close: accepted"
+    );
+    std::fs::write(&log, b"READY\ndfx-perf guard: stopped\n").unwrap();
+    assert_eq!(
+        problems(dir.path()),
+        [Discrepancy::Edited("servers/01-t/server.log".into())]
+    );
+    std::fs::write(dir.path().join("run.json"), b"{\"run_id\": \"r\"}\nmore\n").unwrap();
+    assert_eq!(problems(dir.path()).len(), 2, "other files may not grow");
+}

@@ -141,3 +141,31 @@ impl Backend for Sqlite {
         run().map_err(|e| self.err(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(c: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(c), None)
+    }
+
+    /// The busy timeout passing, or a damaged file, is said in words naming the file.
+    #[test]
+    fn busy_and_damaged_name_the_file_and_the_bound() {
+        let locked = sqlite_error("sqlite:/h/history.sqlite", code(rusqlite::ffi::SQLITE_BUSY));
+        assert!(matches!(locked, HistoryError::Locked { .. }), "{locked:?}");
+        let text = locked.to_string();
+        assert!(text.contains("sqlite:/h/history.sqlite"), "{text}");
+        assert!(text.contains("more than 60 s"), "{text}");
+        let damaged = sqlite_error(
+            "sqlite:/h/history.sqlite",
+            code(rusqlite::ffi::SQLITE_CORRUPT),
+        );
+        assert!(
+            matches!(damaged, HistoryError::Damaged { .. }),
+            "{damaged:?}"
+        );
+        assert!(damaged.to_string().contains("is damaged"), "{damaged}");
+    }
+}

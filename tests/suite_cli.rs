@@ -19,6 +19,8 @@ mod dfx_perf_cli;
 mod gpu_samples;
 #[path = "suite_cli/history_e2e.rs"]
 mod history_e2e;
+#[path = "suite_cli/history_writers.rs"]
+mod history_writers;
 #[path = "suite_cli/hostile.rs"]
 mod hostile;
 #[path = "suite_cli/integrity.rs"]
@@ -31,6 +33,8 @@ mod judge;
 mod leftovers;
 #[path = "suite_cli/load_shapes.rs"]
 mod load_shapes;
+#[path = "suite_cli/manifest.rs"]
+mod manifest;
 #[path = "suite_cli/native_duplex.rs"]
 mod native_duplex;
 #[path = "suite_cli/quality.rs"]
@@ -219,6 +223,10 @@ fn main() -> ExitCode {
         (
             "history_check_finds_a_slowdown_at_the_run_it_started",
             history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
+        ),
+        (
+            "history_add_by_eight_processes_at_once_stores_every_run_and_refuses_a_damaged_file",
+            history_writers::concurrent_adds_then_a_damaged_file,
         ),
         (
             "gpu_samples_beside_the_simulator_with_a_fake_nvidia_smi",

@@ -50,6 +50,8 @@ pub struct CompareArgs {
     /// Exit with status 3 when a regression is confirmed.
     #[arg(long)]
     pub fail_on_regression: bool,
+    #[command(flatten)]
+    pub verify: super::verify::VerifyArgs,
 }
 
 impl Run for CompareArgs {
@@ -59,6 +61,8 @@ impl Run for CompareArgs {
         } else {
             (vec![self.pair[0].clone()], vec![self.pair[1].clone()])
         };
+        self.verify.check(&a)?;
+        self.verify.check(&b)?;
         let opts = CompareOptions {
             tolerance: self.tolerance,
             allow_different_hardware: self.allow_different_hardware,

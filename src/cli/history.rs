@@ -37,6 +37,8 @@ pub enum HistoryCommand {
         /// Run folders (`<results-dir>/<run-id>/`).
         #[arg(required = true, value_name = "RUN")]
         runs: Vec<PathBuf>,
+        #[command(flatten)]
+        verify: super::verify::VerifyArgs,
     },
     /// List the stored runs, oldest first.
     List,
@@ -115,9 +117,12 @@ impl Run for HistoryArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let spec = HistorySpec::parse(&self.history)
             .map_err(|e| anyhow::anyhow!("--history (DFX_HISTORY): {e}"))?;
+        if let HistoryCommand::Add { runs, verify } = &self.command {
+            verify.check(runs)?;
+        }
         let mut store = dfx_history::open(&spec)?;
         match self.command {
-            HistoryCommand::Add { runs } => add(&mut *store, &runs),
+            HistoryCommand::Add { runs, .. } => add(&mut *store, &runs),
             HistoryCommand::List => list(&mut *store),
             HistoryCommand::Show {
                 trial,

@@ -1,7 +1,7 @@
 //! `dfx-perf merge RUN… --out DIR`: the run folders of a run's shards (`--partition`)
-//! combined into one run folder with its summary, reports and upstream export
-//! (`dfx_report::merge`), then optionally copied into a flat upstream folder and added
-//! to the history.
+//! verified against their manifests, combined into one run folder with its summary,
+//! reports, upstream export and manifest (`dfx_report::merge`), then optionally copied
+//! into a flat upstream folder and added to the history.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,6 +31,8 @@ pub struct MergeArgs {
     /// (as the suite's --upstream-results-dir does; existing files are kept).
     #[arg(long, env = "DFX_UPSTREAM_RESULTS_DIR", value_name = "DIR")]
     pub upstream_results_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub verify: super::verify::VerifyArgs,
 }
 
 impl Run for MergeArgs {
@@ -41,6 +43,7 @@ impl Run for MergeArgs {
             .map(dfx_history::HistorySpec::parse)
             .transpose()
             .map_err(|e| anyhow::anyhow!("--history (DFX_HISTORY): {e}"))?;
+        self.verify.check(&self.runs)?;
         let merged = dfx_report::merge::merge(&self.runs, &self.out)?;
         outln!(
             "merged {} run(s) into {}: {} passed, {} failed, {} ignored",

@@ -9,6 +9,7 @@ mod merge;
 mod out;
 mod recalibrate;
 mod report;
+mod verify;
 
 use std::process::ExitCode;
 

@@ -243,6 +243,12 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
             .all(|f| run_dir.join(f).is_file()),
         "the reports are written for the interrupted run too",
         &run,
+    )?;
+    let verified = dfx_core::artefact::manifest::verify(&run_dir);
+    check(
+        verified.is_ok(),
+        &format!("the interrupted run's manifest.json, written last, verifies: {verified:?}"),
+        &run,
     )
 }
 
@@ -271,7 +277,7 @@ fn next(state: &mut u64) -> u64 {
 /// SIGINT / SIGTERM at a random moment of a run (during a server start, a trial, between
 /// trials), many times: every time exit status 130, a summary.json with the trials done,
 /// the interrupted one and an `interrupted` section, run.json saying `interrupted: true`,
-/// and no process left.
+/// a manifest.json that verifies, and no process left.
 pub fn interrupted_at_random_moments() -> Result<(), Failed> {
     let fake_server = fake_server_bin()?.display().to_string();
     let mut state = seed() | 1;
@@ -345,6 +351,12 @@ fn one_random_interruption(
     check(
         info["interrupted"] == true,
         "run.json says interrupted: true",
+        &run,
+    )?;
+    let verified = dfx_core::artefact::manifest::verify(&run_dir);
+    check(
+        verified.is_ok(),
+        &format!("manifest.json, written last, verifies: {verified:?}"),
         &run,
     )?;
     // The trials done passed; at most the last one was interrupted, and it is the one the

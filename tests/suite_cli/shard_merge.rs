@@ -2,7 +2,8 @@
 //! fixture (`sim_shards.json`: groups a (c1, c2), b, c) run whole and as two `count`
 //! shards (shard 2 through `DFX_PARTITION`), the shards merged; the merged run must hold
 //! exactly the whole run's trials in plan order, with summary, reports, JUnit, the
-//! upstream export and a history entry. Then the refusals of `merge` through the CLI.
+//! upstream export and a history entry. Then the refusals of `merge` through the CLI, and
+//! the manifests of the folders (`manifest.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -107,7 +108,9 @@ pub fn shards_merge_into_the_whole_run() -> Result<(), Failed> {
     if !String::from_utf8_lossy(&list.stdout).contains("1 run(s)") {
         return Err(format!("history list: {}", output_text(&list)).into());
     }
-    refusals(tmp.path(), &d1, &whole_dir)
+    refusals(tmp.path(), &d1, &whole_dir)?;
+    crate::manifest::report_keeps_the_manifest_current(&whole_dir, tmp.path())?;
+    crate::manifest::tampered_folders_are_refused(&d1, &d2, &out, tmp.path())
 }
 
 fn path(p: &Path) -> String {
@@ -169,7 +172,7 @@ fn refusals(tmp: &Path, shard1: &Path, whole: &Path) -> Result<(), Failed> {
     let cases: [(Vec<String>, &str); 3] = [
         (vec![path(shard1), path(whole)], "shards must not overlap"),
         (
-            vec![path(shard1), path(tmp)],
+            vec![path(shard1), path(tmp), "--no-verify".into()],
             "not a finished dfx-perf run folder",
         ),
         (

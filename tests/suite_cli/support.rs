@@ -315,8 +315,11 @@ pub fn sim_native(
 }
 
 /// Every artefact of the run folder satisfies its schema in docs/schema/ (the schemas are
-/// generated from dfx-core's types; a dfx-core test keeps docs/ equal to them).
+/// generated from dfx-core's types; a dfx-core test keeps docs/ equal to them), and the
+/// folder matches its manifest.json.
 pub fn check_schemas(run_dir: &Path) -> Result<(), Failed> {
+    dfx_core::artefact::manifest::verify(run_dir)
+        .map_err(|e| format!("the run folder must match its manifest: {e}"))?;
     match dfx_core::artefact::schema::check_run_dir(run_dir) {
         Ok(n) if n >= 3 => Ok(()),
         Ok(n) => Err(format!("only {n} artefacts in {}", run_dir.display()).into()),

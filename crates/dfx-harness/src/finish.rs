@@ -167,9 +167,23 @@ impl Closing {
 }
 
 /// Exit status of a run whose trials ran but whose closing files (`summary.json`,
-/// `run.json`, the reports, JUnit) could not all be written: a full or read-only results
-/// disk must not end a nightly green.
+/// `run.json`, the reports, JUnit, `manifest.json`) could not all be written: a full or
+/// read-only results disk must not end a nightly green.
 pub(crate) const EXIT_WRITE_FAILED: u8 = 3;
+
+impl Closing {
+    /// Writes `manifest.json`, the last file of the run folder: the closer calls it once,
+    /// after [`Closing::close`] and, on the signal path, after the last teardown, just
+    /// before the process exits (the main thread writes nothing into the folder once the
+    /// interrupt is requested; see [`crate::interrupt`]). A failure is printed and
+    /// returned.
+    pub(crate) fn seal(&self) -> Option<String> {
+        let e = dfx_core::artefact::manifest::write(&self.run.path).err()?;
+        let failed = format!("manifest.json not written: {e}");
+        eprintln!("dfx-perf: error: {failed}");
+        Some(failed)
+    }
+}
 
 /// The recorded entries in plan order, each with its plan index.
 fn indexed(entries: &[Option<SummaryEntry>]) -> Vec<SummaryEntry> {

@@ -8,10 +8,16 @@
 //!    and makes the pool refuse to start servers;
 //! 2. tears down every live server group (`dfx_server::teardown_all`);
 //! 3. marks the running trial failed and `interrupted`: its partial `records.jsonl` and
-//!    `bench.log` stay, a template `result.json` and a `verdict.json` say why;
+//!    `bench.log` stay (each replaced by a copy, so that the bench still running on the
+//!    main thread appends to unlinked files, not to the closed folder), a template
+//!    `result.json` and a `verdict.json` say why;
 //! 4. closes the run ([`Closing::close`]: summary.json with an `interrupted` section,
 //!    run.json, reports), tears down once more (a start under way at step 1 has registered
-//!    its group by now) and exits with status 130.
+//!    its group by now), writes `manifest.json` ([`Closing::seal`]) and exits with
+//!    status 130.
+//!
+//! From the signal on, the main thread's runner writes nothing more into the run folder
+//! (it checks [`requested`] before a trial, before its bench and before recording it).
 //!
 //! The main thread, finding the close claimed by the handler when libtest returns, waits
 //! for that exit ([`await_handler`]) instead of returning its own status.
@@ -105,6 +111,7 @@ fn on_signal(closing: &Closing, progress: &Mutex<Progress>) -> ! {
         eprintln!("dfx-perf: {e}");
     }
     reap(&late);
+    let _ = closing.seal();
     closing.gate.finish();
     std::process::exit(EXIT_INTERRUPTED)
 }
@@ -156,6 +163,7 @@ pub(crate) fn mark_interrupted(
 fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryEntry {
     let t = &closing.trials[cur.idx];
     let dir = closing.run.trial_dir(&t.dir_name);
+    detach(&dir);
     let rel = format!("trials/{}", t.dir_name);
     let reason = format!(
         "interrupted (SIGINT/SIGTERM) after {seconds:.1} s{}",
@@ -186,6 +194,32 @@ fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryE
         }
     }
     entry
+}
+
+/// Replaces every file under the interrupted trial's folder by a copy of itself. The main
+/// thread's bench runs on until the process exits and may still append to the files it
+/// holds open (`records.jsonl`, `bench.log`): those appends now go to the replaced,
+/// unlinked files, so the folder stays as the summary and `manifest.json` describe it.
+fn detach(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => detach(&path),
+            Ok(t) if t.is_file() => {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let tmp = dir.join(format!(".{name}.detach.{}", std::process::id()));
+                let copied = std::fs::copy(&path, &tmp).and_then(|_| std::fs::rename(&tmp, &path));
+                if let Err(e) = copied {
+                    let _ = std::fs::remove_file(&tmp);
+                    eprintln!("dfx-perf: cannot detach {}: {e}", path.display());
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Where a trial keeps request records: its folder, a repeat's or a capacity probe's

@@ -297,7 +297,8 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         p.server_starts = s.pool.starts();
         p.notes.clone_from(&s.pool.notes);
     }
-    let failed_writes = closing.close(&mut p, None);
+    let mut failed_writes = closing.close(&mut p, None);
+    failed_writes.extend(closing.seal());
     closing.gate.finish();
     if !failed_writes.is_empty() {
         eprintln!(

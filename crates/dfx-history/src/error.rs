@@ -75,6 +75,27 @@ pub enum HistoryError {
         /// Which row or column is off, and how.
         problem: String,
     },
+    /// Other writers held the write lock longer than the bound; nothing was written.
+    #[error(
+        "history database {db}: another writer held the write lock for more than {} s; nothing was written (try again once it is done)",
+        waited.as_secs()
+    )]
+    Locked {
+        /// The database, as `sqlite:<path>` or `postgres:<host>/<dbname>`.
+        db: String,
+        /// How long this writer waited ([`crate::store::WRITE_LOCK_WAIT`]).
+        waited: std::time::Duration,
+    },
+    /// The database file is damaged (SQLite's integrity check failed); nothing was written.
+    #[error(
+        "history database {db} is damaged, nothing was written: {problem} (restore it from a backup, or move it aside and add the run folders again with `dfx-perf history add`)"
+    )]
+    Damaged {
+        /// The database, as `sqlite:<path>`.
+        db: String,
+        /// What the integrity check (or SQLite) reported.
+        problem: String,
+    },
     /// A command-line value is invalid; the message names the flag and what is accepted.
     #[error("{0}")]
     Invalid(String),

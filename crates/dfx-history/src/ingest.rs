@@ -10,7 +10,6 @@ use dfx_core::artefact::ConfigFileRef;
 use dfx_core::baseline::ThresholdSource;
 use dfx_report::run::{Outcome, Run, TrialSummary};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::HistoryError;
 use crate::model::{Fingerprint, Gpu, RunRecord, Threshold, TrialOutcome, TrialRecord};
@@ -18,13 +17,8 @@ use crate::model::{Fingerprint, Gpu, RunRecord, Threshold, TrialOutcome, TrialRe
 /// Longest run id accepted (the harness writes about 30 characters).
 const MAX_RUN_ID: usize = 200;
 
-/// sha256 of `bytes`, lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+/// sha256 of `bytes`, lower-case hex (one definition, with the run folders' manifests).
+pub use dfx_core::artefact::manifest::sha256_hex;
 
 /// Reads the run folder `dir`. Errors name the folder or file and what is wrong.
 pub fn read_run(dir: &Path) -> Result<RunRecord, HistoryError> {

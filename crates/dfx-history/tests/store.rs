@@ -2,7 +2,8 @@
 //! `DFX_TEST_POSTGRES_URL` names a server (each check gets its own database, dropped
 //! afterwards). Idempotent adds, round trips, replacement, interrupted runs, migrations
 //! from an empty database and from the previous version, a newer schema refused, and
-//! several runners opening one new database at the same moment.
+//! several runners opening one new database at the same moment, and eight writers adding
+//! runs at the same time.
 
 mod common;
 
@@ -25,6 +26,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "runners_opening_one_new_database_at_once_migrate_it_once",
         concurrent_open,
+    ),
+    (
+        "eight_concurrent_writers_add_every_run_exactly_once",
+        concurrent_writers,
     ),
 ];
 
@@ -220,4 +225,66 @@ fn concurrent_open(b: &Backends, _tmp: &Path) -> Result<(), Failed> {
         .collect();
     let want: Vec<(i64, i64)> = schema::MIGRATIONS.iter().map(|m| (m.version, 1)).collect();
     ensure(counts == want, || format!("migrations recorded {counts:?}"))
+}
+
+/// Eight writers, each with its own connections, add 20 runs each at the same time (a
+/// barrier releases every round together; each round opens the database anew, as a
+/// `dfx-perf history add` process does): every add succeeds and every run is stored
+/// exactly once, with its trials. Without the write lock taken up front, SQLite refuses
+/// some adds with "database is locked".
+fn concurrent_writers(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    const WRITERS: usize = 8;
+    const ROUNDS: usize = 20;
+    let id = |w: usize, r: usize| format!("20260102-{w:02}{r:02}00-H100");
+    let mut runs = Vec::new();
+    for w in 0..WRITERS {
+        for r in 0..ROUNDS {
+            runs.push(read_run(&write_run(
+                tmp,
+                &id(w, r),
+                100.0 + r as f64,
+                false,
+            ))?);
+        }
+    }
+    b.open()?;
+    let barrier = std::sync::Barrier::new(WRITERS);
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(ROUNDS)
+            .map(|mine| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut failed = Vec::new();
+                    for run in mine {
+                        barrier.wait();
+                        let added = b.open().and_then(|mut store| store.add(run));
+                        match added {
+                            Ok(AddOutcome::Added) => {}
+                            other => failed.push(format!("{}: {other:?}", run.run_id)),
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|_| vec!["panicked".into()]))
+            .collect()
+    });
+    ensure(failures.is_empty(), || format!("adds failed: {failures:?}"))?;
+    let list = b.open()?.list()?;
+    let mut stored: Vec<&str> = list.iter().map(|r| r.run_id.as_str()).collect();
+    stored.dedup();
+    ensure(
+        stored.len() == WRITERS * ROUNDS && list.len() == stored.len(),
+        || format!("{} rows, {} distinct runs", list.len(), stored.len()),
+    )?;
+    ensure(list.iter().all(|r| r.trials == 2), || {
+        format!(
+            "trials per run: {:?}",
+            list.iter().map(|r| r.trials).collect::<Vec<_>>()
+        )
+    })
 }

@@ -47,6 +47,9 @@ pub enum ReportError {
     /// A command-line value is invalid (metric name, percentage, …).
     #[error("{0}")]
     Invalid(String),
+    /// A run folder's `manifest.json` could not be read, verified or updated.
+    #[error(transparent)]
+    Manifest(#[from] dfx_core::artefact::ManifestError),
 }
 
 /// The text of a file dfx-perf reads back (a run folder's JSON, a baseline store, a

@@ -4,7 +4,7 @@
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 
-use super::{ResultSections, RunInfo, Summary, VerdictFile};
+use super::{Manifest, ResultSections, RunInfo, Summary, VerdictFile};
 
 /// `(file name in docs/schema/, schema)` for every artefact.
 pub fn all() -> Vec<(&'static str, serde_json::Value)> {
@@ -17,6 +17,10 @@ pub fn all() -> Vec<(&'static str, serde_json::Value)> {
         (
             "verdict.schema.json",
             of::<VerdictFile>("dfx-perf verdict.json"),
+        ),
+        (
+            "manifest.schema.json",
+            of::<Manifest>("dfx-perf manifest.json"),
         ),
         (
             "result-sections.schema.json",
@@ -41,7 +45,7 @@ pub fn render(schema: &serde_json::Value) -> String {
 }
 
 /// Validates every artefact of the run folder `dir` against its schema: `run.json`,
-/// `summary.json`, and each `verdict.json` and `result.json` under `trials/` (repeat and
+/// `summary.json`, `manifest.json` when there is one, and each `verdict.json` and `result.json` under `trials/` (repeat and
 /// probe folders included). Returns how many files were checked, or every violation as
 /// `<file>: <path>: <problem>`. Test support (feature `schema-check`).
 #[cfg(feature = "schema-check")]
@@ -51,6 +55,9 @@ pub fn check_run_dir(dir: &std::path::Path) -> Result<usize, Vec<String>> {
         (dir.join("run.json"), "run.schema.json"),
         (dir.join("summary.json"), "summary.schema.json"),
     ];
+    if dir.join(super::MANIFEST_FILE).exists() {
+        files.push((dir.join(super::MANIFEST_FILE), "manifest.schema.json"));
+    }
     collect_trial_files(&dir.join("trials"), &mut files);
     let mut problems = Vec::new();
     for (path, schema_name) in &files {

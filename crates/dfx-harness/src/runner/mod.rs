@@ -91,6 +91,15 @@ struct Produced {
     server: Option<ServerInfo>,
 }
 
+/// After a signal the handler owns the run folder (it closes and seals it): the runner
+/// writes nothing more there.
+fn interrupted() -> Result<(), String> {
+    if crate::interrupt::requested() {
+        return Err("interrupted: the signal handler closed the run".into());
+    }
+    Ok(())
+}
+
 impl Session {
     /// Runs trial `idx`: `Ok(Passed)`, `Ok(Ignored(reason))` when it cannot run on a plain
     /// run, `Err(message)` when it failed. Panics are caught and recorded as
@@ -204,6 +213,7 @@ impl Session {
                 return self.conclude(idx, dir, produced);
             }
         };
+        interrupted()?;
         if let Err(e) = std::fs::create_dir_all(&dir) {
             return Err(format!("cannot create {}: {e}", dir.display()));
         }
@@ -219,6 +229,7 @@ impl Session {
                 return self.conclude(idx, dir, produced);
             }
         };
+        interrupted()?;
         let produced = self.bench(idx, slot, &dir, server);
         self.conclude(idx, dir, produced)
     }
@@ -305,6 +316,7 @@ impl Session {
     /// Completes the document, judges it, writes result.json / verdict.json, records the
     /// summary entry.
     fn conclude(&mut self, idx: usize, dir: PathBuf, mut p: Produced) -> Result<Ran, String> {
+        interrupted()?;
         let trial = &self.planned[idx].trial;
         let mut doc = std::mem::take(&mut p.doc);
         add_runner_keys(&mut doc, trial, &self.hardware, p.bench);

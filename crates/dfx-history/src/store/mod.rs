@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 pub use ops::SqlStore;
 pub use postgres::{Postgres, redact};
-pub use sql::{Backend, Val};
+pub use sql::{Backend, Val, WRITE_LOCK_WAIT};
 pub use sqlite::Sqlite;
 
 use crate::HistoryError;

@@ -143,12 +143,15 @@ impl<B: Backend> SqlStore<B> {
         Ok(())
     }
 
-    fn in_transaction<T>(
+    /// Runs `f` holding the write lock (taken up front: [`Backend::begin_exclusive`]),
+    /// after checking the database's integrity: committed when `f` succeeds, rolled back
+    /// when not.
+    fn in_write_transaction<T>(
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
-        self.db.batch("BEGIN")?;
-        match f(self) {
+        self.db.begin_exclusive()?;
+        match self.db.check_integrity().and_then(|()| f(self)) {
             Ok(v) => {
                 self.db.batch("COMMIT")?;
                 Ok(v)
@@ -291,7 +294,7 @@ impl<B: Backend> HistoryStore for SqlStore<B> {
 
     fn add(&mut self, run: &RunRecord) -> Result<AddOutcome, HistoryError> {
         let hash = run.content_hash();
-        self.in_transaction(|s| match s.stored_hash(&run.run_id)? {
+        self.in_write_transaction(|s| match s.stored_hash(&run.run_id)? {
             Some(h) if h == hash => Ok(AddOutcome::Unchanged),
             Some(_) => {
                 s.delete(&run.run_id)?;

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls};
 
-use super::sql::{Backend, Val};
+use super::sql::{Backend, Val, WRITE_LOCK_WAIT};
 use crate::HistoryError;
 
 /// A PostgreSQL history database.
@@ -49,6 +49,12 @@ impl Postgres {
     }
 
     fn err(&self, source: postgres::Error) -> HistoryError {
+        if source.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+            return HistoryError::Locked {
+                db: self.name.clone(),
+                waited: WRITE_LOCK_WAIT,
+            };
+        }
         HistoryError::Postgres {
             db: self.name.clone(),
             source,
@@ -113,7 +119,7 @@ fn column(row: &postgres::Row, i: usize) -> Result<Val, postgres::Error> {
     })
 }
 
-/// The advisory lock key of schema migrations (`dfx-hist` as ASCII bytes).
+/// The advisory lock key of writers and schema migrations (`dfx-hist` as ASCII bytes).
 const MIGRATION_LOCK_KEY: i64 = 0x6466_782d_6869_7374;
 
 impl Backend for Postgres {
@@ -125,12 +131,18 @@ impl Backend for Postgres {
         self.client.batch_execute(sql).map_err(|e| self.err(e))
     }
 
-    /// `BEGIN` plus a transaction-scoped advisory lock on one fixed key: concurrent
-    /// migrations (and `CREATE TABLE IF NOT EXISTS`, which races in PostgreSQL) queue.
+    /// `BEGIN` plus a transaction-scoped advisory lock on one fixed key, waited for at
+    /// most [`WRITE_LOCK_WAIT`] (`lock_timeout`): concurrent writers and migrations (and
+    /// `CREATE TABLE IF NOT EXISTS`, which races in PostgreSQL) queue.
     fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
-        self.batch(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
-        ))
+        let ms = WRITE_LOCK_WAIT.as_millis();
+        let taken = self.batch(&format!(
+            "BEGIN; SET LOCAL lock_timeout = {ms}; SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+        ));
+        if taken.is_err() {
+            let _ = self.batch("ROLLBACK");
+        }
+        taken
     }
 
     fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, HistoryError> {

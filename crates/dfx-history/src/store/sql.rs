@@ -101,4 +101,15 @@ pub trait Backend {
     fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
         self.batch("BEGIN")
     }
+    /// Checks the database's own integrity before a write (SQLite `PRAGMA quick_check`);
+    /// a damaged database is [`HistoryError::Damaged`]. Nothing to check by default (a
+    /// PostgreSQL server guards its own pages).
+    fn check_integrity(&mut self) -> Result<(), HistoryError> {
+        Ok(())
+    }
 }
+
+/// How long a writer waits for the write lock held by other writers (SQLite's busy
+/// timeout, PostgreSQL's `lock_timeout` on the advisory lock) before giving up with
+/// [`HistoryError::Locked`]. An add holds the lock for milliseconds to seconds.
+pub const WRITE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);

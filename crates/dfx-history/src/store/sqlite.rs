@@ -1,12 +1,11 @@
 //! The SQLite backend (rusqlite, SQLite compiled in): one file, nothing to install.
 
 use std::path::Path;
-use std::time::Duration;
 
 use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
 use rusqlite::{Connection, ToSql};
 
-use super::sql::{Backend, Val};
+use super::sql::{Backend, Val, WRITE_LOCK_WAIT};
 use crate::HistoryError;
 
 /// A SQLite history file.
@@ -25,24 +24,41 @@ impl Sqlite {
                 source,
             })?;
         }
-        let err = |source| HistoryError::Sqlite {
-            db: name.clone(),
-            source,
-        };
+        let err = |source| sqlite_error(&name, source);
         let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(30)).map_err(err)?;
+        conn.busy_timeout(WRITE_LOCK_WAIT).map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(err)?;
         Ok(Sqlite { conn, name })
     }
 
     fn err(&self, source: rusqlite::Error) -> HistoryError {
-        HistoryError::Sqlite {
-            db: self.name.clone(),
-            source,
-        }
+        sqlite_error(&self.name, source)
     }
 }
+
+/// rusqlite's error as the history's: a busy database (the busy timeout passed) is
+/// [`HistoryError::Locked`], a damaged file [`HistoryError::Damaged`].
+fn sqlite_error(db: &str, source: rusqlite::Error) -> HistoryError {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseCorrupt, NotADatabase};
+    match source.sqlite_error_code() {
+        Some(DatabaseBusy) => HistoryError::Locked {
+            db: db.to_string(),
+            waited: WRITE_LOCK_WAIT,
+        },
+        Some(DatabaseCorrupt | NotADatabase) => HistoryError::Damaged {
+            db: db.to_string(),
+            problem: source.to_string(),
+        },
+        _ => HistoryError::Sqlite {
+            db: db.to_string(),
+            source,
+        },
+    }
+}
+
+/// Longest part of SQLite's integrity report quoted in an error.
+const MAX_INTEGRITY_LINES: usize = 5;
 
 impl ToSql for Val {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -79,6 +95,33 @@ impl Backend for Sqlite {
         self.batch("BEGIN IMMEDIATE")
     }
 
+    /// `PRAGMA quick_check`: every page and index structure readable and consistent
+    /// (linear in the file's size, without the index-content cross-check of
+    /// `integrity_check`).
+    fn check_integrity(&mut self) -> Result<(), HistoryError> {
+        let rows = self.query("PRAGMA quick_check", &[])?;
+        let lines: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.first().and_then(Val::text).map(str::to_string))
+            .collect();
+        if lines.len() == 1 && lines[0] == "ok" {
+            return Ok(());
+        }
+        let mut problem = lines
+            .iter()
+            .take(MAX_INTEGRITY_LINES)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if lines.len() > MAX_INTEGRITY_LINES {
+            problem.push_str(&format!("; and {} more", lines.len() - MAX_INTEGRITY_LINES));
+        }
+        Err(HistoryError::Damaged {
+            db: self.name.clone(),
+            problem: format!("PRAGMA quick_check: {problem}"),
+        })
+    }
+
     fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, HistoryError> {
         self.conn
             .execute(sql, rusqlite::params_from_iter(params))
@@ -96,5 +139,33 @@ impl Backend for Sqlite {
             rows.collect()
         };
         run().map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(c: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(c), None)
+    }
+
+    /// The busy timeout passing, or a damaged file, is said in words naming the file.
+    #[test]
+    fn busy_and_damaged_name_the_file_and_the_bound() {
+        let locked = sqlite_error("sqlite:/h/history.sqlite", code(rusqlite::ffi::SQLITE_BUSY));
+        assert!(matches!(locked, HistoryError::Locked { .. }), "{locked:?}");
+        let text = locked.to_string();
+        assert!(text.contains("sqlite:/h/history.sqlite"), "{text}");
+        assert!(text.contains("more than 60 s"), "{text}");
+        let damaged = sqlite_error(
+            "sqlite:/h/history.sqlite",
+            code(rusqlite::ffi::SQLITE_CORRUPT),
+        );
+        assert!(
+            matches!(damaged, HistoryError::Damaged { .. }),
+            "{damaged:?}"
+        );
+        assert!(damaged.to_string().contains("is damaged"), "{damaged}");
     }
 }

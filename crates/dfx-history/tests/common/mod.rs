@@ -52,6 +52,9 @@ impl Backend for Box<dyn BackendBox> {
     fn begin_exclusive(&mut self) -> Result<(), HistoryError> {
         (**self).begin_exclusive()
     }
+    fn check_integrity(&mut self) -> Result<(), HistoryError> {
+        (**self).check_integrity()
+    }
     fn exec(&mut self, sql: &str, p: &[dfx_history::store::Val]) -> Result<u64, HistoryError> {
         (**self).exec(sql, p)
     }

@@ -128,6 +128,7 @@ fn build(shards: &[Shard], tmp: &Path, run_id: &str) -> Result<Merged, MergeErro
     write(&tmp.join("summary.json"), &summary)?;
     write(&tmp.join("run.json"), &run_json(shards, run_id, &missing))?;
     crate::write_run_reports(tmp)?;
+    dfx_core::artefact::manifest::write(tmp).map_err(crate::ReportError::from)?;
     Ok(merged)
 }
 

@@ -35,7 +35,8 @@ pub struct ReportPaths {
 
 /// Reads the run folder and writes `report.md`, `report.html` and `junit.xml` into it
 /// (atomically). Works on finished runs and on runs that died before `summary.json`
-/// (trials are then rebuilt from `trials/*/result.json`).
+/// (trials are then rebuilt from `trials/*/result.json`). A folder's `manifest.json`, if
+/// it has one, is updated for the three files.
 pub fn write_run_reports(run_dir: &Path) -> Result<ReportPaths, ReportError> {
     let run = load_run(run_dir)?;
     let paths = ReportPaths {
@@ -50,6 +51,7 @@ pub fn write_run_reports(run_dir: &Path) -> Result<ReportPaths, ReportError> {
     ] {
         write_atomic(path, text.as_bytes()).map_err(|e| ReportError::io(path, e))?;
     }
+    dfx_core::artefact::manifest::update(run_dir, &["report.md", "report.html", "junit.xml"])?;
     Ok(paths)
 }
 

@@ -142,10 +142,11 @@ fn source_text(source: &ThresholdSource) -> String {
 
 /// Every finite top-level number of a result file.
 fn numeric_keys(path: &Path, into: &mut BTreeMap<String, f64>) -> Result<(), HistoryError> {
-    let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = dfx_core::fsutil::read_text_bounded(path, dfx_core::bounds::MAX_RUN_FILE_BYTES)
+        .map_err(|e| HistoryError::Io {
+            path: path.to_path_buf(),
+            source: e.into_io(),
+        })?;
     let doc: Map<String, Value> =
         serde_json::from_str(&text).map_err(|e| HistoryError::BadRun {
             path: path.to_path_buf(),
@@ -200,7 +201,11 @@ fn config_hashes(
         };
         let hash = recorded
             .or_else(|| recorded_map.get(&path).cloned())
-            .or_else(|| std::fs::read(&path).ok().map(|b| sha256_hex(&b)));
+            .or_else(|| {
+                let cap = dfx_core::bounds::MAX_CONFIG_BYTES;
+                let bytes = dfx_core::fsutil::read_bounded(Path::new(&path), cap).ok()?;
+                Some(sha256_hex(&bytes))
+            });
         if let Some(h) = hash {
             out.insert(path, h);
         }
@@ -223,7 +228,8 @@ fn deploy_hashes(dir: &Path) -> BTreeMap<String, String> {
             let name = f.file_name().to_string_lossy().into_owned();
             if name.starts_with("deploy-")
                 && name.ends_with(".yaml")
-                && let Ok(bytes) = std::fs::read(f.path())
+                && let Ok(bytes) =
+                    dfx_core::fsutil::read_bounded(&f.path(), dfx_core::bounds::MAX_CONFIG_BYTES)
             {
                 let key = format!("{}/{name}", server.file_name().to_string_lossy());
                 out.insert(key, sha256_hex(&bytes));

@@ -203,6 +203,11 @@ fn hash_file(path: &Path) -> Result<(u64, String), ManifestError> {
 
 /// Size and sha256 of the first `limit` bytes of the file at `path`.
 fn hash_prefix(path: &Path, limit: u64) -> Result<(u64, String), ManifestError> {
+    // A FIFO or a device put in the folder must not block or never end the hashing.
+    crate::fsutil::check_regular(path, u64::MAX).map_err(|e| ManifestError::Io {
+        path: path.to_path_buf(),
+        source: e.into_io(),
+    })?;
     let mut f = std::fs::File::open(path).map_err(io(path))?.take(limit);
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -247,24 +252,23 @@ pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
         path: path.clone(),
         problem,
     };
-    let file = match std::fs::File::open(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let text = match crate::fsutil::read_bounded(&path, MAX_MANIFEST_BYTES) {
+        Ok(t) => t,
+        Err(crate::fsutil::ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
             return Err(ManifestError::NoManifest {
                 dir: dir.to_path_buf(),
             });
         }
-        other => other.map_err(io(&path))?,
+        Err(crate::fsutil::ReadError::TooLarge { .. }) => {
+            return Err(invalid(format!(
+                "larger than {} MiB",
+                MAX_MANIFEST_BYTES >> 20
+            )));
+        }
+        Err(e) => return Err(invalid(e.problem())),
     };
-    let mut text = Vec::new();
-    file.take(MAX_MANIFEST_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(io(&path))?;
-    if text.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(invalid(format!(
-            "larger than {} MiB",
-            MAX_MANIFEST_BYTES >> 20
-        )));
-    }
     let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| invalid(e.to_string()))?;
     if manifest.manifest_version != VERSION {
         return Err(invalid(format!(

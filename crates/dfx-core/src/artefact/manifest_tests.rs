@@ -139,3 +139,22 @@ fn a_server_log_may_grow_but_not_change() {
     std::fs::write(dir.path().join("run.json"), b"{\"run_id\": \"r\"}\nmore\n").unwrap();
     assert_eq!(problems(dir.path()).len(), 2, "other files may not grow");
 }
+
+#[test]
+fn a_fifo_in_the_folder_or_as_the_manifest_is_refused_not_waited_on() {
+    let dir = folder();
+    write(dir.path()).unwrap();
+    let fifo = dir.path().join("trials/t__e__c1/result.json");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let e = verify(dir.path()).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    assert!(write(dir.path()).is_err(), "a FIFO cannot be listed");
+    let manifest = dir.path().join(MANIFEST_FILE);
+    std::fs::remove_file(&manifest).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&manifest).status();
+    assert!(made.unwrap().success());
+    let e = read(dir.path()).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+}

@@ -192,7 +192,8 @@ fn append_records(
     dir: &Path,
 ) -> Result<(), MergeError> {
     let read = |p: &Path| -> Option<Vec<Value>> {
-        serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+        let cap = dfx_core::bounds::MAX_RUN_FILE_BYTES;
+        serde_json::from_str(&dfx_core::fsutil::read_text_bounded(p, cap).ok()?).ok()
     };
     match (read(target), read(src)) {
         (Some(mut a), Some(b)) => {

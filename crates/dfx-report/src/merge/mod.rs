@@ -175,7 +175,8 @@ pub(crate) fn read_shard(dir: &Path) -> Result<Shard, MergeError> {
     }
     let object = |name: &str| -> Result<Map<String, Value>, MergeError> {
         let path = dir.join(name);
-        let text = std::fs::read_to_string(&path).map_err(|e| not(format!("{name}: {e}")))?;
+        let text = dfx_core::fsutil::read_text_bounded(&path, dfx_core::bounds::MAX_RUN_FILE_BYTES)
+            .map_err(|e| not(format!("{name}: {}", e.problem())))?;
         match serde_json::from_str(&text) {
             Ok(Value::Object(o)) => Ok(o),
             Ok(_) => Err(not(format!("{name} is not a JSON object"))),

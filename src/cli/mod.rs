@@ -72,10 +72,14 @@ pub struct Cli {
 /// Parses the command line and runs the subcommand; errors exit with status 1. Output to
 /// a closed pipe is discarded quietly ([`out`]).
 pub fn main() -> ExitCode {
-    let code = match Cli::parse().command.run() {
+    let cli = Cli::try_parse().unwrap_or_else(|e| dfx_harness::cli::exit_clap(&e));
+    let code = match cli.command.run() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("dfx-perf: {e:#}");
+            eprintln!(
+                "{}",
+                dfx_core::diag::clip_lines(&format!("dfx-perf: {e:#}"))
+            );
             ExitCode::FAILURE
         }
     };

@@ -196,9 +196,9 @@ fn value_rendering_rate_steps_profiler_and_no_sweep() {
         "server_params": {"model": "M", "serve_args": {"enable-diffusion-pipeline-profiler": true}},
         "benchmark_params": [
             {"name": "rate", "task": "t2i", "dataset": "random", "num-prompts": [4, 6],
-             "request-rate": [0.5, 1], "baseline": {"throughput_qps": 1}, "flag_on": true,
-             "flag_off": false, "nothing": null, "random-request-config": [{"w": 1, "t": "é"}],
-             "extra-body": {}, "ratio": 2.0},
+             "request-rate": [0.5, 1], "baseline": {"throughput_qps": 1}, "disable-tqdm": true,
+             "slo": false, "save-dir": null, "random-request-config": [{"w": 1, "t": "é"}],
+             "extra-body": {}, "slo-scale": 2.0},
             {"name": "plain", "task": "t2v", "num-prompts": 3}
         ]
     }]);
@@ -217,12 +217,12 @@ fn value_rendering_rate_steps_profiler_and_no_sweep() {
         [
             "--host 127.0.0.1 --port 8091 --model M --endpoint /v1/chat/completions --dataset random \
              --task t2i --output-file /o/diffusion_bench_result.json --return-stage-metrics \
-             --flag_on --random-request-config [{\"w\":1,\"t\":\"\\u00e9\"}] --extra-body {} \
-             --ratio 2.0 --num-prompts 4 --request-rate 0.5",
+             --disable-tqdm --random-request-config [{\"w\":1,\"t\":\"\\u00e9\"}] --extra-body {} \
+             --slo-scale 2.0 --num-prompts 4 --request-rate 0.5",
             "--host 127.0.0.1 --port 8091 --model M --endpoint /v1/chat/completions --dataset random \
              --task t2i --output-file /o/diffusion_bench_result.json --return-stage-metrics \
-             --flag_on --random-request-config [{\"w\":1,\"t\":\"\\u00e9\"}] --extra-body {} \
-             --ratio 2.0 --num-prompts 6 --request-rate 1",
+             --disable-tqdm --random-request-config [{\"w\":1,\"t\":\"\\u00e9\"}] --extra-body {} \
+             --slo-scale 2.0 --num-prompts 6 --request-rate 1",
             "--host 127.0.0.1 --port 8091 --model M --endpoint /v1/videos --dataset random \
              --task t2v --output-file /o/diffusion_bench_result.json --num-prompts 3",
         ]

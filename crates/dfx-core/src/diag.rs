@@ -59,6 +59,12 @@ pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `text` with every line cut by [`clip`]: a message that quotes a hostile value (a
+/// 10 MB flag value in a command-line parser's error) keeps its other lines whole.
+pub fn clip_lines(text: &str) -> String {
+    text.split_inclusive('\n').map(|l| clip(l)).collect()
+}
+
 /// Collects errors while a check runs.
 pub(crate) type Errs = Vec<ConfigError>;
 

@@ -350,7 +350,7 @@ fn print_warnings(warnings: &[String]) {
 }
 
 fn usage_error(message: &str) -> ExitCode {
-    eprintln!("{}", prefixed(message));
+    eprintln!("{}", dfx_core::diag::clip_lines(&prefixed(message)));
     eprintln!("dfx-perf: nothing was started.");
     ExitCode::from(USAGE)
 }

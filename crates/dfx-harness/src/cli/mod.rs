@@ -334,7 +334,20 @@ where
 /// Parses `std::env::args_os()`, printing clap's message and exiting (status 2, 0 for
 /// `--help`) on error, like any clap program.
 pub fn parse_env() -> Parsed {
-    try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    try_parse_from(std::env::args_os()).unwrap_or_else(|e| exit_clap(&e))
+}
+
+/// Prints a clap error with every line clipped ([`dfx_core::diag::clip_lines`]: a 10 MB
+/// flag value is cut, not echoed) and exits with clap's status; help and version go to
+/// stdout as usual.
+pub fn exit_clap(e: &clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit()
+    }
+    let text = dfx_core::diag::clip_lines(&e.render().to_string());
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+    std::process::exit(e.exit_code())
 }
 
 /// The history location without a password (run.json records the flags).

@@ -7,8 +7,9 @@
 //!   parses argv with, so `cargo test -- --assert-baseline <filter>` works for all of them.
 //!
 //! Module map: [`cli`] raw flags → `settings` validated `settings::SuiteConfig`;
-//! `select` decides per trial (bench, or why it cannot run); `partition` keeps one
-//! shard's server groups (`--partition`); `pool` keeps one live
+//! `select` decides per trial (bench, or why it cannot run); [`partition`] keeps one
+//! shard's server groups (`--partition`) and deals a plan into shards; [`estimate`] bounds
+//! a shard's wall-clock time for CI timeouts; `pool` keeps one live
 //! server; `runner` runs one trial; `results` and `summary` write the run folder,
 //! `progress` is what the run did so far, `finish` closes a run, `interrupt` closes
 //! it on SIGINT / SIGTERM;
@@ -16,13 +17,14 @@
 //! is the one place where the real launchers, benches and report writer plug in.
 
 pub mod cli;
+pub mod estimate;
 pub(crate) mod fake;
 pub(crate) mod fingerprint;
 pub(crate) mod finish;
 pub(crate) mod gpu;
 pub(crate) mod interrupt;
 pub(crate) mod listing;
-pub(crate) mod partition;
+pub mod partition;
 pub(crate) mod pool;
 pub(crate) mod progress;
 pub(crate) mod quality;

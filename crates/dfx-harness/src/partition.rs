@@ -28,7 +28,7 @@ use serde_json::json;
 use crate::select::PlannedTrial;
 
 /// Largest shard count accepted.
-pub(crate) const MAX_SHARDS: u32 = 1024;
+pub const MAX_SHARDS: u32 = 1024;
 
 /// What `--partition` accepts, for error messages.
 pub(crate) const ACCEPTED: &str =
@@ -154,23 +154,78 @@ pub(crate) fn assign(
     planned: &[PlannedTrial],
     selected: &[usize],
 ) -> Vec<(usize, u32)> {
-    let mut groups: Vec<usize> = selected.iter().map(|&i| planned[i].server_group).collect();
-    groups.dedup();
-    groups
+    let groups: Vec<usize> = planned.iter().map(|t| t.server_group).collect();
+    assign_groups(p, &groups, |i| &planned[i].trial, selected)
+}
+
+/// [`assign`] over the server group of every plan index (`groups`) and a trial lookup.
+fn assign_groups<'a>(
+    p: &Partition,
+    groups: &[usize],
+    trial: impl Fn(usize) -> &'a Trial,
+    selected: &[usize],
+) -> Vec<(usize, u32)> {
+    let mut dealt: Vec<usize> = selected.iter().map(|&i| groups[i]).collect();
+    dealt.dedup();
+    dealt
         .iter()
         .enumerate()
         .map(|(pos, &g)| {
             let shard = match p.method {
                 Method::Count => pos as u64 % u64::from(p.total),
                 Method::Hash => {
-                    let first = planned.iter().find(|t| t.server_group == g);
-                    let identity = first.map(|t| group_identity(&t.trial)).unwrap_or_default();
+                    let first = groups.iter().position(|&x| x == g);
+                    let identity = first.map(|i| group_identity(trial(i))).unwrap_or_default();
                     fnv1a64(identity.as_bytes()) % u64::from(p.total)
                 }
             };
             (g, shard as u32 + 1)
         })
         .collect()
+}
+
+/// The server group of every trial, in plan order: 1-based numbers of the runs of
+/// consecutive trials sharing one server configuration (the suite starts one server per
+/// group).
+pub fn server_groups(trials: &[Trial]) -> Vec<usize> {
+    let mut group = 0;
+    let mut previous: Option<&Trial> = None;
+    trials
+        .iter()
+        .map(|trial| {
+            if previous.is_none_or(|p| *p.server != *trial.server) {
+                group += 1;
+            }
+            previous = Some(trial);
+            group
+        })
+        .collect()
+}
+
+/// The `selected` plan indices (in plan order) of every shard of `METHOD:K/total`, dealt
+/// exactly as the suite's `--partition` deals them; element `K - 1` is shard `K`.
+/// `total` is clamped to 1 to [`MAX_SHARDS`].
+pub fn deal(
+    method: dfx_core::artefact::PartitionMethod,
+    total: u32,
+    trials: &[Trial],
+    selected: &[usize],
+) -> Vec<Vec<usize>> {
+    let total = total.clamp(1, MAX_SHARDS);
+    let p = Partition {
+        method,
+        shard: 1,
+        total,
+    };
+    let groups = server_groups(trials);
+    let shard_of: Vec<(usize, u32)> = assign_groups(&p, &groups, |i| &trials[i], selected);
+    let mut out = vec![Vec::new(); total as usize];
+    for &i in selected {
+        if let Some(&(_, k)) = shard_of.iter().find(|(g, _)| *g == groups[i]) {
+            out[k as usize - 1].push(i);
+        }
+    }
+    out
 }
 
 /// The identity a group is hashed by: the compact JSON of the test name and the server

@@ -123,14 +123,9 @@ pub(crate) fn plan_trials(
     benches: &BenchSet,
 ) -> Vec<PlannedTrial> {
     let mut used = HashSet::new();
-    let mut group = 0;
-    let mut previous: Option<&Trial> = None;
+    let groups = crate::partition::server_groups(&plan.trials);
     let mut out = Vec::with_capacity(plan.trials.len());
-    for trial in &plan.trials {
-        if previous.is_none_or(|p| *p.server != *trial.server) {
-            group += 1;
-        }
-        previous = Some(trial);
+    for (trial, &group) in plan.trials.iter().zip(&groups) {
         out.push(PlannedTrial {
             trial: trial.clone(),
             disposition: decide(trial, launcher, benches),

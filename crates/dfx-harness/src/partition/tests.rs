@@ -173,3 +173,27 @@ fn the_hash_identity_ignores_paths_and_the_filter() {
     b.test_name = "u".into();
     assert_ne!(group_identity(&a), group_identity(&b));
 }
+
+#[test]
+fn deal_gives_each_shard_what_the_suite_runs_for_it() {
+    let plan = shipped_plan();
+    let planned = planned(&plan);
+    let selected: Vec<usize> = (0..planned.len()).step_by(2).collect();
+    for method in [Method::Count, Method::Hash] {
+        for total in [1, 2, 3] {
+            let dealt = deal(method, total, &plan.trials, &selected);
+            assert_eq!(dealt.len(), total as usize);
+            for k in 1..=total {
+                let suite = apply(Some(&part(method, k, total)), &planned, &selected);
+                assert_eq!(
+                    dealt[k as usize - 1],
+                    suite.selected,
+                    "{method:?} {k}/{total}"
+                );
+            }
+        }
+    }
+    let groups = server_groups(&plan.trials);
+    let suite_groups: Vec<usize> = planned.iter().map(|t| t.server_group).collect();
+    assert_eq!(groups, suite_groups);
+}

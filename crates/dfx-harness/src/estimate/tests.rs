@@ -1,0 +1,41 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::test_support::{concurrency_trial, rate_trial};
+
+#[test]
+fn concurrency_steps_take_rounds_and_rate_steps_their_arrivals() {
+    // 10 prompts at concurrency 4: 3 rounds.
+    let c = concurrency_trial("t", "a", 4, 10);
+    assert_eq!(trial_seconds(&c), TRIAL_OVERHEAD_S + 3.0 * PER_REQUEST_S);
+    // 11 prompts at 2 req/s: 5 s of arrivals, then the last answer.
+    let r = rate_trial("t", "a", 2.0, 11);
+    assert_eq!(trial_seconds(&r), TRIAL_OVERHEAD_S + 5.0 + PER_REQUEST_S);
+    // Warmups and repeats count as requests.
+    let mut w = concurrency_trial("t", "a", 1, 2);
+    let mut entry = (*w.entry).clone();
+    entry.num_warmups = Some(1);
+    entry.repeats = Some(2);
+    w.entry = Arc::new(entry);
+    assert_eq!(trial_seconds(&w), TRIAL_OVERHEAD_S + 6.0 * PER_REQUEST_S);
+    // A trial that cannot run costs nothing.
+    let mut u = concurrency_trial("t", "a", 1, 1000);
+    u.unsupported = Some("diffusion".into());
+    assert_eq!(trial_seconds(&u), 0.0);
+}
+
+#[test]
+fn shard_minutes_doubles_rounds_up_and_clamps() {
+    // Empty shard: the build alone, doubled = 60 min.
+    assert_eq!(shard_minutes(0, []), 60);
+    let c = concurrency_trial("t", "a", 1, 10);
+    let secs = BUILD_S + START_S + trial_seconds(&c);
+    let want = (secs * SAFETY / 60.0).ceil() as u32;
+    assert_eq!(shard_minutes(1, [&c]), want);
+    assert!(want > 60);
+    assert_eq!(minutes(1.0), MIN_MINUTES);
+    assert_eq!(minutes(f64::NAN), MIN_MINUTES);
+    assert_eq!(minutes(1e12), MAX_MINUTES);
+    let huge = concurrency_trial("t", "a", 1, u64::MAX);
+    assert_eq!(shard_minutes(1, [&huge]), MAX_MINUTES);
+}

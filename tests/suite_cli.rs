@@ -37,6 +37,8 @@ mod load_shapes;
 mod manifest;
 #[path = "suite_cli/native_duplex.rs"]
 mod native_duplex;
+#[path = "suite_cli/pipeline.rs"]
+mod pipeline;
 #[path = "suite_cli/quality.rs"]
 mod quality;
 #[path = "suite_cli/repeats.rs"]
@@ -307,6 +309,18 @@ fn main() -> ExitCode {
         (
             "dfx_perf_output_to_a_closed_pipe_is_quiet",
             dfx_perf_cli::output_to_a_closed_pipe_is_quiet,
+        ),
+        (
+            "dfx_perf_pipeline_buildkite_files_are_current",
+            pipeline::buildkite_pipeline_files_are_current,
+        ),
+        (
+            "dfx_perf_pipeline_buildkite_follows_the_schema",
+            pipeline::buildkite_pipeline_follows_the_schema,
+        ),
+        (
+            "dfx_perf_pipeline_buildkite_refuses_bad_input",
+            pipeline::buildkite_pipeline_refuses_bad_input,
         ),
         (
             "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",

@@ -7,6 +7,7 @@ mod deploy;
 mod history;
 mod merge;
 mod out;
+mod pipeline;
 mod recalibrate;
 mod report;
 mod verify;
@@ -54,6 +55,9 @@ subcommands! {
     History(history::HistoryArgs),
     /// Merge the run folders of a run's shards (`--partition`) into one run folder.
     Merge(merge::MergeArgs),
+    /// Generate a CI pipeline (Buildkite) that runs the plan in shards per hardware label
+    /// and merges them.
+    Pipeline(pipeline::PipelineArgs),
 }
 
 /// Parses a percentage flag (`25%` or `25`) into a fraction.

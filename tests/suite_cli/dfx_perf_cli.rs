@@ -6,7 +6,8 @@ use libtest_mimic::Failed;
 
 use crate::support::root;
 
-fn dfx_perf(args: &[&str]) -> Result<std::process::Output, Failed> {
+/// Runs the built `dfx-perf` from the repository root.
+pub fn dfx_perf(args: &[&str]) -> Result<std::process::Output, Failed> {
     Command::new(env!("CARGO_BIN_EXE_dfx-perf"))
         .current_dir(root())
         .env_remove("DFX_DEPLOY_DIR")

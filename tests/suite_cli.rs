@@ -323,6 +323,10 @@ fn main() -> ExitCode {
             pipeline::buildkite_pipeline_refuses_bad_input,
         ),
         (
+            "dfx_perf_pipeline_buildkite_timeouts_follow_the_plan",
+            pipeline::buildkite_timeouts_follow_the_plan,
+        ),
+        (
             "shipped_sim_baselines_hold_then_catch_a_1_5x_slowdown",
             sim_baseline::shipped_sim_baselines_hold_then_catch_a_slowdown,
         ),

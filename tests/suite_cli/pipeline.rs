@@ -245,3 +245,43 @@ fn broken_variants(doc: &Value) -> Vec<(&'static str, Value)> {
         ("a key with a space", bad_key),
     ]
 }
+
+/// A shard's timeout comes from its trials: the whole fixture on one shard gets longer
+/// than one of its tests alone, and two shards each less than the one.
+pub fn buildkite_timeouts_follow_the_plan() -> Result<(), Failed> {
+    let minutes = |extra: &[&str]| -> Result<Vec<u64>, Failed> {
+        let mut args = vec![
+            "pipeline",
+            "buildkite",
+            "--hardware",
+            "H100",
+            "--test-config-file",
+            "tests/fixtures/suite_cli/sim_shards.json",
+        ];
+        args.extend_from_slice(extra);
+        let doc: Value = yaml_serde::from_str(&generate(&args)?).map_err(|e| e.to_string())?;
+        let steps = doc["steps"][0]["steps"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        // The shard steps, without the merge step.
+        Ok(steps[..steps.len().saturating_sub(1)]
+            .iter()
+            .filter_map(|s| s["timeout_in_minutes"].as_u64())
+            .collect())
+    };
+    let all = minutes(&[])?;
+    let one_test = minutes(&["--filter", "test_shard_a"])?;
+    let halves = minutes(&["--shards", "2"])?;
+    let ok = all.len() == 1
+        && one_test.len() == 1
+        && halves.len() == 2
+        && one_test[0] < all[0]
+        && halves.iter().all(|&m| m < all[0]);
+    if !ok {
+        return Err(
+            format!("timeouts: all {all:?}, one test {one_test:?}, two shards {halves:?}").into(),
+        );
+    }
+    Ok(())
+}

@@ -154,13 +154,10 @@ impl BuildkiteArgs {
 
     /// Loads the plan for `label` as the suite does and times its shards.
     fn label_plan(&self, label: &str, files: &[PathBuf]) -> anyhow::Result<LabelPlan> {
-        let key_safe = !label.is_empty()
-            && label
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-        if !key_safe {
+        if !dfx_core::hardware::label_syntax_ok(label) {
             bail!(
-                "--hardware {label:?}: accepted: letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)"
+                "--hardware {label:?}: accepted: {}",
+                dfx_core::hardware::LABEL_SYNTAX
             );
         }
         let plan = load_plan(&LoadOptions {

@@ -29,6 +29,18 @@ pub const UNKNOWN: &str = "na";
 /// The label of the simulated server.
 pub const SIM: &str = "SIM";
 
+/// What a hardware label may hold, for error messages ([`label_syntax_ok`]).
+pub const LABEL_SYNTAX: &str = "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)";
+
+/// Whether `label` is spelled as a label must be: non-empty ASCII letters, digits, `.`,
+/// `_`, `-` (it names result folders, `baselines/<LABEL>.json` and CI step keys).
+pub fn label_syntax_ok(label: &str) -> bool {
+    !label.is_empty()
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
 /// How long `nvidia-smi` may take before detection gives up on it.
 pub(crate) const NVIDIA_SMI_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -306,5 +318,15 @@ mod tests {
     fn real_detection_never_fails() {
         // Whatever this machine has, detection answers with a non-empty label.
         assert!(!detect(None, true).is_empty());
+    }
+
+    #[test]
+    fn label_syntax() {
+        for ok in ["H100", "SIMx2.5", "910B4", "my_gpu-1"] {
+            assert!(label_syntax_ok(ok), "{ok}");
+        }
+        for bad in ["", "H 100", "H100/x", "H100$", "Ä100"] {
+            assert!(!label_syntax_ok(bad), "{bad:?}");
+        }
     }
 }

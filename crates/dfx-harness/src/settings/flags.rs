@@ -8,16 +8,13 @@ use super::{FlagError, err};
 /// `--hardware`: a label that names result folders and baseline files.
 pub(super) fn check_hardware(h: Option<&str>, errors: &mut Vec<FlagError>) {
     let Some(h) = h else { return };
-    let ok = !h.is_empty()
-        && h.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-    if !ok {
+    if !dfx_core::hardware::label_syntax_ok(h) {
         errors.push(err(
             "--hardware",
             "DFX_HARDWARE",
             h,
             "a label names result folders and baselines/<LABEL>.json",
-            "letters, digits, `.`, `_`, `-` (e.g. H100, H20, A3)",
+            dfx_core::hardware::LABEL_SYNTAX,
         ));
     }
 }

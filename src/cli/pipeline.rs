@@ -38,7 +38,7 @@ pub enum Target {
 #[derive(Debug, clap::Args)]
 pub struct BuildkiteArgs {
     /// A hardware label to run on (repeatable): built in, or named by a config or a
-    /// baselines/<LABEL>.json, as the suite accepts it.
+    /// `baselines/<LABEL>.json`, as the suite accepts it.
     #[arg(long, required = true, value_name = "LABEL")]
     pub hardware: Vec<String>,
     /// Shards per label (`--partition count:K/N`, whole server groups), 1 to 64.

@@ -2,7 +2,7 @@
 //! so a nightly that outgrows one runner runs on a CI matrix and `dfx-perf merge`
 //! combines the shards' run folders.
 //!
-//! The unit is the **server group** ([`PlannedTrial::server_group`]: a run of consecutive
+//! The unit is the **server group** (`PlannedTrial::server_group`: a run of consecutive
 //! trials sharing one server configuration), never a single trial, so a shard starts each
 //! of its servers once and no server's trials are split across runners.
 //!
@@ -11,7 +11,7 @@
 //!   1st, (N+1)th, … to shard 1. Balanced; it moves groups between shards when the
 //!   selection changes.
 //! - `hash:K/N`: a group goes to shard `FNV-1a-64(identity) mod N + 1`, the identity being
-//!   the compact JSON of the test name and the server parameters ([`group_identity`]).
+//!   the compact JSON of the test name and the server parameters (`group_identity`).
 //!   The same group always lands in the same shard, on every machine and Rust version,
 //!   whatever else the plan or the filter holds; shards may be uneven (or empty).
 //!

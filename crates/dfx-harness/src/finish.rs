@@ -93,6 +93,11 @@ impl CloseGate {
     }
 }
 
+/// Exit status of a run whose trials ran but whose closing files (`summary.json`,
+/// `run.json`, the reports, JUnit, `manifest.json`) could not all be written: a full or
+/// read-only results disk must not end a nightly green.
+pub(crate) const EXIT_WRITE_FAILED: u8 = 3;
+
 /// Everything needed to close a run besides its progress.
 #[derive(Debug)]
 pub(crate) struct Closing {
@@ -164,14 +169,7 @@ impl Closing {
         eprintln!("dfx-perf: results in {}", self.run.path.display());
         failed
     }
-}
 
-/// Exit status of a run whose trials ran but whose closing files (`summary.json`,
-/// `run.json`, the reports, JUnit, `manifest.json`) could not all be written: a full or
-/// read-only results disk must not end a nightly green.
-pub(crate) const EXIT_WRITE_FAILED: u8 = 3;
-
-impl Closing {
     /// Writes `manifest.json`, the last file of the run folder: the closer calls it once,
     /// after [`Closing::close`] and, on the signal path, after the last teardown, just
     /// before the process exits (the main thread writes nothing into the folder once the

@@ -26,6 +26,9 @@ use dfx_core::plan::Trial;
 use serde_json::json;
 
 use crate::select::PlannedTrial;
+/// The server group of every trial, numbered as the suite's planning numbers them: what
+/// [`deal`] deals.
+pub use crate::select::server_groups;
 
 /// Largest shard count accepted.
 pub const MAX_SHARDS: u32 = 1024;
@@ -180,24 +183,6 @@ fn assign_groups<'a>(
                 }
             };
             (g, shard as u32 + 1)
-        })
-        .collect()
-}
-
-/// The server group of every trial, in plan order: 1-based numbers of the runs of
-/// consecutive trials sharing one server configuration (the suite starts one server per
-/// group).
-pub fn server_groups(trials: &[Trial]) -> Vec<usize> {
-    let mut group = 0;
-    let mut previous: Option<&Trial> = None;
-    trials
-        .iter()
-        .map(|trial| {
-            if previous.is_none_or(|p| *p.server != *trial.server) {
-                group += 1;
-            }
-            previous = Some(trial);
-            group
         })
         .collect()
 }

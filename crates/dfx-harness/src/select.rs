@@ -116,6 +116,24 @@ pub(crate) fn preflight(
     }
 }
 
+/// The server group of every trial, in plan order: 1-based numbers of the runs of
+/// consecutive trials sharing one server configuration (the suite starts one server per
+/// group).
+pub fn server_groups(trials: &[Trial]) -> Vec<usize> {
+    let mut group = 0;
+    let mut previous: Option<&Trial> = None;
+    trials
+        .iter()
+        .map(|trial| {
+            if previous.is_none_or(|p| *p.server != *trial.server) {
+                group += 1;
+            }
+            previous = Some(trial);
+            group
+        })
+        .collect()
+}
+
 /// Decides every trial of the plan, in plan order.
 pub(crate) fn plan_trials(
     plan: &Plan,
@@ -123,7 +141,7 @@ pub(crate) fn plan_trials(
     benches: &BenchSet,
 ) -> Vec<PlannedTrial> {
     let mut used = HashSet::new();
-    let groups = crate::partition::server_groups(&plan.trials);
+    let groups = server_groups(&plan.trials);
     let mut out = Vec::with_capacity(plan.trials.len());
     for (trial, &group) in plan.trials.iter().zip(&groups) {
         out.push(PlannedTrial {

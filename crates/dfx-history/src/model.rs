@@ -155,7 +155,7 @@ impl RunRecord {
     /// run twice stores it once.
     pub fn content_hash(&self) -> String {
         let bytes = serde_json::to_vec(self).unwrap_or_default();
-        crate::ingest::sha256_hex(&bytes)
+        dfx_core::artefact::manifest::sha256_hex(&bytes)
     }
 
     /// The trial with this name.

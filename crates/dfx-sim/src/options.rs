@@ -174,7 +174,12 @@ impl SimConfig {
             deploy.apply_overrides(ov)?;
         }
         let engine = engine_config(&profile, &deploy, o.faults.service_factor());
-        let omni = crate::omni::resolve(o, &deploy, o.faults.service_factor());
+        let choice = crate::omni::OmniChoice {
+            profile: o.profile.as_deref(),
+            model: &o.model,
+            extra_flags: &o.extra_flags,
+        };
+        let omni = crate::omni::resolve(choice, &deploy, o.faults.service_factor());
         Ok(SimConfig {
             options: o.clone(),
             profile,

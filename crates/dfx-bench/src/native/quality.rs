@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 
 use dfx_core::result::ResultDoc;
 
-use super::record::RequestRecord;
 use crate::audio::pcm;
 
 /// Folder under the trial folder.
@@ -32,6 +31,19 @@ pub struct QualityRow {
     pub ref_audio: Option<PathBuf>,
     /// `seed_tts_locale`.
     pub locale: Arc<str>,
+}
+
+/// Which request a kept clip belongs to (its record's identity and sample rate).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kept<'a> {
+    /// The record's `index`.
+    pub index: usize,
+    /// The record's `request_id`.
+    pub request_id: Option<&'a str>,
+    /// The record's `sample_id` (the utterance id).
+    pub sample_id: &'a str,
+    /// The audio's sample rate, Hz.
+    pub sample_rate: u32,
 }
 
 /// Counts of a step's capture, for the result.
@@ -118,11 +130,11 @@ impl QualityWriter {
     }
 
     /// Keeps the audio of a successful measured request.
-    pub(crate) fn keep(&mut self, rec: &RequestRecord, row: &QualityRow, audio: &[u8]) {
+    pub(crate) fn keep(&mut self, rec: &Kept<'_>, row: &QualityRow, audio: &[u8]) {
         let name = format!(
             "{:05}_{}_{}.wav",
             rec.index,
-            safe_part(&rec.sample_id, "item"),
+            safe_part(rec.sample_id, "item"),
             safe_part(&row.locale, "item")
         );
         let path = self.stats.dir.join("audio").join(&name);

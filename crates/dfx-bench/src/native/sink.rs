@@ -365,7 +365,13 @@ impl Shared {
                 && rec.ok
                 && !rec.warmup
             {
-                q.keep(rec, &row, &audio);
+                let kept = super::quality::Kept {
+                    index: rec.index,
+                    request_id: rec.request_id.as_deref(),
+                    sample_id: &rec.sample_id,
+                    sample_rate: rec.sample_rate,
+                };
+                q.keep(&kept, &row, &audio);
             }
         }
         batch

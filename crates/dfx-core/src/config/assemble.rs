@@ -28,7 +28,7 @@ pub(crate) fn build_trials(cases: &[CaseDraft], hardware: &str) -> Vec<Trial> {
             .iter()
             .filter(|c| c.test_name.as_deref() == Some(test))
             .collect();
-        let drafts: Vec<(&CaseDraft, &super::entry::EntryDraft)> = members
+        let drafts: Vec<(&CaseDraft, &super::entry_parts::EntryDraft)> = members
             .iter()
             .flat_map(|c| c.entries.iter().map(move |e| (*c, e)))
             .collect();

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::entry::{CaseFacts, EntryDraft, build_entry};
+use super::entry::{CaseFacts, build_entry};
+use super::entry_parts::EntryDraft;
 use super::marks::{CaseMarks, parse_mark_field};
 use super::raw::{RawCase, from_object};
 use super::server::build_server;

@@ -3,18 +3,17 @@
 
 use serde_json::{Map, Value};
 
+use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
 use super::known_keys::{EntryKind, check_entry_keys};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::runners;
 use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
 use super::value::{name_fits, opt_bool, opt_f64_in, opt_name, opt_object, opt_str, opt_uint};
-use crate::baseline::shape::{BaselineSpec, parse_baseline};
+use crate::baseline::shape::parse_baseline;
 use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
 use crate::diag::{Ctx, Errs, json_type};
-use crate::plan::{
-    BenchEntry, CaseKeys, ConnectionMode, Dialect, PercentileKeys, StepKind, SweepStep,
-};
+use crate::plan::{BenchEntry, CaseKeys, Dialect, StepKind, SweepStep};
 
 /// Why diffusion-dialect trials cannot run when no diffusion bench is configured.
 pub const DIFFUSION_UNSUPPORTED: &str = "diffusion dialect (image/video generation, kebab-case \
@@ -24,18 +23,6 @@ keys): runs only through upstream's diffusion benchmark script; point dfx-perf a
 /// Note on the thresholds of a diffusion entry whose baseline could not be read.
 pub const DIFFUSION_BASELINE_NOTE: &str =
     "diffusion dialect: its baseline could not be read and is not evaluated";
-
-/// An enabled entry, validated, waiting for its index and suffix.
-#[derive(Debug, Clone)]
-pub(crate) struct EntryDraft {
-    pub raw_index: usize,
-    /// `index`/`suffix` are placeholders until the test is assembled.
-    pub entry: BenchEntry,
-    pub steps: Vec<SweepStep>,
-    pub baseline: Option<BaselineSpec>,
-    /// Values joined into the suffix when `name` is empty: task, eval_phase, dataset.
-    pub suffix_parts: [Option<String>; 3],
-}
 
 /// What an entry needs to know of its case.
 pub(crate) struct CaseFacts<'a> {
@@ -218,65 +205,10 @@ fn omni_entry(
     })
 }
 
-/// `percentile-metrics` and `metric-percentiles` (`key`, text) parsed into the plan's
-/// [`PercentileKeys`]; a value that is not a list of percentiles is an error at `key`.
-pub(crate) fn percentile_keys(
-    ctx: &Ctx<'_>,
-    metrics: Option<String>,
-    percentiles: Option<(&str, String)>,
-    errs: &mut Errs,
-) -> PercentileKeys {
-    let text = percentiles.as_ref().map(|(_, p)| p.as_str());
-    PercentileKeys::parse(metrics.as_deref(), text).unwrap_or_else(|why| {
-        let (key, text) = percentiles
-            .as_ref()
-            .map_or(("", ""), |(k, t)| (k, t.as_str()));
-        errs.push(ctx.err(
-            key,
-            format!("invalid value {text:?}: {why}"),
-            &crate::percentiles::accepted(),
-        ));
-        PercentileKeys::default()
-    })
-}
-
 /// The entry key `repeats`: an integer from 1 to [`bounds::MAX_REPEATS`].
 fn repeats_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<u32> {
     let range = (1, bounds::MAX_REPEATS);
     super::value::opt_uint_in(ctx, "repeats", v, range, errs).and_then(|n| u32::try_from(n).ok())
-}
-
-/// The entry key `connection`: `"fresh"` or `"pooled"`; anything else is refused with
-/// the accepted values.
-pub(crate) fn connection_key(
-    ctx: &Ctx<'_>,
-    v: Option<&Value>,
-    errs: &mut Errs,
-) -> Option<ConnectionMode> {
-    let text = opt_str_or_refuse(ctx, v, errs)?;
-    let mode = ConnectionMode::parse(&text);
-    if mode.is_none() {
-        errs.push(ctx.err(
-            "connection",
-            format!("invalid value {text:?}"),
-            ConnectionMode::ACCEPTED,
-        ));
-    }
-    mode
-}
-
-fn opt_str_or_refuse(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        other => {
-            errs.push(ctx.err(
-                "connection",
-                format!("wrong type: got {}", json_type(other)),
-                ConnectionMode::ACCEPTED,
-            ));
-            None
-        }
-    }
 }
 
 /// Diffusion entries are read leniently (they run only when the diffusion driver is

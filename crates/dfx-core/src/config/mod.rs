@@ -18,6 +18,7 @@ mod assemble;
 mod capacity;
 mod case;
 pub(crate) mod entry;
+mod entry_parts;
 mod judge;
 pub mod known_keys;
 mod load_keys;

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::entry::EntryDraft;
+use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
 use super::value::{opt_str, opt_uint};
 use crate::baseline::shape::parse_baseline;
 use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS, MIN_RATE};
@@ -226,7 +226,7 @@ pub(crate) fn stability_entry(
             None
         }
     };
-    let connection = super::entry::connection_key(ctx, obj.get("connection"), errs);
+    let connection = connection_key(ctx, obj.get("connection"), errs);
     let percentiles = stability_percentiles(ctx, obj, errs);
     let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
     d.entry.connection = connection;
@@ -266,7 +266,7 @@ fn stability_percentiles(
     };
     let metrics = text("percentile-metrics").or_else(|| text("percentile_metrics"));
     let percentiles = text("metric-percentiles").or_else(|| text("metric_percentiles"));
-    super::entry::percentile_keys(ctx, metrics.map(|(_, m)| m), percentiles, errs)
+    percentile_keys(ctx, metrics.map(|(_, m)| m), percentiles, errs)
 }
 
 /// Keys a contract entry may carry.

@@ -28,7 +28,6 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::deploy::DeploySettings;
-use crate::options::SimOptions;
 use engine::{OmniEngineConfig, OmniJob};
 use media::MediaInfo;
 use profile::OmniProfile;
@@ -54,9 +53,9 @@ pub(crate) fn is_omni_profile(name: &str) -> bool {
     profile::NAMES.contains(&name)
 }
 
-fn flag_async_chunk(o: &SimOptions) -> Option<bool> {
+fn flag_async_chunk(extra_flags: &[(String, Option<String>)]) -> Option<bool> {
     let mut v = None;
-    for (flag, value) in &o.extra_flags {
+    for (flag, value) in extra_flags {
         match flag.as_str() {
             "--async-chunk" => {
                 v = Some(!matches!(
@@ -86,11 +85,22 @@ fn devices_disjoint(d: &DeploySettings) -> bool {
     !meet(&a, &b) && !meet(&a, &c) && !meet(&b, &c)
 }
 
+/// What of the simulator's options [`resolve`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct OmniChoice<'a> {
+    /// `--sim-profile`, if given.
+    pub profile: Option<&'a str>,
+    /// The served model (`serve <model>`).
+    pub model: &'a str,
+    /// The vllm-omni flags the simulator accepts and ignores (`--async-chunk` is read).
+    pub extra_flags: &'a [(String, Option<String>)],
+}
+
 /// The omni configuration for these options, or `None` for a TTS model.
-pub fn resolve(o: &SimOptions, d: &DeploySettings, slowdown: f64) -> Option<OmniConfig> {
-    let profile = match &o.profile {
+pub fn resolve(o: OmniChoice<'_>, d: &DeploySettings, slowdown: f64) -> Option<OmniConfig> {
+    let profile = match o.profile {
         Some(name) => profile::by_name(name)?,
-        None => profile::for_model(&o.model)?,
+        None => profile::for_model(o.model)?,
     };
     let mut engine = OmniEngineConfig {
         thinker: profile.thinker.clone(),
@@ -117,7 +127,7 @@ pub fn resolve(o: &SimOptions, d: &DeploySettings, slowdown: f64) -> Option<Omni
     if let Some(a) = d.async_chunk {
         engine.async_chunk = a;
     }
-    if let Some(a) = flag_async_chunk(o) {
+    if let Some(a) = flag_async_chunk(o.extra_flags) {
         engine.async_chunk = a;
     }
     engine.shared_gpu = !devices_disjoint(d);

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigHandler, Signal};
 
 use crate::guardian::{DONE, Orders};
-use crate::supervise::SupervisionError;
+use crate::supervision_error::SupervisionError;
 
 /// How long a dismissed guard may take to exit before it is killed.
 const DISMISS_WAIT: Duration = Duration::from_secs(3);

@@ -30,18 +30,19 @@ pub(crate) mod managed;
 pub(crate) mod owner;
 pub mod probe;
 pub mod procfs;
+pub(crate) mod registry;
 pub(crate) mod supervise;
+pub(crate) mod supervision_error;
 
 use dfx_core::server::{RunningServer, ServerError};
 
 pub use attach::AttachLauncher;
 pub use child::{GroupChild, GroupEnd};
 pub use command::{ServerCommand, build as build_command};
-pub use group::{
-    group_members, install_signal_handlers, live_groups, stopping_message, teardown_all,
-};
+pub use group::group_members;
 pub use launcher::{LauncherConfig, PORT_RACE_ATTEMPTS, ProcessLauncher};
 pub use managed::{LOG_TAIL_LINES, ManagedServer};
+pub use registry::{install_signal_handlers, live_groups, stopping_message, teardown_all};
 pub use supervise::{Supervision, Watch, WatchSpec};
 
 /// `Some(ServerError::DiedDuringTrial)` (status and log tail) when `server` has exited; the

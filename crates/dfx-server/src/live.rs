@@ -13,7 +13,7 @@ use dfx_core::fsutil::write_json_atomic;
 use serde::{Deserialize, Serialize};
 
 use crate::procfs::{self, ProcessId};
-use crate::supervise::SupervisionError;
+use crate::supervision_error::SupervisionError;
 
 /// The state folder's name inside a results folder.
 pub const LIVE_DIR_NAME: &str = ".dfx-live-servers";

@@ -1,6 +1,6 @@
 //! Supervision of a process group this process has just started (a server, the external
 //! bench client): the registry entry that the SIGINT/SIGTERM handler and
-//! [`crate::teardown_all`] tear down, a guard process that stops the group if this process
+//! [`crate::teardown_all`] ([`crate::registry`]) tear down, a guard process that stops the group if this process
 //! dies without doing so (even `kill -9`, [`crate::guard`]), and a state file in the
 //! results folder that lets the next run stop it if the guard died too ([`crate::live`]).
 //!
@@ -10,31 +10,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::group;
 use crate::guard::Guard;
 use crate::guardian::Orders;
 use crate::live::{self, LiveRecord};
 use crate::procfs;
-
-/// Problems while setting up supervision; they are reported as warnings, never fatal (the
-/// group still runs and is still torn down by this process).
-#[derive(Debug, thiserror::Error)]
-pub enum SupervisionError {
-    #[error("cannot start the guard {bin}: {source}")]
-    GuardSpawn {
-        bin: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write the state file {path}: {source}")]
-    StateFile {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("process {0} is not in /proc (exited before it could be supervised?)")]
-    NoProcess(i32),
-}
+use crate::registry::{self, Entry};
+use crate::supervision_error::SupervisionError;
 
 /// Where the guard executable is and where state files go; the default supervises
 /// through the registry only.
@@ -59,29 +40,6 @@ pub struct WatchSpec<'a> {
     pub log: Option<&'a Path>,
 }
 
-/// What the registry keeps of a live group.
-#[derive(Debug)]
-pub(crate) struct Entry {
-    /// What the group is (`server`, `vllm bench`, `quality hook`), for messages.
-    pub what: String,
-    /// SIGTERM→SIGKILL grace.
-    pub grace: Duration,
-    guard: Option<Guard>,
-    state: Option<(PathBuf, LiveRecord)>,
-}
-
-impl Entry {
-    /// The group is gone: the state file goes, the guard is dismissed.
-    pub(crate) fn finish(mut self) {
-        if let Some((path, _)) = self.state.take() {
-            live::remove(&path);
-        }
-        if let Some(mut guard) = self.guard.take() {
-            guard.dismiss();
-        }
-    }
-}
-
 impl Supervision {
     /// Starts supervising the group `spec.leader` leads. Problems are printed as warnings
     /// and leave the group registered (torn down on SIGINT/SIGTERM and by its owner).
@@ -94,7 +52,7 @@ impl Supervision {
                 spec.what, spec.leader
             );
         }
-        group::register(spec.leader, entry);
+        registry::register(spec.leader, entry);
         Watch {
             pgid: spec.leader,
             released: false,
@@ -155,13 +113,13 @@ impl Watch {
 
     /// The guard's pid, if one runs.
     pub fn guard_pid(&self) -> Option<u32> {
-        group::with_entry(self.pgid, |e| e.guard.as_ref().map(Guard::pid)).flatten()
+        registry::with_entry(self.pgid, |e| e.guard.as_ref().map(Guard::pid)).flatten()
     }
 
     /// Re-records the leader's command line (a server may retitle itself while starting),
     /// so the next run's check compares against what it shows once ready.
     pub(crate) fn refresh(&self) {
-        group::with_entry(self.pgid, |e| {
+        registry::with_entry(self.pgid, |e| {
             let Some((path, record)) = &mut e.state else {
                 return;
             };
@@ -182,7 +140,7 @@ impl Watch {
     pub fn release(&mut self) {
         if !self.released {
             self.released = true;
-            group::unregister(self.pgid);
+            registry::unregister(self.pgid);
         }
     }
 }

@@ -246,7 +246,7 @@ fn err(
 /// its environment) are parsed with the simulator's own parser, so a bad spec stops the
 /// run before a server starts.
 fn check_sim_faults(flag: Option<&str>, errors: &mut Vec<FlagError>) {
-    let mut faults = dfx_sim::faults::Faults::default();
+    let mut faults = dfx_core::faults::Faults::default();
     if let Some(list) = flag
         && let Err(e) = faults.apply_list(list, "--sim-faults")
     {
@@ -272,7 +272,7 @@ fn check_sim_faults(flag: Option<&str>, errors: &mut Vec<FlagError>) {
 fn fault_syntax() -> String {
     format!(
         "SPEC[,SPEC…] with SPEC one of {}",
-        dfx_sim::faults::FAULT_NAMES.join(", ")
+        dfx_core::faults::FAULT_NAMES.join(", ")
     )
 }
 

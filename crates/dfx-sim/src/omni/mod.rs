@@ -11,11 +11,10 @@
 mod driver;
 pub(crate) mod engine;
 pub mod fixtures;
-pub(crate) mod http;
 pub mod media;
 pub(crate) mod profile;
 pub mod request;
-mod stream;
+pub(crate) mod stream;
 pub mod vbench;
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::audio::{AudioPlan, VoiceBuffer, wav_header};
 use crate::stats::Stats;
 
 /// Counts a chat request in flight; on drop, withdraws it unless it finished.
-pub(super) struct OmniGuard {
+pub(crate) struct OmniGuard {
     pub id: u64,
     pub engine: Arc<OmniHandle>,
     pub stats: Arc<Stats>,
@@ -38,7 +38,7 @@ impl Drop for OmniGuard {
 }
 
 /// Everything a body needs besides the emissions.
-pub(super) struct ChatCtx {
+pub(crate) struct ChatCtx {
     pub id: String,
     pub created: u64,
     pub model: String,
@@ -63,7 +63,7 @@ const WORDS: &[&str] = &[
 ];
 
 /// The text piece of token `i` (deterministic in the request draw).
-pub(super) fn piece(draw: u64, i: u32) -> &'static str {
+pub(crate) fn piece(draw: u64, i: u32) -> &'static str {
     WORDS[((draw >> 7).wrapping_add(u64::from(i) * 7) % WORDS.len() as u64) as usize]
 }
 
@@ -104,7 +104,7 @@ impl ChatCtx {
     }
 
     /// A standalone mono 16-bit WAV of frames `[start, start + frames)`.
-    pub(super) fn wav(&self, start: u32, frames: u32) -> Vec<u8> {
+    pub(crate) fn wav(&self, start: u32, frames: u32) -> Vec<u8> {
         let plan = AudioPlan {
             frames: self.total_frames,
             samples_per_frame: (f64::from(self.voice.sample_rate) / OMNI_FRAME_RATE_HZ) as u32,
@@ -180,7 +180,7 @@ fn event(v: &impl serde::Serialize) -> String {
 }
 
 /// Pull-based SSE body.
-pub(super) struct SseBody {
+pub(crate) struct SseBody {
     pub ctx: ChatCtx,
     pub rx: UnboundedReceiver<OmniEmission>,
     pub guard: OmniGuard,
@@ -195,7 +195,7 @@ const CUT_DELAY: Duration = Duration::from_millis(100);
 
 impl SseBody {
     /// A body for `ctx`, fed by `rx`.
-    pub(super) fn new(ctx: ChatCtx, rx: UnboundedReceiver<OmniEmission>, guard: OmniGuard) -> Self {
+    pub(crate) fn new(ctx: ChatCtx, rx: UnboundedReceiver<OmniEmission>, guard: OmniGuard) -> Self {
         SseBody {
             ctx,
             rx,
@@ -208,7 +208,7 @@ impl SseBody {
     }
 
     /// The next write, `None` at the end.
-    pub(super) async fn next_write(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+    pub(crate) async fn next_write(&mut self) -> Option<Result<Bytes, std::io::Error>> {
         if self.done {
             return None;
         }
@@ -309,7 +309,7 @@ impl SseBody {
 /// Waits for every output, then builds the non-streaming response: one choice per
 /// output modality (text, then audio as `message.audio` with a whole WAV), as
 /// vllm-omni's serving_chat does. `None` when the engine stopped first.
-pub(super) async fn whole(
+pub(crate) async fn whole(
     ctx: &ChatCtx,
     rx: &mut UnboundedReceiver<OmniEmission>,
     guard: &mut OmniGuard,

@@ -1,9 +1,10 @@
-//! Fault injection (`docs/simulator.md` ("Faults")): each fault is switchable by
+//! The simulator's fault grammar (`docs/simulator.md` ("Faults")), here so the suite can check
+//! `--sim-faults` without linking the simulator. Each fault is switchable by
 //! `--sim-fault SPEC`, by `DFX_SIM_FAULTS=SPEC[,SPEC…]`, or by its own variable
 //! `DFX_SIM_FAULT_<NAME>=VALUE` (name upper-cased, `-` → `_`; boolean faults take
 //! `1/true/yes/on` or `0/false/no/off`).
 
-use dfx_core::lenient::{BoolRule, parse_bool};
+use crate::lenient::{BoolRule, parse_bool};
 use serde::Serialize;
 
 /// Every fault, as parsed. `Default` is "no fault".
@@ -209,7 +210,7 @@ impl Faults {
     }
 
     /// The service-time multiplier (1 without the slow-down fault).
-    pub(crate) fn service_factor(&self) -> f64 {
+    pub fn service_factor(&self) -> f64 {
         self.slowdown.unwrap_or(1.0)
     }
 

@@ -1,5 +1,10 @@
-//! The HTTP surface (`docs/simulator.md` ("API")): routes, readiness, and the speech
-//! handler.
+//! The HTTP surface (`docs/simulator.md` ("API")): the state every handler shares, the
+//! routes, readiness, and the speech handler. The chat (`chat`) and realtime (`realtime`)
+//! handlers are its children: one state and one router for every protocol, over the
+//! engines in `crate::driver` and `crate::omni`.
+
+pub(crate) mod chat;
+pub(crate) mod realtime;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,7 +49,7 @@ pub(crate) struct AppState {
     /// The omni engine thread (omni profiles only).
     pub omni: Option<Arc<crate::omni::OmniHandle>>,
     /// Counters of the realtime sessions (`/v1/realtime`).
-    pub realtime: crate::realtime::RealtimeState,
+    pub realtime: realtime::RealtimeState,
 }
 
 impl AppState {
@@ -94,11 +99,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         // Omni profiles (crate::omni): chat completions with inlined media.
         .route(
             "/v1/chat/completions",
-            post(crate::omni::http::chat).layer(DefaultBodyLimit::max(
-                crate::omni::http::MAX_CHAT_BODY_BYTES,
-            )),
+            post(chat::chat).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BODY_BYTES)),
         )
-        .route("/v1/realtime", get(crate::realtime::handler))
+        .route("/v1/realtime", get(realtime::handler))
         .route("/sim/info", get(info))
         .route("/sim/stats", get(sim_stats))
         .fallback(|| async { ApiError::not_found("Not Found", None) })

@@ -9,9 +9,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::stream::{ChatCtx, OmniGuard, SseBody, whole};
 use crate::error::ApiError;
 use crate::http::AppState;
+use crate::omni::stream::{ChatCtx, OmniGuard, SseBody, whole};
 use crate::plan;
 
 /// Largest accepted chat body (media items are inlined as base64).
@@ -57,9 +57,10 @@ async fn chat_inner(
     // Parsing decodes and sniffs media (up to hundreds of MB): off the async workers.
     let raw = body.clone();
     let profile = cfg.profile.clone();
-    let req = tokio::task::spawn_blocking(move || super::request::parse(&raw, &profile, &names))
-        .await
-        .map_err(|e| ApiError::internal(format!("parser task failed: {e}")))??;
+    let req =
+        tokio::task::spawn_blocking(move || crate::omni::request::parse(&raw, &profile, &names))
+            .await
+            .map_err(|e| ApiError::internal(format!("parser task failed: {e}")))??;
     st.stats.chat_requests.fetch_add(1, Ordering::Relaxed);
     let index = st.arrivals.fetch_add(1, Ordering::SeqCst);
     let o = &st.cfg.options;
@@ -71,7 +72,7 @@ async fn chat_inner(
             "simulated internal server error (fault error500)",
         ));
     }
-    let p = super::plan(cfg, o.seed, &req);
+    let p = crate::omni::plan(cfg, o.seed, &req);
     let total_frames = p.job.audio_frames;
     let inflight = st.stats.enter();
     let (id, mut rx) = engine.submit(p.job, arrived);

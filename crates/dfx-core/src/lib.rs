@@ -21,6 +21,7 @@ pub mod diag;
 pub mod faults;
 pub mod fsutil;
 pub mod hardware;
+pub mod hash;
 pub mod lenient;
 pub(crate) mod load;
 pub mod metrics;

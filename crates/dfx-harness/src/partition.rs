@@ -179,7 +179,7 @@ fn assign_groups<'a>(
                 Method::Hash => {
                     let first = groups.iter().position(|&x| x == g);
                     let identity = first.map(|i| group_identity(trial(i))).unwrap_or_default();
-                    fnv1a64(identity.as_bytes()) % u64::from(p.total)
+                    dfx_core::hash::fnv1a64(identity.as_bytes()) % u64::from(p.total)
                 }
             };
             (g, shard as u32 + 1)
@@ -230,14 +230,6 @@ pub(crate) fn group_identity(trial: &Trial) -> String {
         "env": s.env,
     })
     .to_string()
-}
-
-/// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3): written out so
-/// the shard of a group never depends on a library's or the standard library's hasher.
-pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Runs the [`Engine`] against the wall clock on its own OS thread.
+//! Runs a performance model ([`Model`]: the TTS engine or the omni engine) against the
+//! wall clock on its own OS thread.
 //!
 //! Why a thread and not a tokio task: tokio's timer wheel has 1 ms granularity, which at a
 //! speed factor of 10 would add up to 10 simulated milliseconds to a 53 ms first packet.
@@ -11,14 +12,14 @@
 //! into the model; it is measured per emitted chunk and reported as lag.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use crate::engine::{Emission, Engine, EngineConfig, Job, VTime};
+use crate::engine::{Model, VTime};
 use crate::stats::Stats;
 
 /// Maps virtual nanoseconds to wall-clock instants.
@@ -50,57 +51,83 @@ impl Clock {
     }
 }
 
-enum Cmd {
+enum Cmd<M: Model> {
     Submit {
-        job: Job,
+        id: u64,
+        job: M::Job,
+        route: M::Route,
         arrived: Instant,
-        tx: UnboundedSender<Emission>,
+        tx: UnboundedSender<M::Emission>,
     },
     Cancel(u64),
     Stop,
 }
 
-/// The handlers' side of the engine thread.
-#[derive(Debug)]
-pub(crate) struct EngineHandle {
-    tx: mpsc::Sender<Cmd>,
+/// The TTS engine's thread, as the handlers see it.
+pub(crate) type SpeechHandle = EngineHandle<crate::engine::Engine>;
+
+/// The handlers' side of a model's thread.
+pub(crate) struct EngineHandle<M: Model> {
+    tx: mpsc::Sender<Cmd<M>>,
     next_id: AtomicU64,
+    latest: Arc<Mutex<M::Snapshot>>,
 }
 
-impl std::fmt::Debug for Cmd {
+impl<M: Model> std::fmt::Debug for EngineHandle<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Cmd")
+        f.debug_struct("EngineHandle").finish_non_exhaustive()
     }
 }
 
-impl EngineHandle {
-    /// Starts the engine thread.
-    pub(crate) fn start(cfg: EngineConfig, speed: f64, stats: Arc<Stats>) -> Self {
+impl<M: Model> EngineHandle<M> {
+    /// Starts the model's thread; `name` names the thread.
+    pub(crate) fn start(
+        model: M,
+        name: &str,
+        speed: f64,
+        stats: Arc<Stats>,
+    ) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let clock = Clock::new(speed);
+        let latest = Arc::new(Mutex::new(model.snapshot()));
+        let publish = latest.clone();
         std::thread::Builder::new()
-            .name("dfx-sim-engine".into())
-            .spawn(move || run(Engine::new(cfg), clock, rx, &stats))
-            .expect("spawn engine thread");
-        EngineHandle {
+            .name(name.into())
+            .spawn(move || run(model, clock, rx, &stats, &publish))?;
+        Ok(EngineHandle {
             tx,
             next_id: AtomicU64::new(1),
-        }
+            latest,
+        })
+    }
+
+    /// The model's latest figures (refreshed every 100 ms).
+    pub(crate) fn snapshot(&self) -> M::Snapshot {
+        self.latest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Queues a job that reached the server at `arrived` (its `id` is assigned here, in
-    /// arrival order); chunks arrive on the returned channel, which closes after the last
-    /// one or when the engine stops. The model starts the request at `arrived`: the
+    /// arrival order); emissions arrive on the returned channel, which closes after the
+    /// last one or when the model stops. The model starts the request at `arrived`: the
     /// simulator's own parsing time is part of the modelled prefill, not added to it.
     pub(crate) fn submit(
         &self,
-        mut job: Job,
+        mut job: M::Job,
         arrived: Instant,
-    ) -> (u64, UnboundedReceiver<Emission>) {
+    ) -> (u64, UnboundedReceiver<M::Emission>) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        job.id = id;
+        let route = M::route(&mut job, id);
         let (tx, rx) = unbounded_channel();
-        let _ = self.tx.send(Cmd::Submit { job, arrived, tx });
+        let _ = self.tx.send(Cmd::Submit {
+            id,
+            job,
+            route,
+            arrived,
+            tx,
+        });
         (id, rx)
     }
 
@@ -109,70 +136,107 @@ impl EngineHandle {
         let _ = self.tx.send(Cmd::Cancel(id));
     }
 
-    /// Stops the engine: every open chunk channel closes.
+    /// Stops the model: every open channel closes.
     pub(crate) fn stop(&self) {
         let _ = self.tx.send(Cmd::Stop);
     }
 }
 
-fn run(mut engine: Engine, clock: Clock, rx: mpsc::Receiver<Cmd>, stats: &Stats) {
-    let mut senders: HashMap<u64, UnboundedSender<Emission>> = HashMap::new();
+/// Counts a request in flight; on drop, withdraws it from its model unless it finished.
+pub(crate) struct InFlight<M: Model> {
+    /// The job's routing id.
+    pub id: u64,
+    /// The model's thread.
+    pub engine: Arc<EngineHandle<M>>,
+    /// The server's counters.
+    pub stats: Arc<Stats>,
+    /// Set once the last emission was delivered.
+    pub finished: bool,
+}
+
+impl<M: Model> Drop for InFlight<M> {
+    fn drop(&mut self) {
+        self.stats.inflight.fetch_sub(1, Ordering::SeqCst);
+        if self.finished {
+            self.stats.completed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.engine.cancel(self.id);
+            self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn run<M: Model>(
+    mut model: M,
+    clock: Clock,
+    rx: mpsc::Receiver<Cmd<M>>,
+    stats: &Stats,
+    latest: &Mutex<M::Snapshot>,
+) {
+    let publish = |s: M::Snapshot| *latest.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    let mut routes: HashMap<u64, (M::Route, UnboundedSender<M::Emission>)> = HashMap::new();
     let mut out = Vec::new();
     let mut last_snapshot = Instant::now();
     loop {
-        let msg = match engine.next_event() {
+        let msg = match model.next_event() {
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(v) => {
-                let due = clock.real(v);
-                match due.checked_duration_since(Instant::now()) {
-                    Some(wait) if !wait.is_zero() => rx.recv_timeout(wait),
-                    _ => Err(RecvTimeoutError::Timeout),
-                }
-            }
+            Some(v) => match clock.real(v).checked_duration_since(Instant::now()) {
+                Some(wait) if !wait.is_zero() => rx.recv_timeout(wait),
+                _ => Err(RecvTimeoutError::Timeout),
+            },
         };
         let now = clock.virt(Instant::now());
         match msg {
-            Ok(Cmd::Submit { job, arrived, tx }) => {
-                senders.insert(job.id, tx);
-                engine.advance(now, &mut out);
-                let at = clock.virt(arrived).max(engine.now());
-                engine.submit(at, job, &mut out);
+            Ok(Cmd::Submit {
+                id,
+                job,
+                route,
+                arrived,
+                tx,
+            }) => {
+                model.advance(now, &mut out);
+                routes.insert(id, (route, tx));
+                let at = clock.virt(arrived).max(model.now());
+                model.submit(at, job, &mut out);
             }
             Ok(Cmd::Cancel(id)) => {
-                engine.advance(now, &mut out);
-                engine.cancel(id);
-                senders.remove(&id);
+                model.advance(now, &mut out);
+                model.cancel(id);
+                routes.remove(&id);
             }
             Ok(Cmd::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-            Err(RecvTimeoutError::Timeout) => engine.advance(now, &mut out),
+            Err(RecvTimeoutError::Timeout) => model.advance(now, &mut out),
         }
-        dispatch(&mut engine, &clock, &mut senders, &mut out, stats);
+        dispatch(&mut model, &clock, &mut routes, &mut out, stats);
         if last_snapshot.elapsed() >= Duration::from_millis(100) {
-            stats.set_engine(engine.snapshot());
+            publish(model.snapshot());
             last_snapshot = Instant::now();
         }
     }
-    stats.set_engine(engine.snapshot());
+    publish(model.snapshot());
 }
 
-fn dispatch(
-    engine: &mut Engine,
+/// Sends each emission to its job's channel; a closed channel cancels the job.
+fn dispatch<M: Model>(
+    model: &mut M,
     clock: &Clock,
-    senders: &mut HashMap<u64, UnboundedSender<Emission>>,
-    out: &mut Vec<Emission>,
+    routes: &mut HashMap<u64, (M::Route, UnboundedSender<M::Emission>)>,
+    out: &mut Vec<M::Emission>,
     stats: &Stats,
 ) {
-    let now = Instant::now();
+    let wall = Instant::now();
     for e in out.drain(..) {
-        let Some(tx) = senders.get(&e.id) else {
+        let (id, at) = M::due(&e);
+        let Some((route, tx)) = routes.get(&id) else {
             continue;
         };
-        stats.record_lag(now.saturating_duration_since(clock.real(e.at)));
+        let last = M::finishes(&e, route);
+        stats.record_lag(wall.saturating_duration_since(clock.real(at)));
         if tx.send(e).is_err() {
-            senders.remove(&e.id);
-            engine.cancel(e.id);
-        } else if e.last {
-            senders.remove(&e.id);
+            routes.remove(&id);
+            model.cancel(id);
+        } else if last {
+            routes.remove(&id);
         }
     }
 }

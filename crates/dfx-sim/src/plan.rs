@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::options::SimConfig;
 use crate::profile::FRAME_RATE_HZ;
 use crate::request::{self, SpeechRequest};
+use dfx_core::hash::fnv1a64_parts;
 
 /// Spread of the audio length around the per-character estimate (±8 %).
 const LENGTH_JITTER: (f64, f64) = (0.92, 1.08);
@@ -17,18 +18,6 @@ const LENGTH_JITTER: (f64, f64) = (0.92, 1.08);
 const LEADING_SILENCE: (f64, f64) = (0.08, 0.15);
 /// `min_tokens` of the stock talker sampling parameters.
 const MIN_FRAMES: u32 = 2;
-
-/// FNV-1a, 64 bit: a hash that never changes across Rust releases.
-fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.iter().chain(&[0xff]) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
-}
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af)
@@ -52,7 +41,7 @@ pub(crate) fn nominal_seconds(cfg: &SimConfig, text: &str) -> f64 {
 /// The audio plan and the engine job of a validated request (deterministic in the
 /// request and the simulator seed).
 pub fn plan(cfg: &SimConfig, req: &SpeechRequest, words: usize) -> (AudioPlan, Job) {
-    let seed = fnv1a(&[
+    let seed = fnv1a64_parts(&[
         &cfg.options.seed.to_le_bytes(),
         req.input.as_bytes(),
         req.voice.as_deref().unwrap_or("").as_bytes(),
@@ -111,7 +100,7 @@ pub fn job_for_body(cfg: &SimConfig, body: &[u8]) -> Result<Job, ApiError> {
 
 /// Whether the `index`-th speech request (arrival order) gets the injected HTTP 500.
 pub(crate) fn draws_500(seed: u64, index: u64, share: f64) -> bool {
-    let mut rng = ChaCha8Rng::seed_from_u64(fnv1a(&[
+    let mut rng = ChaCha8Rng::seed_from_u64(fnv1a64_parts(&[
         b"error500",
         &seed.to_le_bytes(),
         &index.to_le_bytes(),

@@ -12,7 +12,8 @@ use tokio::sync::watch;
 
 use crate::SimError;
 use crate::audio::VoiceBuffer;
-use crate::driver::EngineHandle;
+use crate::driver::SpeechHandle;
+use crate::engine::Engine;
 use crate::http::{AppState, router, static_info};
 use crate::options::{SimConfig, SimOptions};
 use crate::stats::Stats;
@@ -44,7 +45,7 @@ pub async fn serve_until(
 pub(crate) struct Prepared {
     listener: TcpListener,
     state: Arc<AppState>,
-    engine: Arc<EngineHandle>,
+    engine: Arc<SpeechHandle>,
     stats: Arc<Stats>,
     crash_rx: watch::Receiver<Option<usize>>,
 }
@@ -71,14 +72,16 @@ pub(crate) async fn prepare(opts: SimOptions, listener: TcpListener) -> Result<P
         .await
         .map_err(|e| SimError::Io(std::io::Error::other(e)))?;
     let stats = Arc::new(Stats::default());
-    let engine = Arc::new(EngineHandle::start(
-        cfg.engine.clone(),
+    let engine = Arc::new(SpeechHandle::start(
+        Engine::new(cfg.engine.clone()),
+        "dfx-sim-engine",
         o.speed,
         stats.clone(),
-    ));
+    )?);
     let omni = match &cfg.omni {
         Some(oc) => Some(Arc::new(crate::omni::OmniHandle::start(
-            oc.engine.clone(),
+            crate::omni::engine::OmniEngine::new(oc.engine.clone()),
+            "dfx-sim-omni",
             o.speed,
             stats.clone(),
         )?)),
@@ -131,7 +134,7 @@ impl Prepared {
             mut crash_rx,
         } = self;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let logger = tokio::spawn(log_stats(stats.clone()));
+        let logger = tokio::spawn(log_stats(stats.clone(), engine.clone()));
         let ready_log = tokio::spawn(log_ready(state.ready_at));
         let external = tokio::spawn(async move {
             shutdown.await;
@@ -229,11 +232,11 @@ async fn log_ready(ready_at: Option<Instant>) {
     }
 }
 
-async fn log_stats(stats: Arc<Stats>) {
+async fn log_stats(stats: Arc<Stats>, engine: Arc<SpeechHandle>) {
     let mut last = 0;
     loop {
         tokio::time::sleep(STATS_EVERY).await;
-        let v = stats.view();
+        let v = stats.view(engine.snapshot());
         let seen = v.speech_requests + v.rejected_400;
         if seen == last && v.inflight == 0 {
             continue;

@@ -48,7 +48,7 @@ impl LagHist {
 
 /// Shared counters of one simulator instance.
 #[derive(Debug)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub speech_requests: AtomicU64,
     /// `POST /v1/chat/completions` requests admitted (omni profiles).
     pub chat_requests: AtomicU64,
@@ -61,7 +61,6 @@ pub struct Stats {
     pub chunks: AtomicU64,
     pub pcm_bytes: AtomicU64,
     lag: Mutex<LagHist>,
-    engine: Mutex<EngineSnapshot>,
 }
 
 impl Default for Stats {
@@ -83,14 +82,13 @@ impl Default for Stats {
                 max_us: 0,
                 buckets: vec![0; BUCKETS],
             }),
-            engine: Mutex::new(EngineSnapshot::default()),
         }
     }
 }
 
 /// A point-in-time copy for `/sim/stats`.
 #[derive(Debug, Clone, Serialize)]
-pub struct StatsView {
+pub(crate) struct StatsView {
     pub speech_requests: u64,
     pub chat_requests: u64,
     pub rejected_400: u64,
@@ -108,7 +106,7 @@ pub struct StatsView {
 
 /// Lag summary in milliseconds (percentiles from a log histogram, ±19 %).
 #[derive(Debug, Clone, Serialize)]
-pub struct LagView {
+pub(crate) struct LagView {
     pub count: u64,
     pub mean: f64,
     pub p50: f64,
@@ -126,18 +124,15 @@ impl Stats {
         h.buckets[LagHist::bucket(us)] += 1;
     }
 
-    pub(crate) fn set_engine(&self, snap: EngineSnapshot) {
-        *self.engine.lock().expect("engine lock") = snap;
-    }
-
     /// Counts an admitted request; returns the new in-flight count.
-    pub fn enter(&self) -> usize {
+    pub(crate) fn enter(&self) -> usize {
         let n = self.inflight.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak_inflight.fetch_max(n, Ordering::SeqCst);
         n
     }
 
-    pub fn view(&self) -> StatsView {
+    /// The counters, with the TTS engine's latest figures.
+    pub(crate) fn view(&self, engine: EngineSnapshot) -> StatsView {
         let h = self.lag.lock().expect("lag lock");
         let ld = |us: f64| (us / 1000.0 * 1000.0).round() / 1000.0;
         let lag_ms = LagView {
@@ -165,7 +160,7 @@ impl Stats {
             chunks_emitted: get(&self.chunks),
             pcm_bytes: get(&self.pcm_bytes),
             lag_ms,
-            engine: self.engine.lock().expect("engine lock").clone(),
+            engine,
         }
     }
 }
@@ -180,7 +175,7 @@ mod tests {
         for us in 1..=1000u64 {
             s.record_lag(Duration::from_micros(us));
         }
-        let v = s.view().lag_ms;
+        let v = s.view(EngineSnapshot::default()).lag_ms;
         assert_eq!(v.count, 1000);
         assert!((v.p50 - 0.5).abs() < 0.12, "{v:?}");
         assert!((v.p99 - 0.99).abs() < 0.2, "{v:?}");

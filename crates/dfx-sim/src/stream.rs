@@ -15,30 +15,12 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::audio::{AudioPlan, VoiceBuffer, wav_header};
-use crate::driver::EngineHandle;
+use crate::driver::InFlight;
 use crate::engine::Emission;
 use crate::request::Format;
-use crate::stats::Stats;
 
-/// Counts a request in flight; on drop, withdraws it from the engine unless it finished.
-pub(crate) struct Guard {
-    pub id: u64,
-    pub engine: Arc<EngineHandle>,
-    pub stats: Arc<Stats>,
-    pub finished: bool,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        self.stats.inflight.fetch_sub(1, Ordering::SeqCst);
-        if self.finished {
-            self.stats.completed.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.engine.cancel(self.id);
-            self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
+/// A speech request in flight.
+pub(crate) type Guard = InFlight<crate::engine::Engine>;
 
 /// Turns decoded chunks into bytes.
 pub(crate) struct Render {

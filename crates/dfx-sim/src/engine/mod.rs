@@ -24,11 +24,13 @@
 
 mod chunking;
 mod codec;
+mod model;
 mod talker;
 
 pub use chunking::Chunking;
 
 use codec::Codec;
+pub(crate) use model::Model;
 use talker::Talker;
 
 /// Virtual time in nanoseconds since the engine started.

@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
@@ -24,16 +24,8 @@ pub(crate) async fn chat(
     body: Bytes,
 ) -> Response {
     let arrived = Instant::now();
-    match chat_inner(&st, &headers, &body, arrived).await {
-        Ok(r) => r,
-        Err(e) => {
-            if e.status == StatusCode::BAD_REQUEST {
-                st.stats.rejected.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!("400: {}", e.message);
-            }
-            e.into_response()
-        }
-    }
+    let result = chat_inner(&st, &headers, &body, arrived).await;
+    super::respond(&st, result)
 }
 
 async fn chat_inner(

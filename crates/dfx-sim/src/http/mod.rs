@@ -19,7 +19,7 @@ use axum::routing::{delete, get, post};
 use serde_json::{Value, json};
 
 use crate::audio::VoiceBuffer;
-use crate::driver::EngineHandle;
+use crate::driver::SpeechHandle;
 use crate::error::ApiError;
 use crate::options::SimConfig;
 use crate::request::{self, Delivery, Format};
@@ -34,7 +34,7 @@ const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 /// Everything the handlers share.
 pub(crate) struct AppState {
     pub cfg: Arc<SimConfig>,
-    pub engine: Arc<EngineHandle>,
+    pub engine: Arc<SpeechHandle>,
     pub stats: Arc<Stats>,
     pub voices: Registry,
     pub voice_buf: Arc<VoiceBuffer>,
@@ -169,7 +169,7 @@ async fn info(State(st): St) -> axum::Json<Value> {
 }
 
 async fn sim_stats(State(st): St) -> axum::Json<Value> {
-    let mut v = json!(st.stats.view());
+    let mut v = json!(st.stats.view(st.engine.snapshot()));
     if let Some(o) = &st.omni {
         v["omni_engine"] = json!(o.snapshot());
     }
@@ -238,7 +238,13 @@ async fn delete_voice(State(st): St, Path(name): Path<String>) -> Response {
 
 async fn speech(State(st): St, headers: HeaderMap, body: Bytes) -> Response {
     let arrived = Instant::now();
-    match speech_inner(&st, &headers, &body, arrived).await {
+    let result = speech_inner(&st, &headers, &body, arrived).await;
+    respond(&st, result)
+}
+
+/// A handler's answer; a refused request (400) is counted and logged at debug level.
+pub(crate) fn respond(st: &AppState, result: Result<Response, ApiError>) -> Response {
+    match result {
         Ok(r) => r,
         Err(e) => {
             if e.status == StatusCode::BAD_REQUEST {

@@ -23,7 +23,7 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 
 use super::profile::{Code2WavParams, TalkerStageParams, ThinkerParams};
-use crate::engine::{VTime, secs};
+use crate::engine::{Model, VTime, secs};
 
 /// Everything the omni engine needs, already validated.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -142,7 +142,7 @@ struct Stage {
 
 /// Queue and occupancy figures for `/sim/stats`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct OmniSnapshot {
+pub(crate) struct OmniSnapshot {
     pub now_s: f64,
     pub thinker_waiting: usize,
     pub thinker_running: usize,
@@ -503,5 +503,42 @@ impl OmniEngine {
             code2wav_steps: self.codec_steps,
             code2wav_busy_s: self.codec_busy_ns as f64 / 1e9,
         }
+    }
+}
+
+impl Model for OmniEngine {
+    type Job = OmniJob;
+    type Emission = OmniEmission;
+    /// Whether the job wants audio (its text alone does not finish it then).
+    type Route = bool;
+    type Snapshot = OmniSnapshot;
+
+    fn route(job: &mut OmniJob, id: u64) -> bool {
+        job.id = id;
+        job.audio_frames > 0
+    }
+    fn due(e: &OmniEmission) -> (u64, VTime) {
+        (e.id, e.at)
+    }
+    fn finishes(e: &OmniEmission, wants_audio: &bool) -> bool {
+        e.finishes(*wants_audio)
+    }
+    fn now(&self) -> VTime {
+        OmniEngine::now(self)
+    }
+    fn next_event(&self) -> Option<VTime> {
+        OmniEngine::next_event(self)
+    }
+    fn submit(&mut self, at: VTime, job: OmniJob, out: &mut Vec<OmniEmission>) {
+        OmniEngine::submit(self, at, job, out);
+    }
+    fn cancel(&mut self, id: u64) {
+        OmniEngine::cancel(self, id);
+    }
+    fn advance(&mut self, until: VTime, out: &mut Vec<OmniEmission>) {
+        OmniEngine::advance(self, until, out);
+    }
+    fn snapshot(&self) -> OmniSnapshot {
+        OmniEngine::snapshot(self)
     }
 }

@@ -8,7 +8,6 @@
 //! - `engine`: the discrete-event model; [`vbench`]: a virtual bench over it.
 //! - `driver`, `stream`, `http`: the engine thread, the SSE / JSON bodies, the handler.
 
-mod driver;
 pub(crate) mod engine;
 pub mod fixtures;
 pub mod media;
@@ -20,13 +19,15 @@ pub mod vbench;
 #[cfg(test)]
 mod tests;
 
-pub use driver::OmniHandle;
+/// The omni engine's thread, as the handlers see it.
+pub(crate) type OmniHandle = crate::driver::EngineHandle<engine::OmniEngine>;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::deploy::DeploySettings;
+use dfx_core::hash::fnv1a64_parts;
 use engine::{OmniEngineConfig, OmniJob};
 use media::MediaInfo;
 use profile::OmniProfile;
@@ -133,18 +134,6 @@ pub fn resolve(o: OmniChoice<'_>, d: &DeploySettings, slowdown: f64) -> Option<O
     Some(OmniConfig { profile, engine })
 }
 
-/// FNV-1a, 64 bit (stable across releases).
-fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.iter().chain(&[0xff]) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// What the engine and the stream need to know about one request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OmniPlan {
@@ -179,7 +168,7 @@ pub(crate) fn preprocess_s(p: &OmniProfile, req: &ChatRequest) -> f64 {
 /// Output length and audio length of a validated request (deterministic in the request
 /// and the simulator seed).
 pub fn plan(cfg: &OmniConfig, seed: u64, req: &ChatRequest) -> OmniPlan {
-    let draw = fnv1a(&[
+    let draw = fnv1a64_parts(&[
         &seed.to_le_bytes(),
         req.text.as_bytes(),
         &req.seed.unwrap_or(0).to_le_bytes(),

@@ -11,31 +11,12 @@ use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::driver::OmniHandle;
 use super::engine::{OmniEmission, OmniOutput};
 use super::profile::OMNI_FRAME_RATE_HZ;
 use crate::audio::{AudioPlan, VoiceBuffer, wav_header};
-use crate::stats::Stats;
 
-/// Counts a chat request in flight; on drop, withdraws it unless it finished.
-pub(crate) struct OmniGuard {
-    pub id: u64,
-    pub engine: Arc<OmniHandle>,
-    pub stats: Arc<Stats>,
-    pub finished: bool,
-}
-
-impl Drop for OmniGuard {
-    fn drop(&mut self) {
-        self.stats.inflight.fetch_sub(1, Ordering::SeqCst);
-        if self.finished {
-            self.stats.completed.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.engine.cancel(self.id);
-            self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
+/// A chat request in flight.
+pub(crate) type OmniGuard = crate::driver::InFlight<super::engine::OmniEngine>;
 
 /// Everything a body needs besides the emissions.
 pub(crate) struct ChatCtx {

@@ -2,7 +2,10 @@
 //! CSS and SVG charts, nothing fetched) and `junit.xml`.
 
 mod charts;
+mod evidence;
 pub(crate) mod html;
+mod html_failures;
+mod html_table;
 mod junit;
 mod markdown;
 
@@ -76,24 +79,19 @@ pub(crate) struct ThresholdView {
 }
 
 impl ThresholdView {
-    /// `median_audio_ttfp_ms 600.2 (max 647.1, -7.3 %)`.
+    /// `audio_throughput 120.97 < 134.11 (-9.8 %)`, the terminal's breach line
+    /// ([`dfx_core::verdict::gap::threshold_line`]); `median_e2el_ms not measured
+    /// (threshold <= 350)` when there is no value.
     pub(crate) fn text(&self) -> String {
-        let value = self
-            .value
-            .map(fmt::num)
-            .unwrap_or_else(|| "not measured".into());
-        let gap = self
-            .gap
-            .map(|g| format!(", {}", fmt::pct(g)))
-            .unwrap_or_default();
-        format!(
-            "{} {} ({} {}{})",
-            self.metric,
-            value,
-            crate::metrics::bound_word(self.direction),
-            fmt::num(self.threshold),
-            gap
-        )
+        match self.value {
+            Some(v) => dfx_core::verdict::gap::threshold_line(&self.metric, v, self.threshold),
+            None => format!(
+                "{} not measured (threshold {} {})",
+                self.metric,
+                self.direction.symbol(),
+                fmt::num(self.threshold)
+            ),
+        }
     }
 }
 

@@ -17,7 +17,7 @@ pub use markdown::render_markdown;
 
 use std::path::{Path, PathBuf};
 
-use dfx_core::artefact::{FlagRecord, FlagSource};
+use dfx_core::artefact::{FlagRecord, FlagSource, MergedShard};
 use dfx_core::baseline::Direction;
 use dfx_core::fsutil::write_atomic;
 
@@ -150,8 +150,17 @@ pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     if !configs.is_empty() {
         rows.push(("configs", configs.join(", ")));
     }
-    if !i.flags.is_empty() {
+    if !i.merged_from.is_empty() {
+        rows.push(("flags (every shard)", flags_text(&i.flags)));
+        for s in &i.merged_from {
+            rows.push(("shard", shard_text(s)));
+        }
+    } else if !i.flags.is_empty() {
         rows.push(("flags", flags_text(&i.flags)));
+    }
+    if !i.shards_missing.is_empty() {
+        let ks: Vec<String> = i.shards_missing.iter().map(u64::to_string).collect();
+        rows.push(("shards missing", ks.join(", ")));
     }
     let (p, f, ig) = counts(run);
     let nd = run.trials.iter().filter(|t| t.needs_data()).count();
@@ -183,6 +192,29 @@ fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
             format!("{s}s")
         }
     })
+}
+
+/// `count:1/2 20261206-010000-SIMx10 (host-a, 3 trials) /abs/folder: --results-dir …`: one
+/// shard of a merged run, with its canonical folder and its own flags.
+fn shard_text(s: &MergedShard) -> String {
+    let spec = s
+        .partition
+        .as_ref()
+        .and_then(|p| p.get("spec")?.as_str())
+        .map(|p| format!("{p} "))
+        .unwrap_or_default();
+    let host = s
+        .hostname
+        .as_deref()
+        .map(|h| format!("{h}, "))
+        .unwrap_or_default();
+    format!(
+        "{spec}{} ({host}{} trials) {}: {}",
+        s.run_id,
+        s.trials,
+        s.dir,
+        flags_text(&s.flags)
+    )
 }
 
 /// The flags as given, `flag value` each (flags left at their default are counted, not

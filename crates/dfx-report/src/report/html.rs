@@ -28,13 +28,13 @@ tr.failed td{background:#fdecec}tr.ignored td{color:#888}.needs{color:#a15c00;fo
 .verdict{font-weight:600}.verdict.failed,.v-worse{color:#b00}.verdict.passed,.v-better{color:#070}\
 .breach{color:#b00;font-weight:600}.v-unconfirmed{color:#a60}\
 .grid{display:flex;flex-wrap:wrap;gap:1em}\
-figure.chart{margin:0;border:1px solid #eee;padding:.3em;width:560px;max-width:100%}figure.chart svg{max-width:100%;height:auto;display:block}\
+figure.chart{margin:0;border:1px solid #eee;padding:.3em;max-width:100%}figure.chart svg{max-width:100%;height:auto;display:block}\
 figcaption{font-size:.8em;color:#555}code{font-size:.95em}ul.msgs{margin:.2em 0}\
 .chart-error{color:#b00}td.thr{min-width:16em;overflow-wrap:anywhere}td.trial{min-width:14em;overflow-wrap:anywhere}td.verdict,th{overflow-wrap:normal}footer{margin-top:2em;font-size:.8em;color:#888}\
 .files{font-size:.8em}.files a{margin-right:.6em;white-space:nowrap}.class{background:#b00;color:#fff;border-radius:.3em;padding:0 .4em;font-size:.85em}\
 section.failure{border-left:4px solid #b00;padding-left:.8em;margin:1em 0;overflow-wrap:anywhere}\
 pre.tail{background:#f7f7f7;border:1px solid #ddd;padding:.4em;font-size:.8em;white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow-y:auto}\
-ul.legend{list-style:none;padding:0;margin:.2em 0;font-size:.8em;display:flex;flex-wrap:wrap;gap:.2em 1em}\
+ul.legend{list-style:none;padding:0;margin:.2em 0;font-size:.8em;display:flex;flex-wrap:wrap;gap:.2em 1em;max-width:560px}\
 ul.legend span{display:inline-block;width:1.6em;margin-right:.3em;vertical-align:middle;border-top:2px solid}\
 ul.legend span.dashed{border-top-style:dashed;border-top-width:1px}";
 

@@ -130,9 +130,16 @@ fn trial_row(out: &mut String, t: &TrialSummary, ev: &Evidence, cols: &[FamilyCo
     let class = outcome_class(t.outcome);
     let _ = write!(
         out,
-        "<tr class=\"{class}\"><td class=\"verdict {class}\">{}</td><td class=\"trial\"><code>{}</code><br>",
-        t.outcome.label(),
-        html(&t.name),
+        "<tr class=\"{class}\"><td class=\"verdict {class}\">{}",
+        t.outcome.label()
+    );
+    if let Some(c) = &ev.failure_class {
+        let _ = write!(out, "<br><span class=\"class\">{}</span>", html(c));
+    }
+    let _ = write!(
+        out,
+        "</td><td class=\"trial\"><code>{}</code><br>",
+        html(&t.name)
     );
     file_links(out, &ev.links);
     let _ = write!(out, "</td><td class=\"num\">{}</td>", completion_text(t));

@@ -414,6 +414,7 @@ fn setup_differences_are_listed_above_the_verdict() {
             flags[1]["value"] = json!(format!("/results/b{i}"));
             r["server_versions"] = json!({"dfx-perf-sim": "0.2.0"});
             r["hostname"] = json!("ci-runner-9");
+            r["git_sha"] = json!("0123456789abcdef");
         });
         std::fs::write(
             d.join("servers/01-qwen3-tts/command.txt"),
@@ -426,6 +427,7 @@ fn setup_differences_are_listed_above_the_verdict() {
     assert_eq!(
         aspects,
         [
+            "dfx-perf",
             "host",
             "server command 01-qwen3-tts",
             "server version dfx-perf-sim",
@@ -435,7 +437,8 @@ fn setup_differences_are_listed_above_the_verdict() {
         "{:#?}",
         c.setup
     );
-    let faults = &c.setup[4];
+    assert_eq!(c.setup[0].b, ["0.1.0 (git 0123456789)"]);
+    let faults = &c.setup[5];
     assert_eq!(
         (faults.a.as_slice(), faults.b.as_slice()),
         (
@@ -445,12 +448,12 @@ fn setup_differences_are_listed_above_the_verdict() {
     );
     // the port picked per run is not a difference, the added flag is
     assert_eq!(
-        c.setup[1].b,
+        c.setup[2].b,
         ["/bin/dfx-perf-sim serve m --host 127.0.0.1 --port N --omni DFX_SIM_SPEED=10"]
     );
     let text = render_text(&c);
-    let setup_at = text.find("Setup differences (5)").expect(&text);
-    let verdict_at = text.find("verdict").unwrap();
+    let setup_at = text.find("Setup differences (6)").expect(&text);
+    let verdict_at = text.find("\ntrial ").unwrap();
     assert!(setup_at < verdict_at, "{text}");
     assert!(
         text.contains("  flag --sim-faults: A (not set) | B error500@0.1"),

@@ -95,7 +95,7 @@ fn facts(run: &Run) -> BTreeMap<String, String> {
     put("bench tool", i.bench_tool.clone());
     put("server", i.server.clone());
     put("launcher", i.launcher.clone());
-    put("dfx-perf", i.dfx_perf_version.clone());
+    put("dfx-perf", crate::report::dfx_perf_identity(i));
     put("GPU", i.gpu.as_ref().map(|g| g.to_string()));
     put("host", i.hostname.clone());
     put("--assert-baseline", Some(i.assert_baseline.to_string()));

@@ -127,12 +127,8 @@ pub fn counts(run: &Run) -> (usize, usize, usize) {
 pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     let i = &run.info;
     let mut rows = vec![("hardware", run.hardware_identity())];
-    if let Some(v) = &i.dfx_perf_version {
-        let sha = i
-            .git_sha
-            .as_deref()
-            .map(|s| format!(" (git {})", &s[..s.len().min(10)]));
-        rows.push(("dfx-perf", format!("{v}{}", sha.unwrap_or_default())));
+    if let Some(v) = dfx_perf_identity(i) {
+        rows.push(("dfx-perf", v));
     }
     if let Some(h) = &i.hostname {
         rows.push(("host", h.clone()));
@@ -177,6 +173,16 @@ pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
         ),
     ));
     rows
+}
+
+/// `0.1.0 (git 3f2a9c1e0b)`: the dfx-perf version and commit a run was made with.
+pub(crate) fn dfx_perf_identity(i: &dfx_core::artefact::RunInfo) -> Option<String> {
+    let sha = i
+        .git_sha
+        .as_deref()
+        .map(|s| format!(" (git {})", s.chars().take(10).collect::<String>()));
+    let v = i.dfx_perf_version.as_ref()?;
+    Some(format!("{v}{}", sha.unwrap_or_default()))
 }
 
 fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
@@ -257,5 +263,23 @@ pub(crate) fn completion_text(t: &TrialSummary) -> String {
         (Some(c), Some(n)) => format!("{}/{}", fmt::num(c), fmt::num(n as f64)),
         (Some(c), None) => fmt::num(c),
         _ => "-".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hostile_git_sha_is_cut_by_characters() {
+        let i = dfx_core::artefact::RunInfo {
+            dfx_perf_version: Some("0.1.0".into()),
+            git_sha: Some("é".repeat(12)),
+            ..Default::default()
+        };
+        assert_eq!(
+            dfx_perf_identity(&i).unwrap(),
+            format!("0.1.0 (git {})", "é".repeat(10))
+        );
     }
 }

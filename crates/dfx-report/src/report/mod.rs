@@ -274,12 +274,12 @@ mod tests {
     fn a_hostile_git_sha_is_cut_by_characters() {
         let i = dfx_core::artefact::RunInfo {
             dfx_perf_version: Some("0.1.0".into()),
-            git_sha: Some("é".repeat(12)),
+            git_sha: Some("€".repeat(12)),
             ..Default::default()
         };
         assert_eq!(
             dfx_perf_identity(&i).unwrap(),
-            format!("0.1.0 (git {})", "é".repeat(10))
+            format!("0.1.0 (git {})", "€".repeat(10))
         );
     }
 }

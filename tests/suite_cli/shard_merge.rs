@@ -93,7 +93,12 @@ pub fn shards_merge_into_the_whole_run() -> Result<(), Failed> {
     let tmp = tempfile::tempdir()?;
     let out = tmp.path().join("merged");
     let db = tmp.path().join("history.sqlite");
-    let (o, d, h) = (path(&out), path(&db), [path(&d2), path(&d1)]);
+    // shard 2 given as its results folder's `latest` link: the merge records the folder
+    let latest2 = d2
+        .parent()
+        .ok_or("run folder without parent")?
+        .join("latest");
+    let (o, d, h) = (path(&out), path(&db), [path(&latest2), path(&d1)]);
     let merged = dfx_perf_tool(&["merge", &h[0], &h[1], "--out", &o, "--history", &d])?;
     let shown = output_text(&merged);
     if merged.status.code() != Some(0) || !shown.contains("history: merged added") {
@@ -104,6 +109,7 @@ pub fn shards_merge_into_the_whole_run() -> Result<(), Failed> {
         return Err(format!("merged {:?} != whole {want:?}", trial_set(&summary)).into());
     }
     merged_folder_is_complete(&out, &whole_dir)?;
+    merged_run_records_every_shard(&out, [&d1, &d2])?;
     let list = dfx_perf_tool(&["history", "--history", &d, "list"])?;
     if !String::from_utf8_lossy(&list.stdout).contains("1 run(s)") {
         return Err(format!("history list: {}", output_text(&list)).into());
@@ -160,6 +166,39 @@ fn merged_folder_is_complete(out: &Path, whole: &Path) -> Result<(), Failed> {
     let from = run["merged_from"].as_array().map_or(0, Vec::len);
     if from != 2 || !run["partition"].is_null() {
         return Err(format!("merged run.json: {run}").into());
+    }
+    Ok(())
+}
+
+/// `merged_from` holds each shard's canonical folder and its own `--results-dir`; the
+/// merged run's flags do not claim one shard's results folder; the report shows both.
+fn merged_run_records_every_shard(out: &Path, shards: [&Path; 2]) -> Result<(), Failed> {
+    let run = read(&out.join("run.json"))?;
+    let md = std::fs::read_to_string(out.join("report.md"))?;
+    let results_dir = |flags: &Value| -> Option<String> {
+        flags
+            .as_array()?
+            .iter()
+            .find(|f| f["flag"] == "--results-dir")?["value"]
+            .as_str()
+            .map(str::to_string)
+    };
+    if results_dir(&run["flags"]).is_some() {
+        return Err(format!("the merged run claims a shard's --results-dir: {run}").into());
+    }
+    for (i, dir) in shards.iter().enumerate() {
+        let entry = &run["merged_from"][i];
+        let real = dir.canonicalize()?.display().to_string();
+        let own = results_dir(&entry["flags"])
+            .and_then(|r| Path::new(&r).canonicalize().ok())
+            .ok_or_else(|| format!("shard {i} has no --results-dir: {entry}"))?;
+        let parent = dir.parent().and_then(|p| p.canonicalize().ok());
+        if entry["dir"] != real.as_str() || Some(own) != parent {
+            return Err(format!("shard {i} recorded as {entry}, is {real}").into());
+        }
+        if !md.contains(&real) {
+            return Err(format!("report.md does not show {real}:\n{md}").into());
+        }
     }
     Ok(())
 }

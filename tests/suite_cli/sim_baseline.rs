@@ -2,12 +2,13 @@
 //! `baselines/SIM.json` (recalibrated from a measured real-time simulator run, see
 //! BENCHMARKS.md) holds for the real-time simulator under `--assert-baseline`, and the
 //! same run fails with breach lines once the simulator is slowed down 1.5× (its
-//! `slowdown` fault: every service time × 1.5). Runs the real suite, the real simulator
-//! and the native bench; no fakes.
+//! `slowdown` fault: every service time × 1.5). `dfx-perf compare` of the two names the
+//! fault above its verdicts, and the failed run's report links its files. Runs the real
+//! suite, the real simulator and the native bench; no fakes.
 
 use libtest_mimic::Failed;
 
-use crate::support::{Run, check, perf_unset};
+use crate::support::{Run, check, dfx_perf_tool, output_text, perf_unset};
 
 /// One latency step of the shipped TTS config (20 prompts at c=1, about 10 s).
 const TRIAL: &str = "test_qwen3_tts_customvoice::default_voice_latency_seed-tts-text::c1";
@@ -51,20 +52,87 @@ fn thresholds(run: &Run, trial: &str) -> Result<serde_json::Value, Failed> {
 }
 
 pub fn shipped_sim_baselines_hold_then_catch_a_slowdown() -> Result<(), Failed> {
-    holds_then_catches(
+    let (ok, slow) = holds_then_catches(
         TTS_CONFIG,
         TRIAL,
         &["median_audio_ttfp_ms", "median_audio_rtf"],
-    )
+    )?;
+    compare_names_the_faults(&ok, &slow)?;
+    failed_report_links_its_files(&slow)
+}
+
+/// `dfx-perf compare` of the two runs says, above its verdicts, that side B ran with
+/// `--sim-faults` (issue #37).
+fn compare_names_the_faults(ok: &Run, slow: &Run) -> Result<(), Failed> {
+    let (a, b) = (ok.run_dir()?, slow.run_dir()?);
+    let tmp = tempfile::tempdir()?;
+    let out = tmp.path().join("cmp");
+    let (a, b, o) = (
+        a.display().to_string(),
+        b.display().to_string(),
+        out.display().to_string(),
+    );
+    let cmp = dfx_perf_tool(&["compare", &a, &b, "--out", &o])?;
+    let text = String::from_utf8_lossy(&cmp.stdout).into_owned();
+    let listed = text.find("flag --sim-faults: A (not set) | B slowdown=1.5");
+    let table = text.find("\ntrial ");
+    if cmp.status.code() != Some(0) || listed.is_none() || listed > table {
+        return Err(format!(
+            "compare does not name the faults first:\n{}",
+            output_text(&cmp)
+        )
+        .into());
+    }
+    let md = std::fs::read_to_string(out.join("compare.md"))?;
+    if !md.contains("flag --sim-faults") {
+        return Err(format!("compare.md:\n{md}").into());
+    }
+    Ok(())
+}
+
+/// The failed run's report.html links files that exist (relative to the run folder),
+/// among them the bench log and the server log, and quotes the bench log inline.
+fn failed_report_links_its_files(slow: &Run) -> Result<(), Failed> {
+    let dir = slow.run_dir()?;
+    let html = std::fs::read_to_string(dir.join("report.html"))?;
+    let hrefs: Vec<&str> = html
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|p| p.split('"').next())
+        .collect();
+    for h in &hrefs {
+        if !dir.join(h).is_file() {
+            return Err(format!(
+                "report.html links {h}, which does not exist in {}",
+                dir.display()
+            )
+            .into());
+        }
+    }
+    for want in [
+        "/bench.log",
+        "/server.log",
+        "/records.jsonl",
+        "/verdict.json",
+    ] {
+        if !hrefs.iter().any(|h| h.ends_with(want)) {
+            return Err(format!("report.html has no link to a {want}: {hrefs:?}").into());
+        }
+    }
+    if !html.contains("<pre class=\"tail\">") || !html.contains("<th>p99</th>") {
+        return Err("report.html quotes no log tail or has no p99 column".into());
+    }
+    Ok(())
 }
 
 /// The same for the omni half: the Qwen3-Omni chat step served by the simulator's omni
 /// profile and measured by the native chat-omni client.
 pub fn shipped_sim_baselines_hold_for_omni_chat_then_catch_a_slowdown() -> Result<(), Failed> {
-    holds_then_catches(OMNI_CONFIG, OMNI_TRIAL, &["mean_e2el_ms"])
+    holds_then_catches(OMNI_CONFIG, OMNI_TRIAL, &["mean_e2el_ms"]).map(|_| ())
 }
 
-fn holds_then_catches(config: &str, trial: &str, metrics: &[&str]) -> Result<(), Failed> {
+/// The passing run and the failing (slowed down) one.
+fn holds_then_catches(config: &str, trial: &str, metrics: &[&str]) -> Result<(Run, Run), Failed> {
     let ok = run_sim(config, trial, None)?;
     check(
         ok.code() == Some(0),
@@ -102,5 +170,5 @@ fn holds_then_catches(config: &str, trial: &str, metrics: &[&str]) -> Result<(),
             &slow,
         )?;
     }
-    Ok(())
+    Ok((ok, slow))
 }

@@ -188,6 +188,41 @@ pub fn sanitize_component(name: &str) -> String {
     out
 }
 
+/// Bytes [`log_tail`] reads from the end of a log to find its lines.
+const LOG_TAIL_BYTES: u64 = 64 * 1024;
+
+/// The last `lines` lines of a log, with progress-bar redraws (`\r`) collapsed to their
+/// final state. Empty when the log cannot be read.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(LOG_TAIL_BYTES);
+    if f.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut bytes = Vec::new();
+    if f.take(LOG_TAIL_BYTES).read_to_end(&mut bytes).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut all: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .collect();
+    if start > 0 && !all.is_empty() {
+        all.remove(0); // a partial first line
+    }
+    while all.last().is_some_and(|l| l.is_empty()) {
+        all.pop();
+    }
+    let from = all.len().saturating_sub(lines);
+    all[from..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,5 +300,20 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["report.html"], "temp file left behind");
+    }
+
+    #[test]
+    fn tail_keeps_last_lines_and_final_progress_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bench.log");
+        let mut text = String::new();
+        for i in 0..50 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        text.push_str(" 10%|#\r 50%|#####\r100%|##########\n\n");
+        std::fs::write(&p, text).unwrap();
+        let tail = log_tail(&p, 3);
+        assert_eq!(tail, "line 48\nline 49\n100%|##########");
+        assert_eq!(log_tail(&dir.path().join("none.log"), 3), "");
     }
 }

@@ -72,23 +72,8 @@ impl Breach {
     /// `median_audio_ttfp_ms 412.3 > 350 (+17.8 %)` or
     /// `audio_throughput 20.1 < 24.2 (-16.9 %)`.
     pub fn line(&self) -> String {
-        let op = match self.direction {
-            Direction::LowerIsBetter => ">",
-            Direction::HigherIsBetter => "<",
-        };
-        let gap = if self.gap.is_finite() {
-            format!("{:+.1} %", self.gap * 100.0)
-        } else if self.gap > 0.0 {
-            "+inf %".to_string()
-        } else {
-            "-inf %".to_string()
-        };
-        format!(
-            "{} {} {op} {} ({gap})",
-            self.metric,
-            fmt_num(self.value),
-            fmt_num(self.threshold)
-        )
+        // a recorded gap may be the null (infinite) one: the line derives it again
+        gap::threshold_line(&self.metric, self.value, self.threshold)
     }
 }
 
@@ -225,13 +210,7 @@ fn check_threshold(doc: &ResultDoc, t: &Threshold, assert_baseline: bool, v: &mu
     if !t.direction.breached(value, t.value) {
         return;
     }
-    let gap = if t.value != 0.0 {
-        (value - t.value) / t.value.abs()
-    } else if value > t.value {
-        f64::INFINITY
-    } else {
-        f64::NEG_INFINITY
-    };
+    let gap = gap::relative_gap(value, t.value);
     let breach = Breach {
         metric: t.metric.clone(),
         value,
@@ -247,6 +226,9 @@ fn check_threshold(doc: &ResultDoc, t: &Threshold, assert_baseline: bool, v: &mu
     }
     v.breaches.push(breach);
 }
+
+#[path = "verdict_gap.rs"]
+pub mod gap;
 
 #[cfg(test)]
 #[path = "verdict_tests.rs"]

@@ -457,5 +457,7 @@ fn run_info(
         warnings: p.plan_warnings.iter().chain(&cfg.notes).cloned().collect(),
         gpu: crate::fingerprint::gpu(),
         server_versions: Default::default(),
+        merged_from: Vec::new(),
+        shards_missing: Vec::new(),
     }
 }

@@ -52,7 +52,14 @@ pub struct LineChart {
     pub series: Vec<LineSeries>,
 }
 
-/// Draws a line chart as an SVG element.
+/// The colour of the `i`-th series of a line chart, as CSS (`#0072B2`): the page draws
+/// the legend with it, below the plot, where it cannot cover a point.
+pub(crate) fn series_color(i: usize) -> String {
+    let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+    format!("#{r:02X}{g:02X}{b:02X}")
+}
+
+/// Draws a line chart as an SVG element (without legend: see [`series_color`]).
 pub(crate) fn line_chart_svg(c: &LineChart) -> Result<String, ReportError> {
     let err = |e: &dyn std::fmt::Display| ReportError::Chart {
         chart: c.id.clone(),
@@ -122,14 +129,6 @@ pub(crate) fn line_chart_svg(c: &LineChart) -> Result<String, ReportError> {
         for (i, s) in c.series.iter().enumerate() {
             draw_series(&mut chart, s, PALETTE[i % PALETTE.len()]).map_err(|e| err(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font(("sans-serif", 11))
-            .draw()
-            .map_err(|e| err(&e))?;
         root.present().map_err(|e| err(&e))?;
     }
     Ok(tag_svg(buf, &c.id, &c.title))
@@ -143,27 +142,21 @@ fn draw_series(
     color: RGBColor,
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.x.log2(), p.y)).collect();
-    chart
-        .draw_series(plotters::series::LineSeries::new(
-            pts,
-            color.stroke_width(2),
-        ))?
-        .label(s.label.clone())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    chart.draw_series(plotters::series::LineSeries::new(
+        pts,
+        color.stroke_width(2),
+    ))?;
     chart.draw_series(s.points.iter().map(|p| {
         let style = if p.bad { BAD.filled() } else { color.filled() };
         Circle::new((p.x.log2(), p.y), 4, style)
     }))?;
     if !s.thresholds.is_empty() {
-        chart
-            .draw_series(DashedLineSeries::new(
-                s.thresholds.iter().map(|&(x, y)| (x.log2(), y)),
-                6,
-                4,
-                color.stroke_width(1),
-            ))?
-            .label(format!("{} threshold", s.label))
-            .legend(move |(x, y)| Cross::new((x + 9, y), 4, color.stroke_width(1)));
+        chart.draw_series(DashedLineSeries::new(
+            s.thresholds.iter().map(|&(x, y)| (x.log2(), y)),
+            6,
+            4,
+            color.stroke_width(1),
+        ))?;
         chart.draw_series(
             s.thresholds
                 .iter()
@@ -358,7 +351,9 @@ mod tests {
         assert!(svg.contains("<polyline"), "{svg}");
         assert_eq!(svg.matches("<circle").count(), 2);
         assert!(svg.contains("TTFP &lt;median&gt;"));
-        assert!(svg.contains("throughput threshold"));
+        // the legend is the page's, below the chart: none inside the plot
+        assert!(!svg.contains("throughput threshold"), "{svg}");
+        assert_eq!(series_color(0), "#0072B2");
     }
 
     #[test]

@@ -50,14 +50,6 @@ pub(crate) fn gap(value: f64, threshold: f64, direction: Direction) -> f64 {
     }
 }
 
-/// `≤` for a ceiling, `≥` for a floor.
-pub(crate) fn bound_word(direction: Direction) -> &'static str {
-    match direction {
-        Direction::LowerIsBetter => "max",
-        Direction::HigherIsBetter => "min",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

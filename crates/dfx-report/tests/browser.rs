@@ -16,10 +16,18 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 type Check = fn(&Path) -> Result<(), Failed>;
 
-const CHECKS: [(&str, Check); 3] = [
+const CHECKS: [(&str, Check); 5] = [
     (
         "html_charts_render_in_headless_chromium",
         html_charts_render,
+    ),
+    (
+        "failing_report_links_its_files_shows_p99_and_fits_1280px",
+        failing_report_answers_why,
+    ),
+    (
+        "recorded_sim_run_report_links_resolve",
+        recorded_sim_run_links,
     ),
     ("junit_also_parses_in_chromium", junit_parses),
     (
@@ -96,9 +104,16 @@ fn html_charts_render(chromium: &Path) -> Result<(), Failed> {
     ensure(svgs.len() == chart_count(dom), || {
         format!("{} svgs for {} charts", svgs.len(), chart_count(dom))
     })?;
-    ensure(svgs.len() >= 6, || {
+    // concurrency: TTFP, E2EL, RTF, throughput; the request-rate entry has one clean
+    // rate left (the other fell back), so it is a table row, not four one-point charts
+    ensure(svgs.len() >= 4, || {
         format!("only {} charts rendered", svgs.len())
     })?;
+    ensure(
+        dom.contains("Request-rate steps (one rate per entry, so no chart)")
+            && !dom.contains("::request_rate\""),
+        || "single-point request-rate charts drawn".into(),
+    )?;
     for svg in &svgs {
         let svg = &svg[..svg.find("</svg>").ok_or("unterminated svg")?];
         ensure(svg.contains("class=\"chart\""), || {
@@ -162,4 +177,155 @@ fn compare_html_renders(chromium: &Path) -> Result<(), Failed> {
     ensure(dump.dom.contains("fill=\"#C81414\""), || {
         "no regression bar".into()
     })
+}
+
+/// Every `href` of a rendered page, resolved against `base` (`&amp;` and `%XX` undone).
+fn hrefs(dom: &str, base: &Path) -> Result<Vec<(String, PathBuf)>, Failed> {
+    let mut out = Vec::new();
+    for part in dom.split("href=\"").skip(1) {
+        let raw = &part[..part.find('"').ok_or("unterminated href")?];
+        let href = raw.replace("&amp;", "&");
+        ensure(
+            !href.starts_with('/') && !href.contains(':') && !href.contains(".."),
+            || format!("link `{href}` is not relative to the run folder"),
+        )?;
+        let mut bytes = Vec::new();
+        let b = href.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' && i + 2 < b.len() {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3])?;
+                bytes.push(u8::from_str_radix(hex, 16)?);
+                i += 3;
+            } else {
+                bytes.push(b[i]);
+                i += 1;
+            }
+        }
+        let path = base.join(String::from_utf8(bytes)?);
+        out.push((href, path));
+    }
+    Ok(out)
+}
+
+fn links_resolve(dom: &str, base: &Path, want: &[&str]) -> Result<usize, Failed> {
+    let links = hrefs(dom, base)?;
+    for (href, path) in &links {
+        ensure(path.is_file(), || {
+            format!(
+                "link `{href}` points to {} which does not exist",
+                path.display()
+            )
+        })?;
+    }
+    for w in want {
+        ensure(links.iter().any(|(h, _)| h.ends_with(w)), || {
+            format!("no link to a `{w}`")
+        })?;
+    }
+    Ok(links.len())
+}
+
+/// `document.documentElement.scrollWidth` of `page` in a 1280 px wide window: the page
+/// is copied beside itself with a script that writes the width into the DOM.
+fn scroll_width(chromium: &Path, page: &Path) -> Result<u32, Failed> {
+    let html = std::fs::read_to_string(page)?;
+    let probe = page.with_file_name("width-probe.html");
+    let script = "<script>document.body.setAttribute('data-scroll-width', \
+                  String(document.documentElement.scrollWidth));</script></body>";
+    std::fs::write(&probe, html.replace("</body>", script))?;
+    let dump = browser::dump_dom_with(chromium, &probe, &["--window-size=1280,900"]);
+    std::fs::remove_file(&probe)?;
+    no_leftovers(&dump)?;
+    let at = dump
+        .dom
+        .find("data-scroll-width=\"")
+        .ok_or_else(|| format!("the probe did not run:\n{}", dump.stderr))?;
+    let rest = &dump.dom[at + "data-scroll-width=\"".len()..];
+    Ok(rest[..rest.find('"').ok_or("unterminated")?].parse()?)
+}
+
+fn failing_report_answers_why(chromium: &Path) -> Result<(), Failed> {
+    let tmp = tempfile::tempdir()?;
+    let built = nightly(tmp.path());
+    // links are relative: the folder still works after a move (an upload)
+    let dir = tmp.path().join("moved");
+    std::fs::rename(&built, &dir)?;
+    let paths = write_run_reports(&dir)?;
+    let dump = browser::dump_dom(chromium, &paths.html);
+    no_leftovers(&dump)?;
+    let dom = &dump.dom;
+    let n = links_resolve(
+        dom,
+        &dir,
+        &[
+            "result.json",
+            "verdict.json",
+            "bench.log",
+            "records.jsonl",
+            "server.log",
+        ],
+    )?;
+    ensure(n >= 20, || format!("only {n} links"))?;
+    // failures first, with their class and cause, before the trials table
+    let failures = dom.find("id=\"failures\"").ok_or("no failures section")?;
+    let trials = dom.find("id=\"trials\"").ok_or("no trials table")?;
+    ensure(failures < trials, || "failures come after the table".into())?;
+    for class in ["client", "server_errors", "breach"] {
+        ensure(
+            dom.contains(&format!("<span class=\"class\">{class}</span>")),
+            || format!("no failure class {class}"),
+        )?;
+    }
+    // the failed bench's log tail inline
+    ensure(
+        dom.contains("<pre class=\"tail\">")
+            && dom.contains("ConnectionRefusedError: [Errno 111] &lt;refused&gt;"),
+        || "no log tail of the failed bench".into(),
+    )?;
+    for col in ["<th>p50</th>", "<th>p90</th>", "<th>p99</th>"] {
+        ensure(dom.contains(col), || format!("no {col} column"))?;
+    }
+    // the terminal's gap format, sign = value relative to its threshold
+    ensure(dom.contains(" &lt; ") && dom.contains("%)"), || {
+        "no threshold line in the terminal's format".into()
+    })?;
+    let width = scroll_width(chromium, &paths.html)?;
+    ensure(width <= 1280, || {
+        format!("the page is {width} px wide in a 1280 px window")
+    })?;
+    // the probe itself can see a page that is too wide
+    let wide = dir.join("wide.html");
+    std::fs::write(
+        &wide,
+        "<!DOCTYPE html><html><body><div style=\"width:2000px\">x</div></body></html>",
+    )?;
+    let w = scroll_width(chromium, &wide)?;
+    ensure(w >= 2000, || {
+        format!("probe measured {w} px for a 2000 px page")
+    })
+}
+
+fn recorded_sim_run_links(chromium: &Path) -> Result<(), Failed> {
+    let tmp = tempfile::tempdir()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/sim-x5-artefacts");
+    let dir = tmp.path().join("sim-x5-artefacts");
+    common::copy_tree(&src, &dir);
+    let paths = write_run_reports(&dir)?;
+    let dump = browser::dump_dom(chromium, &paths.html);
+    no_leftovers(&dump)?;
+    // a real simulator run: repeats' and probes' logs, the server's log
+    let n = links_resolve(
+        &dump.dom,
+        &dir,
+        &[
+            "repeat-1/bench.log",
+            "probe-01/bench.log",
+            "server.log",
+            "records.jsonl",
+        ],
+    )?;
+    ensure(n >= 10, || format!("only {n} links"))?;
+    let width = scroll_width(chromium, &paths.html)?;
+    ensure(width <= 1280, || format!("{width} px wide"))
 }

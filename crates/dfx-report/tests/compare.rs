@@ -371,3 +371,108 @@ fn in_run_repeats_give_one_run_per_side_a_verdict() {
     let c = compare_dirs(&[a], &[same], &CompareOptions::default()).unwrap();
     assert_no_change(&c);
 }
+
+/// Rewrites a run's `run.json` with `f`.
+fn edit_run(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut v);
+    common::write_json(&p, &v);
+}
+
+/// Every difference of setup between the sides is listed above the verdict, in the
+/// terminal text, compare.md and compare.html: simulator faults and speed, connection
+/// mode, server versions and command line, host; the shared setup is not listed, and
+/// output-only flags (`--results-dir`) never count.
+#[test]
+fn setup_differences_are_listed_above_the_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = runs(tmp.path(), "SIM", &[1, 2], 0.0);
+    let b = runs(tmp.path(), "SIM", &[4, 5], 0.0);
+    let command = |port: u16, extra: &str| {
+        format!(
+            "/bin/dfx-perf-sim serve m --host 127.0.0.1 --port {port}{extra}\n# environment added to the caller's:\n#   DFX_SIM_SPEED=10\n"
+        )
+    };
+    for (i, d) in a.iter().enumerate() {
+        edit_run(d, |r| {
+            r["flags"][1]["value"] = json!(format!("/results/a{i}"));
+            r["server_versions"] = json!({"dfx-perf-sim": "0.1.0"});
+        });
+        std::fs::write(
+            d.join("servers/01-qwen3-tts/command.txt"),
+            command(4000 + i as u16, ""),
+        )
+        .unwrap();
+    }
+    for (i, d) in b.iter().enumerate() {
+        edit_run(d, |r| {
+            let flags = r["flags"].as_array_mut().unwrap();
+            flags.push(json!({"flag": "--sim-faults", "value": "error500@0.1", "source": "cli"}));
+            flags.push(json!({"flag": "--connection", "value": "pooled", "source": "env"}));
+            flags[1]["value"] = json!(format!("/results/b{i}"));
+            r["server_versions"] = json!({"dfx-perf-sim": "0.2.0"});
+            r["hostname"] = json!("ci-runner-9");
+            r["git_sha"] = json!("0123456789abcdef");
+        });
+        std::fs::write(
+            d.join("servers/01-qwen3-tts/command.txt"),
+            command(5000 + i as u16, " --omni"),
+        )
+        .unwrap();
+    }
+    let c = compare_dirs(&a, &b, &CompareOptions::default()).unwrap();
+    let aspects: Vec<&str> = c.setup.iter().map(|d| d.aspect.as_str()).collect();
+    assert_eq!(
+        aspects,
+        [
+            "dfx-perf",
+            "host",
+            "server command 01-qwen3-tts",
+            "server version dfx-perf-sim",
+            "flag --connection",
+            "flag --sim-faults",
+        ],
+        "{:#?}",
+        c.setup
+    );
+    assert_eq!(c.setup[0].b, ["0.1.0 (git 0123456789)"]);
+    let faults = &c.setup[5];
+    assert_eq!(
+        (faults.a.as_slice(), faults.b.as_slice()),
+        (
+            &["(not set)".to_string()][..],
+            &["error500@0.1".to_string()][..]
+        )
+    );
+    // the port picked per run is not a difference, the added flag is
+    assert_eq!(
+        c.setup[2].b,
+        ["/bin/dfx-perf-sim serve m --host 127.0.0.1 --port N --omni DFX_SIM_SPEED=10"]
+    );
+    let text = render_text(&c);
+    let setup_at = text.find("Setup differences (6)").expect(&text);
+    let verdict_at = text.find("\ntrial ").unwrap();
+    assert!(setup_at < verdict_at, "{text}");
+    assert!(
+        text.contains("  flag --sim-faults: A (not set) | B error500@0.1"),
+        "{text}"
+    );
+    let paths = write_comparison(&c, &tmp.path().join("cmp")).unwrap();
+    let md = std::fs::read_to_string(&paths.markdown).unwrap();
+    assert!(
+        md.contains("- flag --sim-faults: A (not set) \\| B error500@0.1"),
+        "{md}"
+    );
+    assert!(md.find("Setup differences").unwrap() < md.find("| trial | metric").unwrap());
+    let html = std::fs::read_to_string(&paths.html).unwrap();
+    assert!(
+        html.contains("<tr><td>flag --connection</td><td>(not set)</td><td>pooled</td></tr>"),
+        "{html}"
+    );
+    // a side against its own kind: nothing differs but the host-free facts
+    let same = compare_dirs(&a[..1], &a[1..], &CompareOptions::default()).unwrap();
+    assert!(same.setup.is_empty(), "{:#?}", same.setup);
+    assert!(render_text(&same).contains("Setup: the same on both sides"));
+}

@@ -1,7 +1,6 @@
 //! Reading what `vllm bench` left: its result file (as an ordered document) and the tail
 //! of `bench.log`.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use dfx_core::diag::json_type;
@@ -14,8 +13,6 @@ pub(super) const MAX_ERRORS: usize = 10;
 const MAX_ERROR_CHARS: usize = 300;
 /// Lines of `bench.log` kept in the outcome.
 pub(super) const TAIL_LINES: usize = 40;
-/// Bytes read from the end of `bench.log` to find them.
-const TAIL_BYTES: u64 = 64 * 1024;
 
 /// Why a result file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -114,36 +111,7 @@ fn cut(s: &str) -> String {
     }
 }
 
-/// The last `lines` lines of a log, with progress-bar redraws (`\r`) collapsed to their
-/// final state. Empty when the log cannot be read.
-pub(super) fn log_tail(path: &Path, lines: usize) -> String {
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(TAIL_BYTES);
-    if f.seek(SeekFrom::Start(start)).is_err() {
-        return String::new();
-    }
-    let mut bytes = Vec::new();
-    if f.read_to_end(&mut bytes).is_err() {
-        return String::new();
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let mut all: Vec<&str> = text
-        .split('\n')
-        .map(|l| l.trim_end_matches('\r'))
-        .map(|l| l.rsplit('\r').next().unwrap_or(l))
-        .collect();
-    if start > 0 && !all.is_empty() {
-        all.remove(0); // a partial first line
-    }
-    while all.last().is_some_and(|l| l.is_empty()) {
-        all.pop();
-    }
-    let from = all.len().saturating_sub(lines);
-    all[from..].join("\n")
-}
+pub(super) use dfx_core::fsutil::log_tail;
 
 #[cfg(test)]
 mod tests {
@@ -166,20 +134,5 @@ mod tests {
         assert_eq!(got.len(), MAX_ERRORS);
         assert_eq!(&got[..3], ["boom", "x", "e0"]);
         assert!(request_errors(&ResultDoc::new()).is_empty());
-    }
-
-    #[test]
-    fn tail_keeps_last_lines_and_final_progress_state() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("bench.log");
-        let mut text = String::new();
-        for i in 0..50 {
-            text.push_str(&format!("line {i}\n"));
-        }
-        text.push_str(" 10%|#\r 50%|#####\r100%|##########\n\n");
-        std::fs::write(&p, text).unwrap();
-        let tail = log_tail(&p, 3);
-        assert_eq!(tail, "line 48\nline 49\n100%|##########");
-        assert_eq!(log_tail(&dir.path().join("none.log"), 3), "");
     }
 }

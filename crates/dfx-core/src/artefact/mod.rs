@@ -18,7 +18,9 @@ pub(crate) mod verdict;
 
 pub use manifest::{MANIFEST_FILE, Manifest, ManifestEntry, ManifestError};
 pub use result::ResultSections;
-pub use run::{ConfigFileRef, FlagRecord, FlagSource, PartitionMethod, RunInfo, ShardRecord};
+pub use run::{
+    ConfigFileRef, FlagRecord, FlagSource, MergedShard, PartitionMethod, RunInfo, ShardRecord,
+};
 pub use summary::{
     Interruption, KEY_METRICS, Outcome, RepeatsSummary, StepKind, Summary, SummaryEntry,
 };

@@ -154,6 +154,38 @@ pub struct RunInfo {
     /// Versions the servers reported on `GET /version` (`vllm`, `vllm_omni`,
     /// `dfx-perf-sim`, …), filled in when the run closes.
     pub server_versions: BTreeMap<String, String>,
+    /// Only in a folder written by `dfx-perf merge`: the shard runs it was made of, each
+    /// with its own flags (the merged run's `flags` are those every shard shares).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergedShard>,
+    /// Only in a merged folder: the `K`s of the partition that were not merged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards_missing: Vec<u64>,
+}
+
+/// One shard run of a merged run (`merged_from`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct MergedShard {
+    /// The shard's run id.
+    pub run_id: String,
+    /// Its run folder as merged, canonical (a `latest` link resolved to the folder it
+    /// pointed to at merge time).
+    pub dir: String,
+    /// Its `partition` (`spec`, `method`, `shard`, `total`, …) as its `run.json` had it.
+    pub partition: Option<Value>,
+    /// The host it ran on.
+    pub hostname: Option<String>,
+    /// When it started (RFC 3339).
+    pub started: Option<String>,
+    /// When it finished (RFC 3339).
+    pub finished: Option<String>,
+    /// Trials in its `summary.json`.
+    pub trials: usize,
+    /// Its flags with their sources, as its `run.json` recorded them.
+    pub flags: Vec<FlagRecord>,
+    /// Its command line.
+    pub argv: Vec<String>,
 }
 
 impl RunInfo {

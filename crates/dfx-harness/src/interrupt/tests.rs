@@ -49,6 +49,8 @@ fn closing(dir: &std::path::Path) -> Closing {
             warnings: vec![],
             gpu: None,
             server_versions: Default::default(),
+            merged_from: Vec::new(),
+            shards_missing: Vec::new(),
         },
         run,
         hardware: "H100".into(),

@@ -3,9 +3,11 @@
 
 mod check;
 mod render;
+mod setup;
 pub(crate) mod stats;
 
 pub use render::{ComparePaths, render_html, render_markdown, render_text, write_comparison};
+pub use setup::SetupDifference;
 pub use stats::{SideStats, Verdict};
 
 use std::path::{Path, PathBuf};
@@ -90,6 +92,10 @@ pub struct Comparison {
     pub hardware: String,
     /// [`CompareOptions::tolerance`] as used (a fraction: 0.05 = 5 %).
     pub tolerance: f64,
+    /// Every aspect of the setup (simulator speed and faults, bench, connection mode,
+    /// server flags, commands and versions, hardware, …) whose values differ between
+    /// the sides; shown above the verdict.
+    pub setup: Vec<SetupDifference>,
     /// One per common trial and compared metric, in the order of A's first run.
     pub rows: Vec<Row>,
     /// What was overridden, left out or could not be used, and why.
@@ -181,6 +187,7 @@ pub(crate) fn compare_runs(
         b: refs(b),
         hardware: a[0].hardware_identity(),
         tolerance: opts.tolerance,
+        setup: setup::differences(a, b),
         rows,
         notes,
     })

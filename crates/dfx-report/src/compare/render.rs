@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use dfx_core::fsutil::write_atomic;
 
-use super::{Comparison, Row, Verdict, side_text};
+use super::{Comparison, Row, Verdict, setup, side_text};
 use crate::ReportError;
 use crate::chart::{BarKind, ChangeBar, change_chart_svg};
 use crate::fmt::{self, html, md_cell};
@@ -113,6 +113,10 @@ pub fn render_text(c: &Comparison) -> String {
         sides(&c.b),
         c.hardware
     );
+    let _ = writeln!(out, "{}", setup_heading(c));
+    for d in &c.setup {
+        let _ = writeln!(out, "  {}", fmt::visible(&setup::line(d)));
+    }
     out.push_str(&fmt::text_table(header, &rows));
     let _ = writeln!(out, "\n{}", tally(c));
     if c.all_unconfirmed() {
@@ -133,7 +137,14 @@ pub fn render_markdown(c: &Comparison) -> String {
     let _ = writeln!(out, "| hardware | {} |", md_cell(&c.hardware));
     let _ = writeln!(out, "| tolerance | {:.1} % |", c.tolerance * 100.0);
     let _ = writeln!(out, "| result | {} |", tally(c));
-    let _ = writeln!(out, "\n{}\n", rule_text(c));
+    let _ = writeln!(out, "\n{}\n", setup_heading(c));
+    for d in &c.setup {
+        let _ = writeln!(out, "- {}", md_cell(&setup::line(d)));
+    }
+    if !c.setup.is_empty() {
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{}\n", rule_text(c));
     out.push_str("A and B: median [min–max] n=runs. Change: positive is worse.\n\n");
     out.push_str(
         "| trial | metric | A | B | B/A | change | verdict |\n|---|---|---:|---:|---:|---:|---|\n",
@@ -162,6 +173,40 @@ pub fn render_markdown(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// `Setup: the same on both sides.` or `Setup differences (3): …`.
+fn setup_heading(c: &Comparison) -> String {
+    if c.setup.is_empty() {
+        "Setup: the same on both sides (hardware, simulator, bench, server, flags).".into()
+    } else {
+        format!(
+            "Setup differences ({}): the verdicts below measure these too.",
+            c.setup.len()
+        )
+    }
+}
+
+fn setup_html(out: &mut String, c: &Comparison) {
+    let _ = writeln!(
+        out,
+        "<h2 id=\"setup\">Setup</h2>\n<p>{}</p>",
+        html(&setup_heading(c))
+    );
+    if c.setup.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"setup\"><tr><th>what</th><th>A</th><th>B</th></tr>\n");
+    for d in &c.setup {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html(&d.aspect),
+            html(&d.a.join(" / ")),
+            html(&d.b.join(" / "))
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 fn bar_kind(v: &Verdict) -> BarKind {
@@ -199,7 +244,9 @@ pub fn render_html(c: &Comparison) -> String {
     ] {
         let _ = writeln!(out, "<tr><td>{k}</td><td>{}</td></tr>", html(&v));
     }
-    let _ = writeln!(out, "</table>\n<p>{}</p>", html(&rule_text(c)));
+    out.push_str("</table>\n");
+    setup_html(&mut out, c);
+    let _ = writeln!(out, "<p>{}</p>", html(&rule_text(c)));
     charts(&mut out, c);
     out.push_str(
         "<h2>Table</h2>\n<p>A and B: median [min–max] n=runs. Change: positive is worse.</p>\n",

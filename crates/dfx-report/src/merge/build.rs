@@ -75,16 +75,12 @@ fn check_out(out: &Path) -> Result<(), MergeError> {
 }
 
 fn distinct_folders(shards: &[Shard]) -> Result<(), MergeError> {
-    let mut seen: BTreeMap<PathBuf, &Path> = BTreeMap::new();
+    let mut seen: BTreeMap<&Path, &Path> = BTreeMap::new();
     for s in shards {
-        let canonical = s
-            .dir
-            .canonicalize()
-            .map_err(|e| MergeError::io(&s.dir, e))?;
-        if let Some(prev) = seen.insert(canonical.clone(), &s.dir) {
+        if let Some(prev) = seen.insert(&s.canonical, &s.dir) {
             return Err(MergeError::Overlap {
                 what: "run folder",
-                name: canonical.display().to_string(),
+                name: s.canonical.display().to_string(),
                 a: prev.to_path_buf(),
                 b: s.dir.clone(),
             });
@@ -332,7 +328,8 @@ fn interruption(shards: &[Shard]) -> Value {
 
 /// `run.json` of the merged run: the first shard's, with the run id, the earliest start,
 /// the latest finish, the shards' selections, warnings and server versions combined,
-/// `--partition` dropped from the flags, and `merged_from` listing every shard run.
+/// `flags` = the flags every shard shares (without `--partition`), no `argv`, and
+/// `merged_from` listing every shard run with its canonical folder, flags and argv.
 fn run_json(shards: &[Shard], run_id: &str, missing: &[u64]) -> Value {
     let mut run = shards[0].run.clone();
     let strings = |key: &str| -> Vec<String> {
@@ -363,19 +360,25 @@ fn run_json(shards: &[Shard], run_id: &str, missing: &[u64]) -> Value {
             versions.extend(v.clone());
         }
     }
-    let flags: Vec<Value> = run
-        .get("flags")
-        .and_then(Value::as_array)
+    let flags_of = |s: &Shard| -> Vec<Value> {
+        s.run
+            .get("flags")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    // a flag is the merged run's own only when every shard ran with it, as given
+    let flags: Vec<Value> = flags_of(&shards[0])
         .into_iter()
-        .flatten()
         .filter(|f| f["flag"] != "--partition")
-        .cloned()
+        .filter(|f| shards.iter().all(|s| flags_of(s).contains(f)))
         .collect();
     let set = |run: &mut Map<String, Value>, k: &str, v: Value| {
         run.insert(k.to_string(), v);
     };
     set(&mut run, "run_id", json!(run_id));
     set(&mut run, "flags", Value::from(flags));
+    set(&mut run, "argv", json!([]));
     set(&mut run, "hostname", json!(hosts.join(", ")));
     set(
         &mut run,
@@ -412,11 +415,13 @@ fn run_json(shards: &[Shard], run_id: &str, missing: &[u64]) -> Value {
 fn shard_entry(s: &Shard) -> Value {
     json!({
         "run_id": s.run_id(),
-        "dir": s.dir.display().to_string(),
+        "dir": s.canonical.display().to_string(),
         "partition": s.run.get("partition").cloned().unwrap_or(Value::Null),
         "hostname": s.run.get("hostname"),
         "started": s.run.get("started"),
         "finished": s.run.get("finished"),
         "trials": s.trials().len(),
+        "flags": s.run.get("flags").cloned().unwrap_or_else(|| json!([])),
+        "argv": s.run.get("argv").cloned().unwrap_or_else(|| json!([])),
     })
 }

@@ -126,6 +126,8 @@ pub(crate) struct ShardOf {
 #[derive(Debug, Clone)]
 pub(crate) struct Shard {
     pub dir: PathBuf,
+    /// `dir` resolved (a `latest` link followed): what the merged run records.
+    pub canonical: PathBuf,
     pub run: Map<String, Value>,
     pub summary: Map<String, Value>,
     pub partition: Option<ShardOf>,
@@ -183,6 +185,7 @@ pub(crate) fn read_shard(dir: &Path) -> Result<Shard, MergeError> {
             Err(e) => Err(not(format!("{name}: {e}"))),
         }
     };
+    let canonical = dir.canonicalize().map_err(|e| MergeError::io(dir, e))?;
     let run = object("run.json")?;
     let summary = object("summary.json")?;
     if !summary.get("trials").is_some_and(Value::is_array) {
@@ -191,6 +194,7 @@ pub(crate) fn read_shard(dir: &Path) -> Result<Shard, MergeError> {
     let partition = run.get("partition").and_then(shard_of);
     Ok(Shard {
         dir: dir.to_path_buf(),
+        canonical,
         run,
         summary,
         partition,

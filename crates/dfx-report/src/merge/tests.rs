@@ -220,3 +220,67 @@ fn refusals_write_nothing() {
     merge(&[a, e], &out).unwrap();
     assert!(b.is_dir());
 }
+
+/// The merged run keeps every shard's own flags and real folder: its `flags` are only
+/// those all shards share, `merged_from` has each shard's flags, argv and canonical
+/// folder (a `latest` link resolved), and the report shows them.
+#[test]
+fn every_shard_keeps_its_flags_and_resolved_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = two_shards(tmp.path());
+    for (dir, results) in [(&a, "/ci/shard1"), (&b, "/ci/shard2")] {
+        edit(dir, "run.json", |r| {
+            let flags = r["flags"].as_array_mut().unwrap();
+            flags.push(json!({"flag": "--results-dir", "value": results, "source": "cli"}));
+            flags.push(json!({"flag": "--history", "value": "/ci/h.sqlite", "source": "env"}));
+            r["argv"] = json!(["perf", "--results-dir", results]);
+        });
+    }
+    let latest = tmp.path().join("latest");
+    std::os::unix::fs::symlink(&b, &latest).unwrap();
+    let out = tmp.path().join("merged");
+    merge(&[a.clone(), latest.clone()], &out).unwrap();
+    let run = read(&out.join("run.json"));
+    let flags: Vec<&str> = run["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["flag"].as_str().unwrap())
+        .collect();
+    assert_eq!(flags, ["--server", "--history"], "only the shared flags");
+    assert_eq!(run["argv"], json!([]));
+    let from = run["merged_from"].as_array().unwrap();
+    assert_eq!(from[0]["flags"][2]["value"], "/ci/shard1");
+    assert_eq!(from[1]["flags"][2]["value"], "/ci/shard2");
+    assert_eq!(from[1]["argv"][2], "/ci/shard2");
+    let real_b = b.canonicalize().unwrap();
+    assert_eq!(
+        from[1]["dir"],
+        real_b.display().to_string(),
+        "the link resolved"
+    );
+    assert_eq!(
+        from[0]["dir"],
+        a.canonicalize().unwrap().display().to_string()
+    );
+    // the typed model reads it, and the report shows each shard
+    let loaded = crate::load_run(&out).unwrap();
+    assert_eq!(loaded.info.merged_from.len(), 2);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| flags (every shard) | --server sim --history /ci/h.sqlite |"),
+        "{md}"
+    );
+    for (dir, results) in [(&a, "/ci/shard1"), (&real_b, "/ci/shard2")] {
+        let row = md
+            .lines()
+            .find(|l| l.contains(&format!("--results-dir {results}")))
+            .unwrap_or_else(|| panic!("no shard row for {results}:\n{md}"));
+        assert!(row.starts_with("| shard | count:"), "{row}");
+        assert!(
+            row.contains(&dir.canonicalize().unwrap().display().to_string()),
+            "{row}"
+        );
+    }
+    assert!(!md.contains("latest"), "{md}");
+}

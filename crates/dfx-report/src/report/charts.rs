@@ -8,8 +8,13 @@ use crate::run::{Outcome, Run, StepKind, TrialSummary};
 /// The charts of one test.
 #[derive(Debug, Clone)]
 pub struct TestCharts {
+    /// The config's test.
     pub test_name: String,
+    /// Its charts, concurrency first.
     pub charts: Vec<LineChart>,
+    /// Request-rate steps not charted because every entry ran a single rate (a chart
+    /// would show one point per line): trial names, shown as table rows instead.
+    pub single_rate_steps: Vec<String>,
 }
 
 /// Builds every chart of the run, tests in first-appearance order. Ignored trials and
@@ -32,20 +37,37 @@ pub fn run_charts(run: &Run) -> Vec<TestCharts> {
                 .filter(|t| t.outcome != Outcome::Ignored && !t.is_fallback())
                 .collect();
             let mut charts = Vec::new();
+            let mut single_rate_steps = Vec::new();
             for kind in [StepKind::Concurrency, StepKind::RequestRate] {
                 let of_kind: Vec<&TrialSummary> = trials
                     .iter()
                     .copied()
                     .filter(|t| t.kind == Some(kind) && t.x().is_some())
                     .collect();
-                charts.extend(kind_charts(&test, kind, &of_kind));
+                if kind == StepKind::RequestRate && one_step_per_entry(&of_kind) {
+                    single_rate_steps.extend(of_kind.iter().map(|t| t.name.clone()));
+                } else {
+                    charts.extend(kind_charts(&test, kind, &of_kind));
+                }
             }
             TestCharts {
                 test_name: test,
                 charts,
+                single_rate_steps,
             }
         })
         .collect()
+}
+
+/// Whether no benchmark entry has two steps: every line would be a single point.
+fn one_step_per_entry(trials: &[&TrialSummary]) -> bool {
+    trials.iter().all(|t| {
+        trials
+            .iter()
+            .filter(|o| o.suffix == t.suffix && o.x() != t.x())
+            .count()
+            == 0
+    })
 }
 
 fn kind_charts(test: &str, kind: StepKind, trials: &[&TrialSummary]) -> Vec<LineChart> {

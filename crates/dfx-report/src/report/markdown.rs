@@ -17,8 +17,9 @@ pub fn render_markdown(run: &Run) -> String {
     }
     out.push_str("\n## Trials\n\n");
     out.push_str(
-        "Thresholds: value (max/min threshold, gap; a positive gap is worse than the \
-         threshold). **BREACH** marks a metric on the wrong side of its threshold.\n\n",
+        "Thresholds: value, how it compares with its threshold, the threshold and the gap \
+         (the value relative to the threshold), as the terminal prints them. **BREACH** marks \
+         a metric on the wrong side of its threshold.\n\n",
     );
     out.push_str("| verdict | trial | completed |");
     for f in FAMILIES {

@@ -2,7 +2,10 @@
 //! CSS and SVG charts, nothing fetched) and `junit.xml`.
 
 mod charts;
+mod evidence;
 pub(crate) mod html;
+mod html_failures;
+mod html_table;
 mod junit;
 mod markdown;
 
@@ -14,7 +17,7 @@ pub use markdown::render_markdown;
 
 use std::path::{Path, PathBuf};
 
-use dfx_core::artefact::{FlagRecord, FlagSource};
+use dfx_core::artefact::{FlagRecord, FlagSource, MergedShard};
 use dfx_core::baseline::Direction;
 use dfx_core::fsutil::write_atomic;
 
@@ -76,24 +79,19 @@ pub(crate) struct ThresholdView {
 }
 
 impl ThresholdView {
-    /// `median_audio_ttfp_ms 600.2 (max 647.1, -7.3 %)`.
+    /// `audio_throughput 120.97 < 134.11 (-9.8 %)`, the terminal's breach line
+    /// ([`dfx_core::verdict::gap::threshold_line`]); `median_e2el_ms not measured
+    /// (threshold <= 350)` when there is no value.
     pub(crate) fn text(&self) -> String {
-        let value = self
-            .value
-            .map(fmt::num)
-            .unwrap_or_else(|| "not measured".into());
-        let gap = self
-            .gap
-            .map(|g| format!(", {}", fmt::pct(g)))
-            .unwrap_or_default();
-        format!(
-            "{} {} ({} {}{})",
-            self.metric,
-            value,
-            crate::metrics::bound_word(self.direction),
-            fmt::num(self.threshold),
-            gap
-        )
+        match self.value {
+            Some(v) => dfx_core::verdict::gap::threshold_line(&self.metric, v, self.threshold),
+            None => format!(
+                "{} not measured (threshold {} {})",
+                self.metric,
+                self.direction.symbol(),
+                fmt::num(self.threshold)
+            ),
+        }
     }
 }
 
@@ -129,12 +127,8 @@ pub fn counts(run: &Run) -> (usize, usize, usize) {
 pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     let i = &run.info;
     let mut rows = vec![("hardware", run.hardware_identity())];
-    if let Some(v) = &i.dfx_perf_version {
-        let sha = i
-            .git_sha
-            .as_deref()
-            .map(|s| format!(" (git {})", &s[..s.len().min(10)]));
-        rows.push(("dfx-perf", format!("{v}{}", sha.unwrap_or_default())));
+    if let Some(v) = dfx_perf_identity(i) {
+        rows.push(("dfx-perf", v));
     }
     if let Some(h) = &i.hostname {
         rows.push(("host", h.clone()));
@@ -152,8 +146,17 @@ pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     if !configs.is_empty() {
         rows.push(("configs", configs.join(", ")));
     }
-    if !i.flags.is_empty() {
+    if !i.merged_from.is_empty() {
+        rows.push(("flags (every shard)", flags_text(&i.flags)));
+        for s in &i.merged_from {
+            rows.push(("shard", shard_text(s)));
+        }
+    } else if !i.flags.is_empty() {
         rows.push(("flags", flags_text(&i.flags)));
+    }
+    if !i.shards_missing.is_empty() {
+        let ks: Vec<String> = i.shards_missing.iter().map(u64::to_string).collect();
+        rows.push(("shards missing", ks.join(", ")));
     }
     let (p, f, ig) = counts(run);
     let nd = run.trials.iter().filter(|t| t.needs_data()).count();
@@ -172,6 +175,16 @@ pub(crate) fn header_rows(run: &Run) -> Vec<(&'static str, String)> {
     rows
 }
 
+/// `0.1.0 (git 3f2a9c1e0b)`: the dfx-perf version and commit a run was made with.
+pub(crate) fn dfx_perf_identity(i: &dfx_core::artefact::RunInfo) -> Option<String> {
+    let sha = i
+        .git_sha
+        .as_deref()
+        .map(|s| format!(" (git {})", s.chars().take(10).collect::<String>()));
+    let v = i.dfx_perf_version.as_ref()?;
+    Some(format!("{v}{}", sha.unwrap_or_default()))
+}
+
 fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
     let a = chrono::DateTime::parse_from_rfc3339(started?).ok()?;
     let b = chrono::DateTime::parse_from_rfc3339(finished).ok()?;
@@ -185,6 +198,29 @@ fn duration_text(started: Option<&str>, finished: &str) -> Option<String> {
             format!("{s}s")
         }
     })
+}
+
+/// `count:1/2 20261206-010000-SIMx10 (host-a, 3 trials) /abs/folder: --results-dir …`: one
+/// shard of a merged run, with its canonical folder and its own flags.
+fn shard_text(s: &MergedShard) -> String {
+    let spec = s
+        .partition
+        .as_ref()
+        .and_then(|p| p.get("spec")?.as_str())
+        .map(|p| format!("{p} "))
+        .unwrap_or_default();
+    let host = s
+        .hostname
+        .as_deref()
+        .map(|h| format!("{h}, "))
+        .unwrap_or_default();
+    format!(
+        "{spec}{} ({host}{} trials) {}: {}",
+        s.run_id,
+        s.trials,
+        s.dir,
+        flags_text(&s.flags)
+    )
 }
 
 /// The flags as given, `flag value` each (flags left at their default are counted, not
@@ -227,5 +263,23 @@ pub(crate) fn completion_text(t: &TrialSummary) -> String {
         (Some(c), Some(n)) => format!("{}/{}", fmt::num(c), fmt::num(n as f64)),
         (Some(c), None) => fmt::num(c),
         _ => "-".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hostile_git_sha_is_cut_by_characters() {
+        let i = dfx_core::artefact::RunInfo {
+            dfx_perf_version: Some("0.1.0".into()),
+            git_sha: Some("€".repeat(12)),
+            ..Default::default()
+        };
+        assert_eq!(
+            dfx_perf_identity(&i).unwrap(),
+            format!("0.1.0 (git {})", "€".repeat(10))
+        );
     }
 }

@@ -51,6 +51,11 @@ pub(crate) struct Dump {
 
 /// Loads `file` in headless Chromium and returns the serialised DOM.
 pub(crate) fn dump_dom(browser: &Path, file: &Path) -> Dump {
+    dump_dom_with(browser, file, &[])
+}
+
+/// [`dump_dom`] with extra Chromium arguments (`--window-size=1280,900`).
+pub(crate) fn dump_dom_with(browser: &Path, file: &Path, extra: &[&str]) -> Dump {
     let profile = tempfile::tempdir().unwrap();
     let url = format!("file://{}", file.canonicalize().unwrap().display());
     let mut child = Command::new(browser)
@@ -66,6 +71,7 @@ pub(crate) fn dump_dom(browser: &Path, file: &Path) -> Dump {
             "--disable-dev-shm-usage",
             "--disable-extensions",
         ])
+        .args(extra)
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("--dump-dom")
         .arg(&url)

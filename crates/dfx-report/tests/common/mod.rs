@@ -440,13 +440,40 @@ impl RunBuilder {
         result.insert("Hardware".into(), json!(self.hardware));
         result.insert("result_source".into(), json!(source));
         result.insert("trial".into(), json!(name));
+        if !fallback {
+            // percentiles the result has and the summary does not keep
+            result.insert("p90_audio_ttfp_ms".into(), json!(round6(ttfp * 1.5)));
+            result.insert("p90_e2el_ms".into(), json!(round6(e2el * 1.3)));
+        }
         write_json(&folder.join("result.json"), &Value::Object(result));
-        write_json(
-            &folder.join("verdict.json"),
-            &json!({"passed": failures.is_empty(), "failures": failures, "breaches": breaches, "warnings": warnings}),
-        );
+        let mut verdict = json!({"passed": failures.is_empty(), "failures": failures, "breaches": breaches, "warnings": warnings});
+        // the failure class the suite records (issue #37's contract)
+        let class = match fault {
+            Some(Fault::Fallback) => Some(("client", "the bench exited with status 1")),
+            Some(Fault::FailedRequests(_)) => Some(("server_errors", "HTTP 500 (3 requests)")),
+            None if !failures.is_empty() => Some(("breach", "thresholds breached")),
+            None => None,
+        };
+        if let Some((class, detail)) = class {
+            verdict["failure_class"] = json!(class);
+            verdict["failure_detail"] = json!(detail);
+        }
+        write_json(&folder.join("verdict.json"), &verdict);
         std::fs::write(folder.join("records.jsonl"), "").unwrap();
-        std::fs::write(folder.join("bench.log"), "native bench\n").unwrap();
+        let log = match fault {
+            Some(Fault::Fallback) => {
+                "native bench\nTraceback (most recent call last):\nConnectionRefusedError: [Errno 111] <refused>\n"
+            }
+            _ => "native bench\n",
+        };
+        std::fs::write(folder.join("bench.log"), log).unwrap();
+        let server = dir.join("servers/01-qwen3-tts");
+        std::fs::create_dir_all(&server).unwrap();
+        std::fs::write(
+            server.join("server.log"),
+            "INFO: Uvicorn running on http://127.0.0.1:8000\n",
+        )
+        .unwrap();
         json!({
             "name": name, "test_name": s.test, "suffix": s.suffix, "step": s.step,
             "kind": kind, "max_concurrency": s.concurrency, "request_rate": rate,

@@ -4,8 +4,6 @@
 mod charts;
 mod evidence;
 pub(crate) mod html;
-mod html_failures;
-mod html_table;
 mod junit;
 mod markdown;
 

@@ -5,16 +5,19 @@
 //! Order: run facts, what the run lacks (said once), the failures with their class,
 //! files and log tails, the trials table, the charts, then warnings and notes.
 
+mod failures;
+mod table;
+
 use std::fmt::Write;
 
 use super::evidence::{Evidence, gather};
 use super::header_rows;
-use super::html_failures::{failures_section, notes_section, run_notices};
-use super::html_table::{single_rate_table, trials_table};
 use super::{charts::run_charts, evidence::FileLink};
 use crate::chart::{line_chart_svg, series_color};
 use crate::fmt::html;
 use crate::run::Run;
+use failures::{failures_section, notes_section, run_notices};
+use table::{single_rate_table, trials_table};
 
 /// Shared page style (also used by the comparison page). Wide content wraps instead of
 /// widening the page: it fits a 1280 px window.

@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use super::evidence::Evidence;
-use super::html::file_links;
-use super::{completion_text, threshold_views};
+use super::file_links;
 use crate::fmt::{self, html};
 use crate::metrics::{FAMILIES, Family};
+use crate::report::evidence::Evidence;
+use crate::report::{completion_text, threshold_views};
 use crate::run::{Outcome, Run, TrialSummary};
 
 /// Families shown at several percentiles, by group id.

@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
-use super::evidence::Evidence;
-use super::html::file_links;
-use super::threshold_views;
+use super::file_links;
 use crate::fmt::html;
+use crate::report::evidence::Evidence;
+use crate::report::threshold_views;
 use crate::run::{Outcome, Run, TrialSummary};
 
 /// The verdict's warning for a trial without thresholds (`no thresholds: <why>`); the

@@ -7,6 +7,8 @@
 
 pub(crate) mod edivisive;
 mod jump;
+#[cfg(test)]
+mod rates;
 pub(crate) mod series;
 
 pub use edivisive::EdOptions;
@@ -177,7 +179,15 @@ pub fn detect(points: &[Point], dir: Direction, opts: &DetectOptions) -> Vec<Cha
     }
     let all = [0, xs.len()];
     let repeats = segment_repeat_noise(&xs, &keys, &within, &all);
-    for c in jump::jumps(&xs, dir, opts, &bounds, repeats) {
+    // A jump is judged against the noise of the runs before it only: the shift itself
+    // must not widen the margin it is measured with.
+    let noise_before = |i: usize| {
+        let mut cuts: Vec<usize> = bounds.iter().copied().filter(|b| *b < i).collect();
+        cuts.push(i);
+        segment_repeat_noise(&xs[..i], &keys[..i], &within[..i], &cuts)
+            .unwrap_or_else(|| (jump::prior_noise(&xs, &bounds, i), NoiseSource::RunToRun))
+    };
+    for c in jump::jumps(&xs, dir, opts, &noise_before) {
         merge(&mut out, c, 2);
     }
     for c in streaks(&xs, dir, opts, repeats) {

@@ -368,3 +368,22 @@ fn a_run_that_breached_is_a_failed_run_with_values_not_a_gap() {
     let regressions: Vec<usize> = r.regressions().map(|f| f.run_index).collect();
     assert_eq!(regressions, [4], "{:?}", r.findings);
 }
+
+/// Runs of one commit and config (a nightly of an unchanged tree): the jump is judged
+/// against the spread of the runs *before* it, not against a spread the jump widens.
+#[test]
+fn a_jump_in_runs_of_one_setup_is_judged_against_the_runs_before_it() {
+    let xs = [30.90, 34.44, 31.30, 42.79];
+    let mut pts = points(&xs);
+    for p in &mut pts {
+        p.repeat_key = Some("abc config flags".into());
+    }
+    let found = detect(&pts, LOWER, &DetectOptions::default());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].suspected && found[0].index == 3, "{found:?}");
+    assert_eq!(found[0].noise_source, NoiseSource::SameSetupRuns);
+    assert!(
+        found[0].noise < 2.0,
+        "the runs before spread by ~1.9: {found:?}"
+    );
+}

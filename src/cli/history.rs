@@ -265,7 +265,8 @@ fn run_check(store: &mut dyn HistoryStore, args: &CheckArgs) -> anyhow::Result<E
         .iter()
         .map(|(hw, runs)| check::check(hw, runs, &opts, &args.metrics))
         .collect();
-    let regressions: usize = reports.iter().map(|r| r.regressions().count()).sum();
+    let counted: Vec<(usize, usize)> = reports.iter().map(findings::counts).collect();
+    let regressions: usize = counted.iter().map(|c| c.0).sum();
     match args.format {
         Format::Json => {
             outln!("{}", CheckJson::document(&reports));
@@ -277,8 +278,8 @@ fn run_check(store: &mut dyn HistoryStore, args: &CheckArgs) -> anyhow::Result<E
             for r in &reports {
                 print_report(r);
             }
-            let suspected: usize = reports.iter().map(|r| r.suspected().count()).sum();
-            outln!("{regressions} regression(s), {suspected} suspected");
+            let suspected: usize = counted.iter().map(|c| c.1).sum();
+            outln!("{regressions} regression(s), {suspected} suspected (one per run and trial)");
         }
     }
     if regressions > 0 && args.fail_on_regression {

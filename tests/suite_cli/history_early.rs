@@ -45,6 +45,32 @@ pub fn suspected_on_the_fourth_night_confirmed_on_the_fifth() -> Result<(), Fail
             judge_night(&db, night)?;
         }
     }
+    noise_is_listed(&db)
+}
+
+/// `history noise --format json` lists the step's cells over the five healthy nights
+/// (the simulator's trials have no thresholds here: nothing to judge, nothing flagged).
+fn noise_is_listed(db: &str) -> Result<(), Failed> {
+    let out = dfx_perf_tool(&["history", "--history", db, "noise", "--format", "json"])?;
+    let text = output_text(&out);
+    let doc: Vec<Value> =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("not JSON ({e}): {text}"))?;
+    let cells = doc
+        .first()
+        .and_then(|h| h["cells"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let e2el = cells
+        .iter()
+        .find(|c| c["trial"] == TRIAL && c["metric"] == "median_e2el_ms")
+        .ok_or_else(|| format!("no median_e2el_ms cell: {text}"))?;
+    let ok = e2el["runs"] == 5
+        && e2el["noise"]["source"] == "history"
+        && e2el["threshold"].is_null()
+        && e2el["flags"].as_array().is_some_and(Vec::is_empty);
+    if !ok || out.status.code() != Some(0) {
+        return Err(format!("noise of the step: {text}").into());
+    }
     Ok(())
 }
 

@@ -109,6 +109,14 @@ pub fn by_trial(r: &CheckReport) -> Vec<TrialFinding> {
     out
 }
 
+/// How many (run, trial) findings of `r` are regressions, and how many suspected: what
+/// the summaries count (one cause moving five metrics is one regression).
+pub fn counts(r: &CheckReport) -> (usize, usize) {
+    let grouped = by_trial(r);
+    let count = |v: &str| grouped.iter().filter(|f| f.verdict == v).count();
+    (count("regression"), count("suspected"))
+}
+
 /// One hardware identity in `history check --format json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckJson {

@@ -128,12 +128,19 @@ pub fn trend_chart_svg(c: &TrendChart) -> Result<String, ReportError> {
 }
 
 /// The runs' labels under the x axis, every `step`-th run so that they never overlap
-/// (about 44 px each).
+/// (about 6.5 px per character at 11 px, plus a gap).
 fn x_labels(chart: &Chart<'_, '_>, c: &TrendChart, ymin: f64) -> String {
     let n = c.runs.len();
     let (left, _) = chart.backend_coord(&(0.5, ymin));
     let (right, _) = chart.backend_coord(&(n as f64 + 0.5, ymin));
-    let fit = ((right - left).max(44) / 44) as usize;
+    let longest = c
+        .runs
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(1);
+    let each = (longest as i32 * 13 / 2 + 10).max(20);
+    let fit = ((right - left).max(each) / each) as usize;
     let step = n.div_ceil(fit.max(1)).max(1);
     let mut out = String::from(
         "<g class=\"x-labels\" font-family=\"sans-serif\" font-size=\"11\" text-anchor=\"middle\">",

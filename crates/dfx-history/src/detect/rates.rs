@@ -7,6 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
+use super::tests::points;
 use super::*;
 
 const SEEDS: u64 = 60;
@@ -22,18 +23,6 @@ fn series(seed: u64, cv: f64, shift: f64) -> Vec<f64> {
         .map(|i| {
             let level = if i >= BEFORE { 1.0 + shift } else { 1.0 };
             100.0 * level * (1.0 + d.sample(&mut rng))
-        })
-        .collect()
-}
-
-fn points(xs: &[f64]) -> Vec<Point> {
-    xs.iter()
-        .enumerate()
-        .map(|(i, x)| Point {
-            run_id: format!("r{i}"),
-            value: Ok(*x),
-            repeat_key: None,
-            repeat_values: Vec::new(),
         })
         .collect()
 }

@@ -12,7 +12,8 @@ use super::*;
 use crate::check::{self, Verdict};
 use crate::model::{Fingerprint, RunRecord, TrialOutcome, TrialRecord};
 
-fn points(xs: &[f64]) -> Vec<Point> {
+/// Clean points of `xs` (also the rates' series).
+pub(super) fn points(xs: &[f64]) -> Vec<Point> {
     xs.iter()
         .enumerate()
         .map(|(i, x)| Point {

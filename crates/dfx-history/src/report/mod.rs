@@ -80,13 +80,10 @@ fn toc(page: &mut String, sections: &[Section<'_>]) {
         let r = s.check;
         let _ = write!(
             page,
-            "<li><a href=\"#{}\">{}</a> — {} run(s), {} regression(s), {} suspected, {} failed run(s)<ul>",
+            "<li><a href=\"#{}\">{}</a> — {}<ul>",
             section_id(k),
             html(&r.hardware),
-            r.runs.len(),
-            r.regressions().count(),
-            r.suspected().count(),
-            r.failed_runs.len()
+            html(&counts_text(r))
         );
         for (j, trial) in check::trial_names(s.runs).iter().enumerate() {
             let _ = write!(
@@ -127,17 +124,24 @@ fn metrics_text(f: &TrialFinding) -> String {
         .join("; ")
 }
 
+/// `5 run(s), 1 regression(s), 0 suspected, 2 failed run(s)`, counted per run and trial.
+fn counts_text(r: &CheckReport) -> String {
+    let (regressions, suspected) = findings::counts(r);
+    format!(
+        "{} run(s), {regressions} regression(s), {suspected} suspected, {} failed run(s)",
+        r.runs.len(),
+        r.failed_runs.len()
+    )
+}
+
 fn md_section(md: &mut String, r: &CheckReport, cells: &[CellNoise]) {
-    let regressions = r.regressions().count();
+    let (regressions, suspected) = findings::counts(r);
     let _ = writeln!(
         md,
-        "\n## {}\n\n{} run(s), `{}` … `{}`: **{regressions} regression(s)**, {} suspected, {} other change(s), {} failed run(s)\n",
+        "\n## {}\n\n`{}` … `{}`: **{regressions} regression(s)**, {suspected} suspected, {} failed run(s) (per run and trial)\n",
         md_cell(&r.hardware),
-        r.runs.len(),
         r.runs.first().map_or("-", String::as_str),
         r.runs.last().map_or("-", String::as_str),
-        r.suspected().count(),
-        r.findings.len() - regressions - r.suspected().count(),
         r.failed_runs.len()
     );
     let grouped = findings::by_trial(r);
@@ -192,15 +196,12 @@ fn html_section(
     let r = s.check;
     let _ = writeln!(
         page,
-        "<h2 id=\"{}\">{}</h2>\n<p>{} run(s), {} … {}; {} regression(s), {} suspected, {} failed run(s).</p>",
+        "<h2 id=\"{}\">{}</h2>\n<p>{} … {} (UTC): {} (per run and trial).</p>",
         section_id(k),
         html(&r.hardware),
-        r.runs.len(),
         html(&s.runs.first().map_or_else(|| "-".into(), timeline::when)),
         html(&s.runs.last().map_or_else(|| "-".into(), timeline::when)),
-        r.regressions().count(),
-        r.suspected().count(),
-        r.failed_runs.len()
+        html(&counts_text(r))
     );
     timeline::runs_table(page, s.runs, r);
     findings_table(page, r);
@@ -297,6 +298,7 @@ fn noise_section(page: &mut String, cells: &[CellNoise]) {
 /// One chart per metric of `trial` with at least one clean value.
 fn charts(s: &Section<'_>, trial: &str, extra: &[String]) -> Vec<TrendChart> {
     let mut out = Vec::new();
+    let labels = timeline::labels(s.runs);
     for metric in check::metrics_of(s.runs, trial, extra) {
         let Some(dir) = check::direction(s.runs, trial, &metric) else {
             continue;
@@ -329,7 +331,7 @@ fn charts(s: &Section<'_>, trial: &str, extra: &[String]) -> Vec<TrendChart> {
                             .find(|th| th.metric == metric)
                             .map(|th| th.value)
                     }),
-                    label: timeline::label(run, i),
+                    label: labels[i].clone(),
                     tip: timeline::tip(run, i, &value, failed),
                     failed: failed.is_some(),
                 }

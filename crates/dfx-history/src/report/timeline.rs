@@ -19,14 +19,26 @@ pub(super) fn when(run: &RunRecord) -> String {
     }
 }
 
-/// The x label: `12-06` (month-day), else the run's position.
-pub(super) fn label(run: &RunRecord, i: usize) -> String {
-    let w = when(run);
-    if w.len() >= 10 && w.as_bytes()[4] == b'-' {
-        w[5..10].to_string()
-    } else {
-        format!("{}", i + 1)
-    }
+/// The x labels of `runs`: `12-06` (month-day) when no two runs share a date, else
+/// `12-06 07:30`; a run without a date is its position.
+pub(super) fn labels(runs: &[RunRecord]) -> Vec<String> {
+    let whens: Vec<String> = runs.iter().map(when).collect();
+    let dated = |w: &str| w.len() >= 16 && w.as_bytes()[4] == b'-';
+    let days: std::collections::BTreeSet<&str> = whens
+        .iter()
+        .filter(|w| dated(w))
+        .map(|w| &w[..10])
+        .collect();
+    let unique = days.len() == whens.iter().filter(|w| dated(w)).count();
+    whens
+        .iter()
+        .enumerate()
+        .map(|(i, w)| match (dated(w), unique) {
+            (true, true) => w[5..10].to_string(),
+            (true, false) => w[5..16].to_string(),
+            (false, _) => format!("{}", i + 1),
+        })
+        .collect()
 }
 
 /// What ran: the server's version (`vllm_omni 0.9.1`, else its first reported

@@ -240,6 +240,9 @@ fn show(
             })
             .collect();
         let mut outcome = t.outcome.as_str().to_string();
+        if let Some(class) = &t.failure_class {
+            outcome.push_str(&format!(" [{class}]"));
+        }
         if let Some(why) = &t.unclean {
             outcome.push_str(&format!(" ({why})"));
         }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::Failed;
 use serde_json::Value;
 
+use crate::manifest::copy_tree;
 use crate::support::{dfx_perf_tool, fixture, output_text, perf_in};
 
 const TRIAL: &str = "test_sim_design::voice_design_seed-tts-design::c1";
@@ -104,14 +105,7 @@ fn as_night(from: &Path, into: &Path, night: usize) -> Result<PathBuf, Failed> {
     std::fs::create_dir_all(into)?;
     let id = format!("2026110{night}-010000-SIMx10");
     let dir = into.join(&id);
-    let cp = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(from)
-        .arg(&dir)
-        .status()?;
-    if !cp.success() {
-        return Err(format!("cp -r {} {}", from.display(), dir.display()).into());
-    }
+    copy_tree(from, &dir)?;
     let at = format!("2026-11-0{night}T01:00:00+00:00");
     for (file, keys) in [
         ("run.json", &["run_id", "started", "finished"][..]),

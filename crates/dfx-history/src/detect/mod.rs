@@ -339,4 +339,4 @@ fn streaks(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -247,7 +247,8 @@ fn trial(metrics: &[(&str, f64)], failed: bool) -> TrialRecord {
     }
 }
 
-fn run(i: usize, t: TrialRecord) -> RunRecord {
+/// A run of one trial (also the noise tests').
+pub(crate) fn run(i: usize, t: TrialRecord) -> RunRecord {
     RunRecord {
         run_id: format!("2026010{i}-000000-H100"),
         hardware_identity: "H100".into(),

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use super::*;
-use crate::model::{Fingerprint, Threshold};
+use crate::model::Threshold;
 
 const TRIAL: &str = "t::e::c1";
 const TTFP: &str = "median_audio_ttfp_ms";
@@ -18,15 +18,8 @@ fn runs(values: &[f64], threshold: f64) -> Vec<RunRecord> {
     values
         .iter()
         .enumerate()
-        .map(|(i, v)| RunRecord {
-            run_id: format!("r{i:02}"),
-            hardware_identity: "H100".into(),
-            started: None,
-            sort_key: format!("{i:04}"),
-            finished: Some("x".into()),
-            interrupted: false,
-            fingerprint: Fingerprint::default(),
-            trials: vec![TrialRecord {
+        .map(|(i, v)| {
+            let t = TrialRecord {
                 name: TRIAL.into(),
                 seq: 0,
                 outcome: TrialOutcome::Passed,
@@ -43,7 +36,8 @@ fn runs(values: &[f64], threshold: f64) -> Vec<RunRecord> {
                     source: "inline".into(),
                 }],
                 needs_data: false,
-            }],
+            };
+            crate::detect::tests::run(i, t)
         })
         .collect()
 }

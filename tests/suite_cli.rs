@@ -19,6 +19,8 @@ mod dfx_perf_cli;
 mod gpu_samples;
 #[path = "suite_cli/history_e2e.rs"]
 mod history_e2e;
+#[path = "suite_cli/history_early.rs"]
+mod history_early;
 #[path = "suite_cli/history_writers.rs"]
 mod history_writers;
 #[path = "suite_cli/hostile.rs"]
@@ -225,6 +227,10 @@ fn main() -> ExitCode {
         (
             "history_check_finds_a_slowdown_at_the_run_it_started",
             history_e2e::a_slowdown_from_the_fourth_run_is_found_there,
+        ),
+        (
+            "history_check_suspects_a_far_shift_on_its_first_night_and_confirms_it_on_the_next",
+            history_early::suspected_on_the_fourth_night_confirmed_on_the_fifth,
         ),
         (
             "history_add_by_eight_processes_at_once_stores_every_run_and_refuses_a_damaged_file",

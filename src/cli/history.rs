@@ -1,12 +1,15 @@
-//! `dfx-perf history add|list|show|check`: the run history (SQLite file or PostgreSQL,
-//! `--history` / `DFX_HISTORY`) and regression detection across runs.
+//! `dfx-perf history add|list|show|check|noise|report`: the run history (SQLite file or
+//! PostgreSQL, `--history` / `DFX_HISTORY`), regression detection across runs and the
+//! noise per cell.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use dfx_history::check::{self, CheckReport, Verdict};
-use dfx_history::detect::{DetectOptions, Method};
+use dfx_history::check::{self, CheckReport};
+use dfx_history::detect::DetectOptions;
+use dfx_history::findings::{self, CheckJson};
+use dfx_history::noise::{self, CellNoise, NoiseOptions};
 use dfx_history::{AddOutcome, HistorySpec, HistoryStore, RunRecord};
 
 use super::Run;
@@ -55,6 +58,9 @@ pub enum HistoryCommand {
     },
     /// Find change points per trial × metric; a CI gate with --fail-on-regression.
     Check(CheckArgs),
+    /// Noise per trial × metric (CV, MAD), what each threshold catches and how often it
+    /// fires on noise alone; worst first.
+    Noise(NoiseArgs),
     /// Write the trend report: history.html (a chart per trial × metric) and history.md.
     Report(ReportArgs),
 }
@@ -77,6 +83,34 @@ pub struct ReportArgs {
     /// Metrics to chart besides the defaults and the thresholded ones (comma separated).
     #[arg(long, value_delimiter = ',', value_name = "METRIC")]
     pub metrics: Vec<String>,
+}
+
+/// How `check` and `noise` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Lines for people.
+    Text,
+    /// One JSON document on stdout.
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct NoiseArgs {
+    /// Only the last N runs of each hardware identity.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(2..))]
+    pub last: u64,
+    /// Only this hardware identity.
+    #[arg(long, value_name = "LABEL")]
+    pub hardware: Option<String>,
+    /// The regression a threshold must catch (flag "will miss" when its noise hides it).
+    #[arg(long, default_value = "10%", value_parser = super::percent)]
+    pub regression: f64,
+    /// Metrics to list besides the defaults and the thresholded ones (comma separated).
+    #[arg(long, value_delimiter = ',', value_name = "METRIC")]
+    pub metrics: Vec<String>,
+    /// `text` or `json`.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, clap::Args)]
@@ -102,6 +136,9 @@ pub struct CheckArgs {
     /// Metrics to check besides the defaults and the thresholded ones (comma separated).
     #[arg(long, value_delimiter = ',', value_name = "METRIC")]
     pub metrics: Vec<String>,
+    /// `text` (one line per run and trial) or `json`.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 /// What adding a run did, in words.
@@ -130,6 +167,7 @@ impl Run for HistoryArgs {
                 hardware,
             } => show(&mut *store, &trial, &metric, hardware.as_deref()),
             HistoryCommand::Check(args) => run_check(&mut *store, &args),
+            HistoryCommand::Noise(args) => run_noise(&mut *store, &args),
             HistoryCommand::Report(args) => run_report(&mut *store, &args),
         }
     }
@@ -202,6 +240,9 @@ fn show(
             })
             .collect();
         let mut outcome = t.outcome.as_str().to_string();
+        if let Some(class) = &t.failure_class {
+            outcome.push_str(&format!(" [{class}]"));
+        }
         if let Some(why) = &t.unclean {
             outcome.push_str(&format!(" ({why})"));
         }
@@ -222,26 +263,87 @@ fn run_check(store: &mut dyn HistoryStore, args: &CheckArgs) -> anyhow::Result<E
         streak_change: args.consecutive_change,
         ..DetectOptions::default()
     };
-    let mut by_hw: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
-    for r in store.load(args.hardware.as_deref())? {
-        by_hw
-            .entry(r.hardware_identity.clone())
-            .or_default()
-            .push(r);
+    let by_hw = by_hardware(store, args.hardware.as_deref(), args.last)?;
+    let reports: Vec<CheckReport> = by_hw
+        .iter()
+        .map(|(hw, runs)| check::check(hw, runs, &opts, &args.metrics))
+        .collect();
+    let counted: Vec<(usize, usize)> = reports.iter().map(findings::counts).collect();
+    let regressions: usize = counted.iter().map(|c| c.0).sum();
+    match args.format {
+        Format::Json => {
+            outln!("{}", CheckJson::document(&reports));
+        }
+        Format::Text => {
+            if reports.is_empty() {
+                outln!("{}: no runs stored; nothing to check", store.describe());
+            }
+            for r in &reports {
+                print_report(r);
+            }
+            let suspected: usize = counted.iter().map(|c| c.1).sum();
+            outln!("{regressions} regression(s), {suspected} suspected (one per run and trial)");
+        }
     }
-    if by_hw.is_empty() {
-        outln!("{}: no runs stored; nothing to check", store.describe());
-    }
-    let mut regressions = 0;
-    for (hw, runs) in by_hw {
-        let skip = runs.len().saturating_sub(args.last as usize);
-        let report = check::check(&hw, &runs[skip..], &opts, &args.metrics);
-        regressions += report.regressions().count();
-        print_report(&report);
-    }
-    outln!("{regressions} regression(s)");
     if regressions > 0 && args.fail_on_regression {
         return Ok(ExitCode::from(REGRESSION_STATUS));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_noise(store: &mut dyn HistoryStore, args: &NoiseArgs) -> anyhow::Result<ExitCode> {
+    let opts = NoiseOptions {
+        regression: args.regression,
+        ..NoiseOptions::default()
+    };
+    let by_hw = by_hardware(store, args.hardware.as_deref(), args.last)?;
+    let tables: Vec<(String, Vec<CellNoise>)> = by_hw
+        .iter()
+        .map(|(hw, runs)| (hw.clone(), noise::noise_table(runs, &opts, &args.metrics)))
+        .collect();
+    if args.format == Format::Json {
+        outln!("{}", noise::json_document(&tables));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if tables.is_empty() {
+        outln!("{}: no runs stored", store.describe());
+    }
+    let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0));
+    for (hw, cells) in &tables {
+        let flagged = cells.iter().filter(|c| !c.flags.is_empty()).count();
+        outln!(
+            "{hw}: {} cell(s), {flagged} flagged (worst first)",
+            cells.len()
+        );
+        outln!(
+            "  trial\tmetric\truns\tcv\tmad\tnoise\tthreshold\tmin_detectable_change\tfalse_alarm_rate\tflags"
+        );
+        for c in cells {
+            let flags: Vec<&str> = c.flags.iter().map(|f| f.as_str()).collect();
+            let fix = c.fix.as_deref().map_or(String::new(), |f| format!(": {f}"));
+            outln!(
+                "  {}\t{}\t{}\t{:.1}%\t{}\t{:.1}% ({})\t{}\t{}\t{}\t{}{fix}",
+                c.trial,
+                c.metric,
+                c.runs,
+                c.cv * 100.0,
+                dfx_report::fmt::num(c.mad),
+                c.noise.rel_sd * 100.0,
+                match c.noise.source {
+                    noise::CellNoiseSource::History => "history",
+                    noise::CellNoiseSource::Repeats => "repeats",
+                },
+                c.threshold
+                    .map_or_else(|| "-".to_string(), dfx_report::fmt::num),
+                pct(c.min_detectable_change),
+                pct(c.false_alarm_rate),
+                if flags.is_empty() {
+                    "-".to_string()
+                } else {
+                    flags.join(", ")
+                },
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -299,47 +401,57 @@ fn print_report(r: &CheckReport) {
         r.runs.last().map_or("-", String::as_str)
     );
     for f in &r.failed_runs {
+        let what = if f.all_failed {
+            "every trial failed, not a slowdown".to_string()
+        } else {
+            format!("{} of {} trials failed", f.failed(), f.ran)
+        };
         outln!(
-            "  FAILED RUN   {}: every trial failed, not a slowdown ({})",
+            "  FAILED RUN   {}: {what}: {} ({})",
             f.run_id,
+            f.classes_text(),
             f.reason
         );
     }
     for id in &r.interrupted_runs {
         outln!("  interrupted  {id}: its unfinished trials are left out");
     }
-    for f in &r.findings {
-        let (word, note) = match &f.verdict {
-            Verdict::Regression => ("REGRESSION ", String::new()),
-            Verdict::Improvement => ("improvement", String::new()),
-            Verdict::ExplainedByAudioLength(why) => ("explained  ", format!(" — {why}")),
-        };
-        let c = &f.change;
-        let methods: Vec<&str> = c
-            .methods
+    let grouped = findings::by_trial(r);
+    for f in &grouped {
+        let metrics: Vec<String> = f
+            .metrics
             .iter()
-            .map(|m| match m {
-                Method::EDivisive => "e-divisive",
-                Method::Consecutive => "consecutive",
+            .map(|m| {
+                let methods: Vec<&str> = m.methods.iter().map(|x| x.as_str()).collect();
+                let verdict = if m.verdict == f.verdict {
+                    String::new()
+                } else {
+                    format!("{}, ", m.verdict)
+                };
+                let why = m
+                    .explanation
+                    .as_deref()
+                    .map_or(String::new(), |w| format!(" — {w}"));
+                format!(
+                    "{} {} -> {} ({verdict}{:+.1} % worse, noise {}; {}){why}",
+                    m.metric,
+                    dfx_report::fmt::num(m.before),
+                    dfx_report::fmt::num(m.after),
+                    m.worse_by * 100.0,
+                    dfx_report::fmt::num(m.noise),
+                    methods.join("+"),
+                )
             })
             .collect();
         outln!(
-            "  {word}  {} {} at run {}/{} ({}): {} -> {} ({:+.1} % worse; noise {}{}; {}){note}",
+            "  {:<11}  {} at run {}/{} ({}): {}; noise from {}",
+            f.verdict.to_uppercase(),
             f.trial,
-            f.metric,
             f.run_index + 1,
             r.runs.len(),
             f.run_id,
-            dfx_report::fmt::num(c.before),
-            dfx_report::fmt::num(c.after),
-            c.worse_by * 100.0,
-            dfx_report::fmt::num(c.noise),
-            if c.noise_from_repeats {
-                " from repeats"
-            } else {
-                ""
-            },
-            methods.join("+"),
+            metrics.join(", "),
+            f.noise_sources()
         );
     }
     if r.findings.is_empty() {

@@ -1,7 +1,8 @@
 //! The run history end to end against the simulator: seven short runs of the suite with
 //! `--history`, the last four with `--sim-faults slowdown=1.3`; `dfx-perf history check`
-//! must report the change at the fourth run for the latency metrics of every trial, at no
-//! other run, and exit 3 with `--fail-on-regression`.
+//! must report the change at the fourth run for the latency metrics of every trial (one
+//! finding per trial, `--format json`), at no other run, and exit 3 with
+//! `--fail-on-regression`.
 //!
 //! The runs are real time on a shared machine. With 6 and 8 prompts at `--sim-speed 5` a
 //! loaded CI runner moved one c=4 TTFP median by +42 % before the slowdown began. Here the
@@ -73,36 +74,38 @@ pub fn a_slowdown_from_the_fourth_run_is_found_there() -> Result<(), Failed> {
         &db_arg,
         "check",
         "--fail-on-regression",
+        "--format",
+        "json",
     ])?;
-    let out = String::from_utf8_lossy(&check.stdout).into_owned();
+    let out = output_text(&check);
     if check.status.code() != Some(3) {
-        return Err(format!("exit status 3 expected: {}", output_text(&check)).into());
+        return Err(format!("exit status 3 expected: {out}").into());
     }
-    let findings: Vec<&str> = out.lines().filter(|l| l.contains(" at run ")).collect();
-    let at = format!(" at run {SLOW_FROM}/{RUNS} ");
+    let doc: Vec<serde_json::Value> = serde_json::from_slice(&check.stdout)?;
+    let findings = doc[0]["findings"].as_array().cloned().unwrap_or_default();
+    // One finding per (run, trial): the slowdown at run 4 for each trial, nothing else.
     if let Some(bad) = findings
         .iter()
-        .find(|l| !l.contains(&at) || !l.contains("REGRESSION"))
+        .find(|f| f["run_index"] != SLOW_FROM - 1 || f["verdict"] != "regression")
     {
         return Err(
             format!("a finding other than the slowdown at run {SLOW_FROM}: {bad}\n{out}").into(),
         );
     }
     for trial in TRIALS {
-        for metric in LATENCY {
-            let needle = format!("{trial} {metric} ");
-            if !findings.iter().any(|l| l.contains(&needle)) {
-                return Err(format!("no change found for {trial} {metric}:\n{out}").into());
-            }
+        let f = findings.iter().find(|f| f["trial"] == trial);
+        let metrics: Vec<&str> = f
+            .and_then(|f| f["metrics"].as_array())
+            .map(|m| m.iter().filter_map(|m| m["metric"].as_str()).collect())
+            .unwrap_or_default();
+        if let Some(m) = LATENCY.iter().find(|m| !metrics.contains(m)) {
+            return Err(format!("no change found for {trial} {m}:\n{out}").into());
         }
-    }
-    let other: Vec<&&str> = findings
-        .iter()
-        .filter(|l| !LATENCY.iter().any(|m| l.contains(&format!(" {m} "))))
-        .filter(|l| !l.contains(" mean_e2el_ms ") && !l.contains(" audio_throughput "))
-        .collect();
-    if !other.is_empty() {
-        return Err(format!("unexpected metrics: {other:?}").into());
+        let known =
+            |m: &&str| LATENCY.contains(m) || ["mean_e2el_ms", "audio_throughput"].contains(m);
+        if let Some(m) = metrics.iter().find(|m| !known(m)) {
+            return Err(format!("unexpected metric {m} for {trial}:\n{out}").into());
+        }
     }
     Ok(())
 }

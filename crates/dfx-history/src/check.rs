@@ -1,10 +1,11 @@
 //! `history check`: every trial × metric of the stored runs of one hardware identity
-//! through the detector, with failed runs classified apart and e2el changes explained by
-//! audio length when the RTF did not move.
+//! through the detector, with failed runs counted apart (by failure class) and e2el
+//! changes explained by audio length when the RTF did not move.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dfx_core::baseline::{Direction, direction_of};
+use serde::Serialize;
 
 use crate::detect::{self, Change, DetectOptions, Gap, Point};
 use crate::model::{RunRecord, TrialOutcome, TrialRecord};
@@ -17,10 +18,36 @@ pub(crate) const DEFAULT_METRICS: &[&str] = dfx_core::metrics::HISTORY_KEYS;
 pub enum Verdict {
     /// Worse beyond the noise: a regression.
     Regression,
+    /// The newest run alone is far outside the noise (the jump rule): a regression if the
+    /// next run confirms it.
+    Suspected,
     /// Better beyond the noise.
     Improvement,
     /// An e2el change the audio length explains (the RTF did not move): not a regression.
     ExplainedByAudioLength(String),
+}
+
+impl Verdict {
+    /// The word printed and written: `regression`, `suspected`, `improvement`,
+    /// `explained`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Regression => "regression",
+            Verdict::Suspected => "suspected",
+            Verdict::Improvement => "improvement",
+            Verdict::ExplainedByAudioLength(_) => "explained",
+        }
+    }
+
+    /// Rank for "the worst of a trial's findings": regression first.
+    pub(crate) fn rank(&self) -> u8 {
+        match self {
+            Verdict::Regression => 0,
+            Verdict::Suspected => 1,
+            Verdict::Improvement => 2,
+            Verdict::ExplainedByAudioLength(_) => 3,
+        }
+    }
 }
 
 /// One change found in one series.
@@ -40,14 +67,44 @@ pub struct Finding {
     pub change: Change,
 }
 
-/// A run whose trials all failed.
-#[derive(Debug, Clone, PartialEq)]
+/// A run in which at least one trial failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FailedRun {
     /// Run id.
     pub run_id: String,
-    /// The first failure of its first trial.
+    /// Its position among the checked runs (0-based).
+    pub run_index: usize,
+    /// Every trial that ran failed: a broken run whose values are gaps, not a slowdown.
+    pub all_failed: bool,
+    /// Trials that ran (not ignored).
+    pub ran: usize,
+    /// The failed trials by failure class (`unclassified` for runs without classes), in
+    /// natural step order.
+    pub classes: BTreeMap<String, Vec<String>>,
+    /// The first failure of its first failed trial.
     pub reason: String,
 }
+
+impl FailedRun {
+    /// How many trials failed.
+    pub fn failed(&self) -> usize {
+        self.classes.values().map(Vec::len).sum()
+    }
+
+    /// `2 breach, 1 server_start`, most frequent class first.
+    pub fn classes_text(&self) -> String {
+        let mut by: Vec<(&String, usize)> =
+            self.classes.iter().map(|(c, t)| (c, t.len())).collect();
+        by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        by.iter()
+            .map(|(c, n)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The class name of a failed trial without a recorded class.
+pub const UNCLASSIFIED: &str = "unclassified";
 
 /// The result of checking one hardware identity.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +113,8 @@ pub struct CheckReport {
     pub hardware: String,
     /// The runs checked, oldest first.
     pub runs: Vec<String>,
-    /// Runs in which every trial failed (not slowdowns).
+    /// Runs in which a trial failed (those in which every trial failed are gaps, not
+    /// slowdowns).
     pub failed_runs: Vec<FailedRun>,
     /// Interrupted runs (their unfinished trials are gaps).
     pub interrupted_runs: Vec<String>,
@@ -70,6 +128,13 @@ impl CheckReport {
         self.findings
             .iter()
             .filter(|f| f.verdict == Verdict::Regression)
+    }
+
+    /// The suspected regressions among the findings (the newest run only).
+    pub fn suspected(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Suspected)
     }
 }
 
@@ -193,10 +258,7 @@ pub fn check(
     opts: &DetectOptions,
     extra: &[String],
 ) -> CheckReport {
-    let trials: BTreeSet<&str> = runs
-        .iter()
-        .flat_map(|r| r.trials.iter().map(|t| t.name.as_str()))
-        .collect();
+    let trials = trial_names(runs);
     let mut findings = Vec::new();
     for trial in trials {
         for metric in metrics_of(runs, trial, extra) {
@@ -206,6 +268,7 @@ pub fn check(
             for c in detect::detect(&series(runs, trial, &metric), dir, opts) {
                 let verdict = match explain(runs, trial, &metric, &c, opts.min_change) {
                     Some(why) => Verdict::ExplainedByAudioLength(why),
+                    None if c.is_regression() && c.suspected => Verdict::Suspected,
                     None if c.is_regression() => Verdict::Regression,
                     None => Verdict::Improvement,
                 };
@@ -251,14 +314,52 @@ pub fn direction(runs: &[RunRecord], trial: &str, metric: &str) -> Option<Direct
 
 fn failed_runs(runs: &[RunRecord]) -> Vec<FailedRun> {
     runs.iter()
-        .filter(|r| r.all_failed())
-        .map(|r| FailedRun {
-            run_id: r.run_id.clone(),
-            reason: r
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let ran: Vec<&TrialRecord> = r
                 .trials
                 .iter()
-                .find_map(|t| t.failures.first().cloned())
-                .unwrap_or_else(|| "every trial failed".into()),
+                .filter(|t| t.outcome != TrialOutcome::Ignored)
+                .collect();
+            let failed: Vec<&&TrialRecord> = ran
+                .iter()
+                .filter(|t| t.outcome == TrialOutcome::Failed)
+                .collect();
+            let first = failed.first()?;
+            let mut classes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for t in &failed {
+                let class = t.failure_class.as_deref().unwrap_or(UNCLASSIFIED);
+                classes
+                    .entry(class.into())
+                    .or_default()
+                    .push(t.name.clone());
+            }
+            for names in classes.values_mut() {
+                names.sort_by(|a, b| crate::order::natural_cmp(a, b));
+            }
+            Some(FailedRun {
+                run_id: r.run_id.clone(),
+                run_index: i,
+                all_failed: r.all_failed(),
+                ran: ran.len(),
+                classes,
+                reason: first
+                    .failures
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "failed".into()),
+            })
         })
         .collect()
+}
+
+/// The trial names of `runs`, in natural step order (`c1`, `c8`, `c16`, `c64`).
+pub fn trial_names(runs: &[RunRecord]) -> Vec<&str> {
+    let set: BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| r.trials.iter().map(|t| t.name.as_str()))
+        .collect();
+    let mut names: Vec<&str> = set.into_iter().collect();
+    names.sort_by(|a, b| crate::order::natural_cmp(a, b));
+    names
 }

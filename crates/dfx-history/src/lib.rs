@@ -5,8 +5,11 @@
 pub mod check;
 pub mod detect;
 mod error;
+pub mod findings;
 pub mod ingest;
 pub mod model;
+pub mod noise;
+pub mod order;
 pub mod report;
 pub mod rolling;
 pub mod store;

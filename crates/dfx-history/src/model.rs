@@ -105,6 +105,11 @@ pub struct TrialRecord {
     pub unclean: Option<String>,
     /// Its failures, as the verdict recorded them.
     pub failures: Vec<String>,
+    /// The failure class `verdict.json` recorded for a failed trial (`breach`,
+    /// `server_start`, …); `None` when it passed or the run predates classes. Left out of
+    /// the content hash when `None`, so older runs hash as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_class: Option<String>,
     /// Every finite numeric metric of its summary entry and result file.
     pub metrics: BTreeMap<String, f64>,
     /// A step run as repeats (`--repeats`): every repeat's value of each metric the
@@ -119,6 +124,16 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
+    /// It failed on its thresholds only: clean numbers, class `breach` or
+    /// `breach_within_noise`.
+    pub(crate) fn breached_only(&self) -> bool {
+        self.unclean.is_none()
+            && matches!(
+                self.failure_class.as_deref(),
+                Some("breach" | "breach_within_noise")
+            )
+    }
+
     /// The value of `metric` when the measurement is clean.
     pub(crate) fn clean_metric(&self, metric: &str) -> Option<f64> {
         if self.unclean.is_some() {
@@ -163,13 +178,18 @@ impl RunRecord {
         self.trials.iter().find(|t| t.name == name)
     }
 
-    /// Every trial that ran failed (a broken run, not a slowdown).
+    /// Every trial that ran failed without a measurement (a broken run, not a slowdown):
+    /// a trial that failed only on its thresholds (`breach`, `breach_within_noise`, clean
+    /// numbers) measured a slowdown, which must stay a value.
     pub(crate) fn all_failed(&self) -> bool {
         let ran: Vec<&TrialRecord> = self
             .trials
             .iter()
             .filter(|t| t.outcome != TrialOutcome::Ignored)
             .collect();
-        !ran.is_empty() && ran.iter().all(|t| t.outcome == TrialOutcome::Failed)
+        !ran.is_empty()
+            && ran
+                .iter()
+                .all(|t| t.outcome == TrialOutcome::Failed && !t.breached_only())
     }
 }

@@ -20,6 +20,10 @@ const CHECKS: &[(&str, Check)] = &[
     ("a_changed_run_replaces_the_stored_one", replaced),
     ("an_interrupted_run_is_stored_as_such", interrupted),
     ("a_run_of_repeats_keeps_every_repeat", with_repeats),
+    (
+        "a_failure_class_is_read_from_the_verdict_and_stored",
+        failure_class,
+    ),
     ("migrations_from_an_empty_database", from_empty),
     ("migrations_from_the_previous_version", from_previous),
     ("a_newer_schema_is_refused", newer_refused),
@@ -138,6 +142,42 @@ fn with_repeats(b: &Backends, tmp: &Path) -> Result<(), Failed> {
     })
 }
 
+/// `failure_class` of a failed trial's verdict.json is stored and read back (migration
+/// 4); a trial whose verdict has none, or cannot be read, has none (older runs).
+fn failure_class(b: &Backends, tmp: &Path) -> Result<(), Failed> {
+    let id = "20260104-010000-H100";
+    let dir = write_run(tmp, id, 900.0, false);
+    let path = dir.join("summary.json");
+    let mut summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+    summary["trials"][0]["outcome"] = "failed".into();
+    summary["trials"][0]["failures"] = serde_json::json!(["median_e2el_ms 900 > 500"]);
+    summary["trials"][1]["result"] = "trials/t__e__c4/result.json".into();
+    std::fs::write(&path, serde_json::to_vec(&summary)?)?;
+    let verdict = serde_json::json!({"verdict": {"passed": false, "failures": [],
+        "breaches": [], "warnings": []}, "failure_class": "breach",
+        "failure_detail": "median_e2el_ms 900 > 500"});
+    std::fs::write(
+        dir.join("trials/t__e__c1/verdict.json"),
+        verdict.to_string(),
+    )?;
+    std::fs::create_dir_all(dir.join("trials/t__e__c4"))?;
+    std::fs::write(dir.join("trials/t__e__c4/verdict.json"), "{not json")?;
+    let run = read_run(&dir)?;
+    let classes: Vec<Option<&str>> = run
+        .trials
+        .iter()
+        .map(|t| t.failure_class.as_deref())
+        .collect();
+    ensure(classes == [Some("breach"), None], || format!("{classes:?}"))?;
+    let mut store = b.open()?;
+    store.add(&run)?;
+    let loaded = store.load(None)?;
+    ensure(loaded[0] == run, || format!("{:?}", loaded[0].trials))?;
+    ensure(store.add(&run)? == AddOutcome::Unchanged, || {
+        "re-add".into()
+    })
+}
+
 fn from_empty(b: &Backends, _tmp: &Path) -> Result<(), Failed> {
     let mut store = b.open()?;
     let v = store.schema_version()?;
@@ -165,7 +205,9 @@ fn from_previous(b: &Backends, tmp: &Path) -> Result<(), Failed> {
     })?;
     let t = &runs[0].trials[0];
     ensure(
-        !t.needs_data && t.metrics.get("median_e2el_ms") == Some(&120.0),
+        !t.needs_data
+            && t.failure_class.is_none()
+            && t.metrics.get("median_e2el_ms") == Some(&120.0),
         || format!("{t:?}"),
     )?;
     let new = read_run(&write_run(tmp, "20260105-010000-H100", 100.0, false))?;

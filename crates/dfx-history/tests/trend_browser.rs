@@ -1,6 +1,10 @@
-//! The history's trend report rendered in headless Chromium: a synthetic history of one
-//! trial (a 30 % slowdown from the sixth run, one failed run, one interrupted run) gives a
-//! page whose charts draw their line, points, threshold band, change line and gap marks.
+//! The history's trend report rendered in headless Chromium: a synthetic, dated history of
+//! one step at three concurrencies (a 30 % slowdown from the seventh run, one failed run,
+//! one run whose trials breached, one interrupted run) gives a timeline page: a table of
+//! contents whose links resolve, steps in natural order (c4, c8, c16), runs by date with
+//! their server version, failed runs counted by class, and charts that draw their line,
+//! points, threshold band, change line, gap marks, dates on the x axis and a tooltip per
+//! run.
 
 #[path = "../../dfx-report/tests/common/browser.rs"]
 mod browser;
@@ -35,39 +39,50 @@ fn history() -> Vec<RunRecord> {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
+            let breached = i == 8;
+            let trial = TrialRecord {
+                name: TRIAL.into(),
+                seq: 0,
+                outcome: if failed || breached {
+                    TrialOutcome::Failed
+                } else {
+                    TrialOutcome::Passed
+                },
+                interrupted: i == 9,
+                unclean: failed.then(|| "8 of 8 requests failed".into()),
+                failures: if failed {
+                    vec!["8 of 8 requests failed".into()]
+                } else {
+                    vec![]
+                },
+                metrics,
+                repeats: Default::default(),
+                thresholds: vec![Threshold {
+                    metric: "median_e2el_ms".into(),
+                    value: 1250.0,
+                    direction: "lower_is_better".into(),
+                    source: "store".into(),
+                }],
+                failure_class: breached.then(|| "breach".into()),
+                needs_data: false,
+            };
+            let steps = ["c16", "c4", "c8"].map(|step| TrialRecord {
+                name: TRIAL.replace("c4", step),
+                ..trial.clone()
+            });
             RunRecord {
                 run_id: format!("202601{:02}-010000-H100", i + 1),
                 hardware_identity: "H100".into(),
                 started: None,
-                sort_key: format!("{i:04}"),
+                sort_key: format!("2026-01-{:02}T01:00:00.000000Z", i + 1),
                 finished: Some("x".into()),
                 interrupted: i == 9,
-                fingerprint: Fingerprint::default(),
-                trials: vec![TrialRecord {
-                    name: TRIAL.into(),
-                    seq: 0,
-                    outcome: if failed {
-                        TrialOutcome::Failed
-                    } else {
-                        TrialOutcome::Passed
-                    },
-                    interrupted: i == 9,
-                    unclean: failed.then(|| "8 of 8 requests failed".into()),
-                    failures: if failed {
-                        vec!["8 of 8 requests failed".into()]
-                    } else {
-                        vec![]
-                    },
-                    metrics,
-                    repeats: Default::default(),
-                    thresholds: vec![Threshold {
-                        metric: "median_e2el_ms".into(),
-                        value: 1250.0,
-                        direction: "lower_is_better".into(),
-                        source: "store".into(),
-                    }],
-                    needs_data: false,
-                }],
+                fingerprint: Fingerprint {
+                    git_sha: Some("0123456789abcdef".into()),
+                    server_versions: [("vllm_omni".to_string(), format!("0.9.{i}"))].into(),
+                    ..Fingerprint::default()
+                },
+                trials: steps.into(),
             }
         })
         .collect()
@@ -106,18 +121,31 @@ fn trend_report_renders(chromium: &Path) -> Result<(), Failed> {
         format!("page did not load:\n{}", dump.stderr)
     })?;
     let svgs: Vec<&str> = dom.split("<svg ").skip(1).collect();
-    // The four default metrics it measured (mean_e2el_ms is not in this history).
-    ensure(svgs.len() == 4, || {
-        format!("{} charts, 4 metrics expected", svgs.len())
+    // The four default metrics it measured (mean_e2el_ms is not in this history), per step.
+    ensure(svgs.len() == 12, || {
+        format!("{} charts, 4 metrics of 3 steps expected", svgs.len())
     })?;
+    timeline(dom)?;
     let e2el = svgs
         .iter()
         .find(|s| s.contains(&format!("data-chart=\"H100::{TRIAL}::median_e2el_ms\"")))
         .ok_or("no median_e2el_ms chart")?;
     let e2el = &e2el[..e2el.find("</svg>").ok_or("unterminated svg")?];
-    ensure(e2el.matches("<circle").count() == 10, || {
-        "10 clean values expected as points (12 runs, one failed, one interrupted)".into()
-    })?;
+    let tips = e2el.matches("class=\"tip\"").count();
+    ensure(
+        e2el.matches("<circle").count() == 10 + 1 + tips && tips == 12,
+        || {
+            "10 clean values expected as points (12 runs, one failed, one interrupted), one ring for the breached run, one tooltip per run".into()
+        },
+    )?;
+    ensure(
+        e2el.contains(">01-01<") && e2el.contains("run start (UTC"),
+        || "dates on the x axis".into(),
+    )?;
+    ensure(
+        e2el.contains("run 9 · 2026-01-09 01:00 UTC") && e2el.contains("failed: breach"),
+        || "the tooltip of the breached run names its date and class".into(),
+    )?;
     ensure(e2el.contains("<polyline"), || "no line".into())?;
     ensure(e2el.matches("<rect").count() >= 12, || {
         "threshold band per run".into()
@@ -133,6 +161,45 @@ fn trend_report_renders(chromium: &Path) -> Result<(), Failed> {
         doc.markdown.contains("**") && doc.markdown.contains("| REGRESSION | `"),
         || doc.markdown.clone(),
     )
+}
+
+/// The table of contents links to ids that exist, steps in natural order, the runs table
+/// dated with versions, failed runs counted (the breached one too) by class.
+fn timeline(dom: &str) -> Result<(), Failed> {
+    let toc = dom
+        .split("<nav class=\"toc\">")
+        .nth(1)
+        .and_then(|t| t.split("</nav>").next())
+        .ok_or("no table of contents")?;
+    let links: Vec<&str> = toc
+        .split("href=\"#")
+        .skip(1)
+        .filter_map(|l| l.split('"').next())
+        .collect();
+    ensure(links.len() == 4, || format!("toc links: {links:?}"))?;
+    for id in &links {
+        ensure(dom.contains(&format!("id=\"{id}\"")), || {
+            format!("#{id} missing")
+        })?;
+    }
+    let at = |step: &str| {
+        toc.find(&format!("voice_clone::{step}<"))
+            .unwrap_or(usize::MAX)
+    };
+    ensure(
+        at("c4") < at("c8") && at("c8") < at("c16") && at("c16") != usize::MAX,
+        || format!("natural step order: {toc}"),
+    )?;
+    ensure(toc.contains("2 failed run(s)"), || {
+        format!("failed runs counted: {toc}")
+    })?;
+    ensure(
+        dom.contains("2026-01-09 01:00") && dom.contains("vllm_omni 0.9.8, commit 0123456789"),
+        || "runs table: date and version".into(),
+    )?;
+    ensure(dom.contains("3 of 3 failed: 3 breach"), || {
+        "breached run by class".into()
+    })
 }
 
 fn main() {

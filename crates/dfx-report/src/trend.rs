@@ -1,7 +1,8 @@
 //! The trend chart of the history report: one metric of one trial over the stored runs
-//! (x = run number, oldest first), the threshold in force as a shaded band on the bad
-//! side, change points as vertical dashed lines, and runs without a clean value marked
-//! apart on the x axis (red: failed, grey: interrupted or not measured).
+//! (x = each run's label, a date, oldest first), the threshold in force as a shaded band
+//! on the bad side, change points as vertical dashed lines, runs without a clean value
+//! marked apart on the x axis (red: failed, grey: interrupted or not measured), a failed
+//! trial's value ringed in red, and a tooltip (`<title>`) per run.
 
 use plotters::prelude::*;
 
@@ -43,6 +44,12 @@ pub struct TrendRun {
     pub value: Result<f64, TrendGap>,
     /// The threshold in force in that run, if any.
     pub threshold: Option<f64>,
+    /// Its x-axis label (the history report: the start date, `12-06`).
+    pub label: String,
+    /// Its tooltip (date, run id, versions, value, failure class).
+    pub tip: String,
+    /// The trial failed with a value (a breach): the point is ringed in red.
+    pub failed: bool,
 }
 
 /// A metric over runs.
@@ -54,6 +61,8 @@ pub struct TrendChart {
     pub title: String,
     /// Label of the y axis: the metric's unit (`ms`, `s`, `RTF`, …).
     pub y_label: String,
+    /// Label of the x axis (what the run labels are: `run start (UTC), oldest first`).
+    pub x_label: String,
     /// Whether lower values are better (the band is shaded above the threshold).
     pub lower_is_better: bool,
     /// One per stored run, oldest first.
@@ -88,6 +97,7 @@ pub fn trend_chart_svg(c: &TrendChart) -> Result<String, ReportError> {
     let n = c.runs.len();
     let (xmin, xmax) = (0.5, n as f64 + 0.5);
     let mut buf = String::new();
+    let tips;
     {
         let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
@@ -100,25 +110,68 @@ pub fn trend_chart_svg(c: &TrendChart) -> Result<String, ReportError> {
             .map_err(|e| err(&e))?;
         chart
             .configure_mesh()
-            .x_desc("run (oldest first)")
+            .x_desc(c.x_label.as_str())
             .y_desc(c.y_label.as_str())
-            .x_labels(n.min(20))
-            .x_label_formatter(&|v| {
-                let r = v.round();
-                if (v - r).abs() < 1e-9 && r >= 1.0 {
-                    format!("{r}")
-                } else {
-                    String::new()
-                }
-            })
+            .x_labels(0)
             .y_label_formatter(&|y| fmt::tick(*y))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| err(&e))?;
         draw(&mut chart, c, (ymin, ymax)).map_err(|e| err(&e))?;
+        tips = tip_marks(&chart, c, ymin + (ymax - ymin) * 0.04) + &x_labels(&chart, c, ymin);
         root.present().map_err(|e| err(&e))?;
     }
+    if let Some(end) = buf.rfind("</svg>") {
+        buf.insert_str(end, &tips);
+    }
     Ok(tag_svg(buf, &c.id, &c.title))
+}
+
+/// The runs' labels under the x axis, every `step`-th run so that they never overlap
+/// (about 6.5 px per character at 11 px, plus a gap).
+fn x_labels(chart: &Chart<'_, '_>, c: &TrendChart, ymin: f64) -> String {
+    let n = c.runs.len();
+    let (left, _) = chart.backend_coord(&(0.5, ymin));
+    let (right, _) = chart.backend_coord(&(n as f64 + 0.5, ymin));
+    let longest = c
+        .runs
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(1);
+    let each = (longest as i32 * 13 / 2 + 10).max(20);
+    let fit = ((right - left).max(each) / each) as usize;
+    let step = n.div_ceil(fit.max(1)).max(1);
+    let mut out = String::from(
+        "<g class=\"x-labels\" font-family=\"sans-serif\" font-size=\"11\" text-anchor=\"middle\">",
+    );
+    for (i, r) in c.runs.iter().enumerate().filter(|(i, _)| i % step == 0) {
+        let (px, py) = chart.backend_coord(&(i as f64 + 1.0, ymin));
+        out.push_str(&format!(
+            "<text x=\"{px}\" y=\"{}\">{}</text>",
+            py + 14,
+            fmt::html(&r.label)
+        ));
+    }
+    out.push_str("</g>");
+    out
+}
+
+/// A transparent hover target with the run's tooltip at each run's point (or its gap
+/// mark), after the drawing so it is on top.
+fn tip_marks(chart: &Chart<'_, '_>, c: &TrendChart, base: f64) -> String {
+    let mut out = String::from("<g class=\"tips\">");
+    for (i, r) in c.runs.iter().enumerate() {
+        let y = r.value.as_ref().copied().unwrap_or(base);
+        let (px, py) = chart.backend_coord(&(i as f64 + 1.0, y));
+        out.push_str(&format!(
+            "<circle class=\"tip\" data-run=\"{}\" cx=\"{px}\" cy=\"{py}\" r=\"8\" fill=\"transparent\" pointer-events=\"all\"><title>{}</title></circle>",
+            i + 1,
+            fmt::html(&r.tip)
+        ));
+    }
+    out.push_str("</g>");
+    out
 }
 
 type F64Coord = plotters::coord::types::RangedCoordf64;
@@ -174,6 +227,10 @@ fn draw(
             .ok()
             .map(|v| Circle::new((x(i), v), 3, LINE.filled()))
     }))?;
+    chart.draw_series(c.runs.iter().enumerate().filter_map(|(i, r)| {
+        let v = r.value.ok().filter(|_| r.failed)?;
+        Some(Circle::new((x(i), v), 6, BAD.stroke_width(2)))
+    }))?;
     let base = ymin + (ymax - ymin) * 0.04;
     chart.draw_series(c.runs.iter().enumerate().filter_map(|(i, r)| {
         let color = match r.value {
@@ -195,11 +252,15 @@ mod tests {
         let run = |v: Result<f64, TrendGap>| TrendRun {
             value: v,
             threshold: Some(130.0),
+            label: "12-06".into(),
+            tip: "2026-12-06 <run>".into(),
+            failed: v.is_ok_and(|x| x > 130.0),
         };
         let c = TrendChart {
             id: "t::e2el".into(),
             title: "t median_e2el_ms".into(),
             y_label: "ms".into(),
+            x_label: "run start (UTC)".into(),
             lower_is_better: true,
             runs: vec![
                 run(Ok(100.0)),
@@ -213,7 +274,13 @@ mod tests {
         };
         let svg = trend_chart_svg(&c).unwrap();
         assert!(svg.contains("data-chart=\"t::e2el\""));
-        assert_eq!(svg.matches("<circle").count(), 4, "one point per value");
+        // One point per value, one red ring for the failed value, a tooltip per run.
+        assert_eq!(svg.matches("<circle").count(), 4 + 1 + 6, "{svg}");
+        assert_eq!(
+            svg.matches("<title>2026-12-06 &lt;run&gt;</title>").count(),
+            6
+        );
+        assert!(svg.contains(">12-06<"), "the x labels are the runs' labels");
         // Two crosses (failed in red, other in grey) of two lines each.
         assert!(svg.contains("#C81414") || svg.to_uppercase().contains("#C81414"));
         assert!(svg.to_uppercase().contains("#969696"));
@@ -221,6 +288,9 @@ mod tests {
             runs: vec![TrendRun {
                 value: Err(TrendGap::Failed),
                 threshold: None,
+                label: String::new(),
+                tip: String::new(),
+                failed: true,
             }],
             ..c
         };

@@ -36,6 +36,7 @@ fn trial(name: &str, e2el: f64, outcome: TrialOutcome, thresholds: &[(&str, f64)
                 source: "inline".into(),
             })
             .collect(),
+        failure_class: None,
         needs_data: thresholds.is_empty(),
     }
 }

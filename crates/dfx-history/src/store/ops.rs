@@ -88,7 +88,7 @@ impl<B: Backend> SqlStore<B> {
         let failures = serde_json::to_string(&t.failures).unwrap_or_default();
         self.db.exec(
             "INSERT INTO trials (run_id, trial, seq, outcome, interrupted, unclean, failures, \
-             needs_data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             needs_data, failure_class) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             &[
                 run_id.into(),
                 t.name.as_str().into(),
@@ -98,6 +98,7 @@ impl<B: Backend> SqlStore<B> {
                 t.unclean.clone().into(),
                 failures.into(),
                 t.needs_data.into(),
+                t.failure_class.clone().into(),
             ],
         )?;
         for (metric, value) in &t.metrics {
@@ -249,8 +250,8 @@ impl<B: Backend> SqlStore<B> {
         }
         let rows = self.db.query(
             &format!(
-                "SELECT run_id, trial, seq, outcome, interrupted, unclean, failures, needs_data \
-                 FROM trials WHERE {sub} ORDER BY run_id, seq"
+                "SELECT run_id, trial, seq, outcome, interrupted, unclean, failures, needs_data, \
+                 failure_class FROM trials WHERE {sub} ORDER BY run_id, seq"
             ),
             hw,
         )?;
@@ -268,6 +269,7 @@ impl<B: Backend> SqlStore<B> {
                 interrupted: r.get(4).and_then(Val::int).unwrap_or(0) != 0,
                 unclean: r.get(5).and_then(Val::text).map(str::to_string),
                 failures,
+                failure_class: r.get(8).and_then(Val::text).map(str::to_string),
                 metrics: metrics.remove(&key).unwrap_or_default(),
                 repeats: repeats.remove(&key).unwrap_or_default(),
                 thresholds: thresholds.remove(&key).unwrap_or_default(),

@@ -85,6 +85,11 @@ CREATE TABLE repeat_values (
     FOREIGN KEY (run_id, trial) REFERENCES trials (run_id, trial)
 )",
     },
+    Migration {
+        version: 4,
+        name: "trials.failure_class: the class verdict.json gives a failed trial",
+        sql: "ALTER TABLE trials ADD COLUMN failure_class TEXT",
+    },
 ];
 
 /// The newest schema version this build knows.

@@ -71,6 +71,9 @@ fn expect_class(
     if !junit.contains(&format!("type=\"{class}\"")) {
         return Err(fail(&format!("junit.xml:\n{junit}")));
     }
+    if !text.contains(&format!("dfx-perf: [1/1] {trial} (at most ")) {
+        return Err(fail("the terminal does not say [1/1] with the time left"));
+    }
     let short = trial.split_once("::").map_or(trial, |(_, rest)| rest);
     if !text.contains(&format!("class: {class}: "))
         || !text.contains(&format!("1 failed: 1 {class} ({short})"))

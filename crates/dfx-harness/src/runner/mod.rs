@@ -110,6 +110,9 @@ impl Session {
         self.trial_started = chrono::Local::now();
         {
             let mut progress = lock(&self.progress);
+            if let Some(line) = progress.eta.line(idx, None).filter(|_| !progress.frozen) {
+                eprintln!("dfx-perf: {line}");
+            }
             if !progress.frozen {
                 progress.current = Some(Current {
                     idx,
@@ -142,9 +145,11 @@ impl Session {
         if progress.frozen {
             return result;
         }
+        let seconds = started.elapsed().as_secs_f64();
         if let Some(e) = progress.entries[idx].as_mut() {
-            e.seconds = Some(started.elapsed().as_secs_f64());
+            e.seconds = Some(seconds);
         }
+        progress.eta.finished(idx, seconds);
         progress.current = None;
         progress.server_starts = self.pool.starts();
         progress.notes.clone_from(&self.pool.notes);

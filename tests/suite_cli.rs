@@ -337,6 +337,14 @@ fn main() -> ExitCode {
             dfx_perf_cli::output_to_a_closed_pipe_is_quiet,
         ),
         (
+            "dfx_perf_recalibrate_dry_run_says_why_it_is_empty",
+            dfx_perf_cli::recalibrate_dry_run_says_why_it_is_empty,
+        ),
+        (
+            "suite_help_names_the_cargo_command",
+            dfx_perf_cli::suite_help_names_the_cargo_command,
+        ),
+        (
             "dfx_perf_pipeline_buildkite_files_are_current",
             pipeline::buildkite_pipeline_files_are_current,
         ),

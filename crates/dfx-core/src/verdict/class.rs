@@ -183,7 +183,7 @@ mod tests {
         let big = breach("median_audio_ttfp_ms", 0.20);
         let noise = |_: &str| Some(0.05);
         assert_eq!(
-            classify_breaches(&[small.clone()], noise),
+            classify_breaches(std::slice::from_ref(&small), noise),
             FailureClass::BreachWithinNoise
         );
         assert_eq!(
@@ -191,7 +191,7 @@ mod tests {
             FailureClass::Breach
         );
         assert_eq!(
-            classify_breaches(&[small.clone()], |_| None),
+            classify_breaches(std::slice::from_ref(&small), |_| None),
             FailureClass::Breach
         );
         assert_eq!(classify_breaches(&[], noise), FailureClass::Breach);

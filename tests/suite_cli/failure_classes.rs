@@ -83,56 +83,50 @@ fn expect_class(
     Ok(detail)
 }
 
-pub fn error500_is_server_errors() -> Result<(), Failed> {
+/// The c1 step against the simulator with `faults` fails with `class`, and its detail
+/// passes `detail_ok`.
+fn sim_fault(
+    faults: &str,
+    env: &[(&str, &str)],
+    class: &str,
+    detail_ok: impl Fn(&str) -> bool,
+) -> Result<(), Failed> {
     let (out, results) = sim_native(
         "sim_tts.json",
-        &["--sim-faults", "error500=1", "--exact", C1],
-        &[],
+        &["--sim-faults", faults, "--exact", C1],
+        env,
     )?;
-    let detail = expect_class(&out, results.path(), C1, "server_errors")?;
-    if !detail.contains("http_500 ×6") {
-        return Err(format!("the top error with its count: {detail}").into());
+    let detail = expect_class(&out, results.path(), C1, class)?;
+    if !detail_ok(&detail) {
+        return Err(format!("{faults}: the detail does not name the cause: {detail}").into());
     }
     Ok(())
+}
+
+pub fn error500_is_server_errors() -> Result<(), Failed> {
+    // The top error with its count.
+    sim_fault("error500=1", &[], "server_errors", |d| {
+        d.contains("http_500 ×6")
+    })
 }
 
 pub fn exit_at_startup_is_server_start() -> Result<(), Failed> {
-    let (out, results) = sim_native(
-        "sim_tts.json",
-        &["--sim-faults", "exit-at-startup=3", "--exact", C1],
-        &[],
-    )?;
-    let detail = expect_class(&out, results.path(), C1, "server_start")?;
-    if !detail.starts_with("exited at start with exit status 3") {
-        return Err(format!("the start failure is named: {detail}").into());
-    }
-    Ok(())
+    sim_fault("exit-at-startup=3", &[], "server_start", |d| {
+        d.starts_with("exited at start with exit status 3")
+    })
 }
 
 pub fn crash_at_inflight_is_server_exit() -> Result<(), Failed> {
-    let (out, results) = sim_native(
-        "sim_tts.json",
-        &["--sim-faults", "crash-at-inflight=1", "--exact", C1],
-        &[],
-    )?;
-    let detail = expect_class(&out, results.path(), C1, "server_exit")?;
-    if !detail.starts_with("died during the trial with ") {
-        return Err(format!("the death is named: {detail}").into());
-    }
-    Ok(())
+    sim_fault("crash-at-inflight=1", &[], "server_exit", |d| {
+        d.starts_with("died during the trial with ")
+    })
 }
 
 pub fn stall_after_chunks_is_stalled() -> Result<(), Failed> {
-    let (out, results) = sim_native(
-        "sim_tts.json",
-        &["--sim-faults", "stall-after-chunks=3", "--exact", C1],
-        &[("DFX_STALL_WINDOW", "3")],
-    )?;
-    let detail = expect_class(&out, results.path(), C1, "stalled")?;
-    if !detail.starts_with("server stalled: ") {
-        return Err(format!("the stall is named: {detail}").into());
-    }
-    Ok(())
+    let window = [("DFX_STALL_WINDOW", "3")];
+    sim_fault("stall-after-chunks=3", &window, "stalled", |d| {
+        d.starts_with("server stalled: ")
+    })
 }
 
 /// A small config of one c1 step whose inline threshold no run meets (TTFP ≤ 0.001 ms).

@@ -15,6 +15,8 @@ mod capacity;
 mod contract;
 #[path = "suite_cli/dfx_perf_cli.rs"]
 mod dfx_perf_cli;
+#[path = "suite_cli/failure_classes.rs"]
+mod failure_classes;
 #[path = "suite_cli/gpu_samples.rs"]
 mod gpu_samples;
 #[path = "suite_cli/history_e2e.rs"]
@@ -289,6 +291,30 @@ fn main() -> ExitCode {
             integrity::the_simulator_survives_a_log_on_a_full_disk,
         ),
         (
+            "failure_class_error500_is_server_errors",
+            failure_classes::error500_is_server_errors,
+        ),
+        (
+            "failure_class_exit_at_startup_is_server_start",
+            failure_classes::exit_at_startup_is_server_start,
+        ),
+        (
+            "failure_class_crash_at_inflight_is_server_exit",
+            failure_classes::crash_at_inflight_is_server_exit,
+        ),
+        (
+            "failure_class_stall_after_chunks_is_stalled",
+            failure_classes::stall_after_chunks_is_stalled,
+        ),
+        (
+            "failure_class_an_inline_threshold_breach_is_breach",
+            failure_classes::an_inline_threshold_breach_is_breach,
+        ),
+        (
+            "failure_class_a_bench_that_exits_is_client",
+            failure_classes::a_bench_that_exits_is_client,
+        ),
+        (
             "stall_a_stalled_simulator_ends_the_step_early",
             stalls::stalled_simulator_ends_the_step_early,
         ),
@@ -315,6 +341,14 @@ fn main() -> ExitCode {
         (
             "dfx_perf_output_to_a_closed_pipe_is_quiet",
             dfx_perf_cli::output_to_a_closed_pipe_is_quiet,
+        ),
+        (
+            "dfx_perf_recalibrate_dry_run_says_why_it_is_empty",
+            dfx_perf_cli::recalibrate_dry_run_says_why_it_is_empty,
+        ),
+        (
+            "suite_help_names_the_cargo_command",
+            dfx_perf_cli::suite_help_names_the_cargo_command,
         ),
         (
             "dfx_perf_pipeline_buildkite_files_are_current",

@@ -111,6 +111,10 @@ impl Run for RecalibrateArgs {
             recalibrate::plan_from_dirs(&self.runs, &opts)?
         };
         out!("{}", recalibrate::render_table(&r));
+        let why = recalibrate::nothing_to_write(&r, &self.metrics);
+        if let Some(why) = &why {
+            outln!("{why}");
+        }
         if self.dry_run {
             outln!("dry run: {} not written", r.store.display());
         } else {
@@ -129,7 +133,7 @@ impl Run for RecalibrateArgs {
                     applied.store.display()
                 );
             }
-            if applied.written + applied.restored == 0 {
+            if applied.written + applied.restored == 0 && why.is_none() {
                 outln!("nothing to write: {} unchanged", applied.store.display());
             }
         }

@@ -89,3 +89,42 @@ pub fn output_to_a_closed_pipe_is_quiet() -> Result<(), Failed> {
     }
     Ok(())
 }
+
+/// `recalibrate --dry-run` on a run without thresholds and without `--metrics`: the empty
+/// table is followed by why it is empty and what to pass.
+pub fn recalibrate_dry_run_says_why_it_is_empty() -> Result<(), Failed> {
+    let tmp = tempfile::tempdir()?;
+    let baselines = tmp.path().display().to_string();
+    let run = "crates/dfx-report/tests/fixtures/runs/sim-x4-passing";
+    let out = dfx_perf(&[
+        "recalibrate",
+        "--dry-run",
+        "--baselines-dir",
+        &baselines,
+        run,
+    ])?;
+    let text = crate::support::output_text(&out);
+    let why = "nothing to calibrate: no trial of these runs has a threshold for `SIMx4`";
+    if !out.status.success() || !text.contains(why) || !text.contains("--metrics median_") {
+        return Err(format!("the empty result does not say why:\n{text}").into());
+    }
+    Ok(())
+}
+
+/// The suite binary's own `--help` (cargo's hashed file name) names how to call it and
+/// starts with examples.
+pub fn suite_help_names_the_cargo_command() -> Result<(), Failed> {
+    let out = Command::new(crate::support::perf_bin()?)
+        .arg("--help")
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let usage = format!("Usage: {}", dfx_harness::cli::USAGE);
+    let lines: Vec<&str> = text.lines().collect();
+    if !out.status.success()
+        || lines.get(2) != Some(&usage.as_str())
+        || lines.get(4) != Some(&"Examples:")
+    {
+        return Err(format!("--help head:\n{text}").into());
+    }
+    Ok(())
+}

@@ -206,6 +206,8 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
     let t = &s["trials"][at];
     check(
         t["interrupted"] == true
+            && t["failure_class"] == "interrupted"
+            && s["failure_classes"]["interrupted"] == 1
             && t["failures"][0]
                 .as_str()
                 .is_some_and(|f| f.starts_with("interrupted (SIGINT/SIGTERM) after")),
@@ -227,8 +229,10 @@ fn interrupted(sig: &str, at: usize) -> Result<(), Failed> {
     )?;
     let result = read_json(&tdir.join("result.json"), &run)?;
     check(
-        result["result_source"] == "template" && result["verdict"]["interrupted"] == true,
-        "the interrupted trial has a template result.json saying so",
+        result["result_source"] == "template"
+            && result["verdict"]["interrupted"] == true
+            && result["verdict"]["failure_class"] == "interrupted",
+        "the interrupted trial has a template result.json saying so (class interrupted)",
         &run,
     )?;
     let info = read_json(&run_dir.join("run.json"), &run)?;

@@ -287,6 +287,23 @@ fn all_failed_keeps_only_e2el_and_duration_blocks() {
     assert!((d["duration"].as_f64().unwrap() - 0.007).abs() < 1e-12);
 }
 
+/// Upstream's block without its `Text Result` section: speech produces no tokens, so
+/// dfx-perf prints none of those lines (every other line is upstream's, byte for byte).
+fn without_token_lines(reference: &str) -> String {
+    let mut out = String::new();
+    let mut in_text = false;
+    for line in reference.lines() {
+        if line.starts_with('=') {
+            in_text = line.contains(" Text Result ");
+        }
+        if !in_text {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[test]
 fn stdout_block_matches_reference_layout_byte_for_byte() {
     let cases = [
@@ -308,7 +325,7 @@ fn stdout_block_matches_reference_layout_byte_for_byte() {
     for (result, stdout, metrics, ps, ok_rate) in cases {
         let sel = Selection::parse(Some(metrics), Some(ps)).unwrap();
         let block = summary::serving_block(&doc(result), &sel, ok_rate);
-        let want = fixture(stdout);
+        let want = without_token_lines(&fixture(stdout));
         assert_eq!(
             block.trim_end_matches('\n'),
             want.trim_end_matches('\n'),
@@ -361,6 +378,34 @@ fn max_concurrent_requests_uses_one_second_buckets() {
         .collect();
     let ok: Vec<&RequestRecord> = burst.iter().collect();
     assert_eq!(aggregate::max_concurrent_requests(&ok), 5);
+}
+
+/// The bug "Peak concurrent requests: 20.00" at c=1 beside "Peak in-flight requests: 1":
+/// the block printed upstream's one-second-bucket count as the peak. It prints the exact
+/// peak in flight when measured, and the bucket count under its own name in the extras.
+#[test]
+fn the_peak_concurrency_line_is_the_peak_in_flight() {
+    let sel = Selection::parse(None, None).unwrap();
+    let mut d = doc("result-c2-with-failure-detailed.json");
+    d.insert("max_concurrent_requests".into(), 20.into());
+    d.insert("peak_inflight".into(), 1.into());
+    let block = summary::serving_block(&d, &sel, 1.0);
+    let peaks: Vec<&str> = block.lines().filter(|l| l.starts_with("Peak")).collect();
+    assert_eq!(peaks.len(), 1, "{block}");
+    assert_eq!(peaks[0].split_whitespace().last(), Some("1"), "{block}");
+    assert!(
+        !block.contains("token"),
+        "no token lines for speech:\n{block}"
+    );
+    let extras = summary::extras_block(&d, &sel);
+    assert!(
+        extras.contains(&format!(
+            "{:<40} {:<10}",
+            "Peak requests per 1-s bucket (upstream):", 20
+        )),
+        "{extras}"
+    );
+    assert!(!extras.contains("Peak in-flight"), "{extras}");
 }
 
 #[test]

@@ -60,6 +60,11 @@ pub struct BenchContext<'a> {
     pub server_group: Option<u32>,
 }
 
+/// How the line a bench puts first in [`BenchOutcome::errors`] starts when its stall rule
+/// ended the step (`server stalled: no stream made progress …`); the harness classes such a
+/// trial as stalled.
+pub const STALLED_PREFIX: &str = "server stalled: ";
+
 /// What a bench run produced.
 #[derive(Debug, Clone, Default)]
 pub struct BenchOutcome {

@@ -14,6 +14,9 @@ use serde::Serialize;
 use crate::baseline::{Direction, Threshold, Thresholds};
 use crate::result::{ResultDoc, metric};
 
+mod class;
+pub use class::{FailureClass, breach_detail, breach_within_noise, classify_breaches};
+
 /// How many distinct request errors a completion failure quotes.
 pub(crate) const MAX_QUOTED_ERRORS: usize = 5;
 
@@ -108,6 +111,14 @@ pub struct Verdict {
     pub breaches: Vec<Breach>,
     /// Breaches printed as warnings (no `--assert-baseline`), and other notes.
     pub warnings: Vec<String>,
+    /// A failed trial's class, the most causal of its failures ([`FailureClass`]);
+    /// absent for a passed trial and in run folders older than the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_class: Option<FailureClass>,
+    /// One short line on the class: the cause (`out of memory (server log)`), the top
+    /// request errors with counts, or the breached metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_detail: Option<String>,
 }
 
 impl Verdict {
@@ -119,7 +130,15 @@ impl Verdict {
             failures,
             breaches: Vec::new(),
             warnings: Vec::new(),
+            failure_class: None,
+            failure_detail: None,
         }
+    }
+
+    /// Sets the class and its detail line.
+    pub fn classify(&mut self, class: FailureClass, detail: String) {
+        self.failure_class = Some(class);
+        self.failure_detail = Some(detail);
     }
 }
 
@@ -132,13 +151,7 @@ pub fn judge(
     errors: &[String],
     assert_baseline: bool,
 ) -> Verdict {
-    let mut v = Verdict {
-        passed: false,
-        interrupted: false,
-        failures: Vec::new(),
-        breaches: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let mut v = Verdict::failed(Vec::new());
     if doc.get("result_source").and_then(|s| s.as_str()) == Some("template") {
         let reason = doc
             .get("fallback_reason")
@@ -168,7 +181,9 @@ pub fn template_failure(num_prompts: u64, reason: &str) -> String {
     )
 }
 
-fn completion_failure(doc: &ResultDoc, num_prompts: u64, errors: &[String]) -> Option<String> {
+/// The failure [`judge`] gives a result that completed fewer than `num_prompts` requests
+/// (`None` when it completed them all).
+pub fn completion_failure(doc: &ResultDoc, num_prompts: u64, errors: &[String]) -> Option<String> {
     let completed = metric(doc, "completed");
     if completed == Some(num_prompts as f64) {
         return None;

@@ -145,6 +145,9 @@ impl Closing {
         );
         summary.interrupted = interruption;
         print_needs_data(&summary);
+        if let Some(line) = dfx_core::artefact::summary::failed_by_class(&summary.trials) {
+            eprintln!("dfx-perf: {line}");
+        }
         let summary_path = self.run.path.join("summary.json");
         if let Err(e) = write_json_atomic(&summary_path, &summary) {
             failed.push(format!("cannot write {}: {e}", summary_path.display()));

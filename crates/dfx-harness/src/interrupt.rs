@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use dfx_core::artefact::VerdictFile;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::template_fallback;
-use dfx_core::verdict::Verdict;
+use dfx_core::verdict::{FailureClass, Verdict};
 use serde_json::json;
 
 use crate::finish::{CloseGate, Closer, Closing};
@@ -172,6 +172,8 @@ fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryE
     let mut entry = SummaryEntry::new(&t.trial, Outcome::Failed);
     entry.interrupted = true;
     entry.failures = vec![reason.clone()];
+    entry.failure_class = Some(FailureClass::Interrupted);
+    entry.failure_detail = Some(reason.clone());
     entry.seconds = Some(seconds);
     entry.bench = cur.bench.map(String::from);
     entry.server = cur.server.as_ref().map(|s| s.rel_dir.clone());
@@ -181,6 +183,7 @@ fn interrupted_entry(closing: &Closing, cur: &Current, seconds: f64) -> SummaryE
         add_runner_keys(&mut doc, &t.trial, &closing.hardware, cur.bench);
         let mut verdict = Verdict::failed(vec![reason.clone()]);
         verdict.interrupted = true;
+        verdict.classify(FailureClass::Interrupted, reason.clone());
         doc.insert("verdict".into(), json!(verdict));
         let file = VerdictFile::new(&t.trial.name, verdict, &t.trial.thresholds);
         let written = write_json_atomic(&dir.join("result.json"), &doc)

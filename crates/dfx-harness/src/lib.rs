@@ -11,13 +11,15 @@
 //! shard's server groups (`--partition`) and deals a plan into shards; [`estimate`] bounds
 //! a shard's wall-clock time for CI timeouts; `pool` keeps one live
 //! server; `runner` runs one trial; `results` and `summary` write the run folder,
-//! `progress` is what the run did so far, `finish` closes a run, `interrupt` closes
+//! `progress` is what the run did so far, `eta` says `[3/29]` and the time left,
+//! `finish` closes a run, `interrupt` closes
 //! it on SIGINT / SIGTERM;
 //! `listing` renders `--list-verbose`; `fake` holds the hidden test seams; `wiring`
 //! is the one place where the real launchers, benches and report writer plug in.
 
 pub mod cli;
 pub mod estimate;
+pub(crate) mod eta;
 pub(crate) mod fake;
 pub(crate) mod fingerprint;
 pub(crate) mod finish;

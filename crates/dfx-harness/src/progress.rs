@@ -30,6 +30,8 @@ pub(crate) struct Progress {
     pub frozen: bool,
     /// summary.json has been written (normal end or interruption); nobody writes it again.
     pub closed: bool,
+    /// The trials the run executes, for `[3/29]` and the time left.
+    pub eta: crate::eta::Eta,
 }
 
 /// The trial running now.

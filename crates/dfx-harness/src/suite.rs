@@ -18,12 +18,13 @@ use dfx_core::server::ServerLauncher;
 use libtest_mimic::{Arguments, Completion, Failed};
 
 use crate::cli::Parsed;
+use crate::eta::{Eta, TICK, Ticker};
 use crate::finish::{CloseGate, Closer, Closing, TrialRef};
 use crate::interrupt;
 use crate::listing::{ListContext, render_verbose};
 use crate::partition::{self, ShardRecord, Sharded};
 use crate::pool::ServerPool;
-use crate::progress::{self, Progress};
+use crate::progress::{self, Progress, SharedProgress};
 use crate::results::{RunDir, RunInfo, config_hashes, git_sha, hostname};
 use crate::runner::{Ran, Session};
 use crate::select::{BenchSet, Disposition, PlannedTrial, plan_trials, preflight};
@@ -229,6 +230,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         &planned,
         &selected,
     ));
+    progress::lock(&progress).eta = run_eta(&progress, &planned, &selected);
     let closing = Arc::new(Closing {
         run: run.clone(),
         info: info.clone(),
@@ -283,7 +285,9 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         cfg.assert_baseline,
         Some(session.clone()),
     );
+    let ticker = Ticker::start(progress.clone(), TICK, true, std::io::stderr());
     let conclusion = libtest_mimic::run(&cfg.libtest, in_shard(trials, &shard.in_shard));
+    drop(ticker);
 
     if closing.gate.claim(Closer::Main).is_err() {
         // A signal came first: its handler closes the run and exits with status 130.
@@ -334,6 +338,23 @@ fn statically_ignored(
         eprintln!("dfx-perf: {n} trial(s) ignored: {reason}");
     }
     entries
+}
+
+/// The trials that will execute (selected, not statically ignored), in plan order, with
+/// every trial's name and plan estimate.
+fn run_eta(progress: &SharedProgress, planned: &[PlannedTrial], selected: &[usize]) -> Eta {
+    let entries = &progress::lock(progress).entries;
+    let order = selected
+        .iter()
+        .copied()
+        .filter(|&i| entries[i].is_none())
+        .collect();
+    let names = planned.iter().map(|p| p.trial.name.clone()).collect();
+    let estimates = planned
+        .iter()
+        .map(|p| crate::estimate::trial_seconds(&p.trial))
+        .collect();
+    Eta::new(order, names, estimates)
 }
 
 /// Plan warnings on stderr, at most [`SHOWN_WARNINGS`] of them (all go into run.json).

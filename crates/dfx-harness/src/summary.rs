@@ -29,4 +29,35 @@ mod tests {
         assert_eq!(json["needs_data"], 2);
         assert_eq!(json["trials"][0]["needs_data"], true);
     }
+
+    #[test]
+    fn failures_are_counted_and_grouped_by_class() {
+        use dfx_core::artefact::summary::failed_by_class;
+        use dfx_core::verdict::FailureClass;
+        let entry = |step: u32, class: Option<FailureClass>| {
+            let mut e =
+                SummaryEntry::new(&concurrency_trial("t", "voice", step, 2), Outcome::Failed);
+            e.failure_class = class;
+            e
+        };
+        let entries = vec![
+            entry(16, Some(FailureClass::Breach)),
+            entry(1, Some(FailureClass::ServerStart)),
+            entry(64, Some(FailureClass::Breach)),
+            SummaryEntry::new(&concurrency_trial("t", "voice", 2, 2), Outcome::Passed),
+        ];
+        assert_eq!(
+            failed_by_class(&entries).unwrap(),
+            "3 failed: 1 server_start (voice::c1), 2 breach (voice::c16, voice::c64)"
+        );
+        let s = Summary::new("r", "SIM", true, 0, 0, vec![], entries);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            json["failure_classes"],
+            serde_json::json!({"server_start": 1, "breach": 2})
+        );
+        assert_eq!(json["trials"][0]["failure_class"], "breach");
+        assert!(json["trials"][3].get("failure_class").is_none());
+        assert_eq!(failed_by_class(&s.trials[3..]), None);
+    }
 }

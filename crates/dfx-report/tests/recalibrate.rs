@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use common::{Fault, RunBuilder};
 use dfx_report::load_run;
 use dfx_report::recalibrate::{
-    Decision, RecalibrateOptions, apply, plan_from_dirs, read_store, render_table, round_threshold,
+    Decision, RecalibrateOptions, apply, nothing_to_write, plan_from_dirs, read_store,
+    render_table, round_threshold,
 };
 
 const C1: &str = "test_qwen3_tts_base::voice_clone_latency_seed-tts::c1";
@@ -100,6 +101,12 @@ fn default_policy_keeps_what_would_loosen_and_prints_why() {
     insta::assert_snapshot!(
         "keep_would_loosen_table",
         table.replace(&baselines.display().to_string(), "<baselines>")
+    );
+    let why = nothing_to_write(&r, &[]).expect("says why nothing is written");
+    assert!(
+        why.starts_with("nothing to write: 0 threshold(s) within --tolerance")
+            && why.contains(&format!("{} looser than the old one", r.changes.len())),
+        "{why}"
     );
     // Nothing new is written; the two thresholds the runs read from a store entry that
     // this (empty) store no longer has are kept, so they are restored, not dropped.
@@ -452,6 +459,30 @@ fn recorded_runs_recalibrate_or_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("fallback result"), "{err}");
+}
+
+/// A run without thresholds and no --metrics: an empty table that says why; with
+/// --metrics the same run calibrates.
+#[test]
+fn an_empty_recalibration_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = [recorded("sim-x4-passing")];
+    let r = plan_from_dirs(&run, &opts(tmp.path())).unwrap();
+    assert!(r.changes.is_empty());
+    let why = nothing_to_write(&r, &[]).unwrap();
+    assert!(
+        why.starts_with("nothing to calibrate: no trial of these runs has a threshold for `SIMx4`")
+            && why.contains("--metrics"),
+        "{why}"
+    );
+    let asked = vec!["median_audio_ttfp_ms".to_string()];
+    let o = RecalibrateOptions {
+        metrics: asked.clone(),
+        ..opts(tmp.path())
+    };
+    let r = plan_from_dirs(&run, &o).unwrap();
+    assert!(!r.changes.is_empty());
+    assert_eq!(nothing_to_write(&r, &asked), None);
 }
 
 #[test]

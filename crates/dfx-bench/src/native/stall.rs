@@ -108,9 +108,15 @@ impl fmt::Display for ServerStalled {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "server stalled: {}; streams stalled {}, in flight {} (ended as stalled), \
+            "{}{}; streams stalled {}, in flight {} (ended as stalled), \
              completed {}, not sent {}; last: {}",
-            self.why, self.stalled, self.in_flight, self.completed, self.not_sent, self.last
+            dfx_core::bench::STALLED_PREFIX,
+            self.why,
+            self.stalled,
+            self.in_flight,
+            self.completed,
+            self.not_sent,
+            self.last
         )
     }
 }

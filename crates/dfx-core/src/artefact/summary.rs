@@ -15,7 +15,7 @@ use crate::lenient;
 use crate::plan::{Dialect, Trial};
 use crate::repeats::MetricStats;
 use crate::result::ResultDoc;
-use crate::verdict::Breach;
+use crate::verdict::{Breach, FailureClass};
 
 /// How a trial ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -117,6 +117,13 @@ pub struct SummaryEntry {
     /// Why it failed, one line per reason.
     #[serde(default)]
     pub failures: Vec<String>,
+    /// A failed trial's class (as in its `verdict.json`); absent when it passed and in
+    /// run folders older than the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_class: Option<FailureClass>,
+    /// The class's one-line detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_detail: Option<String>,
     /// Baseline breaches (fatal under `--assert-baseline`, warnings otherwise).
     #[serde(default)]
     pub breaches: Vec<Breach>,
@@ -191,6 +198,8 @@ impl SummaryEntry {
             interrupted: false,
             ignored_reason: None,
             failures: Vec::new(),
+            failure_class: None,
+            failure_detail: None,
             breaches: Vec::new(),
             warnings: Vec::new(),
             thresholds: trial.thresholds.items.clone(),
@@ -323,6 +332,11 @@ pub struct Summary {
     /// Trials that failed.
     #[serde(default)]
     pub failed: usize,
+    /// Failed trials per failure class (`{"breach": 2, "server_start": 1}`), classes in
+    /// precedence order; empty in run folders older than the key.
+    #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, usize>")]
+    pub failure_classes: Map<String, Value>,
     /// Trials that did not run.
     #[serde(default)]
     pub ignored: usize,
@@ -343,6 +357,63 @@ pub struct Summary {
     pub interrupted: Option<Interruption>,
     /// The trials, in plan order.
     pub trials: Vec<SummaryEntry>,
+}
+
+/// Failed trials per class, in [`FailureClass::ALL`]'s order (classes with none left
+/// out).
+pub fn class_counts(trials: &[SummaryEntry]) -> Map<String, Value> {
+    let failed = || trials.iter().filter(|t| t.outcome == Outcome::Failed);
+    FailureClass::ALL
+        .into_iter()
+        .filter_map(|c| {
+            let n = failed().filter(|t| t.failure_class == Some(c)).count();
+            (n > 0).then(|| (c.as_str().to_string(), Value::from(n)))
+        })
+        .collect()
+}
+
+/// Trial names a [`failed_by_class`] group shows before "and N more".
+const NAMES_PER_CLASS: usize = 3;
+
+/// `3 failed: 2 breach (voice::c16, voice::c64), 1 server_start (clone::c1)`: the failed
+/// trials grouped by class (most causal first), each named by entry and step; `None` when
+/// none failed. Failed trials without a class (older run folders) count as `unclassified`.
+pub fn failed_by_class(trials: &[SummaryEntry]) -> Option<String> {
+    let failed: Vec<&SummaryEntry> = trials
+        .iter()
+        .filter(|t| t.outcome == Outcome::Failed)
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let classes = FailureClass::ALL.into_iter().map(Some).chain([None]);
+    let groups: Vec<String> = classes
+        .filter_map(|c| {
+            let names: Vec<String> = failed
+                .iter()
+                .filter(|t| t.failure_class == c)
+                .map(|t| short_name(t))
+                .collect();
+            if names.is_empty() {
+                return None;
+            }
+            let mut shown = names[..names.len().min(NAMES_PER_CLASS)].join(", ");
+            if names.len() > NAMES_PER_CLASS {
+                shown.push_str(&format!(" and {} more", names.len() - NAMES_PER_CLASS));
+            }
+            let label = c.map_or("unclassified", FailureClass::as_str);
+            Some(format!("{} {label} ({shown})", names.len()))
+        })
+        .collect();
+    Some(format!("{} failed: {}", failed.len(), groups.join(", ")))
+}
+
+/// `suffix::step` (the test name is the file's, usually the same for the whole run).
+fn short_name(t: &SummaryEntry) -> String {
+    if t.suffix.is_empty() || t.step.is_empty() {
+        return t.name.clone();
+    }
+    format!("{}::{}", t.suffix, t.step)
 }
 
 /// How far an interrupted run got.
@@ -375,6 +446,7 @@ impl Summary {
             assert_baseline,
             passed: count(Outcome::Passed),
             failed: count(Outcome::Failed),
+            failure_classes: class_counts(&trials),
             ignored: count(Outcome::Ignored),
             needs_data: trials.iter().filter(|t| t.needs_data()).count(),
             filtered_out,

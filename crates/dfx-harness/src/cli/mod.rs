@@ -6,7 +6,11 @@
 //! `cargo test -- FLAGS` hands FLAGS to every test target, so every root target parses
 //! argv with [`SuiteArgs`], even those that only need the libtest part.
 
+mod help;
 pub(crate) mod libtest;
+
+pub use help::USAGE;
+use help::{EXAMPLES, sim_faults_help};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -66,22 +70,25 @@ impl ConnectionArg {
     }
 }
 
-/// The suite's command line (libtest flags + dfx-perf flags).
+/// The suite's command line (dfx-perf flags + libtest flags).
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "perf",
     about = "dfx-perf suite: one test per perf-config sweep step",
+    override_usage = USAGE,
+    before_help = EXAMPLES,
+    help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}{all-args}{after-help}",
     disable_version_flag = true,
     after_help = "Every dfx-perf flag can also be set through the environment variable shown \
                   in brackets (booleans accept 1/true/yes/on and 0/false/no/off)."
 )]
 pub struct SuiteArgs {
+    /// dfx-perf's flags (listed first in `--help`).
+    #[command(flatten)]
+    pub suite: SuiteFlags,
     /// The libtest flags the suite accepts (`--list`, `--include-ignored`, the filter, …).
     #[command(flatten)]
     pub libtest: libtest::LibtestFlags,
-    /// dfx-perf's flags.
-    #[command(flatten)]
-    pub suite: SuiteFlags,
 }
 
 /// dfx-perf's own flags. Field doc comments are the `--help` texts.
@@ -155,8 +162,9 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "K", env = "DFX_SIM_SPEED")]
     pub sim_speed: Option<f64>,
 
-    /// Simulator fault specification, passed to the simulator unchanged.
-    #[arg(long, value_name = "SPEC", env = "DFX_SIM_FAULTS")]
+    /// Simulator fault specification, passed to the simulator unchanged (specs listed in
+    /// `--help`).
+    #[arg(long, value_name = "SPEC", env = "DFX_SIM_FAULTS", help = sim_faults_help())]
     pub sim_faults: Option<String>,
 
     /// Load generator: native (dfx-perf's own), vllm (`vllm bench serve --omni`) or auto

@@ -22,13 +22,10 @@ fn produced(failures: Vec<TrialFailure>, fallback: Option<Fallback>, judged: boo
 }
 
 fn verdict(failures: Vec<String>, breaches: Vec<Breach>) -> Verdict {
-    Verdict {
-        passed: failures.is_empty(),
-        interrupted: false,
-        failures,
-        breaches,
-        warnings: Vec::new(),
-    }
+    let mut v = Verdict::failed(failures);
+    v.passed = v.failures.is_empty();
+    v.breaches = breaches;
+    v
 }
 
 fn breach() -> Breach {
@@ -42,11 +39,25 @@ fn breach() -> Breach {
 }
 
 #[test]
+fn the_completion_failure_is_typed_as_incomplete() {
+    let p = produced(Vec::new(), None, true);
+    let v = verdict(vec!["incomplete: x".into(), "other".into()], vec![]);
+    let out = combined_failures(&p, &v, false, 4, Some("incomplete: x"));
+    assert_eq!(
+        out,
+        [
+            TrialFailure::Incomplete("incomplete: x".into()),
+            TrialFailure::Verdict("other".into())
+        ]
+    );
+}
+
+#[test]
 fn equal_failures_are_kept_once() {
     let invalid = TrialFailure::InvalidLoad("lag".into());
     let p = produced(vec![invalid.clone()], None, true);
     let v = verdict(vec!["incomplete: x".into(), "incomplete: x".into()], vec![]);
-    let out = combined_failures(&p, &v, false, 4);
+    let out = combined_failures(&p, &v, false, 4, None);
     assert_eq!(
         out,
         [invalid, TrialFailure::Verdict("incomplete: x".into())]
@@ -66,6 +77,7 @@ fn the_judged_fallback_line_gets_the_log_tail() {
         &verdict(vec![line.clone()], vec![]),
         false,
         4,
+        None,
     ));
     assert_eq!(out, [format!("{line}\n--- bench log tail ---\nlast line")]);
     assert!(out[0].contains("bench `fake` left no result (no exit status)"));
@@ -76,7 +88,7 @@ fn a_fallback_the_verdict_did_not_name_is_said_first() {
     let why = NoResult::NoRepeat { of: 3 };
     let p = produced(Vec::new(), Some(Fallback::NoResult(why)), true);
     let v = verdict(vec!["something else".into()], vec![]);
-    let out = render(&combined_failures(&p, &v, false, 4));
+    let out = render(&combined_failures(&p, &v, false, 4, None));
     assert_eq!(
         out,
         [
@@ -94,7 +106,7 @@ fn a_trial_that_did_not_run_has_its_reason_only() {
         passed: false,
         ..verdict(vec![], vec![])
     };
-    let out = render(&combined_failures(&p, &v, false, 4));
+    let out = render(&combined_failures(&p, &v, false, 4, None));
     assert_eq!(out, ["bench `vllm` is not available"]);
 }
 
@@ -103,15 +115,15 @@ fn asserted_breaches_are_there_once() {
     let b = breach();
     let p = produced(Vec::new(), None, true);
     let asserted = verdict(vec![b.line()], vec![b.clone()]);
-    let out = combined_failures(&p, &asserted, true, 4);
+    let out = combined_failures(&p, &asserted, true, 4, None);
     assert_eq!(out, [TrialFailure::Breach(b.clone())]);
     // A breach the verdict did not list as a failure is added under --assert-baseline.
     let unlisted = Verdict {
         passed: false,
         ..verdict(vec![], vec![b.clone()])
     };
-    let out = render(&combined_failures(&p, &unlisted, true, 4));
+    let out = render(&combined_failures(&p, &unlisted, true, 4, None));
     assert_eq!(out, [b.line()]);
-    let out = render(&combined_failures(&p, &unlisted, false, 4));
+    let out = render(&combined_failures(&p, &unlisted, false, 4, None));
     assert_eq!(out, ["the verdict failed the trial without a reason"]);
 }

@@ -44,7 +44,10 @@ pub(crate) enum TrialFailure {
     Capacity(CapacityFailure),
     /// A breach of an asserted threshold.
     Breach(Breach),
-    /// Another failure of the verdict (completion, checks), as it words it.
+    /// The verdict's completion failure (fewer requests completed than sent), as it words
+    /// it.
+    Incomplete(String),
+    /// Another failure of the verdict (checks), as it words it.
     Verdict(String),
     /// The verdict failed without giving a reason.
     Unexplained,
@@ -55,8 +58,13 @@ pub(crate) enum TrialFailure {
 pub(crate) enum NotRun {
     /// It cannot run, and `--assert-baseline` forbids ignoring it.
     Forbidden { reason: String },
-    /// Its server did not start (the pool's message).
-    ServerStart(String),
+    /// Its server did not start: the pool's message, with its class (`server_start`, or
+    /// `interrupted`) and one-line cause.
+    ServerStart {
+        message: String,
+        class: dfx_core::verdict::FailureClass,
+        detail: String,
+    },
     /// Its bench does not exist here.
     BenchMissing { label: &'static str },
 }
@@ -106,7 +114,9 @@ impl fmt::Display for TrialFailure {
             }
             TrialFailure::ServerDied(d) => d.fmt(f),
             TrialFailure::InvalidLoad(why) => write!(f, "load generation invalid: {why}"),
-            TrialFailure::Quality(why) | TrialFailure::Verdict(why) => f.write_str(why),
+            TrialFailure::Quality(why)
+            | TrialFailure::Verdict(why)
+            | TrialFailure::Incomplete(why) => f.write_str(why),
             TrialFailure::CreateDir { dir, error } => {
                 write!(f, "cannot create {}: {error}", dir.display())
             }
@@ -141,7 +151,9 @@ impl fmt::Display for NotRun {
                     "cannot run, and --assert-baseline forbids ignoring it: {reason}"
                 )
             }
-            NotRun::ServerStart(e) => write!(f, "server failed to start: {e}"),
+            NotRun::ServerStart { message, .. } => {
+                write!(f, "server failed to start: {message}")
+            }
             NotRun::BenchMissing { label } => write!(f, "bench `{label}` is not available"),
         }
     }

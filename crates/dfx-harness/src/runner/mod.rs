@@ -11,7 +11,7 @@ use dfx_core::bench::BenchContext;
 use dfx_core::checks;
 use dfx_core::fsutil::write_json_atomic;
 use dfx_core::result::{ResultDoc, template_fallback};
-use dfx_core::verdict::{Verdict, judge, template_failure};
+use dfx_core::verdict::{FailureClass, Verdict, completion_failure, judge, template_failure};
 use serde_json::{Value, json};
 
 use crate::pool::{ServerInfo, ServerPool};
@@ -21,6 +21,7 @@ use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
 
 mod capacity;
+mod classify;
 pub(crate) mod failure;
 mod repeat;
 
@@ -109,6 +110,9 @@ impl Session {
         self.trial_started = chrono::Local::now();
         {
             let mut progress = lock(&self.progress);
+            if let Some(line) = progress.eta.line(idx, None).filter(|_| !progress.frozen) {
+                eprintln!("dfx-perf: {line}");
+            }
             if !progress.frozen {
                 progress.current = Some(Current {
                     idx,
@@ -128,6 +132,8 @@ impl Session {
             let msg = format!("trial panicked: {msg}");
             let mut entry = SummaryEntry::new(&self.planned[idx].trial, Outcome::Failed);
             entry.failures.push(msg.clone());
+            entry.failure_class = Some(FailureClass::Harness);
+            entry.failure_detail = Some(msg.clone());
             match self.write_panicked(idx, &msg) {
                 Ok(rel) => entry.result = Some(rel),
                 Err(e) => entry.failures.push(e),
@@ -139,9 +145,11 @@ impl Session {
         if progress.frozen {
             return result;
         }
+        let seconds = started.elapsed().as_secs_f64();
         if let Some(e) = progress.entries[idx].as_mut() {
-            e.seconds = Some(started.elapsed().as_secs_f64());
+            e.seconds = Some(seconds);
         }
+        progress.eta.finished(idx, seconds);
         progress.current = None;
         progress.server_starts = self.pool.starts();
         progress.notes.clone_from(&self.pool.notes);
@@ -158,7 +166,8 @@ impl Session {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut doc = template_fallback(msg);
         add_runner_keys(&mut doc, &p.trial, &self.hardware, None);
-        let verdict = Verdict::failed(vec![msg.to_string()]);
+        let mut verdict = Verdict::failed(vec![msg.to_string()]);
+        verdict.classify(FailureClass::Harness, msg.to_string());
         doc.insert("verdict".into(), json!(verdict));
         let file = VerdictFile::new(&p.trial.name, verdict, &p.trial.thresholds);
         write_json_atomic(&dir.join("result.json"), &doc)
@@ -224,7 +233,13 @@ impl Session {
         let server = match acquired {
             Ok(s) => s,
             Err(e) => {
-                let why = NotRun::ServerStart(e.to_string());
+                let (class, detail) = classify::start_failure(&e);
+                let message = e.to_string();
+                let why = NotRun::ServerStart {
+                    message,
+                    class,
+                    detail,
+                };
                 let produced = Produced::fallback(why, Some(label), None);
                 return self.conclude(idx, dir, produced);
             }
@@ -359,28 +374,35 @@ impl Session {
             v.passed = v.failures.is_empty();
             v
         } else {
-            Verdict {
-                passed: false,
-                interrupted: false,
-                failures: Vec::new(),
-                breaches: Vec::new(),
-                warnings: Vec::new(),
-            }
+            Verdict::failed(Vec::new())
         };
-        let failures = render(&combined_failures(
+        let incomplete = p
+            .judged
+            .then(|| completion_failure(&doc, expected, &p.errors))
+            .flatten();
+        let typed = combined_failures(
             &p,
             &verdict,
             self.assert_baseline,
             expected,
-        ));
-        let passed = failures.is_empty();
-        let record = Verdict {
-            passed,
-            interrupted: false,
-            failures: failures.clone(),
-            breaches: verdict.breaches.clone(),
-            warnings: verdict.warnings.clone(),
+            incomplete.as_deref(),
+        );
+        let noise = |metric: &str| classify::repeat_noise(&doc, metric);
+        let evidence = classify::Evidence {
+            doc: &doc,
+            errors: &p.errors,
+            noise: &noise,
         };
+        let class = classify::classify(&typed, &evidence);
+        let failures = render(&typed);
+        let passed = failures.is_empty();
+        let mut record = Verdict::failed(failures.clone());
+        record.passed = passed;
+        record.breaches.clone_from(&verdict.breaches);
+        record.warnings.clone_from(&verdict.warnings);
+        if let Some((class, detail)) = class {
+            record.classify(class, detail);
+        }
         doc.insert("verdict".into(), json!(record));
         let mut write_errors = Vec::new();
         if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -404,6 +426,7 @@ impl Session {
                 }
             }
         }
+        let (class, detail) = (record.failure_class, record.failure_detail.clone());
         let verdict_doc = VerdictFile::new(&trial.name, record, &trial.thresholds);
         if let Err(e) = write_json_atomic(&dir.join("verdict.json"), &verdict_doc) {
             write_errors.push(format!("cannot write verdict.json: {e}"));
@@ -419,6 +442,13 @@ impl Session {
         );
         entry.take_metrics(&doc);
         entry.failures = failures.iter().chain(&write_errors).cloned().collect();
+        (entry.failure_class, entry.failure_detail) = match (class, detail) {
+            (Some(c), d) => (Some(c), d),
+            (None, _) if !write_errors.is_empty() => {
+                (Some(FailureClass::Harness), write_errors.first().cloned())
+            }
+            _ => (None, None),
+        };
         entry.breaches = verdict.breaches.clone();
         entry.warnings = verdict.warnings.clone();
         entry.result = Some(format!("trials/{}/result.json", self.planned[idx].dir_name));
@@ -430,6 +460,7 @@ impl Session {
         entry.server = p.server.as_ref().map(|s| s.rel_dir.clone());
         entry.server_started = p.server.as_ref().map(|s| s.started);
         let outcome = entry.outcome;
+        let entry_class = entry.failure_class.zip(entry.failure_detail.clone());
         self.record(idx, entry);
 
         for w in &verdict.warnings {
@@ -440,6 +471,9 @@ impl Session {
         }
         let mut msg: Vec<String> = failures;
         msg.extend(write_errors);
+        if let Some(line) = class_line(entry_class.as_ref()) {
+            msg.insert(0, line);
+        }
         msg.push(format!("result: {}", result_path.display()));
         Err(msg.join("\n"))
     }
@@ -502,7 +536,7 @@ pub(crate) fn add_runner_keys(
 }
 
 /// What only the harness saw (server death, bench exit status), then the verdict's
-/// failures (each once), with the fallback reason and bench log tail; under
+/// failures (each once; `incomplete` is its completion failure's line, if any), with the fallback reason and bench log tail; under
 /// `--assert-baseline` every breach is guaranteed to be there. `expected` is the prompt
 /// count the verdict judged against.
 fn combined_failures(
@@ -510,11 +544,13 @@ fn combined_failures(
     verdict: &Verdict,
     assert_baseline: bool,
     expected: u64,
+    incomplete: Option<&str>,
 ) -> Vec<TrialFailure> {
     let mut out: Vec<TrialFailure> = p.failures.clone();
     for f in &verdict.failures {
         let f = match verdict.breaches.iter().find(|b| b.line() == *f) {
             Some(b) => TrialFailure::Breach(b.clone()),
+            None if incomplete == Some(f.as_str()) => TrialFailure::Incomplete(f.clone()),
             None => TrialFailure::Verdict(f.clone()),
         };
         if !out.contains(&f) {
@@ -554,6 +590,12 @@ fn combined_failures(
         out.push(TrialFailure::Unexplained);
     }
     out
+}
+
+/// `class: server_start: exited at start with exit status 3`: the line that leads a failed
+/// trial's message on the console.
+fn class_line(class: Option<&(FailureClass, String)>) -> Option<String> {
+    class.map(|(c, d)| format!("class: {c}: {d}"))
 }
 
 /// A GPU sampler beside a server the suite started, when `nvidia-smi` is on `PATH` (said

@@ -11,7 +11,7 @@ mod render;
 mod store;
 
 pub use policy::{Decision, decide};
-pub use render::render_table;
+pub use render::{nothing_to_write, render_table};
 pub use store::{read_store, store_file, write_store};
 
 use std::collections::BTreeMap;

@@ -62,3 +62,37 @@ pub fn render_table(r: &Recalibration) -> String {
     }
     out
 }
+
+/// Why `r` writes nothing, for the line after the table (`None` when it writes
+/// something). `metrics_asked` is `--metrics`: without it only metrics that already have a
+/// threshold (in the runs or the store) are calibrated, so runs without thresholds give an
+/// empty table.
+pub fn nothing_to_write(r: &Recalibration, metrics_asked: &[String]) -> Option<String> {
+    if r.changes.iter().any(|c| c.writes()) {
+        return None;
+    }
+    if r.changes.is_empty() {
+        return Some(if metrics_asked.is_empty() {
+            format!(
+                "nothing to calibrate: no trial of these runs has a threshold for `{}` (inline \
+                 in its config or in {}), and without --metrics only metrics that have one are \
+                 calibrated; name new ones, e.g. --metrics median_audio_ttfp_ms,audio_throughput",
+                r.hardware,
+                r.store.display()
+            )
+        } else {
+            format!(
+                "nothing to calibrate: no trial of these runs measured {} (the notes say why, \
+                 per trial)",
+                metrics_asked.join(", ")
+            )
+        });
+    }
+    let n = |d: Decision| r.changes.iter().filter(|c| c.decision == d).count();
+    Some(format!(
+        "nothing to write: {} threshold(s) within --tolerance of the old one, {} looser than \
+         the old one (kept; --allow-loosen writes them)",
+        n(Decision::KeepWithinTolerance),
+        n(Decision::KeepWouldLoosen)
+    ))
+}

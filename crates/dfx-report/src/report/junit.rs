@@ -1,6 +1,7 @@
 //! `junit.xml` for CI test-report views: one `<testsuite>` per test, one `<testcase>`
-//! per trial (classname = test name, name = full trial name), failure messages, the
-//! measured metrics and thresholds as properties.
+//! per trial (classname = test name, name = full trial name), failures (`type` = the
+//! trial's failure class, the message its detail), the measured metrics and thresholds
+//! as properties.
 
 use std::fmt::Write;
 
@@ -115,10 +116,17 @@ fn case(out: &mut String, t: &TrialSummary) {
             for v in threshold_views(t).iter().filter(|v| v.breached) {
                 lines.push(format!("breach: {}", v.text()));
             }
-            let message = lines.first().cloned().unwrap_or_else(|| "failed".into());
+            let first = lines.first().cloned().unwrap_or_else(|| "failed".into());
+            // The failure's type is the trial's class (`failed` for run folders older
+            // than the class); the message leads with its detail.
+            let (kind, message) = match (&t.failure_class, &t.failure_detail) {
+                (Some(c), Some(d)) => (c.as_str(), format!("{c}: {d}")),
+                (Some(c), None) => (c.as_str(), first),
+                (None, _) => ("failed", first),
+            };
             let _ = writeln!(
                 out,
-                "      <failure message=\"{}\" type=\"failed\">{}</failure>",
+                "      <failure message=\"{}\" type=\"{kind}\">{}</failure>",
                 xml(&message),
                 xml_text(&lines.join("\n"))
             );

@@ -132,6 +132,10 @@ fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
         Some(v) => v.thresholds.items.clone(),
         None => sections.thresholds(),
     };
+    let class = verdict
+        .as_ref()
+        .map(|v| (v.verdict.failure_class, v.verdict.failure_detail.clone()));
+    let (failure_class, failure_detail) = class.unwrap_or_default();
     let (outcome, mut failures, breaches, warnings) = match verdict {
         Some(v) => {
             let o = if v.verdict.passed {
@@ -175,6 +179,8 @@ fn rebuild_trial(dir: &Path) -> Result<TrialSummary, ReportError> {
         interrupted: false,
         ignored_reason: None,
         failures,
+        failure_class,
+        failure_detail,
         breaches,
         warnings,
         thresholds,

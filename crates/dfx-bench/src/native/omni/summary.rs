@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::aggregate::{ChatSelection, TextMetric};
 use crate::native::selection::{AudioMetric, Metric, percentile_word};
-use crate::native::summary::{f, i, row, row2, title};
+use crate::native::summary::{bucket_peak_row, f, i, peak_row, row, row2, title};
 
 fn section(
     o: &mut String,
@@ -67,8 +67,7 @@ pub(crate) fn serving_block(doc: &ResultDoc, sel: &ChatSelection) -> String {
         "Request throughput (req/s):",
         f(doc, "request_throughput"),
     );
-    let peak = f(doc, "max_concurrent_requests");
-    row2(&mut o, "Peak concurrent requests:", peak);
+    peak_row(&mut o, doc);
     if sel.text.contains(&TextMetric::E2el) {
         text_section(&mut o, doc, TextMetric::E2el, ps);
     }
@@ -89,7 +88,7 @@ pub(crate) fn serving_block(doc: &ResultDoc, sel: &ChatSelection) -> String {
         "Peak output token throughput (tok/s):",
         f(doc, "max_output_tokens_per_s"),
     );
-    row2(&mut o, "Peak concurrent requests:", peak);
+    peak_row(&mut o, doc);
     row2(
         &mut o,
         "Total Token throughput (tok/s):",
@@ -135,7 +134,7 @@ pub(crate) fn extras_block(doc: &ResultDoc) -> String {
         .and_then(Value::as_str)
         .unwrap_or("");
     row(&mut o, "Token counts:", tok);
-    row(&mut o, "Peak in-flight requests:", i(doc, "peak_inflight"));
+    bucket_peak_row(&mut o, doc);
     row2(
         &mut o,
         "Generator lag p99 (ms):",

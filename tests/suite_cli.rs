@@ -207,6 +207,10 @@ fn main() -> ExitCode {
             stability::stability_soak_through_the_external_bench,
         ),
         (
+            "stability_kebab_case_diffusion_soak_lists_and_is_ignored_with_its_reason",
+            stability::kebab_case_diffusion_soak_lists_and_is_ignored_with_its_reason,
+        ),
+        (
             "a_mistyped_hardware_label_is_a_flag_error",
             strict::a_mistyped_hardware_label_is_a_flag_error,
         ),

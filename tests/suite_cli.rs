@@ -729,8 +729,14 @@ fn fallback_when_no_result() -> Result<(), Failed> {
         &run,
     )?;
     check(
-        doc["baseline"]["median_audio_ttfp_ms"] == 60.0,
-        "resolved thresholds in the result",
+        doc["baseline"]
+            == serde_json::json!({
+                "H100": {"median_audio_ttfp_ms": 60.0, "median_audio_rtf": 0.2},
+                "A3": {"median_audio_ttfp_ms": 30.0}
+            })
+            && doc["thresholds"][0]["value"] == 60.0,
+        "every hardware bucket narrowed to the step in the result (upstream's baseline), \
+         the H100 thresholds beside it",
         &run,
     )?;
     check(

@@ -13,7 +13,7 @@
 //! For `--dataset-name omniinteract` the copied result gets the summary the real
 //! client's OmniInteract runner adds: `omniinteract.{total, success, failed,
 //! artifacts_complete}` from the result's `num_prompts` / `completed` (artifacts complete
-//! unless `DFX_FAKE_VLLM_ARTIFACTS=incomplete`).
+//! when every request succeeded).
 //!
 //! `DFX_FAKE_VLLM_RECORD`: file to which one JSON line per invocation is appended:
 //! `{"argv": [...], "env": {...}}` with the `VLLM_*` and `OPENAI_API_KEY` variables.
@@ -188,11 +188,10 @@ fn add_omniinteract_summary(path: &std::path::Path) -> ExitCode {
                 serde_json::from_str(&text).map_err(|e| e.to_string())?;
             let count = |k: &str| doc.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
             let (total, success) = (count("num_prompts"), count("completed"));
-            let complete = std::env::var("DFX_FAKE_VLLM_ARTIFACTS").as_deref() != Ok("incomplete");
             doc.insert(
                 "omniinteract".into(),
                 serde_json::json!({"total": total, "success": success,
-                    "failed": total.saturating_sub(success), "artifacts_complete": complete}),
+                    "failed": total.saturating_sub(success), "artifacts_complete": success == total}),
             );
             serde_json::to_string(&doc).map_err(|e| e.to_string())
         })

@@ -28,6 +28,11 @@ fn a_tpot_baseline_without_tpot_samples_fails_the_trial() {
     );
     let doc = result_json(&f, 0);
     assert_eq!(doc["verdict"]["passed"], json!(false));
+    let failures = doc["verdict"]["failures"].to_string();
+    assert!(
+        failures.contains("TPOT baseline is configured, but no measurable TPOT samples"),
+        "{failures}"
+    );
     // Without the metric in the bucket the same result passes.
     let mut f = fixture(
         vec![concurrency_trial("test_a", "tpot", 1, 2)],

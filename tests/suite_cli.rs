@@ -211,6 +211,10 @@ fn main() -> ExitCode {
             stability::stability_soak_through_the_external_bench,
         ),
         (
+            "stability_kebab_case_diffusion_soak_lists_and_is_ignored_with_its_reason",
+            stability::kebab_case_diffusion_soak_lists_and_is_ignored_with_its_reason,
+        ),
+        (
             "a_mistyped_hardware_label_is_a_flag_error",
             strict::a_mistyped_hardware_label_is_a_flag_error,
         ),
@@ -765,8 +769,14 @@ fn fallback_when_no_result() -> Result<(), Failed> {
         &run,
     )?;
     check(
-        doc["baseline"]["median_audio_ttfp_ms"] == 60.0,
-        "resolved thresholds in the result",
+        doc["baseline"]
+            == serde_json::json!({
+                "H100": {"median_audio_ttfp_ms": 60.0, "median_audio_rtf": 0.2},
+                "A3": {"median_audio_ttfp_ms": 30.0}
+            })
+            && doc["thresholds"][0]["value"] == 60.0,
+        "every hardware bucket narrowed to the step in the result (upstream's baseline), \
+         the H100 thresholds beside it",
         &run,
     )?;
     check(

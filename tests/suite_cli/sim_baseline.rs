@@ -40,7 +40,8 @@ fn run_sim(config: &str, trial: &str, faults: Option<&str>) -> Result<Run, Faile
     )
 }
 
-/// Thresholds of the trial as the run resolved them (from `result.json`'s `baseline`).
+/// Thresholds of the trial as the run resolved them (`result.json`'s `baseline` bucket of
+/// the run's label, which `baselines/<LABEL>.json` fills).
 fn thresholds(run: &Run, trial: &str) -> Result<serde_json::Value, Failed> {
     let dir = run
         .run_dir()?
@@ -48,7 +49,8 @@ fn thresholds(run: &Run, trial: &str) -> Result<serde_json::Value, Failed> {
         .join(dfx_core::fsutil::sanitize_component(trial));
     let text = std::fs::read_to_string(dir.join("result.json")).map_err(|e| e.to_string())?;
     let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    Ok(doc["baseline"].clone())
+    let label = doc["Hardware"].as_str().unwrap_or_default();
+    Ok(doc["baseline"][label].clone())
 }
 
 pub fn shipped_sim_baselines_hold_then_catch_a_slowdown() -> Result<(), Failed> {

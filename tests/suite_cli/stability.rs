@@ -219,3 +219,43 @@ pub fn stability_soak_through_the_external_bench() -> Result<(), Failed> {
     )?;
     Ok(())
 }
+
+/// Upstream's diffusion stability form (kebab-case keys, fixture
+/// `tests/fixtures/stability/test_diffusion_kebab_soak.json`): the file loads and lists,
+/// each soak ignored with the reason (no bench of dfx-perf runs diffusion soaks), and a
+/// run ignores them the same way without starting a server.
+pub fn kebab_case_diffusion_soak_lists_and_is_ignored_with_its_reason() -> Result<(), Failed> {
+    let config = "tests/fixtures/stability/test_diffusion_kebab_soak.json";
+    let reason = "diffusion stability entries: upstream soaks them with \
+                  diffusion_benchmark_serving.py batches";
+    let unset = ["DFX_SERVER", "DFX_BENCH", "DFX_HARDWARE"];
+    let list = perf_unset(
+        config,
+        &["--list", "--verbose", "--server", "sim"],
+        &[],
+        &unset,
+    )?;
+    let out = list.stdout();
+    check(
+        list.code() == Some(0)
+            && out.contains("test_wan22_t2v_stability::t2v::c2: test")
+            && out.contains("test_wan22_t2v_stability::t2v_1::qps0.5: test")
+            && out
+                .matches("ignored    no bench can run this entry")
+                .count()
+                == 2
+            && out.matches(reason).count() >= 2,
+        "both kebab-case soaks listed, each ignored with the diffusion-soak reason",
+        &list,
+    )?;
+    let run = perf_unset(config, &["--server", "sim"], &[], &unset)?;
+    let out = run.stdout();
+    check(
+        run.code() == Some(0)
+            && out.contains("test_wan22_t2v_stability::t2v::c2 ")
+            && out.contains("2 ignored")
+            && run.both().contains(reason),
+        "a run ignores both soaks with the reason and exits 0",
+        &run,
+    )
+}

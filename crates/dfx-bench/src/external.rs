@@ -217,7 +217,7 @@ impl Bench for VllmBench {
         if entry.dialect == Dialect::Contract {
             return Err(Unsupported::ContractExternal);
         }
-        if entry.dialect == Dialect::Stability && entry.case.benchmark_endpoint.is_some() {
+        if entry.is_diffusion_soak() {
             return Err(Unsupported::DiffusionSoak);
         }
         if !entry.load.is_upstream() {

@@ -183,6 +183,9 @@ impl Bench for NativeBench {
             return Ok(());
         }
         let soak = entry.dialect == Dialect::Stability;
+        if entry.is_diffusion_soak() {
+            return Err(Unsupported::DiffusionSoak);
+        }
         if soak && backend == Some(BACKEND) {
             return Ok(());
         }

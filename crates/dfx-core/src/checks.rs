@@ -5,6 +5,12 @@
 //!   with an integer `max_tokens > 0` and `min_tokens == max_tokens`, every one of the
 //!   `num_prompts` entries of the result's `request_stage_metrics` must have
 //!   `["<s>"]["num_tokens_out"] == max_tokens`;
+//! - **TPOT** (`tpot_failures`): when the trial's resolved hardware bucket names
+//!   `mean_tpot_ms` (a threshold, or `null`), the result needs `num_tpot_samples > 0` and
+//!   a finite `mean_tpot_ms`;
+//! - **OmniInteract** (entries with `dataset_name: "omniinteract"`): the result's
+//!   `omniinteract.{total, success, failed}` must be `(num_prompts, num_prompts, 0)` and
+//!   `omniinteract.artifacts_complete` `true`; then
 //! - **OmniInteract accuracy** (entries with `omniinteract_evaluate`): `accuracy.status ==
 //!   "ok"`, `accuracy.failed == 0`, `accuracy.evaluated ≥ 1`, a finite
 //!   `accuracy.summary.IA_QTF1`, at least the entry's `omniinteract_min_ia_qtf1`;
@@ -15,6 +21,7 @@
 
 use serde_json::Value;
 
+use crate::baseline::Thresholds;
 use crate::lenient::is_set;
 use crate::plan::{BenchEntry, Dialect, Trial};
 use crate::result::ResultDoc;
@@ -70,9 +77,45 @@ pub fn fixed_length_failures(entry: &BenchEntry, doc: &ResultDoc, num_prompts: u
     out
 }
 
-/// Failures of the per-entry OmniInteract accuracy check (empty when it passes or the
-/// entry does not evaluate).
-pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc) -> Vec<String> {
+/// Failures of the TPOT rule (upstream `assert_result`): empty when `thresholds` (the
+/// trial's bucket for the run's label) does not name `mean_tpot_ms` or the result has
+/// measurable TPOT.
+pub fn tpot_failures(thresholds: &Thresholds, doc: &ResultDoc) -> Vec<String> {
+    const TPOT: &str = "mean_tpot_ms";
+    let named = thresholds.items.iter().any(|t| t.metric == TPOT)
+        || thresholds.skipped.iter().any(|m| m == TPOT);
+    if !named {
+        return Vec::new();
+    }
+    let samples = doc.get("num_tpot_samples");
+    if samples.and_then(Value::as_u64).is_none_or(|n| n == 0) {
+        return vec![format!(
+            "TPOT baseline is configured, but no measurable TPOT samples were produced \
+             (num_tpot_samples {}; expected an integer > 0)",
+            show(samples)
+        )];
+    }
+    let mean = doc.get(TPOT);
+    if mean.and_then(Value::as_f64).is_none_or(|x| !x.is_finite()) {
+        return vec![format!(
+            "TPOT baseline is configured, but mean_tpot_ms is not finite ({})",
+            show(mean)
+        )];
+    }
+    Vec::new()
+}
+
+/// Failures of the OmniInteract checks of an `omniinteract` entry's result over
+/// `num_prompts` requests: the summary gate first (upstream stops there), then the
+/// accuracy check of entries with `omniinteract_evaluate`. Empty when they pass or do
+/// not apply.
+pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc, num_prompts: u64) -> Vec<String> {
+    if entry.dataset_name.as_deref() == Some("omniinteract") {
+        let gate = omniinteract_gate(doc, num_prompts);
+        if !gate.is_empty() {
+            return gate;
+        }
+    }
     if !is_set(entry.raw.get("omniinteract_evaluate")) {
         return Vec::new();
     }
@@ -122,6 +165,35 @@ pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc) -> Vec<String>
             }
         }
         _ => out.push("OmniInteract accuracy.summary.IA_QTF1 is missing or not finite".into()),
+    }
+    out
+}
+
+/// `omniinteract.{total, success, failed} == (n, n, 0)` and `artifacts_complete: true`.
+fn omniinteract_gate(doc: &ResultDoc, n: u64) -> Vec<String> {
+    let Some(summary) = doc.get("omniinteract").filter(|o| o.is_object()) else {
+        return vec![
+            "OmniInteract summary is missing (the result has no omniinteract object)".into(),
+        ];
+    };
+    let count = |k: &str| summary.get(k).and_then(Value::as_f64);
+    let mut out = Vec::new();
+    let want = [n as f64, n as f64, 0.0];
+    let got = [count("total"), count("success"), count("failed")];
+    if got.iter().zip(want).any(|(g, w)| *g != Some(w)) {
+        out.push(format!(
+            "OmniInteract requests did not all succeed: total {}, success {}, failed {} \
+             (expected {n}, {n}, 0)",
+            show(summary.get("total")),
+            show(summary.get("success")),
+            show(summary.get("failed"))
+        ));
+    }
+    if summary.get("artifacts_complete") != Some(&Value::Bool(true)) {
+        out.push(format!(
+            "OmniInteract artifacts are incomplete (artifacts_complete {}; expected true)",
+            show(summary.get("artifacts_complete"))
+        ));
     }
     out
 }

@@ -73,9 +73,9 @@ fn omniinteract_accuracy_gates() {
             "evaluated": evaluated, "skipped": 3, "summary": {"IA_QTF1": f1}}}}),
         )
     };
-    assert!(omniinteract_failures(&e, &acc("ok", 0, 4, json!(0.6))).is_empty());
+    assert!(omniinteract_failures(&e, &acc("ok", 0, 4, json!(0.6)), 4).is_empty());
     assert_eq!(
-        omniinteract_failures(&e, &acc("error", 1, 0, json!(0.4))),
+        omniinteract_failures(&e, &acc("error", 1, 0, json!(0.4)), 4),
         [
             "OmniInteract accuracy status \"error\" (expected \"ok\")",
             "OmniInteract accuracy failed 1 (expected 0)",
@@ -83,9 +83,105 @@ fn omniinteract_accuracy_gates() {
             "OmniInteract IA_QTF1 0.4 < omniinteract_min_ia_qtf1 0.5",
         ]
     );
-    assert!(omniinteract_failures(&e, &acc("ok", 0, 1, json!(null)))[0].contains("not finite"));
-    assert!(omniinteract_failures(&e, &doc(json!({})))[0].contains("no omniinteract.accuracy"));
-    assert!(omniinteract_failures(&entry(json!({})), &doc(json!({}))).is_empty());
+    assert!(omniinteract_failures(&e, &acc("ok", 0, 1, json!(null)), 4)[0].contains("not finite"));
+    assert!(omniinteract_failures(&e, &doc(json!({})), 4)[0].contains("no omniinteract.accuracy"));
+    assert!(omniinteract_failures(&entry(json!({})), &doc(json!({})), 4).is_empty());
+}
+
+/// Upstream's gate of an `omniinteract` entry: (total, success, failed) == (n, n, 0) and
+/// `artifacts_complete: true`, checked before the accuracy (whose failures it hides).
+#[test]
+fn omniinteract_summary_gate() {
+    let mut e = entry(json!({"omniinteract_evaluate": true}));
+    e.dataset_name = Some("omniinteract".into());
+    let summary = |t: Value, s: Value, f: Value, a: Value| {
+        doc(
+            json!({"omniinteract": {"total": t, "success": s, "failed": f,
+            "artifacts_complete": a,
+            "accuracy": {"status": "ok", "failed": 0, "evaluated": 4, "summary": {"IA_QTF1": 0.7}}}}),
+        )
+    };
+    let ok = summary(json!(4), json!(4), json!(0), json!(true));
+    assert!(omniinteract_failures(&e, &ok, 4).is_empty());
+    assert_eq!(
+        omniinteract_failures(&e, &ok, 5),
+        [
+            "OmniInteract requests did not all succeed: total 4, success 4, failed 0 (expected 5, 5, 0)"
+        ]
+    );
+    let bad = summary(json!(4), json!(3), json!(1), json!(false));
+    assert_eq!(
+        omniinteract_failures(&e, &bad, 4),
+        [
+            "OmniInteract requests did not all succeed: total 4, success 3, failed 1 (expected 4, 4, 0)",
+            "OmniInteract artifacts are incomplete (artifacts_complete false; expected true)",
+        ]
+    );
+    // Only `true` is complete; counts must be numbers.
+    let f = omniinteract_failures(
+        &e,
+        &summary(json!("4"), json!(4), json!(0), json!("true")),
+        4,
+    );
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(
+        omniinteract_failures(&e, &doc(json!({"completed": 4})), 4),
+        ["OmniInteract summary is missing (the result has no omniinteract object)"]
+    );
+    // Another dataset: no gate (and no accuracy check without omniinteract_evaluate).
+    let mut other = entry(json!({}));
+    other.dataset_name = Some("seed-tts".into());
+    assert!(omniinteract_failures(&other, &doc(json!({})), 4).is_empty());
+}
+
+/// Upstream's TPOT rule: a bucket naming `mean_tpot_ms` (even as `null`) needs
+/// `num_tpot_samples > 0` and a finite `mean_tpot_ms`.
+#[test]
+fn tpot_rule_applies_when_the_bucket_names_mean_tpot_ms() {
+    use crate::baseline::{Direction, Threshold, ThresholdSource};
+    let named = Thresholds {
+        items: vec![Threshold {
+            metric: "mean_tpot_ms".into(),
+            value: 30.0,
+            direction: Direction::LowerIsBetter,
+            source: ThresholdSource::Inline,
+        }],
+        ..Thresholds::default()
+    };
+    let null = Thresholds {
+        skipped: vec!["mean_tpot_ms".into()],
+        ..Thresholds::default()
+    };
+    let d = |n: Value, m: Value| doc(json!({"num_tpot_samples": n, "mean_tpot_ms": m}));
+    for th in [&named, &null] {
+        assert!(tpot_failures(th, &d(json!(12), json!(25.5))).is_empty());
+        let f = tpot_failures(th, &d(json!(0), json!(null)));
+        assert_eq!(
+            f,
+            [
+                "TPOT baseline is configured, but no measurable TPOT samples were produced (num_tpot_samples 0; expected an integer > 0)"
+            ]
+        );
+        for bad in [json!(1.5), json!(true), json!(-1), json!("3")] {
+            assert_eq!(
+                tpot_failures(th, &d(bad.clone(), json!(1.0))).len(),
+                1,
+                "{bad}"
+            );
+        }
+        assert!(tpot_failures(th, &doc(json!({})))[0].contains("num_tpot_samples missing"));
+        assert_eq!(
+            tpot_failures(th, &d(json!(1), json!(null))),
+            ["TPOT baseline is configured, but mean_tpot_ms is not finite (null)"]
+        );
+    }
+    // Not named: nothing required.
+    let other = Thresholds {
+        skipped: vec!["mean_ttft_ms".into()],
+        ..Thresholds::default()
+    };
+    assert!(tpot_failures(&other, &d(json!(0), json!(null))).is_empty());
+    assert!(tpot_failures(&Thresholds::default(), &doc(json!({}))).is_empty());
 }
 
 #[test]

@@ -26,6 +26,12 @@ pub(crate) const KNOWN_TOKENS: &[&str] = &[
 /// The label when nothing identifies the hardware.
 pub const UNKNOWN: &str = "na";
 
+/// The label as results write it under `Hardware` (upstream's `hardware_json_value`):
+/// `""` for [`UNKNOWN`], else the label.
+pub fn result_value(label: &str) -> &str {
+    if label == UNKNOWN { "" } else { label }
+}
+
 /// The label of the simulated server.
 pub const SIM: &str = "SIM";
 

@@ -225,6 +225,16 @@ impl BenchEntry {
         })
     }
 
+    /// Whether this is a diffusion soak: a stability entry for a diffusion server (its
+    /// case names a `benchmark_endpoint`, or it writes the diffusion script's kebab-case
+    /// keys such as `max-concurrency`, `random-request-config`). Upstream soaks those with
+    /// `diffusion_benchmark_serving.py` batches; no bench of dfx-perf runs them.
+    pub fn is_diffusion_soak(&self) -> bool {
+        self.dialect == Dialect::Stability
+            && (self.case.benchmark_endpoint.is_some()
+                || crate::config::raw::is_diffusion_entry(&self.raw, &[]))
+    }
+
     /// How many times each step of this entry runs: the flag (`--repeats`) wins over the
     /// entry's key, default 1. Soaks and native-duplex entries always run once (a soak
     /// is its own duration; the native-duplex runner has its own `repeats`; a contract

@@ -595,3 +595,32 @@ fn one_warmup_rule_for_both_benches() {
     fixed["num_warmups"] = json!(3);
     assert_eq!(warmups(fixed), [w("qps4.0", 3), w("c1", 3), w("c16", 3)]);
 }
+
+/// `num_warmups`: `null` is the default (`max(2, c)` / 2), `0` is kept, and anything but
+/// a non-negative integer is a config error naming file, test, entry, key and what is
+/// accepted.
+#[test]
+fn num_warmups_null_zero_and_bad_values() {
+    let fx = Fx::new();
+    let warmups = |n: serde_json::Value| -> Vec<u32> {
+        let entry = json!({"num_prompts": [8], "max_concurrency": [1, 16], "request_rate": [4.0], "num_warmups": n});
+        let plan = fx.load(&json!([tts_case("t", entry)]).to_string()).unwrap();
+        plan.trials
+            .iter()
+            .map(|t| t.entry.warmups(&t.step))
+            .collect()
+    };
+    assert_eq!(warmups(json!(null)), [2, 2, 16]);
+    assert_eq!(warmups(json!(0)), [0, 0, 0]);
+    for bad in [json!(-1), json!(1.5), json!(true), json!("2"), json!([2])] {
+        let entry = json!({"num_prompts": [8], "max_concurrency": [1], "num_warmups": bad});
+        let e = fx.errors(&json!([tts_case("test_w", entry)]).to_string());
+        assert!(
+            e.contains("test_w")
+                && e.contains("benchmark_params[0]")
+                && e.contains("key `num_warmups`")
+                && e.contains("an integer from 0 to"),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -177,3 +177,35 @@ fn the_repository_baseline_stores_load_with_the_perf_configs() {
         );
     }
 }
+
+/// The result's `baseline` of an upstream trial: every hardware bucket of the config
+/// narrowed to the step, and on a label with a store file, the store's numbers as that
+/// label's bucket.
+#[test]
+fn result_baseline_holds_every_bucket_and_the_store_fills_the_own_one() {
+    let dir = upstream_dir();
+    let store = tempfile::tempdir().unwrap();
+    let trial = "test_qwen3_tts_base::voice_clone_throughput_seed-tts::c16";
+    std::fs::write(
+        store.path().join("H20.json"),
+        serde_json::json!({ trial: {"median_audio_rtf": 0.5} }).to_string(),
+    )
+    .unwrap();
+    let plan = load(&[dir.join("test_tts.json")], "H20", store.path());
+    let t = plan.trials.iter().find(|t| t.name == trial).unwrap();
+    let buckets = &t.thresholds.buckets;
+    assert_eq!(
+        buckets["H100"],
+        serde_json::json!({"median_audio_ttfp_ms": 647.1272, "median_audio_rtf": 0.3642,
+                           "audio_throughput": 40.3552})
+    );
+    assert_eq!(buckets["H20"], serde_json::json!({"median_audio_rtf": 0.5}));
+    // Every bucket narrowed: numbers only, no per-step lists left.
+    for (hw, bucket) in buckets {
+        let bucket = bucket.as_object().unwrap();
+        assert!(bucket.values().all(|v| v.is_number()), "{hw}: {bucket:?}");
+    }
+    let got: Vec<&str> = buckets.keys().map(String::as_str).collect();
+    assert_eq!(got.first(), Some(&"H100"));
+    assert_eq!(got.last(), Some(&"H20"));
+}

@@ -5,8 +5,9 @@
 //! The model, from the plan's values only:
 //! - the build: [`BUILD_S`] once per shard (`cargo test --release` of the suite);
 //! - per server group: [`START_S`], the suite's default `--ready-timeout`;
-//! - per trial: [`TRIAL_OVERHEAD_S`], plus its requests `n = (num_prompts + num_warmups) ×
-//!   repeats`: a concurrency step `c` takes `ceil(n / c)` rounds of [`PER_REQUEST_S`]; a
+//! - per trial: [`TRIAL_OVERHEAD_S`], plus its requests `n = (num_prompts + warmups) ×
+//!   repeats` (the warmups the benches send: `num_warmups`, else `max(2, c)` for a
+//!   concurrency step and 2 for a rate step): a concurrency step `c` takes `ceil(n / c)` rounds of [`PER_REQUEST_S`]; a
 //!   rate step `r` at least `(n - 1) / r` s of arrivals plus one [`PER_REQUEST_S`] for the
 //!   last answer; a trial that cannot run (`unsupported`) costs nothing;
 //! - the total times [`SAFETY`], rounded up to whole minutes, clamped to
@@ -35,7 +36,7 @@ pub fn trial_seconds(trial: &Trial) -> f64 {
     if trial.unsupported.is_some() {
         return 0.0;
     }
-    let warmups = u64::from(trial.entry.num_warmups.unwrap_or(0));
+    let warmups = u64::from(trial.entry.warmups(&trial.step));
     let repeats = u64::from(trial.entry.repeats.unwrap_or(1).max(1));
     let n = trial
         .step

@@ -36,6 +36,7 @@ pub(crate) fn launcher(
 ) -> Result<Box<dyn ServerLauncher + Send>, String> {
     let base = LauncherConfig {
         deploy_dir: cfg.deploy_dir.clone(),
+        repo_root: project.root.clone(),
         grace: ms_knob(GRACE_ENV)?,
         ready_progress: ms_knob(READY_PROGRESS_ENV)?.unwrap_or(LauncherConfig::READY_PROGRESS),
         supervision: supervision(cfg, project),

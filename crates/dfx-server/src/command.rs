@@ -11,9 +11,13 @@
 //!
 //! sglang-omni (upstream `tests/dfx/perf/scripts/sglang_omni_server.py`): `<exe> serve
 //! --model-path <model> --host 127.0.0.1 --port <port> <serve_args…>`, where booleans are
-//! rendered `--flag true|false` (not bare flags), objects as compact JSON, and a relative
-//! `config` path is resolved by file name under the deploy folder (upstream resolved it
-//! against its repository root, where those files live in `tests/dfx/perf/deploy/`).
+//! rendered `--flag true|false` (not bare flags), `null` dropped, objects (and, unlike
+//! upstream's Python `str`, lists) as compact JSON; a relative `config` path is resolved
+//! against the repository root as upstream does, else (dfx-perf keeps upstream's
+//! `tests/dfx/perf/deploy/` files in `deploy/`) by file name under the deploy folder. The
+//! server runs in the repository root (upstream's `cwd`), with `server_params.env` added
+//! to the caller's environment; `extra_cli_args` follow `serve_args` (upstream's adapter
+//! drops them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +37,9 @@ pub struct ServerCommand {
     pub args: Vec<String>,
     /// Variables added on top of the caller's environment.
     pub env: BTreeMap<String, String>,
+    /// The working directory (`None`: the caller's); sglang-omni runs in the repository
+    /// root.
+    pub cwd: Option<PathBuf>,
 }
 
 /// What a command needs besides the spec.
@@ -44,8 +51,12 @@ pub struct CommandInputs<'a> {
     pub port: u16,
     /// `--deploy-config` value: the edited copy or the stock file (vllm-omni form only).
     pub deploy_config: Option<&'a Path>,
-    /// Where a relative sglang-omni `config` file is looked up by name.
+    /// Where a relative sglang-omni `config` file is looked up by name when the
+    /// repository root does not hold it.
     pub deploy_dir: &'a Path,
+    /// The repository root: a relative sglang-omni `config` path is resolved against it
+    /// first, and sglang-omni runs there.
+    pub repo_root: &'a Path,
     /// Build the vllm-omni form whatever the spec's server type (the simulator).
     pub force_vllm_form: bool,
 }
@@ -98,6 +109,7 @@ fn build_vllm(spec: &ServerSpec, inputs: CommandInputs<'_>) -> ServerCommand {
         program: inputs.exe.into(),
         args,
         env,
+        cwd: None,
     }
 }
 
@@ -174,19 +186,26 @@ fn build_sglang(
         "--port".into(),
         inputs.port.to_string(),
     ];
-    args.extend(sglang_serve_args(&spec.serve_args, inputs.deploy_dir)?);
+    args.extend(sglang_serve_args(
+        &spec.serve_args,
+        inputs.repo_root,
+        inputs.deploy_dir,
+    )?);
     args.extend(spec.extra_cli_args.iter().cloned());
     Ok(ServerCommand {
         program: inputs.exe.into(),
         args,
         env: spec.env.clone(),
+        cwd: Some(inputs.repo_root.into()),
     })
 }
 
 /// `serve_args` for sglang-omni (upstream rules: booleans as `true`/`false` values, null
-/// dropped, objects and lists as compact JSON, `config` resolved under the deploy folder).
+/// dropped, objects and lists as compact JSON, `config` resolved from the repository root,
+/// else under the deploy folder).
 pub(crate) fn sglang_serve_args(
     serve_args: &ServeArgs,
+    repo_root: &Path,
     deploy_dir: &Path,
 ) -> Result<Vec<String>, ServerError> {
     let map = match serve_args {
@@ -197,7 +216,7 @@ pub(crate) fn sglang_serve_args(
     for (key, value) in map {
         let rendered = match value {
             Value::Null => continue,
-            Value::String(s) if key == "config" => sglang_config(s, deploy_dir)?,
+            Value::String(s) if key == "config" => sglang_config(s, repo_root, deploy_dir)?,
             other => text(other),
         };
         out.extend([flag(key), rendered]);
@@ -205,12 +224,17 @@ pub(crate) fn sglang_serve_args(
     Ok(out)
 }
 
-/// An absolute `config` path is kept; a relative one names a file of the deploy folder
-/// (only its file name counts, so `tests/dfx/perf/deploy/x.yaml` finds `deploy/x.yaml`).
-fn sglang_config(value: &str, deploy_dir: &Path) -> Result<String, ServerError> {
+/// An absolute `config` path is kept; a relative one is the repository root's file when
+/// there is one (upstream's rule), else names a file of the deploy folder (only its file
+/// name counts, so `tests/dfx/perf/deploy/x.yaml` finds `deploy/x.yaml`).
+fn sglang_config(value: &str, repo_root: &Path, deploy_dir: &Path) -> Result<String, ServerError> {
     let path = Path::new(value);
     if path.is_absolute() {
         return Ok(value.into());
+    }
+    let from_root = repo_root.join(path);
+    if from_root.is_file() {
+        return Ok(from_root.display().to_string());
     }
     let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
         ServerError::InvalidSpec(format!("serve_args.config `{value}` names no file"))
@@ -238,9 +262,13 @@ impl ServerCommand {
             .collect()
     }
 
-    /// The text of `command.txt`: the exact command line, then the added environment.
+    /// The text of `command.txt`: the exact command line, the working directory when it
+    /// is not the caller's, then the added environment.
     pub fn describe(&self) -> String {
         let mut s = format!("{}\n", self.shell_line());
+        if let Some(cwd) = &self.cwd {
+            s.push_str(&format!("# working directory: {}\n", cwd.display()));
+        }
         if !self.env.is_empty() {
             s.push_str("# environment added to the caller's:\n");
             for line in self.env_lines() {
@@ -320,6 +348,7 @@ mod tests {
             port: 1,
             deploy_config: None,
             deploy_dir: Path::new("deploy"),
+            repo_root: Path::new("."),
             force_vllm_form: false,
         };
         let args = build(&spec(extra, use_omni), inputs).unwrap().args;
@@ -367,6 +396,7 @@ mod tests {
             port: 1,
             deploy_config: None,
             deploy_dir: Path::new("deploy"),
+            repo_root: Path::new("."),
             force_vllm_form: false,
         };
         let args = build(&diffusion, inputs).unwrap().args;

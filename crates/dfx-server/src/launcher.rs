@@ -53,8 +53,12 @@ pub struct LauncherConfig {
     /// Fixed port instead of a free one (refused if something already answers there).
     pub port: Option<u16>,
     /// Deploy folder, where a relative sglang-omni `serve_args.config` is looked up by name
-    /// (default `deploy`, like the config loader's).
+    /// when the repository root does not hold it (default `deploy`, like the config
+    /// loader's).
     pub deploy_dir: PathBuf,
+    /// Repository root (default `.`): a relative sglang-omni `serve_args.config` is
+    /// resolved against it first, and sglang-omni runs there (upstream's adapter).
+    pub repo_root: PathBuf,
     /// Guard executable and state folder for every started server (none by default).
     pub supervision: Supervision,
 }
@@ -76,9 +80,20 @@ impl Default for LauncherConfig {
             ready_progress: LauncherConfig::READY_PROGRESS,
             port: None,
             deploy_dir: PathBuf::from("deploy"),
+            repo_root: PathBuf::from("."),
             supervision: Supervision::default(),
         }
     }
+}
+
+/// sglang-omni's readiness timeout: `SGLANG_OMNI_SERVER_TIMEOUT` seconds (`env`), else
+/// upstream's 1800 s, or the suite's `--ready-timeout` when that is longer. The variable is
+/// validated with the flags (dfx-harness settings); a value outside the bounds falls back
+/// to the default here rather than panicking.
+pub fn sglang_ready_timeout(env: Option<&str>, global: Duration) -> Duration {
+    env.and_then(|s| s.trim().parse::<f64>().ok())
+        .and_then(dfx_core::bounds::timeout)
+        .unwrap_or(global.max(SGLANG_READY_TIMEOUT))
 }
 
 /// Launches servers as child processes (see the crate docs for the lifecycle).
@@ -142,15 +157,7 @@ impl ProcessLauncher {
         }
         if self.sglang_form(spec) {
             let env = std::env::var("SGLANG_OMNI_SERVER_TIMEOUT").ok();
-            // Validated with the flags (dfx-harness settings); a value outside the bounds
-            // falls back to the default here rather than panicking.
-            if let Some(t) = env
-                .and_then(|s| s.trim().parse::<f64>().ok())
-                .and_then(dfx_core::bounds::timeout)
-            {
-                return t;
-            }
-            return ctx.ready_timeout.max(SGLANG_READY_TIMEOUT);
+            return sglang_ready_timeout(env.as_deref(), ctx.ready_timeout);
         }
         ctx.ready_timeout
     }
@@ -194,6 +201,7 @@ impl ProcessLauncher {
                 port,
                 deploy_config: deploy_config.as_deref(),
                 deploy_dir: &self.config.deploy_dir,
+                repo_root: &self.config.repo_root,
                 force_vllm_form: self.config.simulator.is_some(),
             },
         )?;
@@ -273,7 +281,11 @@ impl ProcessLauncher {
         let log_path = ctx.dir.join(SERVER_LOG);
         let log = File::create(&log_path)?;
         tracing::info!(command = %line, env = ?cmd.env_lines(), log = %log_path.display(), "starting server");
-        let child = std::process::Command::new(&cmd.program)
+        let mut command = std::process::Command::new(&cmd.program);
+        if let Some(cwd) = &cmd.cwd {
+            command.current_dir(cwd);
+        }
+        let child = command
             .args(&cmd.args)
             .envs(&cmd.env)
             .stdin(Stdio::null())
@@ -357,7 +369,8 @@ impl ServerLauncher for ProcessLauncher {
     fn availability(&self, spec: &ServerSpec) -> Result<(), Unavailable> {
         self.executable(spec)?;
         if self.sglang_form(spec) {
-            command::sglang_serve_args(&spec.serve_args, &self.config.deploy_dir).map_err(|e| {
+            let (root, deploy) = (&self.config.repo_root, &self.config.deploy_dir);
+            command::sglang_serve_args(&spec.serve_args, root, deploy).map_err(|e| {
                 match e {
                     // The only error of sglang_serve_args.
                     ServerError::InvalidSpec(why) => Unavailable::InvalidSpec(why),

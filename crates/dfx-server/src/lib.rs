@@ -40,7 +40,7 @@ pub use attach::AttachLauncher;
 pub use child::{GroupChild, GroupEnd};
 pub use command::{ServerCommand, build as build_command};
 pub use group::group_members;
-pub use launcher::{LauncherConfig, PORT_RACE_ATTEMPTS, ProcessLauncher};
+pub use launcher::{LauncherConfig, PORT_RACE_ATTEMPTS, ProcessLauncher, sglang_ready_timeout};
 pub use managed::{LOG_TAIL_LINES, ManagedServer};
 pub use registry::{install_signal_handlers, live_groups, stopping_message, teardown_all};
 pub use supervise::{Supervision, Watch, WatchSpec};

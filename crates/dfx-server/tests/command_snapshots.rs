@@ -13,6 +13,13 @@ fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
 }
 
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
 fn spec(server_type: ServerType, p: Value) -> ServerSpec {
     let deploy = p
         .get("stage_config_name")
@@ -72,6 +79,7 @@ fn render(spec: &ServerSpec, deploy_config: Option<&Path>) -> String {
             port: 8091,
             deploy_config,
             deploy_dir: &deploy_dir(),
+            repo_root: &repo_root(),
             force_vllm_form: false,
         },
     )
@@ -79,6 +87,7 @@ fn render(spec: &ServerSpec, deploy_config: Option<&Path>) -> String {
     let canon = deploy_dir().canonicalize().unwrap();
     cmd.describe()
         .replace(&canon.display().to_string(), "<repo>/deploy")
+        .replace(&repo_root().display().to_string(), "<repo>")
 }
 
 fn vllm(p: Value) -> String {
@@ -136,6 +145,32 @@ fn test_sglang_qwen3_tts_base() {
     ));
 }
 
+/// Upstream's sglang-omni adapter rules: booleans as `--flag true|false`, `null` dropped,
+/// objects as compact JSON, a repository-relative `config` resolved from the root, the
+/// server run in the root, `server_params.env` (and only it) added to the environment.
+#[test]
+fn sglang_argv_and_environment() {
+    insta::assert_snapshot!(render(
+        &spec(
+            ServerType::SglangOmni,
+            json!({
+                "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+                "serve_args": {
+                    "config": "tests/fixtures/sglang/sgl_pipeline.yaml",
+                    "enable_torch_compile": true,
+                    "disable_cuda_graph": false,
+                    "seed": null,
+                    "tp_size": 2,
+                    "mem_fraction_static": 0.8,
+                    "json_model_override_args": {"rope_scaling": {"factor": 2.0}}
+                },
+                "env": {"SGLANG_OMNI_LOG_LEVEL": "debug", "HF_TOKEN": "hf_secret", "CUDA_VISIBLE_DEVICES": "0,1"}
+            })
+        ),
+        None
+    ));
+}
+
 /// Every `server_params` feature at once: deploy name with edits, serve_args of every JSON
 /// type, extra args, overrides, no `--omni`, env with a secret.
 #[test]
@@ -181,6 +216,7 @@ fn sglang_refuses_vllm_only_params_and_missing_config() {
         port: 1,
         deploy_config: None,
         deploy_dir: &deploy_dir(),
+        repo_root: &repo_root(),
         force_vllm_form: false,
     };
     let e = build(&s, inputs).unwrap_err().to_string();

@@ -10,6 +10,11 @@
 //! - `sleep`: starts a child of its own (same process group), writes both pids to
 //!   `DFX_FAKE_VLLM_PIDS`, and sleeps `DFX_FAKE_VLLM_SLEEP_S` seconds (default 600).
 //!
+//! For `--dataset-name omniinteract` the copied result gets the summary the real
+//! client's OmniInteract runner adds: `omniinteract.{total, success, failed,
+//! artifacts_complete}` from the result's `num_prompts` / `completed` (artifacts complete
+//! when every request succeeded).
+//!
 //! `DFX_FAKE_VLLM_RECORD`: file to which one JSON line per invocation is appended:
 //! `{"argv": [...], "env": {...}}` with the `VLLM_*` and `OPENAI_API_KEY` variables.
 
@@ -47,7 +52,14 @@ fn main() -> ExitCode {
         }
     };
     match mode.as_str() {
-        "ok" => write_copy(&result_path),
+        "ok" => {
+            let code = write_copy(&result_path);
+            if value_of(&args, "--dataset-name") == Some("omniinteract") && result_path.is_file() {
+                add_omniinteract_summary(&result_path)
+            } else {
+                code
+            }
+        }
         "fail" => {
             for i in 1..=60 {
                 dfx_core::errln!("fake failure line {i}");
@@ -166,4 +178,32 @@ fn sleep_for_configured_time() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(600);
     std::thread::sleep(Duration::from_secs(secs));
+}
+
+fn add_omniinteract_summary(path: &std::path::Path) -> ExitCode {
+    let patched = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| {
+            let mut doc: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            let count = |k: &str| doc.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            let (total, success) = (count("num_prompts"), count("completed"));
+            doc.insert(
+                "omniinteract".into(),
+                serde_json::json!({"total": total, "success": success,
+                    "failed": total.saturating_sub(success), "artifacts_complete": success == total}),
+            );
+            serde_json::to_string(&doc).map_err(|e| e.to_string())
+        })
+        .and_then(|text| std::fs::write(path, text).map_err(|e| e.to_string()));
+    match patched {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            dfx_core::errln!(
+                "dfx-fake-vllm: cannot add the OmniInteract summary to {}: {e}",
+                path.display()
+            );
+            ExitCode::from(73)
+        }
+    }
 }

@@ -30,7 +30,9 @@ pub struct ResultSections {
     /// What produced the numbers (`native`, `vllm`, `template`, `fake`, `none`).
     #[serde(default)]
     pub result_source: Option<String>,
-    /// `{metric: threshold}` as upstream writes it (no direction, no source).
+    /// Every hardware bucket narrowed to the step, as upstream writes it
+    /// (`{"H100": {metric: base}, …}`, no direction, no source); older results hold the
+    /// flat `{metric: threshold}` of their own label.
     #[serde(default)]
     pub baseline: Map<String, Value>,
     /// The same thresholds with direction and source. Absent in results written before
@@ -64,14 +66,15 @@ impl ResultSections {
         doc.insert("thresholds".into(), list);
     }
 
-    /// The thresholds the result was judged against: the recorded list, else `baseline`
-    /// with the direction table (metrics of unknown direction are left out), marked as
-    /// read back from the result file.
+    /// The thresholds the result was judged against: the recorded list, else the
+    /// `baseline` bucket of the result's `Hardware` (or an older result's flat map) with
+    /// the direction table (metrics of unknown direction are left out), marked as read
+    /// back from the result file.
     pub fn thresholds(&self) -> Vec<Threshold> {
         if let Some(list) = &self.threshold_list {
             return list.clone();
         }
-        self.baseline
+        self.own_bucket()
             .iter()
             .filter_map(|(metric, v)| {
                 Some(Threshold {
@@ -82,5 +85,18 @@ impl ResultSections {
                 })
             })
             .collect()
+    }
+
+    /// The metrics of the result's own label: its bucket of a hardware-nested `baseline`,
+    /// the map itself when it is flat (written before buckets), else nothing.
+    fn own_bucket(&self) -> Map<String, Value> {
+        let hw = self.hardware.as_deref().unwrap_or("");
+        if let Some(Value::Object(bucket)) = self.baseline.get(hw) {
+            return bucket.clone();
+        }
+        if self.baseline.values().all(Value::is_object) {
+            return Map::new();
+        }
+        self.baseline.clone()
     }
 }

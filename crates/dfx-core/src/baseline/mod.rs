@@ -3,6 +3,7 @@
 //! `baselines/<hardware>.json` store. Metric directions come from the registry
 //! ([`crate::metrics`]), re-exported here.
 
+pub(crate) mod result_form;
 pub(crate) mod shape;
 pub(crate) mod store;
 
@@ -103,17 +104,18 @@ pub struct Thresholds {
     /// Why there are no thresholds although the entry has a baseline (e.g. a
     /// hardware-nested baseline without a bucket for this hardware label).
     pub note: Option<String>,
+    /// `baseline` as upstream writes it into the result: every hardware bucket narrowed to
+    /// the step (`{"H100": {metric: value}, "A3": {…}}`, `{}` without one); the written
+    /// bases, not the thresholds. Not part of `verdict.json` / `summary.json`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub buckets: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Thresholds {
-    /// `{metric: value}` as upstream writes it into each result under `baseline`.
+    /// `baseline` as upstream writes it into each result: [`Thresholds::buckets`].
     pub(crate) fn to_result_value(&self) -> serde_json::Value {
-        let map: serde_json::Map<String, serde_json::Value> = self
-            .items
-            .iter()
-            .map(|t| (t.metric.clone(), serde_json::Value::from(t.value)))
-            .collect();
-        serde_json::Value::Object(map)
+        serde_json::Value::Object(self.buckets.clone())
     }
 }
 

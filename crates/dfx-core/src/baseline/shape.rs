@@ -246,9 +246,17 @@ impl BaselineSpec {
         }
     }
 
-    /// The thresholds of one step for a hardware label. Call only after
-    /// `check_steps` passed (a missing value is then skipped).
+    /// The thresholds of one step for a hardware label, with every bucket narrowed to the
+    /// step for the result file ([`Thresholds::buckets`]). Call only after `check_steps`
+    /// passed (a missing value is then skipped).
     pub fn resolve(&self, step: &SweepStep, hardware: &str) -> Thresholds {
+        Thresholds {
+            buckets: super::result_form::buckets(self, step, hardware),
+            ..self.own_thresholds(step, hardware)
+        }
+    }
+
+    fn own_thresholds(&self, step: &SweepStep, hardware: &str) -> Thresholds {
         let flat = match self {
             BaselineSpec::Flat(f) => f,
             BaselineSpec::Nested(buckets) => {
@@ -311,7 +319,7 @@ fn with_tolerance(base: f64, direction: Direction, tolerance: Option<f64>) -> f6
     }
 }
 
-fn value_at(shape: &MetricShape, step: &SweepStep) -> Option<f64> {
+pub(super) fn value_at(shape: &MetricShape, step: &SweepStep) -> Option<f64> {
     match shape {
         MetricShape::Null => None,
         MetricShape::Scalar(x) => Some(*x),

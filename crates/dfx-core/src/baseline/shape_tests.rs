@@ -226,3 +226,59 @@ fn shape_errors() {
         "{e:?}"
     );
 }
+
+/// The result's `baseline`: every bucket narrowed to the step, whatever the run's label
+/// (a list's element, a dict's key, scalars and nulls as written, `source` /
+/// `regression_tolerance` kept, the bases without the tolerance).
+#[test]
+fn result_form_keeps_every_bucket_narrowed_to_the_step() {
+    let s = steps(&[], &[8, 16, 64]);
+    let v = json!({
+        "H100": {"median_audio_ttfp_ms": [75.5967, 587.5877, 4960.3726],
+                 "median_audio_rtf": {"8": 0.1871, "16": 0.2, "64": null},
+                 "audio_throughput": 38.9378, "mean_e2el_ms": null},
+        "H20": {"median_audio_ttfp_ms": [90, 600, 5000], "source": "nightly 2026-05",
+                "regression_tolerance": 0.1}
+    });
+    let spec = load(v, &s).unwrap().unwrap();
+    for label in ["H100", "SIM", "na"] {
+        assert_eq!(
+            Value::Object(spec.resolve(&s[0], label).buckets),
+            json!({
+                "H100": {"median_audio_ttfp_ms": 75.5967, "median_audio_rtf": 0.1871,
+                         "audio_throughput": 38.9378, "mean_e2el_ms": null},
+                "H20": {"median_audio_ttfp_ms": 90.0, "source": "nightly 2026-05",
+                        "regression_tolerance": 0.1}
+            })
+        );
+    }
+    let last = spec.resolve(&s[2], "H20");
+    assert_eq!(
+        Value::Object(last.buckets),
+        json!({
+            "H100": {"median_audio_ttfp_ms": 4960.3726, "median_audio_rtf": null,
+                     "audio_throughput": 38.9378, "mean_e2el_ms": null},
+            "H20": {"median_audio_ttfp_ms": 5000.0, "source": "nightly 2026-05",
+                    "regression_tolerance": 0.1}
+        })
+    );
+    // The thresholds judged against still carry the tolerance.
+    assert_eq!(last.items[0].value, 5500.0);
+}
+
+/// A flat baseline is the bucket of the run's own label (`""` when the label is unknown,
+/// as the result's `Hardware`); no baseline is `{}`.
+#[test]
+fn result_form_of_a_flat_baseline_and_of_none() {
+    let s = steps(&[1.0, 2.0], &[]);
+    let spec = load(json!({"mean_ttft_ms": [10, 20]}), &s)
+        .unwrap()
+        .unwrap();
+    let got = |label: &str| Value::Object(spec.resolve(&s[1], label).buckets);
+    assert_eq!(got("H100"), json!({"H100": {"mean_ttft_ms": 20.0}}));
+    assert_eq!(
+        got(crate::hardware::UNKNOWN),
+        json!({"": {"mean_ttft_ms": 20.0}})
+    );
+    assert_eq!(Thresholds::default().to_result_value(), json!({}));
+}

@@ -204,7 +204,7 @@ mod tests {
                 source: ThresholdSource::Inline,
             }],
             skipped: vec!["audio_throughput".into()],
-            note: None,
+            ..Thresholds::default()
         };
         assert!(!loaded.apply("other", &mut th));
         assert!(loaded.apply("t::s::c1", &mut th));

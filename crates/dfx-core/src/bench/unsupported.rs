@@ -165,7 +165,7 @@ pub enum Unsupported {
     /// External bench: contract entries.
     #[error("{}", CONTRACT_EXTERNAL)]
     ContractExternal,
-    /// External bench: diffusion stability entries.
+    /// Both benches: diffusion stability entries ([`crate::plan::BenchEntry::is_diffusion_soak`]).
     #[error(
         "diffusion stability entries: upstream soaks them with diffusion_benchmark_serving.py \
          batches; dfx-perf does not run those yet"

@@ -113,9 +113,19 @@ pub(crate) fn duplicate_names(trials: &[Trial]) -> Vec<ConfigError> {
 
 /// Applies the store to every trial; warns about store entries of loaded tests that match
 /// no trial (renamed or removed). Entries of tests not loaded at all are ignored.
-pub(crate) fn apply_store(store: &Store, trials: &mut [Trial], warnings: &mut Vec<String>) {
+/// The store's numbers also fill the run's own bucket of the result's `baseline`.
+pub(crate) fn apply_store(
+    store: &Store,
+    trials: &mut [Trial],
+    hardware: &str,
+    warnings: &mut Vec<String>,
+) {
     for t in trials.iter_mut() {
-        store.apply(&t.name, &mut t.thresholds);
+        if store.apply(&t.name, &mut t.thresholds)
+            && let Some(values) = store.entries.get(&t.name)
+        {
+            crate::baseline::result_form::merge_store(&mut t.thresholds.buckets, hardware, values);
+        }
     }
     let names: BTreeSet<&str> = trials.iter().map(|t| t.name.as_str()).collect();
     let tests: BTreeSet<&str> = trials.iter().map(|t| t.test_name.as_str()).collect();

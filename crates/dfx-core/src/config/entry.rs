@@ -72,8 +72,12 @@ pub(crate) fn build_entry(
         Some(EntryKind::NativeDuplex)
     } else if case.contract {
         None // contract entries check their own keys
-    } else if is_diffusion_entry(obj, case.tags) && !runners::is_stability_entry(obj) {
-        Some(EntryKind::Diffusion)
+    } else if is_diffusion_entry(obj, case.tags) {
+        Some(if runners::is_stability_entry(obj) {
+            EntryKind::DiffusionSoak
+        } else {
+            EntryKind::Diffusion
+        })
     } else {
         Some(EntryKind::Omni)
     };

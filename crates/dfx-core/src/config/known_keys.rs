@@ -152,6 +152,17 @@ pub(crate) enum EntryKind {
     Diffusion,
     /// The native-duplex runner's entries.
     NativeDuplex,
+    /// Stability entries written for a diffusion server (kebab-case keys): the
+    /// stability runner's keys, the diffusion script's flags and the omni ones.
+    DiffusionSoak,
+}
+
+/// The flags a diffusion soak entry may name: the diffusion script's, then `vllm bench
+/// serve`'s.
+fn soak_flags() -> &'static [&'static str] {
+    static FLAGS: LazyLock<Vec<&'static str>> =
+        LazyLock::new(|| [diffusion_flags(), vllm_bench_flags()].concat());
+    &FLAGS
 }
 
 impl EntryKind {
@@ -161,6 +172,7 @@ impl EntryKind {
             EntryKind::Omni => vllm_bench_flags(),
             EntryKind::Diffusion => diffusion_flags(),
             EntryKind::NativeDuplex => &[],
+            EntryKind::DiffusionSoak => soak_flags(),
         }
     }
 
@@ -170,6 +182,7 @@ impl EntryKind {
             EntryKind::Omni => "vllm bench serve",
             EntryKind::Diffusion => "the diffusion benchmark script",
             EntryKind::NativeDuplex => "the native-duplex runner",
+            EntryKind::DiffusionSoak => "the diffusion stability runner",
         }
     }
 
@@ -181,6 +194,9 @@ impl EntryKind {
             }
             EntryKind::Diffusion => [EXCLUDED_KEYS, DIFFUSION_OWN_KEYS].concat(),
             EntryKind::NativeDuplex => NATIVE_DUPLEX_KEYS.to_vec(),
+            EntryKind::DiffusionSoak => {
+                [EXCLUDED_KEYS, DIFFUSION_OWN_KEYS, STABILITY_KEYS].concat()
+            }
         }
     }
 
@@ -188,7 +204,7 @@ impl EntryKind {
     /// snake_case otherwise.
     fn spelled(self, flag: &str) -> String {
         match self {
-            EntryKind::Diffusion => flag.to_string(),
+            EntryKind::Diffusion | EntryKind::DiffusionSoak => flag.to_string(),
             _ => flag.replace('-', "_"),
         }
     }

@@ -97,7 +97,9 @@ pub fn load_plan(opts: &LoadOptions) -> Result<Plan, ConfigErrors> {
     let mut trials = assemble::build_trials(&cases, &opts.hardware);
     errs.extend(assemble::duplicate_names(&trials));
     match load_store(&opts.baselines_dir, &opts.hardware) {
-        Ok(Some(store)) => assemble::apply_store(&store, &mut trials, &mut warnings),
+        Ok(Some(store)) => {
+            assemble::apply_store(&store, &mut trials, &opts.hardware, &mut warnings)
+        }
         Ok(None) => {}
         Err(e) => errs.extend(e),
     }

@@ -167,7 +167,8 @@ pub(crate) fn native_duplex_entry(
     (errs.len() == n).then_some(d)
 }
 
-/// A stability entry: exactly one of `max_concurrency` / `request_rate` (a single value),
+/// A stability entry: exactly one of `max_concurrency` / `request_rate` (a single value;
+/// the kebab-case spellings of upstream's diffusion stability configs are read too),
 /// `num_prompts_per_batch` (default 20), `duration_sec` (default 300).
 pub(crate) fn stability_entry(
     ctx: &Ctx<'_>,
@@ -190,8 +191,8 @@ pub(crate) fn stability_entry(
         super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs)
             .unwrap_or(DEFAULT_SOAK_DURATION_S);
     let words = soak_words_key(ctx, obj.get("random_input_len"), errs);
-    let conc = obj.get("max_concurrency").filter(|v| !v.is_null());
-    let rate = obj.get("request_rate").filter(|v| !v.is_null());
+    let (conc_key, conc) = either_spelling(ctx, obj, "max_concurrency", errs);
+    let (rate_key, rate) = either_spelling(ctx, obj, "request_rate", errs);
     let kind = match (conc, rate) {
         (Some(c), None) => match c.as_u64().filter(|c| (1..=MAX_CONCURRENCY).contains(c)) {
             Some(c) => Some(StepKind::Concurrency {
@@ -199,7 +200,7 @@ pub(crate) fn stability_entry(
             }),
             None => {
                 errs.push(ctx.err(
-                    "max_concurrency",
+                    conc_key,
                     format!("invalid value {c}"),
                     &format!("an integer from 1 to {MAX_CONCURRENCY}"),
                 ));
@@ -210,7 +211,7 @@ pub(crate) fn stability_entry(
             Some(r) => Some(StepKind::RequestRate { request_rate: r }),
             None => {
                 errs.push(ctx.err(
-                    "request_rate",
+                    rate_key,
                     format!("invalid value {r}"),
                     &format!("a number from {MIN_RATE} to {MAX_RATE}"),
                 ));
@@ -233,6 +234,34 @@ pub(crate) fn stability_entry(
     d.entry.percentiles = percentiles;
     d.entry.runner = RunnerKeys::Stability(SoakKeys { duration_s, words });
     (errs.len() == n).then_some(d)
+}
+
+/// A stability sweep key under its snake-case name or the kebab-case one upstream's
+/// diffusion stability configs write (`max-concurrency`): the name used and the value
+/// (`null` is absent). Both spellings at once is an error at the kebab one.
+fn either_spelling<'a>(
+    ctx: &Ctx<'_>,
+    obj: &'a Map<String, Value>,
+    snake: &'static str,
+    errs: &mut Errs,
+) -> (&'static str, Option<&'a Value>) {
+    let kebab: &'static str = match snake {
+        "max_concurrency" => "max-concurrency",
+        _ => "request-rate",
+    };
+    let get = |k: &str| obj.get(k).filter(|v| !v.is_null());
+    match (get(snake), get(kebab)) {
+        (Some(_), Some(_)) => {
+            errs.push(ctx.err(
+                kebab,
+                format!("`{kebab}` and `{snake}` are the same key, given twice"),
+                "one spelling",
+            ));
+            (snake, None)
+        }
+        (None, Some(v)) => (kebab, Some(v)),
+        (v, None) => (snake, v),
+    }
 }
 
 /// `random_input_len` of a stability entry: the soak's text lengths in words.

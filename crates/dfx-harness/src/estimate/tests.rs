@@ -5,12 +5,18 @@ use crate::test_support::{concurrency_trial, rate_trial};
 
 #[test]
 fn concurrency_steps_take_rounds_and_rate_steps_their_arrivals() {
-    // 10 prompts at concurrency 4: 3 rounds.
+    // 10 prompts and max(2, 4) default warmups at concurrency 4: 4 rounds.
     let c = concurrency_trial("t", "a", 4, 10);
-    assert_eq!(trial_seconds(&c), TRIAL_OVERHEAD_S + 3.0 * PER_REQUEST_S);
-    // 11 prompts at 2 req/s: 5 s of arrivals, then the last answer.
-    let r = rate_trial("t", "a", 2.0, 11);
+    assert_eq!(trial_seconds(&c), TRIAL_OVERHEAD_S + 4.0 * PER_REQUEST_S);
+    // 9 prompts and 2 default warmups at 2 req/s: 5 s of arrivals, then the last answer.
+    let r = rate_trial("t", "a", 2.0, 9);
     assert_eq!(trial_seconds(&r), TRIAL_OVERHEAD_S + 5.0 + PER_REQUEST_S);
+    // An explicit 0 is kept: 10 prompts at concurrency 4, 3 rounds.
+    let mut z = concurrency_trial("t", "a", 4, 10);
+    let mut entry = (*z.entry).clone();
+    entry.num_warmups = Some(0);
+    z.entry = Arc::new(entry);
+    assert_eq!(trial_seconds(&z), TRIAL_OVERHEAD_S + 3.0 * PER_REQUEST_S);
     // Warmups and repeats count as requests.
     let mut w = concurrency_trial("t", "a", 1, 2);
     let mut entry = (*w.entry).clone();

@@ -359,7 +359,9 @@ impl Session {
                     &doc,
                     trial.step.num_prompts,
                 ));
-                let own = checks::omniinteract_failures(&trial.entry, &doc);
+                v.failures
+                    .extend(checks::tpot_failures(&trial.thresholds, &doc));
+                let own = checks::omniinteract_failures(&trial.entry, &doc, expected);
                 if own.is_empty() {
                     let name = &trial.test_name;
                     let pooled = checks::pooled_gate(&mut self.ia_counts, name, &trial.entry, &doc);
@@ -520,11 +522,7 @@ pub(crate) fn add_runner_keys(
             }
         }
     }
-    let hw = if hardware == dfx_core::hardware::UNKNOWN {
-        ""
-    } else {
-        hardware
-    };
+    let hw = dfx_core::hardware::result_value(hardware);
     doc.insert("Hardware".into(), json!(hw));
     doc.insert("test_name".into(), json!(trial.test_name));
     doc.insert("name".into(), json!(trial.entry.name));
@@ -636,5 +634,7 @@ mod capacity_tests;
 mod combine_tests;
 #[cfg(test)]
 mod repeat_tests;
+#[cfg(test)]
+mod rules_tests;
 #[cfg(test)]
 mod tests;

@@ -81,7 +81,7 @@ fn fixture_hw(
     }
 }
 
-fn fake(knobs: FakeKnobs) -> Box<dyn Bench + Send> {
+pub(super) fn fake(knobs: FakeKnobs) -> Box<dyn Bench + Send> {
     Box::new(FakeBench { knobs })
 }
 
@@ -110,11 +110,17 @@ fn result_json_carries_the_runner_keys_and_dfx_keys() {
         1000.0,
         Direction::LowerIsBetter,
     ));
+    let buckets =
+        json!({"H100": {"median_audio_ttfp_ms": 1000.0}, "A3": {"median_audio_ttfp_ms": 900.0}});
+    t.thresholds.buckets = buckets.as_object().unwrap().clone();
     let mut f = fixture(vec![t], fake(FakeKnobs::default()), true);
     let out = f.session.run_trial(0);
     assert!(matches!(out, Ok(Ran::Passed)), "{out:?}");
     let doc = result_json(&f, 0);
-    assert_eq!(doc["baseline"], json!({"median_audio_ttfp_ms": 1000.0}));
+    assert_eq!(doc["baseline"], buckets);
+    let sections: dfx_core::artefact::ResultSections =
+        serde_json::from_value(Value::Object(doc.clone())).unwrap();
+    assert_eq!(sections.thresholds().len(), 1);
     assert_eq!(doc["random_input_len"], json!(100));
     assert!(!doc.contains_key("random_output_len"));
     assert_eq!(doc["Hardware"], json!("H100"));
@@ -442,6 +448,9 @@ fn upstream_folder_holds_every_trial_under_upstreams_file_name() {
         crate::test_support::rate_trial("test_qwen3_tts", "clone", 0.5, 4),
         named,
     ];
+    let mut trials = trials;
+    let buckets = json!({"H100": {"mean_ttft_ms": 10.0}, "H20": {"mean_ttft_ms": 12.5}});
+    trials[1].thresholds.buckets = buckets.as_object().unwrap().clone();
     let mut f = fixture_hw(trials.clone(), fake(FakeKnobs::default()), false, "H20");
     let flat = tempfile::tempdir().unwrap();
     f.session.upstream_results_dir = Some(flat.path().join("nightly"));
@@ -486,6 +495,11 @@ fn upstream_folder_holds_every_trial_under_upstreams_file_name() {
             .unwrap_or_else(|| panic!("{} not found in {parsed:?}", t.name));
         let (name, fields, doc) = parsed.remove(at);
         assert_eq!(doc["test_name"], json!("test_qwen3_tts"), "{name}");
+        assert_eq!(
+            doc["baseline"],
+            Value::Object(t.thresholds.buckets.clone()),
+            "{name}"
+        );
         assert!(!doc.contains_key("verdict"), "{name}");
         assert_eq!(fields["date"].as_str().unwrap().len(), 15, "{name}");
         if t.entry.name.is_some() {

@@ -18,6 +18,7 @@ pub mod contract;
 pub mod deploy;
 pub mod describe;
 pub mod diag;
+pub(crate) mod diffusion_keys;
 pub mod faults;
 pub mod fsutil;
 pub mod hardware;

@@ -232,7 +232,7 @@ impl BenchEntry {
     pub fn is_diffusion_soak(&self) -> bool {
         self.dialect == Dialect::Stability
             && (self.case.benchmark_endpoint.is_some()
-                || crate::config::raw::is_diffusion_entry(&self.raw, &[]))
+                || crate::diffusion_keys::is_diffusion_entry(&self.raw, &[]))
     }
 
     /// How many times each step of this entry runs: the flag (`--repeats`) wins over the

@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::Thresholds;
 use super::shape::{BaselineSpec, FlatBaseline, MetricShape, value_at};
 use crate::step::SweepStep;
 
@@ -62,6 +63,18 @@ pub(crate) fn merge_store(
     if let Value::Object(b) = bucket {
         for (metric, v) in values {
             b.insert(metric.clone(), Value::from(*v));
+        }
+    }
+}
+
+impl BaselineSpec {
+    /// The thresholds of one step for a hardware label, with every bucket narrowed to the
+    /// step for the result file ([`Thresholds::buckets`]). Call only after `check_steps`
+    /// passed (a missing value is then skipped).
+    pub fn resolve(&self, step: &SweepStep, hardware: &str) -> Thresholds {
+        Thresholds {
+            buckets: buckets(self, step, hardware),
+            ..self.own_thresholds(step, hardware)
         }
     }
 }

@@ -246,17 +246,9 @@ impl BaselineSpec {
         }
     }
 
-    /// The thresholds of one step for a hardware label, with every bucket narrowed to the
-    /// step for the result file ([`Thresholds::buckets`]). Call only after `check_steps`
-    /// passed (a missing value is then skipped).
-    pub fn resolve(&self, step: &SweepStep, hardware: &str) -> Thresholds {
-        Thresholds {
-            buckets: super::result_form::buckets(self, step, hardware),
-            ..self.own_thresholds(step, hardware)
-        }
-    }
-
-    fn own_thresholds(&self, step: &SweepStep, hardware: &str) -> Thresholds {
+    /// The thresholds of one step for its own hardware label alone (no result buckets;
+    /// [`BaselineSpec::resolve`] adds them).
+    pub(super) fn own_thresholds(&self, step: &SweepStep, hardware: &str) -> Thresholds {
         let flat = match self {
             BaselineSpec::Flat(f) => f,
             BaselineSpec::Nested(buckets) => {

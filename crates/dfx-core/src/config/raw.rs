@@ -125,23 +125,7 @@ pub(crate) struct RawDiffusionEntry {
     pub seed: Option<Value>,
 }
 
-/// Keys whose presence marks an entry as diffusion dialect.
-pub(crate) const DIFFUSION_KEYS: &[&str] = &[
-    "num-prompts",
-    "max-concurrency",
-    "request-rate",
-    "num-inference-steps",
-    "width",
-    "height",
-    "random-request-config",
-];
-
-/// Whether an entry (as written) is diffusion dialect: it has one of [`DIFFUSION_KEYS`], or
-/// its case carries the `diffusion` tag.
-pub(crate) fn is_diffusion_entry(entry: &Map<String, Value>, case_tags: &[String]) -> bool {
-    DIFFUSION_KEYS.iter().any(|k| entry.contains_key(*k))
-        || case_tags.iter().any(|t| t == "diffusion")
-}
+pub(crate) use crate::diffusion_keys::is_diffusion_entry;
 
 /// Deserialises one of the raw structs from an object. Infallible in practice (every field
 /// is an optional `Value`); a failure is reported rather than unwrapped.

@@ -23,6 +23,8 @@ mod history_e2e;
 mod history_writers;
 #[path = "suite_cli/hostile.rs"]
 mod hostile;
+#[path = "suite_cli/installed_run.rs"]
+mod installed_run;
 #[path = "suite_cli/integrity.rs"]
 mod integrity;
 #[path = "suite_cli/interrupt.rs"]
@@ -309,6 +311,18 @@ fn main() -> ExitCode {
         (
             "dfx_perf_output_to_a_closed_pipe_is_quiet",
             dfx_perf_cli::output_to_a_closed_pipe_is_quiet,
+        ),
+        (
+            "dfx_perf_run_list_equals_the_test_binary_list",
+            installed_run::list_equals_the_test_binary_list,
+        ),
+        (
+            "dfx_perf_run_sim_trial_from_another_folder_matches_the_test_binary",
+            installed_run::sim_trial_from_another_folder_matches_the_test_binary,
+        ),
+        (
+            "dfx_perf_run_names_a_missing_root_or_simulator",
+            installed_run::a_missing_root_or_simulator_is_named,
         ),
         (
             "dfx_perf_pipeline_buildkite_files_are_current",

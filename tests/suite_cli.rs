@@ -43,6 +43,8 @@ mod native_duplex;
 mod pipeline;
 #[path = "suite_cli/quality.rs"]
 mod quality;
+#[path = "suite_cli/release_archive.rs"]
+mod release_archive;
 #[path = "suite_cli/repeats.rs"]
 mod repeats;
 #[path = "suite_cli/shard_merge.rs"]
@@ -323,6 +325,10 @@ fn main() -> ExitCode {
         (
             "dfx_perf_run_names_a_missing_root_or_simulator",
             installed_run::a_missing_root_or_simulator_is_named,
+        ),
+        (
+            "release_archive_unpacks_and_runs_the_suite",
+            release_archive::archive_unpacks_and_runs_the_suite,
         ),
         (
             "dfx_perf_pipeline_buildkite_files_are_current",

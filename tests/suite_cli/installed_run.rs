@@ -12,11 +12,11 @@ use serde_json::Value;
 use crate::support::{NESTED, output_text, perf_bin, root, run_dirs};
 
 /// A fast shipped trial (20 prompts at concurrency 1) and the simulator flags it runs with.
-const TRIAL: &str = "test_qwen3_tts_customvoice::default_voice_latency_seed-tts-text::c1";
-const SIM: [&str; 6] = ["--server", "sim", "--sim-speed", "4", "--bench", "native"];
+pub const TRIAL: &str = "test_qwen3_tts_customvoice::default_voice_latency_seed-tts-text::c1";
+pub const SIM: [&str; 6] = ["--server", "sim", "--sim-speed", "4", "--bench", "native"];
 
 /// `cmd` without inherited `DFX_*` settings (the shipped perf-configs are the default).
-fn clean(mut cmd: Command, cwd: &Path) -> Command {
+pub fn clean(mut cmd: Command, cwd: &Path) -> Command {
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("DFX_") {
             cmd.env_remove(&k);
@@ -26,7 +26,7 @@ fn clean(mut cmd: Command, cwd: &Path) -> Command {
     cmd
 }
 
-fn output(mut cmd: Command, args: &[&str]) -> Result<Output, Failed> {
+pub fn output(mut cmd: Command, args: &[&str]) -> Result<Output, Failed> {
     Ok(cmd
         .args(args)
         .output()
@@ -41,7 +41,7 @@ fn dfx_perf_run(cwd: &Path, args: &[&str]) -> Result<Output, Failed> {
 }
 
 /// The `perf` test binary with ARGS, from the repository root (as cargo runs it).
-fn perf_direct(args: &[&str]) -> Result<Output, Failed> {
+pub fn perf_direct(args: &[&str]) -> Result<Output, Failed> {
     output(clean(Command::new(perf_bin()?), root()), args)
 }
 

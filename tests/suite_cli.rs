@@ -331,6 +331,10 @@ fn main() -> ExitCode {
             release_archive::archive_unpacks_and_runs_the_suite,
         ),
         (
+            "release_workflow_parses_and_pins_what_ci_pins",
+            release_archive::release_workflow_parses_and_pins_what_ci_pins,
+        ),
+        (
             "dfx_perf_pipeline_buildkite_files_are_current",
             pipeline::buildkite_pipeline_files_are_current,
         ),

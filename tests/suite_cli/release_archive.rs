@@ -1,11 +1,13 @@
 //! `scripts/release-archive.sh`: the archive packs this build's executables with the
 //! project folders, its checksum file verifies, and the unpacked archive runs the suite on
-//! its own (`bin/dfx-perf run`: the simulator and guard beside it, the root its folder).
+//! its own (`bin/dfx-perf run`: the simulator and guard beside it, the root its folder);
+//! the release workflow that builds both on a tag is well formed.
 
 use std::path::Path;
 use std::process::Command;
 
 use libtest_mimic::Failed;
+use serde_json::Value;
 
 use crate::installed_run::{SIM, TRIAL, clean, output, perf_direct};
 use crate::support::{output_text, root};
@@ -101,4 +103,84 @@ pub fn archive_unpacks_and_runs_the_suite() -> Result<(), Failed> {
 
 fn s(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// The actions the release workflow may use, each pinned to a version that exists
+/// (checked against the actions' repositories when the workflow was written).
+const KNOWN_ACTIONS: [&str; 5] = [
+    "actions/checkout@v4",
+    "actions/upload-artifact@v4",
+    "actions/download-artifact@v4",
+    "PyO3/maturin-action@v1.51.0",
+    "softprops/action-gh-release@v2",
+];
+
+/// `.github/workflows/release.yml` cannot run here: it parses, runs on version tags, builds
+/// both architectures on native runners, uses only the known pinned actions, and pins the
+/// same maturin as pyproject.toml and `.ci/run`.
+pub fn release_workflow_parses_and_pins_what_ci_pins() -> Result<(), Failed> {
+    let text = std::fs::read_to_string(root().join(".github/workflows/release.yml"))?;
+    let doc: Value = yaml_serde::from_str(&text).map_err(|e| format!("release.yml: {e}"))?;
+    if doc["on"]["push"]["tags"] != serde_json::json!(["v*"]) {
+        return Err(format!("release.yml must run on v* tags: {}", doc["on"]).into());
+    }
+    let include = doc["jobs"]["build"]["strategy"]["matrix"]["include"]
+        .as_array()
+        .ok_or("release.yml: no build matrix")?;
+    let builds: Vec<(&str, &str)> = include
+        .iter()
+        .map(|m| {
+            (
+                m["target"].as_str().unwrap_or(""),
+                m["runner"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let expected = [
+        ("x86_64-unknown-linux-gnu", "ubuntu-24.04"),
+        ("aarch64-unknown-linux-gnu", "ubuntu-24.04-arm"),
+    ];
+    if builds != expected {
+        return Err(format!("release.yml builds {builds:?}, expected {expected:?}").into());
+    }
+    let jobs = doc["jobs"].as_object().ok_or("release.yml: no jobs")?;
+    let steps: Vec<&Value> = jobs
+        .values()
+        .flat_map(|j| j["steps"].as_array().into_iter().flatten())
+        .collect();
+    for uses in steps.iter().filter_map(|s| s["uses"].as_str()) {
+        if !KNOWN_ACTIONS.contains(&uses) {
+            return Err(format!("release.yml uses {uses}, not one of {KNOWN_ACTIONS:?}").into());
+        }
+    }
+    if doc["jobs"]["release"]["needs"] != "build"
+        || doc["jobs"]["release"]["permissions"]["contents"] != "write"
+    {
+        return Err("the release job needs the builds and may write the release".into());
+    }
+
+    let pyproject = std::fs::read_to_string(root().join("pyproject.toml"))?;
+    let pin = pyproject
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("requires = [\"maturin=="))
+        .and_then(|rest| rest.strip_suffix("\"]"))
+        .ok_or("pyproject.toml: no exact maturin pin in [build-system] requires")?;
+    let maturin = steps
+        .iter()
+        .find_map(|s| s["with"]["maturin-version"].as_str())
+        .ok_or("release.yml: no maturin-version")?;
+    let ci = std::fs::read_to_string(root().join(".ci/run"))?;
+    if maturin != format!("v{pin}") || !ci.contains(&format!("maturin=={pin}")) {
+        return Err(format!(
+            "maturin pins differ: pyproject.toml {pin}, release.yml {maturin}, .ci/run must say maturin=={pin}"
+        )
+        .into());
+    }
+    let runs: String = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    if !runs.contains("scripts/release-archive.sh") || !runs.contains("dfx-perf run") {
+        return Err(
+            "release.yml must pack with scripts/release-archive.sh and run the suite".into(),
+        );
+    }
+    Ok(())
 }

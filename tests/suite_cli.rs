@@ -27,6 +27,8 @@ mod history_early;
 mod history_writers;
 #[path = "suite_cli/hostile.rs"]
 mod hostile;
+#[path = "suite_cli/installed_run.rs"]
+mod installed_run;
 #[path = "suite_cli/integrity.rs"]
 mod integrity;
 #[path = "suite_cli/interrupt.rs"]
@@ -45,6 +47,8 @@ mod native_duplex;
 mod pipeline;
 #[path = "suite_cli/quality.rs"]
 mod quality;
+#[path = "suite_cli/release_archive.rs"]
+mod release_archive;
 #[path = "suite_cli/repeats.rs"]
 mod repeats;
 #[path = "suite_cli/shard_merge.rs"]
@@ -353,6 +357,26 @@ fn main() -> ExitCode {
         (
             "suite_help_names_the_cargo_command",
             dfx_perf_cli::suite_help_names_the_cargo_command,
+        ),
+        (
+            "dfx_perf_run_list_equals_the_test_binary_list",
+            installed_run::list_equals_the_test_binary_list,
+        ),
+        (
+            "dfx_perf_run_sim_trial_from_another_folder_matches_the_test_binary",
+            installed_run::sim_trial_from_another_folder_matches_the_test_binary,
+        ),
+        (
+            "dfx_perf_run_names_a_missing_root_or_simulator",
+            installed_run::a_missing_root_or_simulator_is_named,
+        ),
+        (
+            "release_archive_unpacks_and_runs_the_suite",
+            release_archive::archive_unpacks_and_runs_the_suite,
+        ),
+        (
+            "release_workflow_parses_and_pins_what_ci_pins",
+            release_archive::release_workflow_parses_and_pins_what_ci_pins,
         ),
         (
             "dfx_perf_pipeline_buildkite_files_are_current",

@@ -10,6 +10,7 @@ mod out;
 mod pipeline;
 mod recalibrate;
 mod report;
+mod run;
 mod verify;
 
 use std::process::ExitCode;
@@ -42,6 +43,9 @@ macro_rules! subcommands {
 }
 
 subcommands! {
+    /// Run the suite as `cargo test --release --test perf -- ARGS` does (same flags,
+    /// trials, output and exit statuses), from the project folder or with `--root DIR`.
+    Run(run::RunArgs),
     /// List the deploy files, or print the absolute path of one (for
     /// `--deploy-config "$(dfx-perf deploy qwen3_tts_tuned)"`).
     Deploy(deploy::DeployArgs),

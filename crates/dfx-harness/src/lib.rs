@@ -2,7 +2,8 @@
 //! libtest-mimic, the server pool and the runner that writes the results folder.
 //!
 //! Entry points:
-//! - [`main`]: what `tests/perf.rs` calls; parses argv and runs the suite;
+//! - [`main`]: what `tests/perf.rs` calls; parses argv and runs the suite ([`main_from`]:
+//!   the same for `dfx-perf run`, with [`Project::installed`]);
 //! - [`cli::parse_env`] / [`cli::SuiteArgs`]: the one CLI struct every root test target
 //!   parses argv with, so `cargo test -- --assert-baseline <filter>` works for all of them.
 //!
@@ -50,5 +51,17 @@ pub use settings::Project;
 /// and runs the selected trials. `tests/perf.rs` is just
 /// `fn main() -> ExitCode { dfx_harness::main(Project { … }) }`.
 pub fn main(project: Project) -> ExitCode {
-    suite::run(cli::parse_env(), project)
+    main_from(std::env::args_os(), project)
+}
+
+/// [`main`] with an explicit argument list (first element: the program name for usage
+/// lines). `dfx-perf run ARGS` is `main_from(["dfx-perf run", ARGS…],
+/// Project::installed()?)`: the same suite as the test binary, rooted at the current
+/// folder or `--root`.
+pub fn main_from<I, T>(argv: I, project: Project) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    suite::run(cli::parse_from(argv), project)
 }

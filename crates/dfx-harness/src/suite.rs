@@ -41,6 +41,7 @@ const SHOWN_WARNINGS: usize = 5;
 
 /// Runs the suite with an already parsed command line.
 pub(crate) fn run(parsed: Parsed, project: Project) -> ExitCode {
+    let project = project.rooted(parsed.args.suite.root.as_deref());
     let prepared = match prepare(parsed, &project) {
         Ok(p) => p,
         Err(code) => return code,
@@ -59,6 +60,9 @@ pub(crate) fn run(parsed: Parsed, project: Project) -> ExitCode {
     }
     if !runs_anything(&prepared) {
         return dry_run(&prepared);
+    }
+    if let Err(e) = project.check_guard(&prepared.cfg.server) {
+        return usage_error(&e);
     }
     if let Err(errors) = preflight(&prepared.planned, &prepared.selected, &prepared.benches) {
         eprint!("{errors}");

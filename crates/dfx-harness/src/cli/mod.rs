@@ -270,6 +270,12 @@ pub struct SuiteFlags {
     #[arg(long, value_name = "FACTOR", env = "DFX_DURATION_SCALE")]
     pub duration_scale: Option<f64>,
 
+    /// The project folder: default `perf-configs/`, `deploy/`, `baselines/` and the
+    /// results folder (`target/dfx-perf`) are found here. Default: the repository for
+    /// `cargo test`, the current folder for `dfx-perf run`.
+    #[arg(long, value_name = "DIR", env = "DFX_ROOT")]
+    pub root: Option<PathBuf>,
+
     /// Folder holding the deploy YAML files. Default: deploy.
     #[arg(long, value_name = "DIR", env = "DFX_DEPLOY_DIR")]
     pub deploy_dir: Option<PathBuf>,
@@ -342,7 +348,17 @@ where
 /// Parses `std::env::args_os()`, printing clap's message and exiting (status 2, 0 for
 /// `--help`) on error, like any clap program.
 pub fn parse_env() -> Parsed {
-    try_parse_from(std::env::args_os()).unwrap_or_else(|e| exit_clap(&e))
+    parse_from(std::env::args_os())
+}
+
+/// [`parse_env`] for an explicit argument list (first element: the program name shown
+/// in usage lines, e.g. `dfx-perf run`).
+pub fn parse_from<I, T>(argv: I) -> Parsed
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    try_parse_from(argv).unwrap_or_else(|e| exit_clap(&e))
 }
 
 /// Prints a clap error with every line clipped ([`dfx_core::diag::clip_lines`]: a 10 MB

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 mod bench;
 mod flags;
+mod project;
 
 pub(crate) use bench::BenchOptions;
 pub(crate) use flags::known_hardware;
@@ -14,23 +15,11 @@ use flags::{
     check_hardware, check_mark, check_ready_timeout, check_sim_speed, gpu_price_flag, history_flag,
     partition_flag,
 };
+pub use project::Project;
 
 use dfx_core::bounds::{self, MAX_TIMEOUT_SECONDS};
 
 use crate::cli::{FlagRecord, Parsed, ServerMode};
-
-/// Where the project lives and what it built; given by `tests/perf.rs`.
-#[derive(Debug, Clone)]
-pub struct Project {
-    /// The repository root (`env!("CARGO_MANIFEST_DIR")` of the root package): default
-    /// `perf-configs/`, `deploy/`, `baselines/` and `target/` are found here.
-    pub root: PathBuf,
-    /// The simulator executable (`env!("CARGO_BIN_EXE_dfx-perf-sim")`).
-    pub sim_bin: PathBuf,
-    /// The guard executable (`env!("CARGO_BIN_EXE_dfx-perf-guard")`), started next to every
-    /// server and external bench group to stop it if the suite dies (`dfx_server::guard`).
-    pub guard_bin: PathBuf,
-}
 
 /// How servers are obtained.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +146,7 @@ impl SuiteConfig {
         libtest.test_threads = Some(1);
         let list_verbose = s.list_verbose || (s.verbose && libtest.list);
 
+        project::check_root_given(s.root.as_deref(), &mut errors);
         let config_files = config_files(&s.test_config_file, &project.root, &mut errors);
         check_hardware(s.hardware.as_deref(), &mut errors);
         check_executable(&s.server_bin, "--server-bin", "DFX_SERVER_BIN", &mut errors);
@@ -318,6 +308,13 @@ fn config_files(given: &[PathBuf], root: &Path, errors: &mut Vec<FlagError>) -> 
         return given;
     }
     let dir = root.join("perf-configs");
+    if !dir.is_dir() {
+        // A `--root` that is no folder at all is reported once, by `check_root_given`.
+        if !errors.iter().any(|e| e.flag == "--root") {
+            errors.push(project::no_configs_folder(root, &dir));
+        }
+        return Vec::new();
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()

@@ -199,3 +199,27 @@ fn sim_options_and_notes() {
     assert_eq!(cfg.notes.len(), 2, "{:?}", cfg.notes);
     assert_eq!(cfg.libtest.test_threads, Some(1));
 }
+
+#[test]
+fn a_root_without_perf_configs_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = config(dir.path(), &[]).unwrap_err().0;
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!((e[0].flag, e[0].env), ("--root", "DFX_ROOT"));
+    let looked_for = dir.path().join("perf-configs").display().to_string();
+    assert!(e[0].problem.contains(&looked_for), "{e:?}");
+    assert!(e[0].accepted.contains("--test-config-file"), "{e:?}");
+
+    let gone = dir.path().join("gone");
+    let gone = gone.to_str().unwrap();
+    let e = config(dir.path(), &["--root", gone]).unwrap_err().0;
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(
+        (e[0].value.as_str(), e[0].problem.as_str()),
+        (gone, "no such folder")
+    );
+    // Config files named explicitly need no perf-configs/.
+    let file = dir.path().join("a.json");
+    std::fs::write(&file, "[]").unwrap();
+    config(dir.path(), &["--test-config-file", file.to_str().unwrap()]).unwrap();
+}

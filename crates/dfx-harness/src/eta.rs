@@ -13,8 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::progress::{SharedProgress, lock};
-
 /// How often the progress line is printed when stderr is not a terminal.
 pub(crate) const TICK: Duration = Duration::from_secs(30);
 
@@ -123,10 +121,11 @@ pub(crate) struct Ticker {
 }
 
 impl Ticker {
-    /// Prints the running trial's line every `every` to `out`; `None` when stderr is a
-    /// terminal (the bench draws its own line there) and `only_off_terminal` is set.
+    /// Prints `line()` (the running trial's line, `None` between trials) every `every` to
+    /// `out`; `None` when stderr is a terminal (the bench draws its own line there) and
+    /// `only_off_terminal` is set.
     pub(crate) fn start(
-        progress: SharedProgress,
+        line: impl Fn() -> Option<String> + Send + 'static,
         every: Duration,
         only_off_terminal: bool,
         mut out: impl Write + Send + 'static,
@@ -144,17 +143,7 @@ impl Ticker {
                     continue;
                 }
                 next = Instant::now() + every;
-                let line = {
-                    let p = lock(&progress);
-                    if p.frozen || p.closed {
-                        None
-                    } else {
-                        p.current.as_ref().and_then(|c| {
-                            p.eta.line(c.idx, Some(c.started.elapsed().as_secs_f64()))
-                        })
-                    }
-                };
-                if let Some(line) = line {
+                if let Some(line) = line() {
                     let _ = writeln!(out, "dfx-perf: {line}");
                     let _ = out.flush();
                 }

@@ -81,8 +81,9 @@ fn the_ticker_prints_the_running_trial_every_interval_and_stops() {
         });
     }
     let sink = Sink::default();
+    let shown = progress.clone();
     let ticker = Ticker::start(
-        progress.clone(),
+        move || crate::progress::running_line(&shown),
         Duration::from_millis(100),
         false,
         sink.clone(),
@@ -111,7 +112,12 @@ fn the_ticker_prints_the_running_trial_every_interval_and_stops() {
     // Nothing while no trial runs.
     crate::progress::lock(&progress).current = None;
     let quiet = Sink::default();
-    let ticker = Ticker::start(progress, Duration::from_millis(50), false, quiet.clone());
+    let ticker = Ticker::start(
+        move || crate::progress::running_line(&progress),
+        Duration::from_millis(50),
+        false,
+        quiet.clone(),
+    );
     std::thread::sleep(Duration::from_millis(300));
     drop(ticker);
     assert!(quiet.0.lock().unwrap().is_empty());

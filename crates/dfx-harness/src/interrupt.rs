@@ -36,7 +36,7 @@ use serde_json::json;
 
 use crate::finish::{CloseGate, Closer, Closing};
 use crate::progress::{Current, Progress, SharedProgress, lock};
-use crate::runner::add_runner_keys;
+use crate::result_keys::add_runner_keys;
 use crate::summary::{Interruption, Outcome, SummaryEntry};
 
 /// Exit status of an interrupted run (128 + SIGINT, like a shell).
@@ -48,12 +48,6 @@ const OTHER_SIDE_WAIT: Duration = Duration::from_secs(120);
 
 /// How long the handler lets a main thread that has closed the run return its own status.
 const MAIN_EXIT_WAIT: Duration = Duration::from_secs(5);
-
-/// Whether the run has been interrupted (the server pool then starts nothing, the
-/// benches send nothing more).
-pub(crate) fn requested() -> bool {
-    dfx_core::stop::requested()
-}
 
 /// Installs the handler for this run. Fails only when another `ctrlc` handler exists in
 /// the process.

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::pool::ServerInfo;
+use crate::server_info::ServerInfo;
 use crate::summary::SummaryEntry;
 
 /// The shared progress of a run.
@@ -60,4 +60,16 @@ impl Progress {
 /// Locks the progress, also after a panic elsewhere (the data stays usable).
 pub(crate) fn lock(p: &Mutex<Progress>) -> MutexGuard<'_, Progress> {
     p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The running trial's progress line (`[3/29] name running 1 min 30 s; about … left`), `None`
+/// between trials and once the run is frozen or closed.
+pub(crate) fn running_line(progress: &Mutex<Progress>) -> Option<String> {
+    let p = lock(progress);
+    if p.frozen || p.closed {
+        return None;
+    }
+    p.current
+        .as_ref()
+        .and_then(|c| p.eta.line(c.idx, Some(c.started.elapsed().as_secs_f64())))
 }

@@ -289,7 +289,13 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         cfg.assert_baseline,
         Some(session.clone()),
     );
-    let ticker = Ticker::start(progress.clone(), TICK, true, std::io::stderr());
+    let ticking = progress.clone();
+    let ticker = Ticker::start(
+        move || crate::progress::running_line(&ticking),
+        TICK,
+        true,
+        std::io::stderr(),
+    );
     let conclusion = libtest_mimic::run(&cfg.libtest, in_shard(trials, &shard.in_shard));
     drop(ticker);
 
@@ -411,7 +417,7 @@ pub(crate) fn build_trials(
                 let Some(session) = session else {
                     return Err(Failed::from("internal: trial run without a session"));
                 };
-                if interrupt::requested() {
+                if dfx_core::stop::requested() {
                     return Err(Failed::from("not run: the run was interrupted"));
                 }
                 let result = lock(&session).run_trial(i);

@@ -4,6 +4,7 @@
 //! trial needs. A server found dead before a trial is restarted; one that dies during a
 //! trial fails that trial.
 
+pub(crate) use crate::server_info::ServerInfo;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,22 +61,6 @@ struct Live {
 struct Judge {
     server: Box<dyn RunningServer>,
     rel_dir: String,
-}
-
-/// What a trial needs to know about the server it runs against.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServerInfo {
-    pub base_url: String,
-    pub host: String,
-    pub port: u16,
-    /// The start's folder relative to the run folder (`servers/01-test_x`).
-    pub rel_dir: String,
-    /// Whether this trial started the server (false: reused).
-    pub started: bool,
-    /// The judge server's `http://host:port`, when the case has one and it is up.
-    pub judge_url: Option<String>,
-    /// The server's process group on this machine, when the suite started it.
-    pub process_group: Option<u32>,
 }
 
 /// Why a trial got no server.
@@ -156,7 +141,7 @@ impl ServerPool {
             }
         }
         self.stop_live();
-        if crate::interrupt::requested() {
+        if dfx_core::stop::requested() {
             return Err(AcquireError::Interrupted);
         }
         if let Some((failed_spec, message)) = &self.failed

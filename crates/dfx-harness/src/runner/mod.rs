@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use dfx_core::artefact::{ResultSections, VerdictFile};
+use dfx_core::artefact::VerdictFile;
 use dfx_core::bench::BenchContext;
 use dfx_core::checks;
 use dfx_core::fsutil::write_json_atomic;
@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::pool::{ServerInfo, ServerPool};
 use crate::progress::{Current, SharedProgress, lock};
+use crate::result_keys::add_runner_keys;
 use crate::results::RunDir;
 use crate::select::{BenchSet, Disposition, PlannedTrial};
 use crate::summary::{Outcome, SummaryEntry};
@@ -95,7 +96,7 @@ struct Produced {
 /// After a signal the handler owns the run folder (it closes and seals it): the runner
 /// writes nothing more there.
 fn interrupted() -> Result<(), String> {
-    if crate::interrupt::requested() {
+    if dfx_core::stop::requested() {
         return Err("interrupted: the signal handler closed the run".into());
     }
     Ok(())
@@ -499,38 +500,6 @@ impl Produced {
             server,
         }
     }
-}
-
-/// The runner's keys, like upstream (`baseline` always, `random_input_len` /
-/// `random_output_len` when the entry has them, `Hardware`: empty when unknown,
-/// `test_name`, `name`: the entry's `name` or `null`), then dfx-perf's (`result_source`
-/// when the bench did not set it, `bench`, `trial`).
-pub(crate) fn add_runner_keys(
-    doc: &mut ResultDoc,
-    trial: &dfx_core::plan::Trial,
-    hardware: &str,
-    bench: Option<&str>,
-) {
-    ResultSections::insert_thresholds(doc, &trial.thresholds);
-    for key in ["random_input_len", "random_output_len"] {
-        match trial.entry.raw.get(key) {
-            Some(v) if !v.is_null() => {
-                doc.insert(key.into(), v.clone());
-            }
-            _ => {
-                doc.remove(key);
-            }
-        }
-    }
-    let hw = dfx_core::hardware::result_value(hardware);
-    doc.insert("Hardware".into(), json!(hw));
-    doc.insert("test_name".into(), json!(trial.test_name));
-    doc.insert("name".into(), json!(trial.entry.name));
-    if !doc.contains_key("result_source") {
-        doc.insert("result_source".into(), json!(bench.unwrap_or("none")));
-    }
-    doc.insert("bench".into(), bench.map_or(Value::Null, |b| json!(b)));
-    doc.insert("trial".into(), json!(trial.name));
 }
 
 /// What only the harness saw (server death, bench exit status), then the verdict's

@@ -81,7 +81,7 @@ pub(super) fn run(
         let doc = p.fallback.is_none().then_some(p.doc);
         if let Some(d) = &doc {
             let mut d = d.clone();
-            super::add_runner_keys(&mut d, &trial, &ctx.hardware, Some(label));
+            crate::result_keys::add_runner_keys(&mut d, &trial, &ctx.hardware, Some(label));
             d.insert(
                 "repeat".into(),
                 json!({"index": k, "of": repeats, "seed": seed}),

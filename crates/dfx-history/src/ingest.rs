@@ -116,31 +116,12 @@ fn trial_record(run: &Run, seq: usize, t: &TrialSummary) -> Result<TrialRecord, 
         interrupted,
         unclean: dfx_report::run::unclean_reason(t),
         failures: t.failures.clone(),
-        failure_class: failure_class(run, t),
+        failure_class: t.failure_class.map(|c| c.as_str().to_string()),
         needs_data: t.needs_data(),
         metrics,
         repeats,
         thresholds,
     })
-}
-
-/// `failure_class` of the trial's `verdict.json` (beside its `result.json`), read
-/// tolerantly: a passed trial, an older run without the key, or a verdict that cannot be
-/// read gives `None` (unknown), never an error. Only snake_case names up to 64
-/// characters are kept.
-fn failure_class(run: &Run, t: &TrialSummary) -> Option<String> {
-    let path = run
-        .dir
-        .join(t.result.as_ref()?)
-        .with_file_name("verdict.json");
-    let text =
-        dfx_core::fsutil::read_text_bounded(&path, dfx_core::bounds::MAX_RUN_FILE_BYTES).ok()?;
-    let doc: Value = serde_json::from_str(&text).ok()?;
-    let class = doc.get("failure_class")?.as_str()?;
-    let ok = !class.is_empty()
-        && class.len() <= 64
-        && class.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
-    ok.then(|| class.to_string())
 }
 
 fn direction_name(d: dfx_core::baseline::Direction) -> &'static str {

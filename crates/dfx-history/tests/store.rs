@@ -142,8 +142,8 @@ fn with_repeats(b: &Backends, tmp: &Path) -> Result<(), Failed> {
     })
 }
 
-/// `failure_class` of a failed trial's verdict.json is stored and read back (migration
-/// 4); a trial whose verdict has none, or cannot be read, has none (older runs).
+/// `failure_class` of a failed trial (summary.json, as in its verdict.json) is stored and
+/// read back (migration 4); a trial without one has none (older runs).
 fn failure_class(b: &Backends, tmp: &Path) -> Result<(), Failed> {
     let id = "20260104-010000-H100";
     let dir = write_run(tmp, id, 900.0, false);
@@ -151,6 +151,8 @@ fn failure_class(b: &Backends, tmp: &Path) -> Result<(), Failed> {
     let mut summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
     summary["trials"][0]["outcome"] = "failed".into();
     summary["trials"][0]["failures"] = serde_json::json!(["median_e2el_ms 900 > 500"]);
+    summary["trials"][0]["failure_class"] = "breach".into();
+    summary["trials"][0]["failure_detail"] = "median_e2el_ms 900 > 500".into();
     summary["trials"][1]["result"] = "trials/t__e__c4/result.json".into();
     std::fs::write(&path, serde_json::to_vec(&summary)?)?;
     let verdict = serde_json::json!({"verdict": {"passed": false, "failures": [],

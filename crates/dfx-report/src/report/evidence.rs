@@ -48,9 +48,10 @@ pub(crate) struct LogTail {
 pub(crate) struct Evidence {
     /// Existing files of the trial and its server, linkable.
     pub links: Vec<FileLink>,
-    /// `verdict.json`'s `failure_class` (absent in older runs).
+    /// The trial's failure class (summary.json, as in its `verdict.json`; absent in older
+    /// runs).
     pub failure_class: Option<String>,
-    /// `verdict.json`'s `failure_detail`.
+    /// The class's one-line detail.
     pub failure_detail: Option<String>,
     /// Numeric keys of `result.json` (percentiles the summary does not keep).
     pub result: Map<String, Value>,
@@ -96,11 +97,8 @@ fn of_trial(run_dir: &Path, t: &TrialSummary) -> Evidence {
     if let Some(p) = &server_log {
         ev.links.push(link("server.log", p));
     }
-    if let Some(Value::Object(v)) = read_json(&run_dir.join(&dir).join("verdict.json")) {
-        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        ev.failure_class = text("failure_class").filter(|s| !s.is_empty());
-        ev.failure_detail = text("failure_detail").filter(|s| !s.is_empty());
-    }
+    ev.failure_class = t.failure_class.map(|c| c.as_str().to_string());
+    ev.failure_detail = t.failure_detail.clone().filter(|s| !s.is_empty());
     if let Some(Value::Object(r)) = read_json(&run_dir.join(&dir).join("result.json")) {
         ev.result = r.into_iter().filter(|(_, v)| v.is_number()).collect();
     }

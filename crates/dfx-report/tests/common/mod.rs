@@ -448,10 +448,12 @@ impl RunBuilder {
         write_json(&folder.join("result.json"), &Value::Object(result));
         let mut verdict = json!({"passed": failures.is_empty(), "failures": failures, "breaches": breaches, "warnings": warnings});
         // the failure class the suite records (issue #37's contract)
+        // (the server_errors detail quotes the first error as the suite does, markup and all)
+        let first = failures.first().cloned().unwrap_or_default();
         let class = match fault {
-            Some(Fault::Fallback) => Some(("client", "the bench exited with status 1")),
-            Some(Fault::FailedRequests(_)) => Some(("server_errors", "HTTP 500 (3 requests)")),
-            None if !failures.is_empty() => Some(("breach", "thresholds breached")),
+            Some(Fault::Fallback) => Some(("client", "the bench exited with status 1".into())),
+            Some(Fault::FailedRequests(_)) => Some(("server_errors", first)),
+            None if !failures.is_empty() => Some(("breach", "thresholds breached".into())),
             None => None,
         };
         if let Some((class, detail)) = class {
@@ -459,6 +461,10 @@ impl RunBuilder {
             verdict["failure_detail"] = json!(detail);
         }
         write_json(&folder.join("verdict.json"), &verdict);
+        let (class, detail) = (
+            verdict.get("failure_class").cloned(),
+            verdict.get("failure_detail").cloned(),
+        );
         std::fs::write(folder.join("records.jsonl"), "").unwrap();
         let log = match fault {
             Some(Fault::Fallback) => {
@@ -474,7 +480,7 @@ impl RunBuilder {
             "INFO: Uvicorn running on http://127.0.0.1:8000\n",
         )
         .unwrap();
-        json!({
+        let mut entry = json!({
             "name": name, "test_name": s.test, "suffix": s.suffix, "step": s.step,
             "kind": kind, "max_concurrency": s.concurrency, "request_rate": rate,
             "num_prompts": s.num_prompts, "marks": ["tts"], "outcome": outcome,
@@ -486,7 +492,13 @@ impl RunBuilder {
             "bench": "native", "result_source": source,
             "server": "servers/01-qwen3-tts", "server_started": false,
             "seconds": round6(s.num_prompts as f64 * 0.05)
-        })
+        });
+        // summary.json carries the class as the verdict does (the suite writes both).
+        if let (Some(c), Some(d)) = (class, detail) {
+            entry["failure_class"] = c;
+            entry["failure_detail"] = d;
+        }
+        entry
     }
 }
 

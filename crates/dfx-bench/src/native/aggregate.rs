@@ -1,6 +1,6 @@
 //! The speech (TTS) result document of one step: vllm-omni 0.30's keys in its order with
 //! its value types, then dfx-perf's own keys, written with the aggregation core
-//! ([`super::keys`]) from the speech per-request figures. Statistics over successes only
+//! (`native::keys`) from the speech per-request figures. Statistics over successes only
 //! (numpy semantics).
 
 use serde_json::{Map, Value};

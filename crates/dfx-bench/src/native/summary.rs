@@ -1,6 +1,6 @@
 //! The stdout summary block, laid out exactly like vllm's `Serving Benchmark Result`
 //! (40-column labels, values left-aligned in 10 columns, `.2f` floats), and dfx-perf's
-//! own block printed after it: one builder ([`serving`], [`extras`]) to which each
+//! own block printed after it: one builder (`serving`, `extras`) to which each
 //! protocol supplies only its sections and rows (speech's here, chat's in
 //! `omni/summary.rs`).
 

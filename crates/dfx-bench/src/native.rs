@@ -24,6 +24,7 @@ pub mod duplex;
 pub(crate) mod evloop;
 pub(crate) mod fds;
 pub(crate) mod http1;
+pub(crate) mod keys;
 pub(crate) mod load_result;
 pub(crate) mod log;
 pub(crate) mod omni;

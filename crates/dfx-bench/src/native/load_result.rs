@@ -6,7 +6,7 @@ use dfx_core::plan::{StepKind, Trial};
 use dfx_core::result::ResultDoc;
 use serde_json::Value;
 
-use super::aggregate::num;
+use super::keys::num;
 use super::record::RequestRecord;
 
 /// Arrivals per second between the first and the last of `times` (`(k - 1) / span`);

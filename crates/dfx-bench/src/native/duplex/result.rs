@@ -119,16 +119,7 @@ pub fn measure(
 /// Python's `statistics.median` (the mean of the two middle values); `None` when empty.
 pub fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    (!v.is_empty()).then(|| crate::native::stats::Sorted::new(v).median())
 }
 
 /// What the document states about the entry and the run.

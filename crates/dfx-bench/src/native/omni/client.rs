@@ -10,7 +10,7 @@ use reqwest::header::HeaderMap;
 
 use super::sse::{SseMessage, SseParser};
 use super::stream::StreamState;
-use crate::native::client::Limits;
+use crate::native::client::{Limits, error_chain};
 use crate::native::stall::{Progress, SharedWatch};
 
 /// How a failed chat request failed (`error_counts` key).
@@ -164,7 +164,7 @@ impl ChatTarget {
                 let class = self.expired(send_at, deadline);
                 return x.fail(class, self.expired_msg(class));
             }
-            Ok(Err(e)) => return x.fail(ChatFailure::Transport, chain(&e)),
+            Ok(Err(e)) => return x.fail(ChatFailure::Transport, error_chain(&e)),
             Ok(Ok(r)) => r,
         };
         let mut x = x;
@@ -220,7 +220,7 @@ impl ChatTarget {
                     let class = self.expired(last, deadline);
                     return x.fail(class, self.expired_msg(class));
                 }
-                Ok(Err(e)) => return x.fail(ChatFailure::Transport, chain(&e)),
+                Ok(Err(e)) => return x.fail(ChatFailure::Transport, error_chain(&e)),
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(c))) if c.is_empty() => continue,
                 Ok(Ok(Some(c))) => c,
@@ -285,18 +285,4 @@ fn take(s: &mut StreamState, t: f64, msgs: Vec<SseMessage>) {
             s.on_message(t, &v);
         }
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
 }

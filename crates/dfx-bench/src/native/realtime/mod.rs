@@ -376,30 +376,11 @@ pub fn expected_turns(
 /// vllm's `Time to First Token` section (when the result has TTFT keys), placed where vllm
 /// prints it: before the E2EL section, else before the `Text Result` title.
 pub(crate) fn with_ttft(block: &str, doc: &dfx_core::result::ResultDoc, ps: &[f64]) -> String {
-    let get = |k: &str| doc.get(k).and_then(serde_json::Value::as_f64);
-    let Some(mean) = get("mean_ttft_ms") else {
+    let mut sec = String::new();
+    super::omni::summary::text_section(super::omni::aggregate::TextMetric::Ttft)
+        .write(&mut sec, doc, ps);
+    if sec.is_empty() {
         return block.to_string();
-    };
-    let title = "Time to First Token";
-    let pad = 50 - title.len();
-    let mut sec = format!(
-        "{}{title}{}\n",
-        "-".repeat(pad / 2),
-        "-".repeat(pad - pad / 2)
-    );
-    let mut row =
-        |label: String, v: f64| sec.push_str(&format!("{label:<40} {:<10}\n", format!("{v:.2}")));
-    row("Mean TTFT (ms):".into(), mean);
-    row(
-        "Median TTFT (ms):".into(),
-        get("median_ttft_ms").unwrap_or(0.0),
-    );
-    for &p in ps {
-        let w = super::selection::percentile_word(p);
-        row(
-            format!("P{w} TTFT (ms):"),
-            get(&format!("p{w}_ttft_ms")).unwrap_or(0.0),
-        );
     }
     let at = block
         .find("End-to-end Latency")

@@ -10,8 +10,9 @@ use dfx_core::result::ResultDoc;
 
 use super::metrics::{RealtimeRecord, round3};
 use crate::native::aggregate::{self, StepFacts};
+use crate::native::keys::{self, num};
 use crate::native::record::RequestRecord;
-use crate::native::selection::{Selection, percentile_word};
+use crate::native::selection::Selection;
 use crate::native::stats::Sorted;
 
 /// What the realtime document needs besides the records.
@@ -21,10 +22,6 @@ pub(crate) struct RealtimeFacts {
     pub ttft_selected: bool,
     /// `extra_body.save_duplex_request_metrics` is true.
     pub save_duplex: bool,
-}
-
-fn num(x: f64) -> Value {
-    Value::from(if x.is_finite() { x } else { 0.0 })
 }
 
 /// Inserts `block` before the first key for which `at` holds (at the end if none).
@@ -71,16 +68,7 @@ pub(crate) fn result_doc(
     );
     if rf.ttft_selected && tokens > 0 {
         let s = Sorted::new(ok.iter().map(|r| r.ttft_s).collect());
-        let mut block = vec![
-            ("mean_ttft_ms".to_string(), num(s.mean() * 1000.0)),
-            ("median_ttft_ms".to_string(), num(s.median() * 1000.0)),
-        ];
-        for &p in &sel.percentiles {
-            block.push((
-                format!("p{}_ttft_ms", percentile_word(p)),
-                num(s.percentile(p) * 1000.0),
-            ));
-        }
+        let block = keys::stat_entries("ttft_ms", &s, 1000.0, &sel.percentiles);
         // Upstream's order: the text metrics (ttft) before e2el and the audio blocks.
         d = insert_before(d, block, |k| {
             k == "mean_e2el_ms" || k.starts_with("mean_audio_")
@@ -115,12 +103,10 @@ fn peak_tokens_per_s(ok: &[&RealtimeRecord]) -> f64 {
     let Some(t0) = ok.iter().map(|r| r.base.actual_send_s).reduce(f64::min) else {
         return 0.0;
     };
-    let mut buckets: std::collections::BTreeMap<u64, u64> = Default::default();
-    for r in ok {
-        let at = (r.base.actual_send_s + r.ttft_s - t0).max(0.0) as u64;
-        *buckets.entry(at).or_default() += r.output_tokens;
-    }
-    buckets.values().copied().max().unwrap_or(0) as f64
+    let events = ok
+        .iter()
+        .map(|r| (r.base.actual_send_s + r.ttft_s - t0, r.output_tokens));
+    keys::fullest_second(events) as f64
 }
 
 fn request_metrics(ok: &[&RealtimeRecord]) -> Vec<Value> {

@@ -15,7 +15,9 @@ use crate::baseline::{Direction, Threshold, Thresholds};
 use crate::result::{ResultDoc, metric};
 
 mod class;
-pub use class::{FailureClass, breach_detail, breach_within_noise, classify_breaches};
+pub use class::{
+    FailureClass, MetricNoise, NoiseSource, breach_detail, breach_within_noise, classify_breaches,
+};
 
 /// How many distinct request errors a completion failure quotes.
 pub(crate) const MAX_QUOTED_ERRORS: usize = 5;

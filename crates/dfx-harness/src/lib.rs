@@ -25,6 +25,7 @@ pub(crate) mod fake;
 pub(crate) mod fingerprint;
 pub(crate) mod finish;
 pub(crate) mod gpu;
+pub(crate) mod history;
 pub(crate) mod interrupt;
 pub(crate) mod listing;
 pub mod partition;

@@ -218,6 +218,11 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     };
     let mut info = run_info(&p, project, &run, started);
     info.warnings.extend(swept);
+    let history_runs = history_runs(&p.cfg, &info, &p.hardware);
+    if let Err(w) = &history_runs {
+        eprintln!("dfx-perf: warning: {w}");
+        info.warnings.push(w.clone());
+    }
     let Prepared {
         cfg,
         launcher,
@@ -283,6 +288,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         repeats: cfg.repeats,
         seed: cfg.bench.seed.unwrap_or(0),
         gpu_hour_price: cfg.gpu_hour_price,
+        history: history_runs.unwrap_or_default(),
     }));
     let trials = build_trials(
         &lock(&session).planned,
@@ -323,6 +329,20 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         return ExitCode::from(crate::finish::EXIT_WRITE_FAILED);
     }
     conclusion.exit_code()
+}
+
+/// The `--history` runs of this run's hardware identity (none without the flag), read
+/// before the first trial; `Err` is the warning of a store that could not be read.
+fn history_runs(
+    cfg: &SuiteConfig,
+    info: &RunInfo,
+    hw: &str,
+) -> Result<Vec<dfx_history::RunRecord>, String> {
+    let Some(spec) = &cfg.history else {
+        return Ok(Vec::new());
+    };
+    let identity = dfx_report::run::hardware_identity(hw, info.sim_speed);
+    crate::history::read_runs(spec, &identity)
 }
 
 /// Summary entries of the selected trials libtest will not run (ignored flag, no

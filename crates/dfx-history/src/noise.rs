@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use dfx_core::verdict::{MetricNoise, NoiseSource};
 use serde::Serialize;
 
 use crate::check;
@@ -176,14 +177,28 @@ pub fn metric_noise(
     }
 }
 
-/// Per-metric relative noise of `trial` over `runs` (one hardware identity), for every
-/// metric the history checks (the defaults and the thresholded ones): what a breach is
-/// compared with to say whether it is inside the cell's own noise.
-pub fn relative_noise(runs: &[RunRecord], trial: &str) -> BTreeMap<String, RelNoise> {
+/// Two-sided z of the 95 % band a breach's gap is judged against: the trial's repeats
+/// give half the 95 % interval of their median, so one run's spread is widened alike.
+const BAND_Z: f64 = 1.96;
+
+/// Per-metric noise of `trial` over `runs` (one hardware identity), for every metric the
+/// history checks (the defaults and the thresholded ones), as the half-width of the 95 %
+/// band of one run's value ([`metric_noise`]'s relative sd × 1.96) with the number of
+/// healthy runs it comes from: what a breach is compared with to say whether it is inside
+/// the cell's own noise (`breach_within_noise`).
+pub fn relative_noise(runs: &[RunRecord], trial: &str) -> BTreeMap<String, MetricNoise> {
     let min_runs = NoiseOptions::default().min_runs;
     check::metrics_of(runs, trial, &[])
         .into_iter()
-        .filter_map(|m| metric_noise(runs, trial, &m, min_runs).map(|n| (m, n)))
+        .filter_map(|m| {
+            let n = metric_noise(runs, trial, &m, min_runs)?;
+            let runs = healthy_values(runs, trial, &m).len();
+            let noise = MetricNoise {
+                rel: BAND_Z * n.rel_sd,
+                source: NoiseSource::History { runs },
+            };
+            Some((m, noise))
+        })
         .collect()
 }
 

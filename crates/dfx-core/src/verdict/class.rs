@@ -100,6 +100,50 @@ impl std::fmt::Display for FailureClass {
     }
 }
 
+/// Where a cell's noise was measured, as a breach's detail names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoiseSource {
+    /// The trial's own repeats (`--repeats`): half the 95 % interval of their median.
+    Repeats,
+    /// The cell's healthy runs in the history (`--history`).
+    History {
+        /// Healthy runs the estimate comes from.
+        runs: usize,
+    },
+}
+
+impl std::fmt::Display for NoiseSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoiseSource::Repeats => f.write_str("repeats"),
+            NoiseSource::History { runs } => write!(f, "history of {runs} runs"),
+        }
+    }
+}
+
+/// The relative noise of one metric of a cell, a breach's gap is judged against: the
+/// half-width of its 95 % band as a fraction of its level (0.05 for ±5 %), and its source.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricNoise {
+    /// Half-width of the 95 % band, relative (0.05 = ±5 %).
+    pub rel: f64,
+    /// Where it was measured.
+    pub source: NoiseSource,
+}
+
+impl MetricNoise {
+    /// The larger of two estimates (either may be unknown): a breach is within the
+    /// cell's noise when it is within the widest band measured.
+    pub fn larger(a: Option<MetricNoise>, b: Option<MetricNoise>) -> Option<MetricNoise> {
+        let finite = |n: &MetricNoise| n.rel.is_finite();
+        match (a.filter(finite), b.filter(finite)) {
+            (Some(a), Some(b)) if b.rel.abs() > a.rel.abs() => Some(b),
+            (Some(a), _) => Some(a),
+            (None, b) => b,
+        }
+    }
+}
+
 /// Whether a breach is inside its cell's measured noise: `|gap| <= noise`, with `noise`
 /// the metric's relative noise (a fraction: 0.05 for 5 %). `None` (no noise known) is
 /// never "within".
@@ -108,14 +152,16 @@ pub fn breach_within_noise(b: &Breach, noise: Option<f64>) -> bool {
 }
 
 /// [`FailureClass::BreachWithinNoise`] when every breach of `breaches` (at least one) is
-/// within the noise `noise(metric)` gives (a relative noise per metric: from the trial's
-/// repeats today, from the history's per-cell noise later), else
-/// [`FailureClass::Breach`].
-pub fn classify_breaches(breaches: &[Breach], noise: impl Fn(&str) -> Option<f64>) -> FailureClass {
+/// within the noise `noise(metric)` gives (the larger of the trial's repeats' and the
+/// cell's history's, see [`MetricNoise::larger`]), else [`FailureClass::Breach`].
+pub fn classify_breaches(
+    breaches: &[Breach],
+    noise: impl Fn(&str) -> Option<MetricNoise>,
+) -> FailureClass {
     let all_within = !breaches.is_empty()
         && breaches
             .iter()
-            .all(|b| breach_within_noise(b, noise(&b.metric)));
+            .all(|b| breach_within_noise(b, noise(&b.metric).map(|n| n.rel)));
     if all_within {
         FailureClass::BreachWithinNoise
     } else {
@@ -123,19 +169,21 @@ pub fn classify_breaches(breaches: &[Breach], noise: impl Fn(&str) -> Option<f64
     }
 }
 
-/// `median_audio_ttfp_ms 8.3 > 7 (+18.6 %) beyond noise ±2.1 %`: the breaches as one
-/// detail line, each with its noise (and on which side of it the gap is) when known.
-pub fn breach_detail(breaches: &[Breach], noise: impl Fn(&str) -> Option<f64>) -> String {
+/// `median_audio_ttfp_ms 8.3 > 7 (+18.6 %) beyond noise ±2.1 % (history of 7 runs)`: the
+/// breaches as one detail line, each with its noise, on which side of it the gap is and
+/// where the noise was measured, when known.
+pub fn breach_detail(breaches: &[Breach], noise: impl Fn(&str) -> Option<MetricNoise>) -> String {
     let parts: Vec<String> = breaches
         .iter()
         .map(|b| match noise(&b.metric) {
-            Some(n) if n.is_finite() => {
-                let side = if breach_within_noise(b, Some(n)) {
+            Some(n) if n.rel.is_finite() => {
+                let side = if breach_within_noise(b, Some(n.rel)) {
                     "within"
                 } else {
                     "beyond"
                 };
-                format!("{} {side} noise ±{:.1} %", b.line(), n.abs() * 100.0)
+                let pct = n.rel.abs() * 100.0;
+                format!("{} {side} noise ±{pct:.1} % ({})", b.line(), n.source)
             }
             _ => b.line(),
         })
@@ -181,7 +229,12 @@ mod tests {
     fn a_breach_is_within_noise_only_when_every_gap_is() {
         let small = breach("median_e2el_ms", 0.02);
         let big = breach("median_audio_ttfp_ms", 0.20);
-        let noise = |_: &str| Some(0.05);
+        let noise = |_: &str| {
+            Some(MetricNoise {
+                rel: 0.05,
+                source: NoiseSource::Repeats,
+            })
+        };
         assert_eq!(
             classify_breaches(std::slice::from_ref(&small), noise),
             FailureClass::BreachWithinNoise
@@ -197,7 +250,47 @@ mod tests {
         assert_eq!(classify_breaches(&[], noise), FailureClass::Breach);
         assert_eq!(
             breach_detail(&[small], noise),
-            "median_e2el_ms 102 > 100 (+2.0 %) within noise ±5.0 %"
+            "median_e2el_ms 102 > 100 (+2.0 %) within noise ±5.0 % (repeats)"
+        );
+    }
+
+    #[test]
+    fn the_larger_noise_is_judged_against_and_its_source_named() {
+        let repeats = MetricNoise {
+            rel: 0.01,
+            source: NoiseSource::Repeats,
+        };
+        let history = MetricNoise {
+            rel: 0.08,
+            source: NoiseSource::History { runs: 6 },
+        };
+        assert_eq!(
+            MetricNoise::larger(Some(repeats), Some(history)),
+            Some(history)
+        );
+        assert_eq!(
+            MetricNoise::larger(Some(history), Some(repeats)),
+            Some(history)
+        );
+        assert_eq!(MetricNoise::larger(None, Some(repeats)), Some(repeats));
+        let nan = MetricNoise {
+            rel: f64::NAN,
+            ..history
+        };
+        assert_eq!(MetricNoise::larger(Some(nan), Some(repeats)), Some(repeats));
+        assert_eq!(MetricNoise::larger(None, None), None);
+        let b = [breach("median_e2el_ms", 0.05)];
+        let both = |_: &str| MetricNoise::larger(Some(repeats), Some(history));
+        assert_eq!(classify_breaches(&b, both), FailureClass::BreachWithinNoise);
+        assert_eq!(
+            breach_detail(&b, both),
+            "median_e2el_ms 105 > 100 (+5.0 %) within noise ±8.0 % (history of 6 runs)"
+        );
+        let only_repeats = |_: &str| Some(repeats);
+        assert_eq!(classify_breaches(&b, only_repeats), FailureClass::Breach);
+        assert_eq!(
+            breach_detail(&b, only_repeats),
+            "median_e2el_ms 105 > 100 (+5.0 %) beyond noise ±1.0 % (repeats)"
         );
     }
 }

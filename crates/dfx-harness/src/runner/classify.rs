@@ -6,7 +6,11 @@
 use dfx_core::bench::STALLED_PREFIX;
 use dfx_core::result::ResultDoc;
 use dfx_core::server::ServerError;
-use dfx_core::verdict::{Breach, FailureClass, breach_detail, classify_breaches};
+use std::collections::BTreeMap;
+
+use dfx_core::verdict::{
+    Breach, FailureClass, MetricNoise, NoiseSource, breach_detail, classify_breaches,
+};
 use serde_json::Value;
 
 use super::failure::{NotRun, TrialFailure};
@@ -95,8 +99,8 @@ pub(crate) struct Evidence<'a> {
     pub doc: &'a ResultDoc,
     /// The bench's first distinct request errors (a stall's line first).
     pub errors: &'a [String],
-    /// Relative noise per metric (see [`dfx_core::verdict::classify_breaches`]).
-    pub noise: &'a dyn Fn(&str) -> Option<f64>,
+    /// Noise per metric (see [`dfx_core::verdict::classify_breaches`] and [`cell_noise`]).
+    pub noise: &'a dyn Fn(&str) -> Option<MetricNoise>,
 }
 
 /// The class and detail of a trial with these failures (`None` when there are none).
@@ -215,6 +219,21 @@ pub(crate) fn repeat_noise(doc: &ResultDoc, metric: &str) -> Option<f64> {
     let (median, lo, hi) = (get("median")?, get("ci95_low")?, get("ci95_high")?);
     let noise = (hi - lo) / 2.0 / median.abs();
     (noise.is_finite() && get("n").is_none_or(|n| n >= 2.0)).then_some(noise)
+}
+
+/// The noise a breach of `metric` is judged against: the larger of the trial's repeats'
+/// ([`repeat_noise`]) and the cell's history's (`history`, from
+/// `dfx_history::noise::relative_noise`; empty without `--history`).
+pub(crate) fn cell_noise(
+    doc: &ResultDoc,
+    history: &BTreeMap<String, MetricNoise>,
+    metric: &str,
+) -> Option<MetricNoise> {
+    let repeats = repeat_noise(doc, metric).map(|rel| MetricNoise {
+        rel,
+        source: NoiseSource::Repeats,
+    });
+    MetricNoise::larger(repeats, history.get(metric).copied())
 }
 
 fn first_line(s: &str) -> String {

@@ -13,7 +13,7 @@ fn doc(v: serde_json::Value) -> ResultDoc {
     serde_json::from_value(v).unwrap()
 }
 
-fn none(_: &str) -> Option<f64> {
+fn none(_: &str) -> Option<MetricNoise> {
     None
 }
 
@@ -123,7 +123,8 @@ fn breaches_inside_the_repeats_noise_are_within_noise() {
     }}}}));
     assert_eq!(repeat_noise(&d, "median_e2el_ms"), Some(0.05));
     assert_eq!(repeat_noise(&d, "median_audio_ttfp_ms"), None);
-    let noise = |m: &str| repeat_noise(&d, m);
+    let no_history = BTreeMap::new();
+    let noise = |m: &str| cell_noise(&d, &no_history, m);
     let ev = Evidence {
         doc: &d,
         errors: &[],
@@ -133,10 +134,55 @@ fn breaches_inside_the_repeats_noise_are_within_noise() {
     assert_eq!(class, FailureClass::BreachWithinNoise);
     assert_eq!(
         detail,
-        "median_e2el_ms 103 > 100 (+3.0 %) within noise ±5.0 %"
+        "median_e2el_ms 103 > 100 (+3.0 %) within noise ±5.0 % (repeats)"
     );
     let (class, _) = classify(&[TrialFailure::Breach(breach(0.2))], &ev).unwrap();
     assert_eq!(class, FailureClass::Breach);
+}
+
+#[test]
+fn the_larger_of_the_repeats_and_the_history_noise_judges_a_breach() {
+    let d = doc(json!({"repeats": {"stats": {"median_e2el_ms": {
+        "n": 3, "median": 100.0, "ci95_low": 98.0, "ci95_high": 102.0
+    }}}}));
+    let history = BTreeMap::from([(
+        "median_e2el_ms".to_string(),
+        MetricNoise {
+            rel: 0.12,
+            source: NoiseSource::History { runs: 9 },
+        },
+    )]);
+    let noise = |m: &str| cell_noise(&d, &history, m);
+    let ev = Evidence {
+        doc: &d,
+        errors: &[],
+        noise: &noise,
+    };
+    let (class, detail) = classify(&[TrialFailure::Breach(breach(0.08))], &ev).unwrap();
+    assert_eq!(class, FailureClass::BreachWithinNoise);
+    assert_eq!(
+        detail,
+        "median_e2el_ms 108 > 100 (+8.0 %) within noise ±12.0 % (history of 9 runs)"
+    );
+    let (class, detail) = classify(&[TrialFailure::Breach(breach(0.5))], &ev).unwrap();
+    assert_eq!(class, FailureClass::Breach);
+    assert!(
+        detail.ends_with("beyond noise ±12.0 % (history of 9 runs)"),
+        "{detail}"
+    );
+    // Without the history only the repeats' ±2 % is known: the same 8 % is a breach.
+    let repeats_only = BTreeMap::new();
+    let noise = |m: &str| cell_noise(&d, &repeats_only, m);
+    let ev = Evidence {
+        noise: &noise,
+        ..ev
+    };
+    let (class, detail) = classify(&[TrialFailure::Breach(breach(0.08))], &ev).unwrap();
+    assert_eq!(class, FailureClass::Breach);
+    assert!(
+        detail.ends_with("beyond noise ±2.0 % (repeats)"),
+        "{detail}"
+    );
 }
 
 #[test]

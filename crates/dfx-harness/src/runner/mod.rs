@@ -73,6 +73,10 @@ pub(crate) struct Session {
     pub seed: u64,
     /// `--gpu-hour-price`: price of one GPU-hour, for a capacity search's cost.
     pub gpu_hour_price: Option<f64>,
+    /// `--history`'s runs of this run's hardware identity, read before the first trial
+    /// (empty without it, or when it could not be read): a breach inside its cell's noise
+    /// in them is `breach_within_noise`.
+    pub history: Vec<dfx_history::RunRecord>,
 }
 
 /// What the bench side of a trial produced, before judging.
@@ -390,7 +394,8 @@ impl Session {
             expected,
             incomplete.as_deref(),
         );
-        let noise = |metric: &str| classify::repeat_noise(&doc, metric);
+        let history = dfx_history::noise::relative_noise(&self.history, &trial.name);
+        let noise = |metric: &str| classify::cell_noise(&doc, &history, metric);
         let evidence = classify::Evidence {
             doc: &doc,
             errors: &p.errors,

@@ -73,6 +73,7 @@ fn fixture_hw(
         repeats: None,
         seed: 0,
         gpu_hour_price: None,
+        history: Vec::new(),
     };
     Fixture {
         session,

@@ -132,7 +132,45 @@ fn unhealthy_runs_are_not_noise_and_repeats_count_when_larger() {
         (n.rel_sd - 1.2533 * 0.1 / 3f64.sqrt()).abs() < 0.005,
         "{n:?}"
     );
-    assert!(relative_noise(&rs, TRIAL).contains_key(TTFP));
+    let band = relative_noise(&rs, TRIAL)[TTFP];
+    assert!((band.rel - 1.96 * n.rel_sd).abs() < 1e-12, "{band:?}");
+    assert_eq!(band.source, NoiseSource::History { runs: 8 });
+}
+
+#[test]
+fn a_breach_inside_a_noisy_cell_is_within_its_noise_one_far_outside_is_not() {
+    use dfx_core::baseline::Direction;
+    use dfx_core::verdict::{Breach, FailureClass, breach_detail, classify_breaches};
+    // A cell whose runs spread by 10 %: its 95 % band is about ±20 %.
+    let rs = runs(&seeded(12, 100.0, 0.10, 7), 105.0);
+    let noise = relative_noise(&rs, TRIAL);
+    let band = noise[TTFP];
+    assert!((0.10..0.35).contains(&band.rel), "{band:?}");
+    let breach = |gap: f64| Breach {
+        metric: TTFP.into(),
+        value: 105.0 * (1.0 + gap),
+        threshold: 105.0,
+        gap,
+        direction: Direction::LowerIsBetter,
+    };
+    let of = |m: &str| noise.get(m).copied();
+    let inside = [breach(band.rel / 2.0)];
+    assert_eq!(
+        classify_breaches(&inside, of),
+        FailureClass::BreachWithinNoise
+    );
+    assert!(
+        breach_detail(&inside, of).ends_with("(history of 12 runs)"),
+        "{}",
+        breach_detail(&inside, of)
+    );
+    let far = [breach(band.rel * 3.0)];
+    assert_eq!(classify_breaches(&far, of), FailureClass::Breach);
+    assert!(breach_detail(&far, of).contains(" beyond noise ±"));
+    // A quiet cell's band is far narrower: the same gap is beyond it.
+    let quiet = relative_noise(&runs(&seeded(12, 100.0, 0.005, 7), 105.0), TRIAL);
+    let q = |m: &str| quiet.get(m).copied();
+    assert_eq!(classify_breaches(&inside, q), FailureClass::Breach);
 }
 
 #[test]

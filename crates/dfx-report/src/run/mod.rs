@@ -38,10 +38,16 @@ impl Run {
     /// `SIM (speed 10)` for simulated runs with a speed factor, else the hardware label:
     /// two runs are only comparable when this is equal.
     pub fn hardware_identity(&self) -> String {
-        match self.info.sim_speed {
-            Some(s) => format!("{} (sim speed {})", self.hardware, crate::fmt::num(s)),
-            None => self.hardware.clone(),
-        }
+        hardware_identity(&self.hardware, self.info.sim_speed)
+    }
+}
+
+/// A run's hardware identity from its hardware label and simulator speed (see
+/// [`Run::hardware_identity`]): what the history files its runs under.
+pub fn hardware_identity(hardware: &str, sim_speed: Option<f64>) -> String {
+    match sim_speed {
+        Some(s) => format!("{hardware} (sim speed {})", crate::fmt::num(s)),
+        None => hardware.to_string(),
     }
 }
 

@@ -23,6 +23,8 @@ mod gpu_samples;
 mod history_e2e;
 #[path = "suite_cli/history_early.rs"]
 mod history_early;
+#[path = "suite_cli/history_noise.rs"]
+mod history_noise;
 #[path = "suite_cli/history_writers.rs"]
 mod history_writers;
 #[path = "suite_cli/hostile.rs"]
@@ -241,6 +243,14 @@ fn main() -> ExitCode {
         (
             "history_check_suspects_a_far_shift_on_its_first_night_and_confirms_it_on_the_next",
             history_early::suspected_on_the_fourth_night_confirmed_on_the_fifth,
+        ),
+        (
+            "history_noise_a_breach_inside_the_cells_history_noise_is_within_it",
+            history_noise::a_breach_inside_the_cells_history_noise_is_within_it,
+        ),
+        (
+            "history_noise_a_broken_store_is_a_warning_and_repeats_judge",
+            history_noise::a_broken_store_is_a_warning_and_repeats_judge,
         ),
         (
             "history_add_by_eight_processes_at_once_stores_every_run_and_refuses_a_damaged_file",

@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 
 use crate::support::{fake_vllm_bin, output_text, sim_native};
 
+/// The one trial of [`config_with_baseline`].
+pub const BREACH_TRIAL: &str = "test_breach::default_voice_seed-tts-text::c1";
+
 /// The c1 step of `sim_tts.json` (6 prompts, 1 warmup).
 const C1: &str = "test_sim_smoke::default_voice_seed-tts-text::c1";
 
@@ -29,7 +32,7 @@ fn run_dir(results: &Path, text: &str) -> Result<std::path::PathBuf, Failed> {
 
 /// Checks that the run failed trial `trial` with `class` everywhere; returns its
 /// `failure_detail`.
-fn expect_class(
+pub fn expect_class(
     out: &std::process::Output,
     results: &Path,
     trial: &str,
@@ -131,6 +134,13 @@ pub fn stall_after_chunks_is_stalled() -> Result<(), Failed> {
 
 /// A small config of one c1 step whose inline threshold no run meets (TTFP ≤ 0.001 ms).
 fn breached_config(dir: &Path) -> Result<String, Failed> {
+    let baseline = json!({"SIMx5": {"median_audio_ttfp_ms": 0.001}});
+    config_with_baseline(dir, &baseline, "breach.json")
+}
+
+/// [`BREACH_TRIAL`]'s config (one c1 step of 4 prompts) with `baseline` inline, written
+/// to `dir/name`; its path.
+pub fn config_with_baseline(dir: &Path, baseline: &Value, name: &str) -> Result<String, Failed> {
     let cfg = json!([{
         "test_name": "test_breach",
         "server_params": {"model": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"},
@@ -146,10 +156,10 @@ fn breached_config(dir: &Path) -> Result<String, Failed> {
             "num_warmups": 0,
             "extra_body": {"voice": "Vivian", "language": "English", "task_type": "CustomVoice"},
             "percentile-metrics": "ttft,e2el,audio_rtf,audio_ttfp,audio_duration",
-            "baseline": {"SIMx5": {"median_audio_ttfp_ms": 0.001}}
+            "baseline": baseline
         }]
     }]);
-    let file = dir.join("breach.json");
+    let file = dir.join(name);
     std::fs::write(&file, cfg.to_string())?;
     Ok(file.display().to_string())
 }
@@ -157,7 +167,7 @@ fn breached_config(dir: &Path) -> Result<String, Failed> {
 pub fn an_inline_threshold_breach_is_breach() -> Result<(), Failed> {
     let tmp = tempfile::tempdir()?;
     let config = breached_config(tmp.path())?;
-    let trial = "test_breach::default_voice_seed-tts-text::c1";
+    let trial = BREACH_TRIAL;
     let mut args = crate::support::SIM_NATIVE.to_vec();
     args.extend(["--assert-baseline", "--exact", trial]);
     let (child, results) = crate::support::perf_spawn(&config, &args, &[])?;
@@ -172,7 +182,7 @@ pub fn an_inline_threshold_breach_is_breach() -> Result<(), Failed> {
 pub fn a_bench_that_exits_is_client() -> Result<(), Failed> {
     let tmp = tempfile::tempdir()?;
     let config = breached_config(tmp.path())?;
-    let trial = "test_breach::default_voice_seed-tts-text::c1";
+    let trial = BREACH_TRIAL;
     let fake = fake_vllm_bin()?.display().to_string();
     let args = [
         "--server",

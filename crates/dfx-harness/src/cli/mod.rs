@@ -291,7 +291,9 @@ pub struct SuiteFlags {
     pub upstream_results_dir: Option<PathBuf>,
 
     /// Run history to add this run to when it ends (also after an interruption): a
-    /// SQLite file or postgres://user@host/db. A failure to write it is a warning.
+    /// SQLite file or postgres://user@host/db. Read before the first trial: a breach
+    /// inside its cell's noise there is breach_within_noise. A failure to read or write
+    /// it is a warning.
     #[arg(long, value_name = "DB", env = "DFX_HISTORY")]
     #[serde(serialize_with = "redacted")]
     pub history: Option<String>,

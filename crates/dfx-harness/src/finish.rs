@@ -164,7 +164,7 @@ impl Closing {
             failed.push(format!("reports not written: {e}"));
         }
         if let Some(spec) = &self.history {
-            add_to_history(spec, &self.run.path);
+            crate::history::add_run(spec, &self.run.path);
         }
         for f in &failed {
             eprintln!("dfx-perf: error: {f}");
@@ -223,28 +223,6 @@ fn print_needs_data(s: &Summary) {
             String::new()
         }
     );
-}
-
-/// Adds the closed run folder to the history. A failure is a warning: the run folder is
-/// complete either way and `dfx-perf history add` can add it later.
-fn add_to_history(spec: &dfx_history::HistorySpec, dir: &std::path::Path) {
-    let added =
-        dfx_history::read_run(dir).and_then(|run| Ok((dfx_history::open(spec)?.add(&run)?, run)));
-    match added {
-        Ok((outcome, run)) => eprintln!(
-            "dfx-perf: history: {} {}",
-            run.run_id,
-            match outcome {
-                dfx_history::AddOutcome::Added => "added",
-                dfx_history::AddOutcome::Unchanged => "already stored",
-                dfx_history::AddOutcome::Replaced => "replaced",
-            }
-        ),
-        Err(e) => eprintln!(
-            "dfx-perf: warning: run not added to the history ({e}); add it later with `dfx-perf history add {}`",
-            dir.display()
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
-//! The run's `--history`, read once before the first trial: the stored runs of the run's
-//! hardware identity, whose healthy values give each trial's cell noise (a breach inside
-//! it is `breach_within_noise`). A store that cannot be read is a warning: the run goes on
-//! and judges breaches against their repeats' noise only.
+//! The run's `--history`: read once before the first trial (the stored runs of the run's
+//! hardware identity, whose healthy values give each trial's cell noise; a breach inside
+//! it is `breach_within_noise`), and the finished run added at the close. A store that
+//! cannot be read or written, or does not answer, is a warning: the run goes on (judging
+//! breaches against their repeats' noise only), and its close is never held by it.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -11,6 +12,57 @@ use dfx_history::{HistorySpec, RunRecord};
 /// Longest wait for the store before the run goes on without it: a database that accepts
 /// the connection and never answers must not hold the run.
 const READ_WAIT: Duration = Duration::from_secs(30);
+
+/// Longest wait for the store to take the finished run: its write lock waits up to 60 s
+/// for another writer, so this is that and a margin.
+const ADD_WAIT: Duration = Duration::from_secs(120);
+
+/// Runs `work` on its own thread and waits at most `wait` for it; `None` when it did not
+/// answer in time (the thread is left to end with the process).
+fn within<T: Send + 'static>(
+    name: &str,
+    wait: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<Option<T>, std::io::Error> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })?;
+    Ok(rx.recv_timeout(wait).ok())
+}
+
+/// Adds the finished run in `dir` to the history at `spec`, waiting at most [`ADD_WAIT`];
+/// a failure or no answer is a warning naming the command that adds it later.
+pub(crate) fn add_run(spec: &HistorySpec, dir: &std::path::Path) {
+    add_within(spec, dir, ADD_WAIT);
+}
+
+fn add_within(spec: &HistorySpec, dir: &std::path::Path, wait: Duration) {
+    let (spec, path) = (spec.clone(), dir.to_path_buf());
+    let added = within("dfx-history-add", wait, move || {
+        dfx_history::read_run(&path).and_then(|run| Ok((dfx_history::open(&spec)?.add(&run)?, run)))
+    });
+    let why = match added {
+        Ok(Some(Ok((outcome, run)))) => {
+            let what = match outcome {
+                dfx_history::AddOutcome::Added => "added",
+                dfx_history::AddOutcome::Unchanged => "already stored",
+                dfx_history::AddOutcome::Replaced => "replaced",
+            };
+            eprintln!("dfx-perf: history: {} {what}", run.run_id);
+            return;
+        }
+        Ok(Some(Err(e))) => e.to_string(),
+        Ok(None) => format!("no answer in {:.0} s", wait.as_secs_f64()),
+        Err(e) => format!("cannot start its writer: {e}"),
+    };
+    eprintln!(
+        "dfx-perf: warning: run not added to the history ({why}); add it later with `dfx-perf history add {}`",
+        dir.display()
+    );
+}
 
 /// The runs of `identity` in the history at `spec`, oldest first; `Err` is the warning
 /// to print (and record in run.json) when the store could not be read.
@@ -25,20 +77,14 @@ fn read_within(
     identity: &str,
     wait: Duration,
 ) -> Result<Vec<RunRecord>, String> {
-    let (tx, rx) = mpsc::channel();
     let (spec, id) = (spec.clone(), identity.to_string());
-    std::thread::Builder::new()
-        .name("dfx-history-read".into())
-        .spawn(move || {
-            let _ = tx.send(read(&spec, &id));
-        })
-        .map_err(|e| unread(&format!("cannot start its reader: {e}")))?;
-    let (runs, describe) = match rx.recv_timeout(wait) {
-        Ok(read) => read?,
-        Err(_) => {
+    let (runs, describe) = match within("dfx-history-read", wait, move || read(&spec, &id)) {
+        Ok(Some(read)) => read?,
+        Ok(None) => {
             let secs = wait.as_secs_f64();
             return Err(unread(&format!("no answer in {secs:.0} s")));
         }
+        Err(e) => return Err(unread(&format!("cannot start its reader: {e}"))),
     };
     eprintln!(
         "dfx-perf: history: {} run(s) of {identity} in {describe}: breaches are judged against their cell's noise in them too",
@@ -89,6 +135,19 @@ mod tests {
             "{warning}"
         );
         // Closing the listener ends the waiting reader.
+        drop(listener);
+    }
+
+    #[test]
+    fn a_store_that_never_answers_does_not_hold_the_close() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let spec = HistorySpec::Postgres(format!("postgres://dfx@127.0.0.1:{port}/h"));
+        let dir = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        add_within(&spec, dir.path(), Duration::from_millis(500));
+        // Returned after the wait (generous bound: only "not held for minutes" matters).
+        assert!(started.elapsed() < Duration::from_secs(60));
         drop(listener);
     }
 

@@ -2,10 +2,12 @@
 //! of the time left, and, when stderr is not a terminal (CI logs), one progress line every
 //! [`TICK`] while a trial runs.
 //!
-//! The estimate starts from the plan's ([`crate::estimate::trial_seconds`], a generous
-//! upper bound, said as "at most") and, once a trial has finished, scales the remaining
-//! trials' plan estimates by how long the finished ones really took against theirs
-//! ("about").
+//! Each trial's expected time is its bench duration in the history when `--history` knows
+//! the trial (the median of its last three clean runs), else the plan's
+//! ([`crate::estimate::trial_seconds`], a generous upper bound). Before any trial has
+//! finished the sum is said as "at most" (or "about", when the history knows every
+//! remaining trial); after that, the remaining trials' expectations are scaled by how long
+//! the finished ones really took against theirs ("about").
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -24,6 +26,8 @@ pub(crate) struct Eta {
     /// Trial names and plan estimates (seconds), by plan index.
     names: Vec<String>,
     estimates: Vec<f64>,
+    /// The history's duration of each trial (seconds), by plan index, when it knows it.
+    known: Vec<Option<f64>>,
     /// Trials finished so far, their wall time and their plan estimates.
     done: usize,
     done_seconds: f64,
@@ -35,6 +39,8 @@ pub(crate) struct Eta {
 pub(crate) enum Left {
     /// The plan's upper bound (no trial finished yet).
     Plan(f64),
+    /// The history's durations of every remaining trial (no trial finished yet).
+    History(f64),
     /// The plan's estimates scaled by the finished trials' real times.
     Measured(f64),
 }
@@ -48,6 +54,12 @@ impl Eta {
             estimates,
             ..Eta::default()
         }
+    }
+
+    /// With the history's duration of the trials it knows (by plan index).
+    pub(crate) fn with_known(mut self, known: Vec<Option<f64>>) -> Eta {
+        self.known = known;
+        self
     }
 
     /// `(position, total)`, 1-based, of trial `idx` (`None` when it is not in the run).
@@ -66,8 +78,12 @@ impl Eta {
         self.done_estimate += self.estimate(idx);
     }
 
+    /// What trial `idx` is expected to take: the history's duration, else the plan's.
     fn estimate(&self, idx: usize) -> f64 {
-        self.estimates.get(idx).copied().unwrap_or(0.0)
+        match self.known.get(idx).copied().flatten() {
+            Some(s) => s,
+            None => self.estimates.get(idx).copied().unwrap_or(0.0),
+        }
     }
 
     /// Time left with trial `idx` running for `elapsed` seconds (it and every trial after
@@ -81,7 +97,15 @@ impl Eta {
             .map(|&i| self.estimate(i))
             .sum();
         if self.done == 0 || self.done_estimate <= 0.0 {
-            return Left::Plan((rest - elapsed).max(0.0));
+            let all_known = self.order[pos - 1..]
+                .iter()
+                .all(|&i| self.known.get(i).copied().flatten().is_some());
+            let s = (rest - elapsed).max(0.0);
+            return if all_known {
+                Left::History(s)
+            } else {
+                Left::Plan(s)
+            };
         }
         let ratio = self.done_seconds / self.done_estimate;
         Left::Measured((rest * ratio - elapsed).max(0.0))
@@ -94,6 +118,7 @@ impl Eta {
         let name = self.names.get(idx).map_or("", String::as_str);
         let left = match self.left(idx, running.unwrap_or(0.0)) {
             Left::Plan(s) => format!("at most {} left by the plan", human(s)),
+            Left::History(s) => format!("about {} left by the history", human(s)),
             Left::Measured(s) => format!("about {} left", human(s)),
         };
         Some(match running {

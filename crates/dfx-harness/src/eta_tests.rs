@@ -122,3 +122,21 @@ fn the_ticker_prints_the_running_trial_every_interval_and_stops() {
     drop(ticker);
     assert!(quiet.0.lock().unwrap().is_empty());
 }
+
+#[test]
+fn the_history_replaces_the_plan_for_the_trials_it_knows() {
+    // The history knows trials 2 and 3 (20 s and 30 s), not 0 (plan: 100 s).
+    let e = eta().with_known(vec![None, None, Some(20.0), Some(30.0)]);
+    // From trial 0: 100 (plan) + 20 + 30, still a plan bound (trial 0 is unknown).
+    assert_eq!(e.left(0, 0.0), Left::Plan(150.0));
+    // From trial 2: every remaining trial is known, so it is the history's "about".
+    assert_eq!(e.left(2, 5.0), Left::History(45.0));
+    assert_eq!(
+        e.line(2, None).unwrap(),
+        "[2/3] t::a::c4 (about 50 s left by the history)"
+    );
+    // Once a trial finished, its real time against its expectation scales the rest.
+    let mut e = e;
+    e.finished(2, 40.0);
+    assert_eq!(e.left(3, 0.0), Left::Measured(60.0));
+}

@@ -239,7 +239,8 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         &planned,
         &selected,
     ));
-    progress::lock(&progress).eta = run_eta(&progress, &planned, &selected);
+    let known = history_durations(&planned, history_runs.as_deref().unwrap_or_default());
+    progress::lock(&progress).eta = run_eta(&progress, &planned, &selected).with_known(known);
     let closing = Arc::new(Closing {
         run: run.clone(),
         info: info.clone(),
@@ -372,6 +373,30 @@ fn statically_ignored(
 
 /// The trials that will execute (selected, not statically ignored), in plan order, with
 /// every trial's name and plan estimate.
+/// Each planned trial's bench duration in the history (the median of its last three clean
+/// runs), when the history knows it: the time-left estimate's first guess.
+fn history_durations(
+    planned: &[PlannedTrial],
+    runs: &[dfx_history::RunRecord],
+) -> Vec<Option<f64>> {
+    planned
+        .iter()
+        .map(|p| {
+            let mut seen: Vec<f64> = runs
+                .iter()
+                .rev()
+                .filter_map(|r| r.trials.iter().find(|t| t.name == p.trial.name))
+                .filter(|t| t.outcome == dfx_history::TrialOutcome::Passed && t.unclean.is_none())
+                .filter_map(|t| t.metrics.get("duration").copied())
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .take(3)
+                .collect();
+            seen.sort_by(f64::total_cmp);
+            seen.get(seen.len() / 2).copied()
+        })
+        .collect()
+}
+
 fn run_eta(progress: &SharedProgress, planned: &[PlannedTrial], selected: &[usize]) -> Eta {
     let entries = &progress::lock(progress).entries;
     let order = selected

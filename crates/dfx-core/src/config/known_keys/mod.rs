@@ -127,14 +127,17 @@ fn read_flags(text: &'static str) -> Vec<&'static str> {
 /// `vllm bench serve --omni` 0.30's long options, without `--`.
 pub fn vllm_bench_flags() -> &'static [&'static str] {
     static FLAGS: LazyLock<Vec<&'static str>> =
-        LazyLock::new(|| read_flags(include_str!("../../assets/vllm_bench_serve_flags.txt")));
+        LazyLock::new(|| read_flags(include_str!("../../../assets/vllm_bench_serve_flags.txt")));
     &FLAGS
 }
 
 /// Upstream's diffusion benchmark script's long options, without `--`.
 pub fn diffusion_flags() -> &'static [&'static str] {
-    static FLAGS: LazyLock<Vec<&'static str>> =
-        LazyLock::new(|| read_flags(include_str!("../../assets/diffusion_benchmark_flags.txt")));
+    static FLAGS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+        read_flags(include_str!(
+            "../../../assets/diffusion_benchmark_flags.txt"
+        ))
+    });
     &FLAGS
 }
 

@@ -244,9 +244,7 @@ fn check_threshold(doc: &ResultDoc, t: &Threshold, assert_baseline: bool, v: &mu
     v.breaches.push(breach);
 }
 
-#[path = "verdict_gap.rs"]
 pub mod gap;
 
 #[cfg(test)]
-#[path = "verdict_tests.rs"]
 mod tests;

@@ -23,6 +23,15 @@ pub enum ReportError {
         /// The parser's message, or what is missing or of the wrong type.
         problem: String,
     },
+    /// A config file's baseline write-back was refused.
+    #[error("{}: {source}", path.display())]
+    Writeback {
+        /// The config file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::writeback::WritebackError,
+    },
     /// A folder is not a run folder (no `summary.json` and no `trials/`).
     #[error(
         "{}: not a dfx-perf run folder (expected summary.json or trials/*/result.json inside)",

@@ -26,7 +26,7 @@ pub(super) fn check_hardware(h: Option<&str>, errors: &mut Vec<FlagError>) {
 pub(crate) fn known_hardware(given: bool, label: &str, named: &[String]) -> Result<(), String> {
     dfx_core::hardware::check_label(label, named).map_err(|why| {
         if given {
-            err("--hardware", "DFX_HARDWARE", label, "unknown hardware label", &why)
+            err("--hardware", "DFX_HARDWARE", label, "unknown hardware label", &why.to_string())
                 .to_string()
         } else {
             format!(

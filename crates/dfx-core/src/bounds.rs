@@ -80,13 +80,13 @@ pub fn timeout(secs: f64) -> Option<Duration> {
     }
 }
 
-/// A `metric-percentiles` string [`parse_percentiles`] refuses.
+/// A `metric-percentiles` string the plan refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PercentileError {
     /// A value that is not a number from 0 to 100 (as written, trimmed).
     #[error("{0:?} is not a number from 0 to 100")]
     NotAPercentile(String),
-    /// More than [`MAX_PERCENTILES`] values.
+    /// More than `MAX_PERCENTILES` values.
     #[error("more than {MAX_PERCENTILES} percentiles")]
     TooMany,
 }

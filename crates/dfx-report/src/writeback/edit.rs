@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::error::{MissingThreshold, SelfCheckError, WritebackError};
 use super::jsonspan::{Kind, Node};
 use super::{EntryRef, Sweep};
+use crate::error::{MissingThreshold, SelfCheckError, WritebackError};
 
 /// Replace `start..end` with `text` (an insertion when `start == end`).
 #[derive(Debug, Clone, PartialEq)]

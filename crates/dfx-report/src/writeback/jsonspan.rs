@@ -62,24 +62,7 @@ impl Node {
     }
 }
 
-/// Where a document stops being JSON: what was expected at which byte and line, and the
-/// decoder's own error when a number or string token is malformed.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "expected {expected} at byte {at} (line {line}){}",
-    source.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
-)]
-pub struct SyntaxError {
-    /// What the parser accepts at this point (`a JSON value`, `` `,` or `}` ``, …).
-    pub expected: &'static str,
-    /// The byte offset.
-    pub at: usize,
-    /// The 1-based line of `at`.
-    pub line: usize,
-    /// serde_json's error for a string token that does not decode.
-    #[source]
-    pub source: Option<serde_json::Error>,
-}
+pub use crate::error::SyntaxError;
 
 /// Parses a whole document. Errors give the byte offset and what was expected.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {

@@ -4,11 +4,10 @@
 //! file stays as it was (formatting, key order, other hardware buckets, other metrics).
 
 mod edit;
-mod error;
 pub mod jsonspan;
 mod plan_map;
 
-pub use error::{MissingThreshold, SelfCheckError, WritebackError};
+pub use crate::error::{MissingThreshold, SelfCheckError, WritebackError};
 pub use plan_map::entries_from_plan;
 
 use std::collections::BTreeMap;

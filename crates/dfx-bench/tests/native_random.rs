@@ -82,7 +82,7 @@ fn real_tokenizer_counts_and_skips_special_tokens() {
 }
 
 fn mm(raw: Value) -> Result<MmConfig, String> {
-    MmConfig::parse(raw.as_object().unwrap())
+    MmConfig::parse(raw.as_object().unwrap()).map_err(|e| e.to_string())
 }
 
 #[test]

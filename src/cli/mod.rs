@@ -66,7 +66,7 @@ subcommands! {
 
 /// Parses a percentage flag (`25%` or `25`) into a fraction.
 pub(crate) fn percent(s: &str) -> Result<f64, String> {
-    dfx_report::fmt::parse_pct(s)
+    dfx_report::fmt::parse_pct(s).map_err(|e| e.to_string())
 }
 
 /// dfx-perf: performance regression suite for OpenAI-audio model servers.

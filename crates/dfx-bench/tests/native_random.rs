@@ -82,7 +82,7 @@ fn real_tokenizer_counts_and_skips_special_tokens() {
 }
 
 fn mm(raw: Value) -> Result<MmConfig, String> {
-    MmConfig::parse(raw.as_object().unwrap())
+    MmConfig::parse(raw.as_object().unwrap()).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -417,7 +417,9 @@ fn entries_refused_at_load_with_the_key() {
     }
     // `metric-percentiles` is refused earlier, when the plan is built (dfx-core's
     // config_errors::bad_metric_percentiles pins the message): no entry carries a bad one.
-    let why = dfx_core::plan::PercentileKeys::parse(None, Some("p99")).unwrap_err();
+    let why = dfx_core::plan::PercentileKeys::parse(None, Some("p99"))
+        .unwrap_err()
+        .to_string();
     assert!(why.contains("\"p99\""), "{why}");
     // The dict form is fine for `random`.
     let t = chat_trial(

@@ -80,17 +80,28 @@ pub fn timeout(secs: f64) -> Option<Duration> {
     }
 }
 
+/// A `metric-percentiles` string the plan refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PercentileError {
+    /// A value that is not a number from 0 to 100 (as written, trimmed).
+    #[error("{0:?} is not a number from 0 to 100")]
+    NotAPercentile(String),
+    /// More than `MAX_PERCENTILES` values.
+    #[error("more than {MAX_PERCENTILES} percentiles")]
+    TooMany,
+}
+
 /// Parses a `metric-percentiles` string (`"50,90,99"`): every value a number from 0 to
 /// 100 (NaN refused), at most [`MAX_PERCENTILES`] of them; empty means `[99]`.
-pub(crate) fn parse_percentiles(text: &str) -> Result<Vec<f64>, String> {
+pub(crate) fn parse_percentiles(text: &str) -> Result<Vec<f64>, PercentileError> {
     let mut out = Vec::new();
     for p in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         match p.parse::<f64>() {
             Ok(v) if (0.0..=100.0).contains(&v) => out.push(v),
-            _ => return Err(format!("{p:?} is not a number from 0 to 100")),
+            _ => return Err(PercentileError::NotAPercentile(p.into())),
         }
         if out.len() > MAX_PERCENTILES {
-            return Err(format!("more than {MAX_PERCENTILES} percentiles"));
+            return Err(PercentileError::TooMany);
         }
     }
     if out.is_empty() {

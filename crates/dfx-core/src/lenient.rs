@@ -106,8 +106,19 @@ pub(crate) fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D:
     }
 }
 
+/// A value [`number_of`] cannot read as a number.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotANumber {
+    /// A string that is neither a number, `""` nor `"inf"`.
+    #[error("expected a number or \"inf\", got {0:?}")]
+    Text(String),
+    /// A boolean, list or object.
+    #[error("expected a number or \"inf\", got {0}")]
+    Other(Value),
+}
+
 /// The number `v` holds: `None` for null or `""`, infinity for `"inf"`.
-pub fn number_of(v: &Value) -> Result<Option<f64>, String> {
+pub fn number_of(v: &Value) -> Result<Option<f64>, NotANumber> {
     match v {
         Value::Null => Ok(None),
         Value::Number(n) => Ok(n.as_f64()),
@@ -116,8 +127,8 @@ pub fn number_of(v: &Value) -> Result<Option<f64>, String> {
         Value::String(s) => s
             .parse::<f64>()
             .map(Some)
-            .map_err(|_| format!("expected a number or \"inf\", got {s:?}")),
-        other => Err(format!("expected a number or \"inf\", got {other}")),
+            .map_err(|_| NotANumber::Text(s.clone())),
+        other => Err(NotANumber::Other(other.clone())),
     }
 }
 

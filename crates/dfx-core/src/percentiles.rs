@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::bounds::{MAX_PERCENTILES, parse_percentiles};
+use crate::bounds::{MAX_PERCENTILES, PercentileError, parse_percentiles};
 
 /// `metric-percentiles` when an entry has none.
 pub(crate) const DEFAULT_PERCENTILES: [f64; 1] = [99.0];
@@ -32,7 +32,10 @@ pub struct PercentileKeys {
 impl PercentileKeys {
     /// Parses the entry's strings; the error (of `metric-percentiles`, the only one that
     /// can be wrong) says which value is not a percentile.
-    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, String> {
+    pub fn parse(
+        metrics: Option<&str>,
+        percentiles: Option<&str>,
+    ) -> Result<Self, PercentileError> {
         let percentiles = match percentiles {
             Some(text) if text.split(',').any(|p| !p.trim().is_empty()) => {
                 Some(parse_percentiles(text)?)
@@ -113,6 +116,6 @@ mod tests {
             [99.0]
         );
         let why = PercentileKeys::parse(None, Some("99,p50")).unwrap_err();
-        assert!(why.contains("\"p50\""), "{why}");
+        assert!(why.to_string().contains("\"p50\""), "{why}");
     }
 }

@@ -15,25 +15,36 @@ pub(crate) fn shipped_dir() -> PathBuf {
     repo.canonicalize().unwrap_or(repo).join("tests/reference")
 }
 
+/// Where the upstream reference data was looked for and not found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MissingReference {
+    /// `$DFX_REFERENCE_DIR` names a folder without `upstream/`.
+    #[error("{ENV}={} has no upstream/ folder", .0.display())]
+    FromEnv(PathBuf),
+    /// The shipped folder has no `upstream/`.
+    #[error(
+        "upstream reference data not found: {} has no upstream/ folder (it ships with \
+         the repository; or set {ENV})",
+        .0.display()
+    )]
+    Shipped(PathBuf),
+}
+
 /// `$DFX_REFERENCE_DIR` when set, else `shipped_dir`. The error says what is missing:
 /// callers fail with it, because a comparison that silently does not run proves nothing.
-pub fn reference_dir() -> Result<PathBuf, String> {
+pub fn reference_dir() -> Result<PathBuf, MissingReference> {
     if let Some(dir) = std::env::var_os(ENV) {
         let dir = PathBuf::from(dir);
         return if dir.join("upstream").is_dir() {
             Ok(dir)
         } else {
-            Err(format!("{ENV}={} has no upstream/ folder", dir.display()))
+            Err(MissingReference::FromEnv(dir))
         };
     }
     let dir = shipped_dir();
     if dir.join("upstream").is_dir() {
         Ok(dir)
     } else {
-        Err(format!(
-            "upstream reference data not found: {} has no upstream/ folder (it ships with \
-             the repository; or set {ENV})",
-            dir.display()
-        ))
+        Err(MissingReference::Shipped(dir))
     }
 }

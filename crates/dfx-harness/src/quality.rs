@@ -95,16 +95,61 @@ fn evaluate_inner(
     }
 }
 
+/// Why the quality hook's figures are not in the result.
+#[derive(Debug, thiserror::Error)]
+enum HookError {
+    /// `quality/hook.log` cannot be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Log {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `sh` cannot be started.
+    #[error("cannot start `sh -c {cmd:?}`: {source}")]
+    Spawn {
+        cmd: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The child has no stdout pipe (never: it is piped).
+    #[error("no stdout")]
+    NoStdout,
+    /// A non-zero exit.
+    #[error("it exited with {status} (stderr: {})", log.display())]
+    Exit {
+        status: std::process::ExitStatus,
+        log: std::path::PathBuf,
+    },
+    /// Still running at the timeout.
+    #[error("no exit within {} s (stopped)", .0.as_secs_f64())]
+    Timeout(Duration),
+    /// Waiting for the hook failed.
+    #[error("waiting for it failed: {0}")]
+    Wait(#[source] std::io::Error),
+    /// Its stdout is not JSON.
+    #[error("its output is not JSON ({source}): {out:.200}")]
+    NotJson {
+        out: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Its stdout is JSON but not an object.
+    #[error("its output is not a JSON object: {out:.200}")]
+    NotObject { out: String },
+}
+
 /// Merges the `seed_tts_*` keys of the hook's JSON object; other keys are listed under
 /// `quality_hook_ignored_keys`.
-fn merge(out: &str, doc: &mut ResultDoc) -> Result<usize, String> {
-    let v: Value = serde_json::from_str(out.trim())
-        .map_err(|e| format!("its output is not JSON ({e}): {:.200}", out.trim()))?;
+fn merge(out: &str, doc: &mut ResultDoc) -> Result<usize, HookError> {
+    let v: Value = serde_json::from_str(out.trim()).map_err(|source| HookError::NotJson {
+        out: out.trim().to_string(),
+        source,
+    })?;
     let Value::Object(obj) = v else {
-        return Err(format!(
-            "its output is not a JSON object: {:.200}",
-            out.trim()
-        ));
+        return Err(HookError::NotObject {
+            out: out.trim().to_string(),
+        });
     };
     let mut ignored = Vec::new();
     let mut merged = 0;
@@ -129,11 +174,13 @@ fn run_hook(
     manifest: &Path,
     trial_dir: &Path,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, HookError> {
     let cmd = &hook.cmd;
     let log = trial_dir.join("quality/hook.log");
-    let stderr =
-        std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+    let stderr = std::fs::File::create(&log).map_err(|source| HookError::Log {
+        path: log.clone(),
+        source,
+    })?;
     let mut command = Command::new("sh");
     command
         .arg("-c")
@@ -153,8 +200,11 @@ fn run_hook(
         HOOK_GRACE,
         Some(&log),
     )
-    .map_err(|e| format!("cannot start `sh -c {cmd:?}`: {e}"))?;
-    let mut stdout = child.take_stdout().ok_or("no stdout")?;
+    .map_err(|source| HookError::Spawn {
+        cmd: cmd.clone(),
+        source,
+    })?;
+    let mut stdout = child.take_stdout().ok_or(HookError::NoStdout)?;
     let reader = std::thread::spawn(move || {
         let mut out = String::new();
         let _ = (&mut stdout).take(MAX_OUTPUT).read_to_string(&mut out);
@@ -167,15 +217,9 @@ fn run_hook(
     let out = reader.join().unwrap_or_default();
     match end {
         GroupEnd::Exited(status) if status.success() => Ok(out),
-        GroupEnd::Exited(status) => Err(format!(
-            "it exited with {status} (stderr: {})",
-            log.display()
-        )),
-        GroupEnd::TimedOut(limit) => Err(format!(
-            "no exit within {} s (stopped)",
-            limit.as_secs_f64()
-        )),
-        GroupEnd::WaitFailed(e) => Err(format!("waiting for it failed: {e}")),
+        GroupEnd::Exited(status) => Err(HookError::Exit { status, log }),
+        GroupEnd::TimedOut(limit) => Err(HookError::Timeout(limit)),
+        GroupEnd::WaitFailed(e) => Err(HookError::Wait(e)),
     }
 }
 

@@ -18,6 +18,14 @@ pub(crate) struct BenchSlot {
     pub bench: Result<Box<dyn Bench + Send>, String>,
 }
 
+/// No bench `--bench` allows can run an entry: each one's reason, `label: why`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no bench can run this entry ({})", reasons.join("; "))]
+pub(crate) struct NoBench {
+    /// `native: backend x not implemented`, …
+    pub(crate) reasons: Vec<String>,
+}
+
 /// The benches `--bench` allows, in order of preference.
 pub(crate) struct BenchSet {
     pub slots: Vec<BenchSlot>,
@@ -25,7 +33,7 @@ pub(crate) struct BenchSet {
 
 impl BenchSet {
     /// The first bench that supports `trial`'s entry, or every reason why none does.
-    pub(crate) fn choose(&self, trial: &Trial) -> Result<usize, String> {
+    pub(crate) fn choose(&self, trial: &Trial) -> Result<usize, NoBench> {
         let mut reasons = Vec::new();
         for (i, slot) in self.slots.iter().enumerate() {
             match &slot.bench {
@@ -36,10 +44,7 @@ impl BenchSet {
                 Err(why) => reasons.push(format!("{}: {why}", slot.label)),
             }
         }
-        Err(format!(
-            "no bench can run this entry ({})",
-            reasons.join("; ")
-        ))
+        Err(NoBench { reasons })
     }
 
     /// The bench of a slot chosen by [`BenchSet::choose`].
@@ -172,7 +177,7 @@ fn decide(trial: &Trial, launcher: &dyn ServerLauncher, benches: &BenchSet) -> D
             if trial.entry.dialect == Dialect::Diffusion && !benches.has("diffusion") {
                 reasons.push(format!("unsupported: {DIFFUSION_UNSUPPORTED}"));
             } else if trial.unsupported.is_none() {
-                reasons.push(why);
+                reasons.push(why.to_string());
             }
             Disposition::Skip {
                 reason: reasons.join("; "),
@@ -236,7 +241,7 @@ mod tests {
             ),
             ("vllm", Err("`vllm` not found on PATH".into())),
         ]);
-        let why = none.choose(&t).unwrap_err();
+        let why = none.choose(&t).unwrap_err().to_string();
         assert_eq!(
             why,
             "no bench can run this entry (native: backend x not implemented; vllm: `vllm` not found on PATH)"

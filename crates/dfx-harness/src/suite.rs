@@ -425,7 +425,9 @@ fn print_warnings(warnings: &[String]) {
     }
 }
 
-fn usage_error(message: &str) -> ExitCode {
+fn usage_error(message: &dyn std::fmt::Display) -> ExitCode {
+    let message = message.to_string();
+    let message = message.as_str();
     eprintln!("{}", dfx_core::diag::clip_lines(&prefixed(message)));
     eprintln!("dfx-perf: nothing was started.");
     ExitCode::from(USAGE)

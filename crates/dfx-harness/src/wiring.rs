@@ -23,7 +23,7 @@ use crate::cli::BenchTool;
 use crate::fake::bench::{FakeBench, FakeKnobs};
 use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot};
-use crate::settings::{BenchOptions, Project, ServerChoice, SuiteConfig};
+use crate::settings::{BenchOptions, Project, ServerChoice, SetupError, SuiteConfig};
 
 /// The launcher for `--server` / `--server-url`: the process launcher for the real
 /// executables (`vllm-omni` from `--server-bin` / `DFX_SERVER_BIN` /
@@ -33,7 +33,7 @@ use crate::settings::{BenchOptions, Project, ServerChoice, SuiteConfig};
 pub(crate) fn launcher(
     cfg: &SuiteConfig,
     project: &Project,
-) -> Result<Box<dyn ServerLauncher + Send>, String> {
+) -> Result<Box<dyn ServerLauncher + Send>, SetupError> {
     let base = LauncherConfig {
         deploy_dir: cfg.deploy_dir.clone(),
         repo_root: project.root.clone(),
@@ -62,9 +62,7 @@ pub(crate) fn launcher(
                 ..base
             }))
         }
-        ServerChoice::Attach { url } => {
-            Box::new(AttachLauncher::new(url).map_err(|e| e.to_string())?)
-        }
+        ServerChoice::Attach { url } => Box::new(AttachLauncher::new(url)?),
     })
 }
 
@@ -77,13 +75,17 @@ pub(crate) const GRACE_ENV: &str = "DFX_SERVER_GRACE_MS";
 pub(crate) const READY_PROGRESS_ENV: &str = "DFX_READY_PROGRESS_MS";
 
 /// A hidden knob in whole milliseconds (`None` when unset).
-fn ms_knob(name: &str) -> Result<Option<Duration>, String> {
+fn ms_knob(name: &'static str) -> Result<Option<Duration>, SetupError> {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => v
             .trim()
             .parse::<u64>()
             .map(|ms| Some(Duration::from_millis(ms)))
-            .map_err(|_| format!("invalid value `{v}` for {name}: milliseconds expected")),
+            .map_err(|source| SetupError::Knob {
+                name,
+                value: v.clone(),
+                source,
+            }),
         _ => Ok(None),
     }
 }
@@ -124,7 +126,7 @@ pub(crate) fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
 /// diffusion driver when `--diffusion-script` / `--vllm-omni-dir` is given (it runs
 /// diffusion-dialect entries only, whichever bench `--bench` names). An error is a problem with the settings (reported like a flag error,
 /// before anything starts).
-pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, String> {
+pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, SetupError> {
     let native = || BenchSlot {
         label: "native",
         bench: Ok(Box::new(native_bench(&cfg.bench)) as Box<dyn dfx_core::bench::Bench + Send>),
@@ -195,10 +197,8 @@ pub(crate) fn native_bench(o: &BenchOptions) -> NativeBench {
 
 /// Writes the run's reports (report.md / report.html / junit.xml) from the run folder,
 /// after summary.json.
-pub(crate) fn write_reports(run_dir: &Path) -> Result<(), String> {
-    dfx_report::write_run_reports(run_dir)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+pub(crate) fn write_reports(run_dir: &Path) -> Result<(), dfx_report::ReportError> {
+    dfx_report::write_run_reports(run_dir).map(|_| ())
 }
 
 #[cfg(test)]

@@ -109,15 +109,26 @@ pub fn xml(s: &str) -> String {
     out
 }
 
+/// A percentage flag that [`parse_pct`] refuses.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PctError {
+    /// Not a number, with or without `%`.
+    #[error("`{0}` is not a percentage (accepted: e.g. 25% or 25)")]
+    NotANumber(String),
+    /// Outside 0 % to 1000 %.
+    #[error("`{0}` is out of range (accepted: 0% to 1000%)")]
+    OutOfRange(String),
+}
+
 /// Parses a percentage flag (`25%` or `25`) into a fraction (`0.25`).
-pub fn parse_pct(s: &str) -> Result<f64, String> {
+pub fn parse_pct(s: &str) -> Result<f64, PctError> {
     let t = s.trim();
     let body = t.strip_suffix('%').unwrap_or(t).trim();
     let v: f64 = body
         .parse()
-        .map_err(|_| format!("`{s}` is not a percentage (accepted: e.g. 25% or 25)"))?;
+        .map_err(|_| PctError::NotANumber(s.to_string()))?;
     if !v.is_finite() || !(0.0..=1000.0).contains(&v) {
-        return Err(format!("`{s}` is out of range (accepted: 0% to 1000%)"));
+        return Err(PctError::OutOfRange(s.to_string()));
     }
     Ok(v / 100.0)
 }
@@ -177,7 +188,12 @@ mod tests {
     fn percentages_parse_with_or_without_sign() {
         assert_eq!(parse_pct("25%").unwrap(), 0.25);
         assert_eq!(parse_pct(" 5 ").unwrap(), 0.05);
-        assert!(parse_pct("abc").unwrap_err().contains("accepted"));
+        assert!(
+            parse_pct("abc")
+                .unwrap_err()
+                .to_string()
+                .contains("accepted")
+        );
         assert!(parse_pct("-5%").is_err());
     }
 }

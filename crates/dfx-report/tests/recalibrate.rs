@@ -501,7 +501,8 @@ fn a_threshold_that_checks_nothing_is_never_proposed() {
         None,
         &o,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         floor.contains("audio_throughput")
             && floor.contains("checks nothing")
@@ -517,7 +518,8 @@ fn a_threshold_that_checks_nothing_is_never_proposed() {
         None,
         &o,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(ceiling.contains("can never hold"), "{ceiling}");
     // Zero failures is a ceiling that holds.
     let failed = change_from_level(

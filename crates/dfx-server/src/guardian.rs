@@ -66,15 +66,20 @@ impl Orders {
     }
 
     /// Parses the guard's arguments (without the program name).
-    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Orders, String> {
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Orders, OrdersError> {
         let mut it = args.into_iter();
         let (mut pgid, mut start, mut grace) = (None, None, None);
         let (mut what, mut state_file, mut log) = ("process group".to_string(), None, None);
         while let Some(flag) = it.next() {
-            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            let value = it
+                .next()
+                .ok_or_else(|| OrdersError::NoValue(flag.clone()))?;
             let number = |v: &str| {
-                v.parse::<u64>()
-                    .map_err(|_| format!("invalid value `{v}` for {flag}: not a number"))
+                v.parse::<u64>().map_err(|source| OrdersError::NotANumber {
+                    flag: flag.clone(),
+                    value: v.to_string(),
+                    source,
+                })
             };
             match flag.as_str() {
                 "--pgid" => {
@@ -83,7 +88,7 @@ impl Orders {
                             .parse::<i32>()
                             .ok()
                             .filter(|p| *p > 1)
-                            .ok_or_else(|| format!("invalid value `{value}` for --pgid"))?,
+                            .ok_or_else(|| OrdersError::Pgid(value.clone()))?,
                     )
                 }
                 "--leader-start" => start = Some(number(&value)?),
@@ -91,10 +96,10 @@ impl Orders {
                 "--what" => what = value,
                 "--state-file" => state_file = Some(PathBuf::from(value)),
                 "--log" => log = Some(PathBuf::from(value)),
-                other => return Err(format!("unknown argument `{other}`")),
+                other => return Err(OrdersError::Unknown(other.to_string())),
             }
         }
-        let missing = |f: &str| format!("missing {f}");
+        let missing = OrdersError::Missing;
         Ok(Orders {
             leader: ProcessId {
                 pid: pgid.ok_or_else(|| missing("--pgid"))?,
@@ -137,6 +142,34 @@ pub fn listen(mut pipe: impl Read) -> Word {
             Err(_) => return Word::Gone,
         }
     }
+}
+
+/// A guard command line [`Orders::parse`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrdersError {
+    /// A flag is the last argument.
+    #[error("{0} needs a value")]
+    NoValue(String),
+    /// A numeric flag's value does not parse.
+    #[error("invalid value `{value}` for {flag}: not a number")]
+    NotANumber {
+        /// The flag.
+        flag: String,
+        /// Its value.
+        value: String,
+        /// The parser's error.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// `--pgid` is not a process group id above 1.
+    #[error("invalid value `{0}` for --pgid")]
+    Pgid(String),
+    /// A flag the guard does not know.
+    #[error("unknown argument `{0}`")]
+    Unknown(String),
+    /// A required flag is absent.
+    #[error("missing {0}")]
+    Missing(&'static str),
 }
 
 /// The guard's `main`: `<exe> --pgid N --leader-start TICKS --grace-ms MS [--what TEXT]
@@ -232,15 +265,26 @@ mod tests {
         assert!(parse(&["--pgid", "1", "--leader-start", "1", "--grace-ms", "1"]).is_err());
         assert_eq!(
             parse(&["--pgid", "7", "--grace-ms", "1"]),
-            Err("missing --leader-start".into())
+            Err(OrdersError::Missing("--leader-start"))
         );
         assert!(
             parse(&["--pgid", "7", "--leader-start", "x"])
                 .unwrap_err()
+                .to_string()
                 .contains("--leader-start")
         );
-        assert!(parse(&["--pgid"]).unwrap_err().contains("needs a value"));
-        assert!(parse(&["--bogus", "1"]).unwrap_err().contains("--bogus"));
+        assert!(
+            parse(&["--pgid"])
+                .unwrap_err()
+                .to_string()
+                .contains("needs a value")
+        );
+        assert!(
+            parse(&["--bogus", "1"])
+                .unwrap_err()
+                .to_string()
+                .contains("--bogus")
+        );
     }
 
     #[test]

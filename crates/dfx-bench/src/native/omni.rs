@@ -96,7 +96,7 @@ fn template(trial: &Trial) -> Result<ChatTemplate, String> {
 pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
     let entry = &trial.entry;
     template(trial)?;
-    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let plan = random::parse(entry, trial.step.num_prompts).map_err(|e| e.to_string())?;
     let counter = counter(settings)?;
     Ok(describe(&plan, &counter))
 }
@@ -174,7 +174,7 @@ pub(crate) fn run(
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let sel = ChatSelection::of(&entry.percentiles);
     let template = Arc::new(template(trial)?);
-    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let plan = random::parse(entry, trial.step.num_prompts).map_err(|e| e.to_string())?;
     let counter = Arc::new(counter(settings)?);
     log.write(&describe(&plan, &counter));
     if !counter.is_real() {

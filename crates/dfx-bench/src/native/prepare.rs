@@ -203,7 +203,9 @@ pub(crate) fn load_shape(
                 })
                 .unwrap_or_default()
             );
-            let offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)?;
+            // Still a string boundary: `prepare` reports its errors as text (issue #36).
+            let offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)
+                .map_err(|e| e.to_string())?;
             let saturation = load.saturation;
             (
                 Load::Open {

@@ -3,6 +3,7 @@
 //! text prompts ([`text`]), the multimodal item shapes ([`mm`]) and their noise payloads,
 //! made lazily while the step runs ([`media`], [`mp4`]).
 
+mod error;
 pub mod media;
 pub mod mm;
 pub mod mp4;
@@ -12,6 +13,7 @@ use serde_json::{Map, Value};
 
 use dfx_core::plan::BenchEntry;
 
+pub use self::error::RandomError;
 use self::mm::{Item, MmConfig};
 use self::text::{Counter, Prompt, TextConfig};
 
@@ -48,16 +50,22 @@ fn normalised(raw: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
-fn len_key(m: &Map<String, Value>, keys: [&str; 2], default: u64) -> Result<u64, String> {
+fn len_key(m: &Map<String, Value>, keys: [&str; 2], default: u64) -> Result<u64, RandomError> {
     // `input_len` / `output_len` are copied onto the random keys, so they win.
     for k in keys.iter().rev() {
         if let Some(v) = m.get(*k).filter(|v| !v.is_null()) {
             let n = v
                 .as_u64()
                 .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-                .ok_or_else(|| format!("{k}: expected a non-negative integer, got {v}"))?;
+                .ok_or_else(|| RandomError::NotInteger {
+                    key: k.to_string(),
+                    value: v.clone(),
+                })?;
             if n > MAX_LEN {
-                return Err(format!("{k}: {n} is more than {MAX_LEN} tokens"));
+                return Err(RandomError::TooLong {
+                    key: k.to_string(),
+                    n,
+                });
             }
             return Ok(n);
         }
@@ -65,20 +73,26 @@ fn len_key(m: &Map<String, Value>, keys: [&str; 2], default: u64) -> Result<u64,
     Ok(default)
 }
 
-fn ratio(v: &Value, key: &str) -> Result<f64, String> {
+fn ratio(v: &Value, key: &str) -> Result<f64, RandomError> {
     let r = v
         .as_f64()
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-        .ok_or_else(|| format!("{key}: expected a number, got {v}"))?;
+        .ok_or_else(|| RandomError::NotNumber {
+            key: key.to_string(),
+            value: v.clone(),
+        })?;
     if !(0.0..1.0).contains(&r) {
-        return Err(format!("{key}: {r} outside [0, 1)"));
+        return Err(RandomError::RatioRange {
+            key: key.to_string(),
+            r,
+        });
     }
     Ok(r)
 }
 
 /// `random_range_ratio`: a number, a numeric string, or (for `random` only) a JSON dict
 /// `{"input": a, "output": b}`, as an object or a string.
-fn range_ratios(m: &Map<String, Value>, multimodal: bool) -> Result<(f64, f64), String> {
+fn range_ratios(m: &Map<String, Value>, multimodal: bool) -> Result<(f64, f64), RandomError> {
     const KEY: &str = "random_range_ratio";
     let Some(v) = m.get(KEY).filter(|v| !v.is_null()) else {
         return Ok((0.0, 0.0));
@@ -87,14 +101,12 @@ fn range_ratios(m: &Map<String, Value>, multimodal: bool) -> Result<(f64, f64), 
         Value::Object(d) => Some(d.clone()),
         Value::String(s) if s.trim_start().starts_with('{') => Some(
             serde_json::from_str::<Map<String, Value>>(s)
-                .map_err(|e| format!("{KEY}: not a JSON object: {e}"))?,
+                .map_err(|source| RandomError::NotJsonObject { key: KEY, source })?,
         ),
         _ => None,
     };
     match dict {
-        Some(_) if multimodal => Err(format!(
-            "{KEY}: the dict form is not accepted for random-mm (upstream passes the raw string to the multimodal dataset); give one number"
-        )),
+        Some(_) if multimodal => Err(RandomError::DictForMm),
         Some(d) => {
             let get = |k: &str| {
                 d.get(k)
@@ -110,13 +122,11 @@ fn range_ratios(m: &Map<String, Value>, multimodal: bool) -> Result<(f64, f64), 
 }
 
 /// Parses and bounds an entry of dataset `random` or `random-mm`. Errors name the key.
-pub fn parse(entry: &BenchEntry, num_prompts: u64) -> Result<RandomPlan, String> {
+pub fn parse(entry: &BenchEntry, num_prompts: u64) -> Result<RandomPlan, RandomError> {
     let dataset = entry.dataset_name.as_deref().unwrap_or("");
     let multimodal = dataset == "random-mm";
     if entry.dataset_path.is_some() {
-        return Err(format!(
-            "dataset_path: dataset {dataset} generates its prompts and takes no dataset_path"
-        ));
+        return Err(RandomError::DatasetPath(dataset.to_string()));
     }
     let m = normalised(&entry.raw);
     let (ratio_in, ratio_out) = range_ratios(&m, multimodal)?;
@@ -129,14 +139,13 @@ pub fn parse(entry: &BenchEntry, num_prompts: u64) -> Result<RandomPlan, String>
     };
     let longest = text.prefix_len + (text.input_len as f64 * (1.0 + ratio_in)).ceil() as u64;
     if longest > MAX_LEN {
-        return Err(format!(
-            "random_input_len: prompts up to {longest} tokens (prefix included), more than {MAX_LEN}"
-        ));
+        return Err(RandomError::PromptsTooLong(longest));
     }
     if longest.saturating_mul(num_prompts) > MAX_STEP_TOKENS {
-        return Err(format!(
-            "num_prompts: {num_prompts} prompts of up to {longest} tokens exceed {MAX_STEP_TOKENS} tokens per step"
-        ));
+        return Err(RandomError::StepTooBig {
+            num_prompts,
+            longest,
+        });
     }
     let mm = if multimodal {
         Some(MmConfig::parse(&m)?)

@@ -6,6 +6,34 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
 
+/// A load shape whose send times cannot be drawn.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    /// `request_rate` is zero, negative or not finite.
+    #[error("request_rate must be a positive number, got {0}")]
+    Rate(f64),
+    /// `burstiness` is zero, negative or not finite.
+    #[error("burstiness must be a positive number, got {0}")]
+    Burstiness(f64),
+    /// `soak_duration_s` is zero, negative or not finite.
+    #[error("soak_duration_s must be a positive number, got {0}")]
+    SoakDuration(f64),
+    /// A cohort's request count does not fit this machine's `usize`.
+    #[error(transparent)]
+    Count(#[from] std::num::TryFromIntError),
+    /// The Gamma distribution refuses the parameters.
+    #[error("bad arrival distribution (rate {rate}, burstiness {burstiness}): {source}")]
+    Distribution {
+        /// Requests per second.
+        rate: f64,
+        /// The Gamma shape.
+        burstiness: f64,
+        /// rand_distr's error.
+        #[source]
+        source: rand_distr::GammaError,
+    },
+}
+
 /// The planned send offsets (seconds from the step's start, sorted) of `n` requests of a
 /// request-rate step at `rate` under `shape` (`docs/bench.md` ("Load shapes")):
 /// steady = [`arrival_offsets`]; ramp = `ramp_offsets`; burst = all 0; soak =
@@ -16,7 +44,7 @@ pub fn planned_offsets(
     rate: f64,
     burstiness: f64,
     seed: u64,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, ScheduleError> {
     match shape {
         LoadShape::Steady => arrival_offsets(n, rate, burstiness, seed),
         LoadShape::Ramp { start_rate } => ramp_offsets(n, *start_rate, rate, burstiness, seed),
@@ -35,7 +63,7 @@ pub(crate) fn ramp_offsets(
     end: f64,
     burstiness: f64,
     seed: u64,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, ScheduleError> {
     let unit = arrival_offsets(n, 1.0, burstiness, seed)?;
     let steps = n.saturating_sub(1).max(1) as f64;
     let mut out = Vec::with_capacity(n);
@@ -59,11 +87,9 @@ pub(crate) fn soak_offsets(
     duration: f64,
     burstiness: f64,
     seed: u64,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, ScheduleError> {
     if !(duration.is_finite() && duration > 0.0) {
-        return Err(format!(
-            "soak_duration_s must be a positive number, got {duration}"
-        ));
+        return Err(ScheduleError::SoakDuration(duration));
     }
     let mut out = arrival_offsets(n, n as f64 / duration, burstiness, seed)?;
     let last = out.last().copied().unwrap_or(0.0);
@@ -81,10 +107,10 @@ pub(crate) fn cohort_offsets(
     rate: f64,
     burstiness: f64,
     seed: u64,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, ScheduleError> {
     let mut out = Vec::new();
     for (k, c) in cohorts.iter().enumerate() {
-        let n = usize::try_from(c.num_prompts).map_err(|e| e.to_string())?;
+        let n = usize::try_from(c.num_prompts)?;
         let r = c.request_rate.unwrap_or(rate);
         let own_seed = seed ^ (k as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let offs = arrival_offsets(n, r, burstiness, own_seed)?;
@@ -103,19 +129,19 @@ pub fn arrival_offsets(
     rate: f64,
     burstiness: f64,
     seed: u64,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, ScheduleError> {
     if !(rate.is_finite() && rate > 0.0) {
-        return Err(format!(
-            "request_rate must be a positive number, got {rate}"
-        ));
+        return Err(ScheduleError::Rate(rate));
     }
     if !(burstiness.is_finite() && burstiness > 0.0) {
-        return Err(format!(
-            "burstiness must be a positive number, got {burstiness}"
-        ));
+        return Err(ScheduleError::Burstiness(burstiness));
     }
-    let gamma = Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|e| {
-        format!("bad arrival distribution (rate {rate}, burstiness {burstiness}): {e}")
+    let gamma = Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|source| {
+        ScheduleError::Distribution {
+            rate,
+            burstiness,
+            source,
+        }
     })?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(1);
@@ -175,6 +201,7 @@ mod tests {
         assert!(
             arrival_offsets(5, 1.0, 0.0, 0)
                 .unwrap_err()
+                .to_string()
                 .contains("burstiness")
         );
     }

@@ -1,7 +1,13 @@
 //! Which statistics blocks a step reports, from the entry's `percentile-metrics` and
 //! `metric-percentiles` ([`PercentileKeys`], parsed and checked when the plan was built).
 
+use dfx_core::bounds::PercentileError;
 use dfx_core::plan::PercentileKeys;
+
+/// A `metric-percentiles` string [`Selection::parse`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("metric-percentiles: {0} (accepted: a comma-separated list such as 50,90,99)")]
+pub struct BadPercentiles(#[source] pub PercentileError);
 
 /// An audio metric that can be selected in `percentile-metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,10 +107,8 @@ impl Selection {
 
     /// Parses the strings as the plan does ([`PercentileKeys::parse`]), then
     /// [`Selection::of`]; for tests and tools that start from the strings.
-    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, String> {
-        let keys = PercentileKeys::parse(metrics, percentiles).map_err(|why| {
-            format!("metric-percentiles: {why} (accepted: a comma-separated list such as 50,90,99)")
-        })?;
+    pub fn parse(metrics: Option<&str>, percentiles: Option<&str>) -> Result<Self, BadPercentiles> {
+        let keys = PercentileKeys::parse(metrics, percentiles).map_err(BadPercentiles)?;
         Ok(Selection::of(&keys))
     }
 
@@ -148,6 +152,7 @@ mod tests {
         assert!(
             Selection::parse(None, Some("p99"))
                 .unwrap_err()
+                .to_string()
                 .contains("p99")
         );
         assert_eq!(percentile_word(99.0), "99");

@@ -57,7 +57,7 @@ pub(crate) fn build_case(
     let raw: RawCase = match from_object(obj) {
         Ok(r) => r,
         Err(e) => {
-            errs.push(base.err("", e, ""));
+            errs.push(base.err("", e.to_string(), ""));
             return draft;
         }
     };

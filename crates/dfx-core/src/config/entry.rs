@@ -107,7 +107,7 @@ fn omni_entry(
 ) -> Option<EntryDraft> {
     let trust_remote_code = case.trust_remote_code;
     let raw: RawOmniEntry = from_object(obj)
-        .map_err(|e| errs.push(ctx.err("", e, "")))
+        .map_err(|e| errs.push(ctx.err("", e.to_string(), "")))
         .ok()?;
     let capacity = super::capacity::capacity_key(ctx, raw.capacity.as_ref(), errs);
     let steps = match &capacity {
@@ -229,7 +229,7 @@ fn diffusion_entry(
     warnings: &mut Vec<String>,
 ) -> Option<EntryDraft> {
     let raw: RawDiffusionEntry = from_object(obj)
-        .map_err(|e| errs.push(ctx.err("", e, "")))
+        .map_err(|e| errs.push(ctx.err("", e.to_string(), "")))
         .ok()?;
     let loose = |v: &Option<Value>| match v {
         Some(Value::String(s)) => Some(s.clone()),
@@ -266,7 +266,7 @@ fn diffusion_entry(
         match diffusion_endpoint(case_keys.benchmark_endpoint.as_deref(), task.as_deref()) {
             Ok(ep) => Some(ep),
             Err(why) => {
-                warnings.push(ctx.err("task", why, "").to_string());
+                warnings.push(ctx.err("task", why.to_string(), "").to_string());
                 None
             }
         };
@@ -320,6 +320,14 @@ fn diffusion_entry(
     })
 }
 
+/// A diffusion task without a default endpoint (the case must set `benchmark_endpoint`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "task `{0}` has no default diffusion endpoint (t2v, i2v, ti2v, v2v → /v1/videos; \
+     t2i, i2i, ti2i → /v1/chat/completions); set the case's `benchmark_endpoint`"
+)]
+pub struct NoDefaultEndpoint(pub String);
+
 /// Upstream's diffusion endpoint: the case's `benchmark_endpoint` normalised
 /// (`vllm-omni` → `/v1/chat/completions`, `openai` → `/v1/images/generations`, a leading
 /// `/` added), else by task (default `t2i`): `t2v`/`i2v`/`ti2v`/`v2v` → `/v1/videos`,
@@ -327,7 +335,7 @@ fn diffusion_entry(
 pub fn diffusion_endpoint(
     case_endpoint: Option<&str>,
     task: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, NoDefaultEndpoint> {
     if let Some(ep) = case_endpoint.map(str::trim).filter(|e| !e.is_empty()) {
         return Ok(match ep {
             "vllm-omni" => "/v1/chat/completions".into(),
@@ -339,9 +347,6 @@ pub fn diffusion_endpoint(
     match task.unwrap_or("t2i") {
         "t2v" | "i2v" | "ti2v" | "v2v" => Ok("/v1/videos".into()),
         "t2i" | "i2i" | "ti2i" => Ok("/v1/chat/completions".into()),
-        other => Err(format!(
-            "task `{other}` has no default diffusion endpoint (t2v, i2v, ti2v, v2v → /v1/videos; \
-             t2i, i2i, ti2i → /v1/chat/completions); set the case's `benchmark_endpoint`"
-        )),
+        other => Err(NoDefaultEndpoint(other.into())),
     }
 }

@@ -149,19 +149,42 @@ pub enum MarkExpr {
     Or(Box<MarkExpr>, Box<MarkExpr>),
 }
 
+/// Why a `-m` mark expression does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MarkExprError {
+    /// Nothing but blanks.
+    #[error("empty expression")]
+    Empty,
+    /// A character that is neither part of a tag, a parenthesis nor a blank.
+    #[error("unexpected character `{0}`")]
+    Character(char),
+    /// A token after a complete expression.
+    #[error("unexpected `{0}` after a complete expression")]
+    Trailing(String),
+    /// The expression ends where a tag or `(` is needed.
+    #[error("expected a tag or `(`, found the end of the expression")]
+    EndInsteadOfTag,
+    /// An operator or `)` where a tag or `(` is needed.
+    #[error("expected a tag or `(`, found `{0}`")]
+    TokenInsteadOfTag(String),
+    /// An unclosed `(`.
+    #[error("missing `)`")]
+    MissingClose,
+}
+
 impl MarkExpr {
     /// Parses `tts and not (slow or full_model)`; `not` binds tightest, then `and`, then
     /// `or`, like pytest's `-m`.
-    pub fn parse(src: &str) -> Result<MarkExpr, String> {
+    pub fn parse(src: &str) -> Result<MarkExpr, MarkExprError> {
         let tokens = tokenize(src)?;
         if tokens.is_empty() {
-            return Err("empty expression".into());
+            return Err(MarkExprError::Empty);
         }
         let mut p = Parser { tokens, pos: 0 };
         let e = p.or()?;
         match p.peek() {
             None => Ok(e),
-            Some(t) => Err(format!("unexpected `{t}` after a complete expression")),
+            Some(t) => Err(MarkExprError::Trailing(t.to_string())),
         }
     }
 
@@ -189,7 +212,7 @@ impl MarkExpr {
     }
 }
 
-fn tokenize(src: &str) -> Result<Vec<String>, String> {
+fn tokenize(src: &str) -> Result<Vec<String>, MarkExprError> {
     let mut tokens = Vec::new();
     let mut cur = String::new();
     for c in src.chars() {
@@ -203,7 +226,7 @@ fn tokenize(src: &str) -> Result<Vec<String>, String> {
         match c {
             '(' | ')' => tokens.push(c.to_string()),
             c if c.is_whitespace() => {}
-            c => return Err(format!("unexpected character `{c}`")),
+            c => return Err(MarkExprError::Character(c)),
         }
     }
     if !cur.is_empty() {
@@ -228,7 +251,7 @@ impl Parser {
         hit
     }
 
-    fn or(&mut self) -> Result<MarkExpr, String> {
+    fn or(&mut self) -> Result<MarkExpr, MarkExprError> {
         let mut e = self.and()?;
         while self.eat("or") {
             e = MarkExpr::Or(Box::new(e), Box::new(self.and()?));
@@ -236,7 +259,7 @@ impl Parser {
         Ok(e)
     }
 
-    fn and(&mut self) -> Result<MarkExpr, String> {
+    fn and(&mut self) -> Result<MarkExpr, MarkExprError> {
         let mut e = self.not()?;
         while self.eat("and") {
             e = MarkExpr::And(Box::new(e), Box::new(self.not()?));
@@ -244,16 +267,16 @@ impl Parser {
         Ok(e)
     }
 
-    fn not(&mut self) -> Result<MarkExpr, String> {
+    fn not(&mut self) -> Result<MarkExpr, MarkExprError> {
         if self.eat("not") {
             return Ok(MarkExpr::Not(Box::new(self.not()?)));
         }
         self.atom()
     }
 
-    fn atom(&mut self) -> Result<MarkExpr, String> {
+    fn atom(&mut self) -> Result<MarkExpr, MarkExprError> {
         let Some(t) = self.peek().map(String::from) else {
-            return Err("expected a tag or `(`, found the end of the expression".into());
+            return Err(MarkExprError::EndInsteadOfTag);
         };
         self.pos += 1;
         match t.as_str() {
@@ -262,10 +285,10 @@ impl Parser {
                 if self.eat(")") {
                     Ok(e)
                 } else {
-                    Err("missing `)`".into())
+                    Err(MarkExprError::MissingClose)
                 }
             }
-            ")" | "and" | "or" => Err(format!("expected a tag or `(`, found `{t}`")),
+            ")" | "and" | "or" => Err(MarkExprError::TokenInsteadOfTag(t)),
             _ => Ok(MarkExpr::Tag(t)),
         }
     }

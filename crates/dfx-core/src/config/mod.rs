@@ -32,8 +32,10 @@ pub(crate) mod sweep;
 pub(crate) mod value;
 
 pub use crate::diag::{ConfigError, ConfigErrors};
-pub use entry::{DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED, diffusion_endpoint};
-pub use marks::MarkExpr;
+pub use entry::{
+    DIFFUSION_BASELINE_NOTE, DIFFUSION_UNSUPPORTED, NoDefaultEndpoint, diffusion_endpoint,
+};
+pub use marks::{MarkExpr, MarkExprError};
 pub use runners::{CONTRACT_EXTERNAL, MAX_CONTRACT_TIMEOUT_S, NATIVE_DUPLEX_EXTERNAL};
 pub use sweep::{SweepError, expand as expand_sweep};
 

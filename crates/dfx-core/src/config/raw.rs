@@ -131,6 +131,6 @@ pub(crate) use crate::diffusion_keys::is_diffusion_entry;
 /// is an optional `Value`); a failure is reported rather than unwrapped.
 pub(crate) fn from_object<T: serde::de::DeserializeOwned>(
     obj: &Map<String, Value>,
-) -> Result<T, String> {
-    serde_json::from_value(Value::Object(obj.clone())).map_err(|e| e.to_string())
+) -> Result<T, serde_json::Error> {
+    serde_json::from_value(Value::Object(obj.clone()))
 }

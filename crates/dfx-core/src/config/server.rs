@@ -51,7 +51,7 @@ pub(crate) fn build_server(
     let raw: RawServerParams = match from_object(obj) {
         Ok(r) => r,
         Err(e) => {
-            errs.push(ctx.err("server_params", e, ""));
+            errs.push(ctx.err("server_params", e.to_string(), ""));
             return ServerBuild::default();
         }
     };

@@ -152,8 +152,12 @@ pub(crate) fn expand_unbounded(
         keys.conc,
         &mut errs,
         |x| {
-            positive_int(x, MAX_CONCURRENCY)
-                .and_then(|n| u32::try_from(n).map_err(|e| e.to_string()))
+            positive_int(x, MAX_CONCURRENCY).and_then(|n| {
+                u32::try_from(n).map_err(|_| StepValueError::CountOutOfRange {
+                    value: x.clone(),
+                    max: MAX_CONCURRENCY,
+                })
+            })
         },
         &format!("integers from 1 to {MAX_CONCURRENCY}"),
     );
@@ -233,25 +237,49 @@ fn sweep_error(ctx: &Ctx<'_>, keys: &SweepKeys<'_>, e: SweepError) -> ConfigErro
     }
 }
 
-fn positive_rate(x: &Value) -> Result<f64, String> {
+/// Why one value of a sweep key (`request_rate`, `max_concurrency`, `num_prompts`) is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum StepValueError {
+    /// A rate outside the accepted range.
+    #[error("invalid value {0}: must be from {MIN_RATE} to {MAX_RATE}")]
+    RateOutOfRange(Value),
+    /// Zero or a negative number.
+    #[error("invalid value {0}: must be greater than zero")]
+    NotPositive(Value),
+    /// A fractional count.
+    #[error("invalid value {0}: must be a whole number")]
+    NotWhole(Value),
+    /// A count outside `1..=max`.
+    #[error("invalid value {value}: must be from 1 to {max}")]
+    CountOutOfRange {
+        /// The value as written.
+        value: Value,
+        /// The largest accepted count.
+        max: u64,
+    },
+    /// Not a number.
+    #[error("wrong type: got {0}")]
+    WrongType(&'static str),
+}
+
+fn positive_rate(x: &Value) -> Result<f64, StepValueError> {
     match x.as_f64() {
         Some(r) if (MIN_RATE..=MAX_RATE).contains(&r) => Ok(r),
-        Some(r) if r > 0.0 => Err(format!(
-            "invalid value {x}: must be from {MIN_RATE} to {MAX_RATE}"
-        )),
-        Some(_) => Err(format!("invalid value {x}: must be greater than zero")),
-        None => Err(format!("wrong type: got {}", json_type(x))),
+        Some(r) if r > 0.0 => Err(StepValueError::RateOutOfRange(x.clone())),
+        Some(_) => Err(StepValueError::NotPositive(x.clone())),
+        None => Err(StepValueError::WrongType(json_type(x))),
     }
 }
 
-fn positive_int(x: &Value, max: u64) -> Result<u64, String> {
+fn positive_int(x: &Value, max: u64) -> Result<u64, StepValueError> {
     match (x.as_u64(), x.as_f64()) {
         (Some(n), _) if n >= 1 && n <= max => Ok(n),
-        (_, Some(f)) if f.fract() != 0.0 => {
-            Err(format!("invalid value {x}: must be a whole number"))
-        }
-        (_, Some(_)) => Err(format!("invalid value {x}: must be from 1 to {max}")),
-        _ => Err(format!("wrong type: got {}", json_type(x))),
+        (_, Some(f)) if f.fract() != 0.0 => Err(StepValueError::NotWhole(x.clone())),
+        (_, Some(_)) => Err(StepValueError::CountOutOfRange {
+            value: x.clone(),
+            max,
+        }),
+        _ => Err(StepValueError::WrongType(json_type(x))),
     }
 }
 
@@ -261,7 +289,7 @@ fn to_list<T>(
     ctx: &Ctx<'_>,
     (key, v): (&str, Option<&Value>),
     errs: &mut Vec<ConfigError>,
-    parse: impl Fn(&Value) -> Result<T, String>,
+    parse: impl Fn(&Value) -> Result<T, StepValueError>,
     accepted: &str,
 ) -> Vec<T> {
     let items: Vec<(String, &Value)> = match v {
@@ -277,9 +305,11 @@ fn to_list<T>(
     for (k, x) in items {
         match parse(x) {
             Ok(t) => out.push(t),
-            Err(problem) => {
-                errs.push(ctx.err(&k, problem, &format!("{accepted}, or a list of them")))
-            }
+            Err(problem) => errs.push(ctx.err(
+                &k,
+                problem.to_string(),
+                &format!("{accepted}, or a list of them"),
+            )),
         }
     }
     out

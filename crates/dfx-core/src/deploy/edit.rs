@@ -20,6 +20,65 @@ use yaml_serde::{Mapping, Value as Yaml};
 
 use super::DeployError;
 
+/// Why a dotted path cannot be set or deleted in a deploy tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// `a..b`, `.a` or `a.`.
+    #[error("`{path}` has an empty path segment")]
+    EmptySegment {
+        /// The dotted path.
+        path: String,
+    },
+    /// A non-numeric segment under a list.
+    #[error("`{here}`: `{seg}` is not a list index (the parent is a list)")]
+    NotAnIndex {
+        /// The path up to and including `seg`.
+        here: String,
+        /// The segment.
+        seg: String,
+    },
+    /// A segment under a scalar.
+    #[error("cannot descend into `{here}`: it is a {kind}")]
+    Scalar {
+        /// The path of the scalar.
+        here: String,
+        /// What it is (`string`, `number`, …).
+        kind: &'static str,
+    },
+    /// A path to delete that is not in the tree.
+    #[error("`{here}` does not exist")]
+    Missing {
+        /// The path that is missing.
+        here: String,
+    },
+    /// A list index past the end.
+    #[error("`{here}`: no index `{seg}` in a list of {len}")]
+    NoIndex {
+        /// The path (up to the list element).
+        here: String,
+        /// The index segment.
+        seg: String,
+        /// The list's length.
+        len: usize,
+    },
+    /// The parent of the path to delete is a scalar.
+    #[error("cannot delete `{path}`: the parent is a {kind}")]
+    ScalarParent {
+        /// The dotted path.
+        path: String,
+        /// What the parent is.
+        kind: &'static str,
+    },
+}
+
+/// The edit error for a path that does not fit the tree.
+fn bad_path(edit: &str) -> impl FnOnce(PathError) -> DeployError + '_ {
+    move |source| DeployError::BadPath {
+        edit: edit.into(),
+        source,
+    }
+}
+
 /// Applies a `delete` edit (list of dotted paths or the upstream object form).
 pub(crate) fn apply_deletes(tree: &mut Yaml, delete: &Json) -> Result<(), DeployError> {
     match delete {
@@ -31,7 +90,7 @@ pub(crate) fn apply_deletes(tree: &mut Yaml, delete: &Json) -> Result<(), Deploy
                         "delete entries must be dotted paths (strings)",
                     ));
                 };
-                delete_path(tree, path).map_err(|r| bad(&format!("delete {path}"), &r))?;
+                delete_path(tree, path).map_err(bad_path(&format!("delete {path}")))?;
             }
             Ok(())
         }
@@ -43,11 +102,11 @@ pub(crate) fn apply_deletes(tree: &mut Yaml, delete: &Json) -> Result<(), Deploy
                         let stage = find_stage(tree, id, &edit)?;
                         for path in string_list(paths, &edit)? {
                             delete_path(stage, &path)
-                                .map_err(|r| bad(&format!("delete stage {id}: {path}"), &r))?;
+                                .map_err(bad_path(&format!("delete stage {id}: {path}")))?;
                         }
                     }
                 } else if key.contains('.') || value.is_null() {
-                    delete_path(tree, key).map_err(|r| bad(&edit, &r))?;
+                    delete_path(tree, key).map_err(bad_path(&edit))?;
                 } else {
                     return Err(bad(
                         &edit,
@@ -85,11 +144,11 @@ pub(crate) fn apply_updates(tree: &mut Yaml, update: &Json) -> Result<(), Deploy
                 let stage = find_stage(tree, id, &edit)?;
                 for (path, v) in changes {
                     let e = format!("update stage {id}: {path}");
-                    set_path(stage, path, to_yaml(v, &e)?).map_err(|r| bad(&e, &r))?;
+                    set_path(stage, path, to_yaml(v, &e)?).map_err(bad_path(&e))?;
                 }
             }
         } else {
-            set_path(tree, key, to_yaml(value, &edit)?).map_err(|r| bad(&edit, &r))?;
+            set_path(tree, key, to_yaml(value, &edit)?).map_err(bad_path(&edit))?;
         }
     }
     Ok(())
@@ -187,10 +246,10 @@ fn kind(v: &Yaml) -> &'static str {
     }
 }
 
-fn segments(path: &str) -> Result<Vec<&str>, String> {
+fn segments(path: &str) -> Result<Vec<&str>, PathError> {
     let segs: Vec<&str> = path.split('.').collect();
     if segs.iter().any(|s| s.is_empty()) {
-        return Err(format!("`{path}` has an empty path segment"));
+        return Err(PathError::EmptySegment { path: path.into() });
     }
     Ok(segs)
 }
@@ -218,7 +277,7 @@ fn map_key(map: &Mapping, seg: &str) -> Yaml {
 
 /// Sets `path` to `value`, creating missing intermediate mappings (or lists when the next
 /// segment is an index).
-pub(crate) fn set_path(root: &mut Yaml, path: &str, value: Yaml) -> Result<(), String> {
+pub(crate) fn set_path(root: &mut Yaml, path: &str, value: Yaml) -> Result<(), PathError> {
     let segs = segments(path)?;
     let mut node = root;
     for (i, seg) in segs.iter().enumerate() {
@@ -234,8 +293,9 @@ pub(crate) fn set_path(root: &mut Yaml, path: &str, value: Yaml) -> Result<(), S
                 map.entry(key).or_insert(Yaml::Null)
             }
             Yaml::Sequence(list) => {
-                let idx = index_of(seg).ok_or_else(|| {
-                    format!("`{here}`: `{seg}` is not a list index (the parent is a list)")
+                let idx = index_of(seg).ok_or_else(|| PathError::NotAnIndex {
+                    here: here.clone(),
+                    seg: seg.to_string(),
                 })?;
                 if idx >= list.len() {
                     list.resize(idx + 1, Yaml::Null);
@@ -243,11 +303,10 @@ pub(crate) fn set_path(root: &mut Yaml, path: &str, value: Yaml) -> Result<(), S
                 &mut list[idx]
             }
             other => {
-                return Err(format!(
-                    "cannot descend into `{}`: it is a {}",
-                    segs[..i].join("."),
-                    kind(other)
-                ));
+                return Err(PathError::Scalar {
+                    here: segs[..i].join("."),
+                    kind: kind(other),
+                });
             }
         };
         if last {
@@ -263,7 +322,7 @@ pub(crate) fn set_path(root: &mut Yaml, path: &str, value: Yaml) -> Result<(), S
 }
 
 /// Deletes `path`; every segment must exist.
-pub(crate) fn delete_path(root: &mut Yaml, path: &str) -> Result<(), String> {
+pub(crate) fn delete_path(root: &mut Yaml, path: &str) -> Result<(), PathError> {
     let segs = segments(path)?;
     let (last, parents) = segs.split_last().expect("segments are never empty");
     let mut node = root;
@@ -273,19 +332,23 @@ pub(crate) fn delete_path(root: &mut Yaml, path: &str) -> Result<(), String> {
             Yaml::Mapping(map) => {
                 let key = map_key(map, seg);
                 map.get_mut(&key)
-                    .ok_or_else(|| format!("`{here}` does not exist"))?
+                    .ok_or_else(|| PathError::Missing { here: here.clone() })?
             }
             Yaml::Sequence(list) => {
                 let len = list.len();
                 index_of(seg)
                     .and_then(|idx| list.get_mut(idx))
-                    .ok_or_else(|| format!("`{here}`: no index `{seg}` in a list of {len}"))?
+                    .ok_or_else(|| PathError::NoIndex {
+                        here: here.clone(),
+                        seg: seg.to_string(),
+                        len,
+                    })?
             }
             other => {
-                return Err(format!(
-                    "cannot descend into `{here}`: it is a {}",
-                    kind(other)
-                ));
+                return Err(PathError::Scalar {
+                    here,
+                    kind: kind(other),
+                });
             }
         };
     }
@@ -294,21 +357,22 @@ pub(crate) fn delete_path(root: &mut Yaml, path: &str) -> Result<(), String> {
             let key = map_key(map, last);
             map.shift_remove(&key)
                 .map(|_| ())
-                .ok_or_else(|| format!("`{path}` does not exist"))
+                .ok_or_else(|| PathError::Missing { here: path.into() })
         }
         Yaml::Sequence(list) => match index_of(last) {
             Some(idx) if idx < list.len() => {
                 list.remove(idx);
                 Ok(())
             }
-            _ => Err(format!(
-                "`{path}`: no index `{last}` in a list of {}",
-                list.len()
-            )),
+            _ => Err(PathError::NoIndex {
+                here: path.into(),
+                seg: last.to_string(),
+                len: list.len(),
+            }),
         },
-        other => Err(format!(
-            "cannot delete `{path}`: the parent is a {}",
-            kind(other)
-        )),
+        other => Err(PathError::ScalarParent {
+            path: path.into(),
+            kind: kind(other),
+        }),
     }
 }

@@ -70,10 +70,35 @@ pub enum DeployHeader {
     },
 }
 
+/// A malformed `# dfx-perf:` header line.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// `changes vs stock <file>` without the colon.
+    #[error("`{0}`: expected `changes vs stock <file>:`")]
+    NoColon(String),
+    /// A `changes vs stock` header with no change line after it.
+    #[error("`{0}` lists no changes (expected lines `#   <path>: <old> -> <new>`)")]
+    NoChanges(String),
+    /// A change line not of the form `<path>: <old> -> <new>`.
+    #[error("`{0}`: expected `<path>: <old> -> <new>`")]
+    Malformed(String),
+    /// A change line whose old or new value is not YAML.
+    #[error("`{line}`: value `{value}` is not YAML: {source}")]
+    NotYaml {
+        /// The change line.
+        line: String,
+        /// The value text.
+        value: String,
+        /// The YAML parser's error.
+        #[source]
+        source: yaml_serde::Error,
+    },
+}
+
 impl DeployHeader {
     /// Parses the header at the top of `text`. `Ok(None)` when the file has no
     /// `# dfx-perf:` first line; `Err` names the malformed line.
-    pub fn parse(text: &str) -> Result<Option<DeployHeader>, String> {
+    pub fn parse(text: &str) -> Result<Option<DeployHeader>, HeaderError> {
         let mut lines = text.lines();
         let Some(first) = lines.next().and_then(|l| l.strip_prefix(PREFIX)) else {
             return Ok(None);
@@ -84,7 +109,7 @@ impl DeployHeader {
         };
         let base = rest
             .strip_suffix(':')
-            .ok_or_else(|| format!("`{first}`: expected `changes vs stock <file>:`"))?
+            .ok_or_else(|| HeaderError::NoColon(first.into()))?
             .trim()
             .to_string();
         let changes = lines
@@ -92,9 +117,7 @@ impl DeployHeader {
             .map(parse_change)
             .collect::<Result<Vec<_>, _>>()?;
         if changes.is_empty() {
-            return Err(format!(
-                "`{first}` lists no changes (expected lines `#   <path>: <old> -> <new>`)"
-            ));
+            return Err(HeaderError::NoChanges(first.into()));
         }
         Ok(Some(DeployHeader::Changes { base, changes }))
     }
@@ -111,18 +134,22 @@ impl DeployHeader {
     }
 }
 
-fn parse_change(line: &str) -> Result<TreeChange, String> {
-    let malformed = || format!("`{line}`: expected `<path>: <old> -> <new>`");
+fn parse_change(line: &str) -> Result<TreeChange, HeaderError> {
+    let malformed = || HeaderError::Malformed(line.into());
     let (path, values) = line.split_once(": ").ok_or_else(malformed)?;
     let (old, new) = values.split_once(" -> ").ok_or_else(malformed)?;
-    let value = |s: &str| -> Result<Option<Yaml>, String> {
+    let value = |s: &str| -> Result<Option<Yaml>, HeaderError> {
         let s = s.trim();
         if s == ABSENT {
             return Ok(None);
         }
         yaml_serde::from_str(s)
             .map(Some)
-            .map_err(|e| format!("`{line}`: value `{s}` is not YAML: {e}"))
+            .map_err(|source| HeaderError::NotYaml {
+                line: line.into(),
+                value: s.into(),
+                source,
+            })
     };
     Ok(TreeChange {
         path: path.trim().into(),

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::server::ResolvedDeploy;
 
-pub use header::{DeployHeader, TreeChange, tree_diff};
+pub use edit::PathError;
+pub use header::{DeployHeader, HeaderError, TreeChange, tree_diff};
 
 /// Why a deploy name or edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +65,15 @@ pub enum DeployError {
         edit: String,
         /// Why it cannot be applied.
         reason: String,
+    },
+    /// A dotted path of a `delete` / `update` edit does not fit the file's tree.
+    #[error("cannot apply edit `{edit}`: {source}")]
+    BadPath {
+        /// The edit, as shown in the message (`delete stage 1: engine_args.x`).
+        edit: String,
+        /// Which segment does not fit, and why.
+        #[source]
+        source: edit::PathError,
     },
 }
 

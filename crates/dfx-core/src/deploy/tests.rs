@@ -236,8 +236,10 @@ fn bad_edits_name_the_edit() {
     for (update, delete, edit, reason) in cases {
         let err =
             resolve_with_edits(dir.path(), "tts", update.as_ref(), delete.as_ref()).unwrap_err();
-        let DeployError::BadEdit { edit: e, reason: r } = &err else {
-            panic!("{err}")
+        let (e, r) = match &err {
+            DeployError::BadEdit { edit, reason } => (edit, reason.clone()),
+            DeployError::BadPath { edit, source } => (edit, source.to_string()),
+            _ => panic!("{err}"),
         };
         assert!(e.starts_with(edit), "{e} vs {edit}");
         assert!(r.contains(reason), "{r} vs {reason}");
@@ -264,6 +266,7 @@ fn header_round_trip() {
     assert!(
         DeployHeader::parse("# dfx-perf: changes vs stock x.yaml:\n#   oops\n")
             .unwrap_err()
+            .to_string()
             .contains("oops")
     );
 }

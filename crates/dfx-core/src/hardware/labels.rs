@@ -20,7 +20,7 @@ pub fn is_builtin(label: &str) -> bool {
 
 /// `Ok` when `label` is built in or among `named` (the labels the loaded configs and
 /// baseline stores name); otherwise what is accepted: the closest labels, then all.
-pub fn check(label: &str, named: &[String]) -> Result<(), String> {
+pub fn check(label: &str, named: &[String]) -> Result<(), UnknownLabel> {
     if is_builtin(label) || named.iter().any(|n| n == label) {
         return Ok(());
     }
@@ -30,21 +30,30 @@ pub fn check(label: &str, named: &[String]) -> Result<(), String> {
         .chain([SIM, UNKNOWN])
         .chain(named.iter().map(String::as_str));
     let near = suggest::closest(label, known);
-    let near = if near.is_empty() {
-        String::new()
-    } else {
-        format!("closest: {}; ", near.join(", "))
-    };
-    Err(format!(
-        "{near}known: {}, {SIM}, SIMx<K>, {UNKNOWN}, and the labels the loaded configs or \
-         baselines/<label>.json name{}",
-        KNOWN_TOKENS.join(", "),
-        if named.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", named.join(", "))
-        }
-    ))
+    Err(UnknownLabel {
+        label: label.into(),
+        closest: near.iter().map(|s| s.to_string()).collect(),
+        named: named.to_vec(),
+    })
+}
+
+/// A hardware label that is neither built in nor named by a loaded config or store. Its
+/// message is what is accepted: the closest labels, then all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{}known: {}, {SIM}, SIMx<K>, {UNKNOWN}, and the labels the loaded configs or \
+     baselines/<label>.json name{}",
+    if closest.is_empty() { String::new() } else { format!("closest: {}; ", closest.join(", ")) },
+    KNOWN_TOKENS.join(", "),
+    if named.is_empty() { String::new() } else { format!(": {}", named.join(", ")) }
+)]
+pub struct UnknownLabel {
+    /// The label as given.
+    pub label: String,
+    /// The known labels closest to it.
+    pub closest: Vec<String>,
+    /// The labels the loaded configs and baseline stores name.
+    pub named: Vec<String>,
 }
 
 #[cfg(test)]
@@ -65,7 +74,7 @@ mod tests {
 
     #[test]
     fn a_typo_is_refused_with_the_closest_labels() {
-        let why = check("H2O", &[]).unwrap_err();
+        let why = check("H2O", &[]).unwrap_err().to_string();
         assert!(why.starts_with("closest: H20"), "{why}");
         assert!(why.contains("known: GB200, B200"), "{why}");
     }
@@ -73,7 +82,9 @@ mod tests {
     #[test]
     fn labels_the_configs_name_are_known() {
         assert!(check("GeForceRTX4090", &["GeForceRTX4090".into()]).is_ok());
-        let why = check("GeForceRTX409", &["GeForceRTX4090".into()]).unwrap_err();
+        let why = check("GeForceRTX409", &["GeForceRTX4090".into()])
+            .unwrap_err()
+            .to_string();
         assert!(why.contains("closest: GeForceRTX4090"), "{why}");
     }
 }

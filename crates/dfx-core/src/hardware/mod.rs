@@ -7,7 +7,7 @@
 //! `NVIDIA GeForce RTX 4090` → `GeForceRTX4090`.
 
 mod labels;
-pub use labels::{check as check_label, is_builtin};
+pub use labels::{UnknownLabel, check as check_label, is_builtin};
 
 use std::io::Read;
 use std::path::PathBuf;

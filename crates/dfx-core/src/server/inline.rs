@@ -20,34 +20,60 @@ pub struct InlineFile {
     pub text: String,
 }
 
+/// Why an inline value does not have upstream's shape.
+#[derive(Debug, thiserror::Error)]
+pub enum InlineError {
+    /// The key is just `-inline`.
+    #[error("an inline key needs a name before `-inline`")]
+    NoName,
+    /// The value is not an object.
+    #[error("an inline file must be an object")]
+    NotAnObject,
+    /// No (or a null) `content`.
+    #[error("missing `content`")]
+    NoContent,
+    /// A key besides `type` and `content`.
+    #[error("unknown key `{0}`")]
+    UnknownKey(String),
+    /// The content cannot be written as YAML.
+    #[error("content is not YAML: {0}")]
+    NotYaml(#[source] yaml_serde::Error),
+    /// A `type` other than `yaml` / `jsonl`.
+    #[error("unknown type `{0}`")]
+    UnknownType(String),
+    /// No string `type`.
+    #[error("missing `type` (a string)")]
+    NoType,
+}
+
 /// What an inline value must look like, for error messages.
 pub const ACCEPTED: &str = r#"{"type": "yaml" | "jsonl", "content": <object or list>}"#;
 
 /// Renders `key: value` when `key` ends in `-inline`; `None` for other keys; an error
 /// when the value does not have upstream's shape.
-pub fn render(key: &str, value: &Value) -> Option<Result<InlineFile, String>> {
+pub fn render(key: &str, value: &Value) -> Option<Result<InlineFile, InlineError>> {
     let base = key.strip_suffix(INLINE_SUFFIX)?;
     Some(render_value(base, value))
 }
 
-fn render_value(base: &str, value: &Value) -> Result<InlineFile, String> {
+fn render_value(base: &str, value: &Value) -> Result<InlineFile, InlineError> {
     if base.is_empty() {
-        return Err("an inline key needs a name before `-inline`".into());
+        return Err(InlineError::NoName);
     }
     let Value::Object(o) = value else {
-        return Err("an inline file must be an object".into());
+        return Err(InlineError::NotAnObject);
     };
     let content = o
         .get("content")
         .filter(|c| !c.is_null())
-        .ok_or("missing `content`")?;
+        .ok_or(InlineError::NoContent)?;
     if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "type" | "content")) {
-        return Err(format!("unknown key `{k}`"));
+        return Err(InlineError::UnknownKey(k.clone()));
     }
     let (ext, text) = match o.get("type").and_then(Value::as_str) {
         Some("yaml") => (
             "yaml",
-            yaml_serde::to_string(content).map_err(|e| format!("content is not YAML: {e}"))?,
+            yaml_serde::to_string(content).map_err(InlineError::NotYaml)?,
         ),
         Some("jsonl") => {
             let items = match content {
@@ -57,8 +83,8 @@ fn render_value(base: &str, value: &Value) -> Result<InlineFile, String> {
             let lines: Vec<String> = items.iter().map(|i| format!("{i}\n")).collect();
             ("jsonl", lines.concat())
         }
-        Some(other) => return Err(format!("unknown type `{other}`")),
-        None => return Err("missing `type` (a string)".into()),
+        Some(other) => return Err(InlineError::UnknownType(other.into())),
+        None => return Err(InlineError::NoType),
     };
     Ok(InlineFile {
         base: base.to_string(),
@@ -100,7 +126,7 @@ mod tests {
                 "unknown key `x`",
             ),
         ] {
-            let err = render("d-inline", &v).unwrap().unwrap_err();
+            let err = render("d-inline", &v).unwrap().unwrap_err().to_string();
             assert!(err.contains(why), "{err}");
         }
     }

@@ -28,6 +28,8 @@ use dfx_core::lenient::{BoolRule, parse_bool};
 use dfx_core::plan::{BenchEntry, Dialect, StepKind};
 use dfx_core::result::ResultDoc;
 use dfx_core::server::ExitStatus;
+
+use crate::settings::KnobError;
 use serde_json::{Value, json};
 
 /// The fake bench's knobs.
@@ -54,12 +56,17 @@ impl Default for FakeKnobs {
 impl FakeKnobs {
     /// Reads `DFX_FAKE_SLOWDOWN`, `DFX_FAKE_FAIL_REQUESTS`, `DFX_FAKE_NO_RESULT`,
     /// `DFX_FAKE_SLEEP_MS`.
-    pub(crate) fn from_env() -> Result<Self, String> {
+    pub(crate) fn from_env() -> Result<Self, KnobError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
     /// Same, from any lookup (tests).
-    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, KnobError> {
+        let bad = |var: &'static str, value: &str, expected: &'static str| KnobError {
+            var,
+            value: value.to_string(),
+            expected,
+        };
         let mut k = FakeKnobs::default();
         if let Some(v) = get("DFX_FAKE_SLOWDOWN") {
             k.slowdown = v
@@ -67,26 +74,23 @@ impl FakeKnobs {
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or(format!(
-                    "DFX_FAKE_SLOWDOWN=`{v}`: expected a positive number"
-                ))?;
+                .ok_or_else(|| bad("DFX_FAKE_SLOWDOWN", &v, "a positive number"))?;
         }
         if let Some(v) = get("DFX_FAKE_FAIL_REQUESTS") {
             k.fail_requests = v
                 .trim()
                 .parse()
-                .map_err(|_| format!("DFX_FAKE_FAIL_REQUESTS=`{v}`: expected a whole number"))?;
+                .map_err(|_| bad("DFX_FAKE_FAIL_REQUESTS", &v, "a whole number"))?;
         }
         if let Some(v) = get("DFX_FAKE_SLEEP_MS") {
             k.sleep_ms = v
                 .trim()
                 .parse()
-                .map_err(|_| format!("DFX_FAKE_SLEEP_MS=`{v}`: expected whole milliseconds"))?;
+                .map_err(|_| bad("DFX_FAKE_SLEEP_MS", &v, "whole milliseconds"))?;
         }
         if let Some(v) = get("DFX_FAKE_NO_RESULT") {
-            k.no_result = parse_bool(&v, BoolRule::ENV).ok_or(format!(
-                "DFX_FAKE_NO_RESULT=`{v}`: expected 1/true/yes/on or 0/false/no/off"
-            ))?;
+            k.no_result = parse_bool(&v, BoolRule::ENV)
+                .ok_or_else(|| bad("DFX_FAKE_NO_RESULT", &v, "1/true/yes/on or 0/false/no/off"))?;
         }
         Ok(k)
     }
@@ -475,9 +479,9 @@ mod tests {
         );
         let e =
             FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLOWDOWN").then(|| "0".into())).unwrap_err();
-        assert!(e.contains("DFX_FAKE_SLOWDOWN"), "{e}");
+        assert!(e.to_string().contains("DFX_FAKE_SLOWDOWN"), "{e}");
         let e = FakeKnobs::from_lookup(|k| (k == "DFX_FAKE_SLEEP_MS").then(|| "-1".into()))
             .unwrap_err();
-        assert!(e.contains("DFX_FAKE_SLEEP_MS"), "{e}");
+        assert!(e.to_string().contains("DFX_FAKE_SLEEP_MS"), "{e}");
     }
 }

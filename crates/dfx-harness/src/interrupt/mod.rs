@@ -37,6 +37,7 @@ use serde_json::json;
 use crate::finish::{CloseGate, Closer, Closing};
 use crate::progress::{Current, Progress, SharedProgress, lock};
 use crate::result_keys::add_runner_keys;
+use crate::settings::SetupError;
 use crate::summary::{Interruption, Outcome, SummaryEntry};
 
 /// Exit status of an interrupted run (128 + SIGINT, like a shell).
@@ -51,9 +52,8 @@ const MAIN_EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// Installs the handler for this run. Fails only when another `ctrlc` handler exists in
 /// the process.
-pub(crate) fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), String> {
-    ctrlc::set_handler(move || on_signal(&closing, &progress))
-        .map_err(|e| format!("cannot install the signal handler: {e}"))
+pub(crate) fn install(closing: Arc<Closing>, progress: SharedProgress) -> Result<(), SetupError> {
+    ctrlc::set_handler(move || on_signal(&closing, &progress)).map_err(SetupError::Signal)
 }
 
 /// What the main thread does when the handler claimed the close: waits (bounded) for the

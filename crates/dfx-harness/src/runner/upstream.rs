@@ -36,6 +36,32 @@ const DIFFUSION_COLUMNS: &[&str] = &[
     "peak_memory_mb_median",
 ];
 
+/// Why the upstream-format copy of a result was not written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CopyError {
+    /// The folder cannot be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The folder.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file exists (a result is never overwritten).
+    #[error("{} exists already; not overwritten", .0.display())]
+    Exists(PathBuf),
+    /// The file cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Writes `doc` (the trial's completed result) into `dir`; the path written, or why not.
 pub(crate) fn write(
     dir: &Path,
@@ -44,8 +70,11 @@ pub(crate) fn write(
     doc: &ResultDoc,
     run_stamp: &str,
     stamp: &str,
-) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+) -> Result<PathBuf, CopyError> {
+    std::fs::create_dir_all(dir).map_err(|source| CopyError::Create {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     if trial.entry.dialect == Dialect::Diffusion {
         return append_diffusion(dir, trial, hardware, doc, run_stamp);
     }
@@ -53,15 +82,15 @@ pub(crate) fn write(
         trial, hardware, stamp,
     ));
     if path.exists() {
-        return Err(format!(
-            "{} exists already; not overwritten",
-            path.display()
-        ));
+        return Err(CopyError::Exists(path));
     }
     let mut doc = doc.clone();
     doc.remove("verdict");
     doc.remove("thresholds");
-    write_json_atomic(&path, &doc).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_json_atomic(&path, &doc).map_err(|source| CopyError::Write {
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }
 
@@ -71,7 +100,7 @@ fn append_diffusion(
     hardware: &str,
     doc: &ResultDoc,
     run_stamp: &str,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, CopyError> {
     let stem = trial
         .source
         .file
@@ -116,7 +145,9 @@ fn append_diffusion(
         json!(trial.source.file.file_name().map(|n| n.to_string_lossy())),
     );
     records.push(Value::Object(rec));
-    write_json_atomic(&path, &Value::Array(records))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_json_atomic(&path, &Value::Array(records)).map_err(|source| CopyError::Write {
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }

@@ -3,7 +3,7 @@
 
 use dfx_core::bounds::{MAX_SIM_SPEED, MAX_TIMEOUT_SECONDS, MIN_SIM_SPEED};
 
-use super::{FlagError, err};
+use super::{FlagError, SetupError, err};
 
 /// `--hardware`: a label that names result folders and baseline files.
 pub(super) fn check_hardware(h: Option<&str>, errors: &mut Vec<FlagError>) {
@@ -23,15 +23,21 @@ pub(super) fn check_hardware(h: Option<&str>, errors: &mut Vec<FlagError>) {
 /// built in, or named by a loaded config or baseline store): a typo would judge every
 /// trial on completion only. `given` says whether it came from `--hardware` /
 /// `DFX_HARDWARE` rather than detection.
-pub(crate) fn known_hardware(given: bool, label: &str, named: &[String]) -> Result<(), String> {
+pub(crate) fn known_hardware(given: bool, label: &str, named: &[String]) -> Result<(), SetupError> {
     dfx_core::hardware::check_label(label, named).map_err(|why| {
         if given {
-            err("--hardware", "DFX_HARDWARE", label, "unknown hardware label", &why)
-                .to_string()
+            SetupError::HardwareGiven(err(
+                "--hardware",
+                "DFX_HARDWARE",
+                label,
+                "unknown hardware label",
+                &why.to_string(),
+            ))
         } else {
-            format!(
-                "detected hardware label: {why}; pass --hardware (DFX_HARDWARE) with a known                  label, or name this one in baselines/{label}.json"
-            )
+            SetupError::HardwareDetected {
+                label: label.to_string(),
+                why,
+            }
         }
     })
 }

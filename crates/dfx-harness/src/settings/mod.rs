@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod bench;
+mod error;
 mod flags;
 mod project;
 
 pub(crate) use bench::BenchOptions;
+pub(crate) use error::{KnobError, SetupError};
 pub(crate) use flags::known_hardware;
 use flags::{
     check_hardware, check_mark, check_ready_timeout, check_sim_speed, gpu_price_flag, history_flag,

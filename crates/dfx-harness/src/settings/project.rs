@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::{FlagError, ServerChoice, err};
+use super::{FlagError, ServerChoice, SetupError, err};
 
 /// The simulator's executable name.
 const SIM_EXE: &str = "dfx-perf-sim";
@@ -62,16 +62,14 @@ impl Project {
     /// (every server choice but the in-process fake). `--list` does not need it. A missing
     /// simulator is the launcher's to report: its trials are ignored with the path (failed
     /// under `--assert-baseline`), as for any unavailable server.
-    pub(crate) fn check_guard(&self, server: &ServerChoice) -> Result<(), String> {
+    pub(crate) fn check_guard(&self, server: &ServerChoice) -> Result<(), SetupError> {
         if matches!(server, ServerChoice::Fake) || is_executable(&self.guard_bin) {
             return Ok(());
         }
-        Err(format!(
-            "the guard ({GUARD_EXE}) is not an executable file: {} (looked beside the running \
-             dfx-perf, then on PATH; `pip install dfx-perf`, the release archive and `cargo \
-             build --release` put it beside dfx-perf)",
-            self.guard_bin.display()
-        ))
+        Err(SetupError::NoGuard {
+            exe: GUARD_EXE,
+            path: self.guard_bin.clone(),
+        })
     }
 }
 
@@ -171,7 +169,7 @@ mod tests {
             guard_bin: dir.path().join("gone"),
             ..project
         };
-        let e = no_guard.check_guard(&auto).unwrap_err();
+        let e = no_guard.check_guard(&auto).unwrap_err().to_string();
         assert!(e.contains("the guard (dfx-perf-guard)"), "{e}");
         assert!(
             e.contains(&dir.path().join("gone").display().to_string()),

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use dfx_core::baseline::{Direction, direction_of};
 use dfx_report::recalibrate::{
-    Change, OldThreshold, RecalibrateOptions, Recalibration, change_from_level, read_store,
-    store_file,
+    Change, NotCalibrated, OldThreshold, RecalibrateOptions, Recalibration, change_from_level,
+    read_store, store_file,
 };
 
 use crate::HistoryError;
@@ -32,13 +32,18 @@ pub enum Policy {
     Worst,
 }
 
+/// A `--policy` spelling [`Policy::parse`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: accepted policies are median, worst")]
+pub struct UnknownPolicy(pub String);
+
 impl Policy {
     /// `median` / `worst`.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UnknownPolicy> {
         match s {
             "median" => Ok(Policy::Median),
             "worst" => Ok(Policy::Worst),
-            _ => Err(format!("`{s}`: accepted policies are median, worst")),
+            _ => Err(UnknownPolicy(s.to_string())),
         }
     }
 
@@ -205,7 +210,7 @@ fn propose_trial(
     for metric in metrics_for(&good, store.get(name), latest, &opts.base.metrics) {
         match change_for(name, &metric, &good, store, opts, &mut out.uses) {
             Ok(c) => out.recalibration.changes.push(c),
-            Err(note) => out.recalibration.notes.push(note),
+            Err(note) => out.recalibration.notes.push(note.to_string()),
         }
     }
 }
@@ -285,9 +290,11 @@ fn change_for(
     store: &BTreeMap<String, BTreeMap<String, f64>>,
     opts: &RollingOptions,
     uses: &mut Vec<RunUse>,
-) -> Result<Change, String> {
-    let direction = direction_for(metric, good)
-        .ok_or_else(|| format!("{name} {metric}: unknown metric direction, not calibrated"))?;
+) -> Result<Change, NotCalibrated> {
+    let direction = direction_for(metric, good).ok_or_else(|| NotCalibrated::UnknownDirection {
+        trial: name.into(),
+        metric: metric.into(),
+    })?;
     let mut reject = |run_id: &str, why: String| {
         uses.push(RunUse {
             trial: name.into(),
@@ -315,11 +322,12 @@ fn change_for(
         .map(|i| values[i])
         .collect();
     if kept.len() < opts.min_runs {
-        return Err(format!(
-            "{name} {metric}: needs data: {} good run(s), at least {} wanted (--min-runs); threshold unchanged",
-            kept.len(),
-            opts.min_runs
-        ));
+        return Err(NotCalibrated::NeedsData {
+            trial: name.into(),
+            metric: metric.into(),
+            kept: kept.len(),
+            wanted: opts.min_runs,
+        });
     }
     let level = match (opts.policy, direction) {
         (Policy::Median, _) => median(&kept),

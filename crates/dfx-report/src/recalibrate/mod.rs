@@ -6,10 +6,12 @@
 //! is tighter by more than the tolerance; loosen only with `allow_loosen` (and then also
 //! only beyond the tolerance). A threshold without an old value is added.
 
+mod error;
 mod policy;
 mod render;
 mod store;
 
+pub use error::NotCalibrated;
 pub use policy::{Decision, decide};
 pub use render::{nothing_to_write, render_table};
 pub use store::{read_store, store_file, write_store};
@@ -200,7 +202,7 @@ pub(crate) fn plan_recalibration(
         for metric in metrics_for(runs, &trial, store.get(&trial), &opts.metrics) {
             match change_for(runs, &trial, &metric, &store, opts) {
                 Ok(c) => changes.push(c),
-                Err(note) => notes.push(note),
+                Err(note) => notes.push(note.to_string()),
             }
         }
     }
@@ -337,21 +339,25 @@ fn change_for(
     metric: &str,
     store: &BTreeMap<String, BTreeMap<String, f64>>,
     opts: &RecalibrateOptions,
-) -> Result<Change, String> {
+) -> Result<Change, NotCalibrated> {
     let trials: Vec<_> = runs.iter().filter_map(|r| r.trial(trial)).collect();
     let direction = trials
         .iter()
         .find_map(|t| t.direction(metric))
-        .ok_or_else(|| format!("{trial} {metric}: unknown metric direction, not calibrated"))?;
+        .ok_or_else(|| NotCalibrated::UnknownDirection {
+            trial: trial.into(),
+            metric: metric.into(),
+        })?;
     let values: Vec<f64> = trials
         .iter()
         .filter_map(|t| t.metric(metric))
         .filter(|v| v.is_finite())
         .collect();
     if values.is_empty() {
-        return Err(format!(
-            "{trial} {metric}: not measured in any run, not calibrated"
-        ));
+        return Err(NotCalibrated::NotMeasured {
+            trial: trial.into(),
+            metric: metric.into(),
+        });
     }
     let m = median(&values);
     let old = store
@@ -392,17 +398,18 @@ pub fn change_from_level(
     level: f64,
     old: Option<OldThreshold>,
     opts: &RecalibrateOptions,
-) -> Result<Change, String> {
+) -> Result<Change, NotCalibrated> {
     let margin = opts
         .metric_margins
         .get(metric)
         .copied()
         .unwrap_or(opts.margin);
     if direction == Direction::HigherIsBetter && margin >= 1.0 {
-        return Err(format!(
-            "{trial} {metric}: a margin of {:.0} % would put a floor at or below zero, not calibrated",
-            margin * 100.0
-        ));
+        return Err(NotCalibrated::FloorMargin {
+            trial: trial.into(),
+            metric: metric.into(),
+            margin,
+        });
     }
     let proposed = round_threshold(match direction {
         Direction::LowerIsBetter => level * (1.0 + margin),
@@ -410,9 +417,13 @@ pub fn change_from_level(
     });
     // The suite refuses such a bound when it loads the store: never write one.
     if let Some(why) = dfx_core::metrics::bound_problem(metric, proposed) {
-        return Err(format!(
-            "{trial} {metric}: proposed threshold {proposed} (from {level}): {why}, not calibrated"
-        ));
+        return Err(NotCalibrated::OutOfBounds {
+            trial: trial.into(),
+            metric: metric.into(),
+            proposed,
+            level,
+            why,
+        });
     }
     let (decision, relative) = decide(
         old.as_ref().map(|o| o.value),

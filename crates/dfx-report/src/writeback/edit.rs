@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::jsonspan::{Kind, Node};
 use super::{EntryRef, Sweep};
+use crate::error::{MissingThreshold, SelfCheckError, WritebackError};
 
 /// Replace `start..end` with `text` (an insertion when `start == end`).
 #[derive(Debug, Clone, PartialEq)]
@@ -147,7 +148,7 @@ pub(super) fn entry_edits(
     entry: &EntryRef,
     thresholds: &BTreeMap<String, BTreeMap<String, f64>>,
     out: &mut Outcome,
-) -> Result<(), String> {
+) -> Result<(), WritebackError> {
     let metrics: BTreeSet<&String> = entry
         .steps
         .iter()
@@ -161,11 +162,9 @@ pub(super) fn entry_edits(
         "test `{}` benchmark_params[{}]",
         entry.test_name, entry.raw_entry_index
     );
-    let node = locate_entry(root, entry).ok_or_else(|| {
-        format!(
-            "{label} (case {}) is not in the file: the file does not match the plan",
-            entry.case_index
-        )
+    let node = locate_entry(root, entry).ok_or_else(|| WritebackError::EntryNotInFile {
+        label: label.clone(),
+        case: entry.case_index,
     })?;
     let baseline = node.get("baseline");
     if baseline.is_some_and(|b| is_flat_nonempty(text, &b.value)) {
@@ -433,7 +432,7 @@ fn new_value(
     metric: &str,
     thresholds: &BTreeMap<String, BTreeMap<String, f64>>,
     existing: Option<&Node>,
-) -> Result<NewValue, String> {
+) -> Result<NewValue, MissingThreshold> {
     let value_of = |trial: &str| {
         thresholds
             .get(trial)
@@ -451,7 +450,7 @@ fn new_value(
                 .map(|m| text[m.value.start..m.value.end].to_string());
             let v = value_of(&s.trial)
                 .or(old)
-                .ok_or_else(|| format!("no threshold for step `{}` (not in the runs)", s.key))?;
+                .ok_or_else(|| MissingThreshold::Key { key: s.key.clone() })?;
             items.push((s.key.clone(), v));
         }
         return Ok(NewValue { dict: true, items });
@@ -466,11 +465,8 @@ fn new_value(
         let v = step
             .and_then(|s| value_of(&s.trial))
             .or(old)
-            .ok_or_else(|| {
-                format!(
-                    "no threshold for step {} (not in the runs)",
-                    step.map(|s| s.trial.as_str()).unwrap_or("?")
-                )
+            .ok_or_else(|| MissingThreshold::Step {
+                trial: step.map(|s| s.trial.as_str()).unwrap_or("?").to_string(),
             })?;
         items.push((String::new(), v));
     }
@@ -484,15 +480,12 @@ fn new_value(
 }
 
 /// Applies non-overlapping edits (from the end, so offsets stay valid).
-pub(super) fn apply(text: &str, edits: &[Edit]) -> Result<String, String> {
+pub(super) fn apply(text: &str, edits: &[Edit]) -> Result<String, WritebackError> {
     let mut sorted: Vec<&Edit> = edits.iter().collect();
     sorted.sort_by_key(|e| (e.start, e.end));
     for w in sorted.windows(2) {
         if w[1].start < w[0].end || (w[1].start == w[0].start && w[0].start == w[0].end) {
-            return Err(format!(
-                "internal error: overlapping edits at byte {}",
-                w[1].start
-            ));
+            return Err(WritebackError::OverlappingEdits { at: w[1].start });
         }
     }
     let mut out = text.to_string();
@@ -503,17 +496,21 @@ pub(super) fn apply(text: &str, edits: &[Edit]) -> Result<String, String> {
 }
 
 /// The edited document must equal the original with exactly the intended values set.
-pub(super) fn verify(old: &str, new: &str, hw: &str, intended: &[Intended]) -> Result<(), String> {
-    let mut expected: Value = serde_json::from_str(old).map_err(|e| e.to_string())?;
-    let actual: Value =
-        serde_json::from_str(new).map_err(|e| format!("result is not valid JSON: {e}"))?;
+pub(super) fn verify(
+    old: &str,
+    new: &str,
+    hw: &str,
+    intended: &[Intended],
+) -> Result<(), SelfCheckError> {
+    let mut expected: Value = serde_json::from_str(old).map_err(SelfCheckError::Original)?;
+    let actual: Value = serde_json::from_str(new).map_err(SelfCheckError::Result)?;
     for i in intended {
         let entry = expected
             .get_mut(i.case_index)
             .and_then(|c| c.get_mut("benchmark_params"))
             .and_then(|b| b.get_mut(i.raw_entry_index))
             .and_then(Value::as_object_mut)
-            .ok_or("entry vanished")?;
+            .ok_or(SelfCheckError::EntryVanished)?;
         let baseline = entry.entry("baseline").or_insert(Value::Null);
         if !baseline.is_object() {
             *baseline = Value::Object(Default::default());
@@ -525,12 +522,12 @@ pub(super) fn verify(old: &str, new: &str, hw: &str, intended: &[Intended]) -> R
             .or_insert_with(|| Value::Object(Default::default()));
         bucket
             .as_object_mut()
-            .ok_or("hardware bucket is not an object")?
+            .ok_or(SelfCheckError::BucketNotObject)?
             .insert(i.metric.clone(), i.value.clone());
     }
     if expected == actual {
         Ok(())
     } else {
-        Err("the edited file differs from the intended change".into())
+        Err(SelfCheckError::Differs)
     }
 }

@@ -62,8 +62,10 @@ impl Node {
     }
 }
 
+pub use crate::error::SyntaxError;
+
 /// Parses a whole document. Errors give the byte offset and what was expected.
-pub fn parse(text: &str) -> Result<Node, String> {
+pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
@@ -87,12 +89,17 @@ struct Parser<'a> {
 const MAX_DEPTH: usize = 256;
 
 impl Parser<'_> {
-    fn err(&self, expected: &str) -> String {
+    fn err(&self, expected: &'static str) -> SyntaxError {
         let line = self.text[..self.i.min(self.text.len())]
             .matches('\n')
             .count()
             + 1;
-        format!("expected {expected} at byte {} (line {line})", self.i)
+        SyntaxError {
+            expected,
+            at: self.i,
+            line,
+            source: None,
+        }
     }
 
     fn ws(&mut self) {
@@ -105,7 +112,7 @@ impl Parser<'_> {
         self.s.get(self.i).copied()
     }
 
-    fn value(&mut self, depth: usize) -> Result<Node, String> {
+    fn value(&mut self, depth: usize) -> Result<Node, SyntaxError> {
         if depth > MAX_DEPTH {
             return Err(self.err("less nesting"));
         }
@@ -142,7 +149,7 @@ impl Parser<'_> {
         })
     }
 
-    fn literal(&mut self, word: &str) -> Result<(), String> {
+    fn literal(&mut self, word: &'static str) -> Result<(), SyntaxError> {
         if self.s[self.i..].starts_with(word.as_bytes()) {
             self.i += word.len();
             Ok(())
@@ -151,7 +158,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<(), String> {
+    fn number(&mut self) -> Result<(), SyntaxError> {
         let start = self.i;
         while self.i < self.s.len()
             && matches!(
@@ -170,7 +177,7 @@ impl Parser<'_> {
     }
 
     /// Skips a string and returns its decoded content.
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, SyntaxError> {
         let start = self.i;
         self.i += 1;
         loop {
@@ -184,11 +191,14 @@ impl Parser<'_> {
         self.i += 1;
         serde_json::from_str::<String>(&self.text[start..self.i]).map_err(|e| {
             self.i = start;
-            format!("{} ({e})", self.err("a valid string"))
+            SyntaxError {
+                source: Some(e),
+                ..self.err("a valid string")
+            }
         })
     }
 
-    fn object(&mut self, depth: usize) -> Result<Vec<Member>, String> {
+    fn object(&mut self, depth: usize) -> Result<Vec<Member>, SyntaxError> {
         self.i += 1;
         let mut members = Vec::new();
         self.ws();
@@ -227,7 +237,7 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Vec<Node>, String> {
+    fn array(&mut self, depth: usize) -> Result<Vec<Node>, SyntaxError> {
         self.i += 1;
         let mut items = Vec::new();
         self.ws();
@@ -283,6 +293,6 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        assert!(parse("[1,]").unwrap_err().contains("byte 3"));
+        assert!(parse("[1,]").unwrap_err().to_string().contains("byte 3"));
     }
 }

@@ -7,6 +7,7 @@ mod edit;
 pub mod jsonspan;
 mod plan_map;
 
+pub use crate::error::{MissingThreshold, SelfCheckError, WritebackError};
 pub use plan_map::entries_from_plan;
 
 use std::collections::BTreeMap;
@@ -70,15 +71,18 @@ pub fn write_back_text(
     entries: &[EntryRef],
     thresholds: &BTreeMap<String, BTreeMap<String, f64>>,
 ) -> Result<WriteBack, ReportError> {
-    let root = jsonspan::parse(text).map_err(|e| ReportError::format(file, e))?;
+    let writeback = |source: WritebackError| ReportError::Writeback {
+        path: file.to_path_buf(),
+        source,
+    };
+    let root = jsonspan::parse(text).map_err(|e| writeback(e.into()))?;
     let mut out = edit::Outcome::default();
     for entry in entries {
-        edit::entry_edits(text, &root, hardware, entry, thresholds, &mut out)
-            .map_err(|e| ReportError::format(file, e))?;
+        edit::entry_edits(text, &root, hardware, entry, thresholds, &mut out).map_err(writeback)?;
     }
-    let new_text = edit::apply(text, &out.edits).map_err(|e| ReportError::format(file, e))?;
+    let new_text = edit::apply(text, &out.edits).map_err(writeback)?;
     edit::verify(text, &new_text, hardware, &out.intended)
-        .map_err(|e| ReportError::format(file, format!("write-back self-check failed: {e}")))?;
+        .map_err(|e| writeback(WritebackError::SelfCheck(e)))?;
     Ok(WriteBack {
         text: new_text,
         written: out.written,

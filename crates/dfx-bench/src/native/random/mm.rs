@@ -8,6 +8,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
+use super::RandomError;
+
 /// One multimodal item to generate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Item {
@@ -92,7 +94,7 @@ pub struct MmConfig {
     pub items_ratio: f64,
 }
 
-fn int_of(v: &Value, key: &str) -> Result<u64, String> {
+fn int_of(v: &Value, key: &str) -> Result<u64, RandomError> {
     v.as_u64()
         .or_else(|| {
             v.as_f64()
@@ -100,14 +102,20 @@ fn int_of(v: &Value, key: &str) -> Result<u64, String> {
                 .map(|f| f as u64)
         })
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-        .ok_or_else(|| format!("{key}: expected a non-negative integer, got {v}"))
+        .ok_or_else(|| RandomError::NotInteger {
+            key: key.to_string(),
+            value: v.clone(),
+        })
 }
 
-fn float_of(v: &Value, key: &str) -> Result<f64, String> {
+fn float_of(v: &Value, key: &str) -> Result<f64, RandomError> {
     v.as_f64()
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
         .filter(|f: &f64| f.is_finite())
-        .ok_or_else(|| format!("{key}: expected a number, got {v}"))
+        .ok_or_else(|| RandomError::NotNumber {
+            key: key.to_string(),
+            value: v.clone(),
+        })
 }
 
 /// `(a, b, c)` → three integers.
@@ -125,7 +133,7 @@ fn triple(key: &str) -> Option<(u64, u64, u64)> {
 
 /// The bucket config: a JSON object with Python-tuple keys (`{"(0, 60, 3)": 1.0}`) or a
 /// string holding a Python dict literal (`"{(256, 256, 1): 0.5}"`).
-fn bucket_pairs(v: &Value) -> Result<Vec<(String, f64)>, String> {
+fn bucket_pairs(v: &Value) -> Result<Vec<(String, f64)>, RandomError> {
     const KEY: &str = "random_mm_bucket_config";
     match v {
         Value::Object(m) => m
@@ -133,14 +141,13 @@ fn bucket_pairs(v: &Value) -> Result<Vec<(String, f64)>, String> {
             .map(|(k, w)| Ok((k.clone(), float_of(w, KEY)?)))
             .collect(),
         Value::String(s) => parse_literal(s),
-        other => Err(format!("{KEY}: expected an object, got {other}")),
+        other => Err(RandomError::BucketsNotObject(other.clone())),
     }
 }
 
 /// A Python dict literal with tuple keys: `{(256, 256, 1): 0.5, (0, 60, 3): 0.5}`.
-fn parse_literal(s: &str) -> Result<Vec<(String, f64)>, String> {
-    const KEY: &str = "random_mm_bucket_config";
-    let bad = || format!("{KEY}: not a dict literal with (h, w, n) keys: {s:?}");
+fn parse_literal(s: &str) -> Result<Vec<(String, f64)>, RandomError> {
+    let bad = || RandomError::NotDictLiteral(s.to_string());
     let mut rest = s
         .trim()
         .strip_prefix('{')
@@ -168,16 +175,18 @@ fn parse_literal(s: &str) -> Result<Vec<(String, f64)>, String> {
 
 /// The item of a bucket key (omni's rule: first element 0 → audio `(0, seconds,
 /// channels)`; else 1 frame → image, more → video).
-fn bucket_item(key: &str) -> Result<Item, String> {
-    const KEY: &str = "random_mm_bucket_config";
-    let (a, b, c) = triple(key).ok_or_else(|| {
-        format!("{KEY}: bucket {key:?} is not a tuple of three non-negative integers")
-    })?;
-    let small = |x: u64, max: u32, what: &str| {
+fn bucket_item(key: &str) -> Result<Item, RandomError> {
+    let (a, b, c) = triple(key).ok_or_else(|| RandomError::NotTriple(key.to_string()))?;
+    let small = |x: u64, max: u32, what: &'static str| {
         u32::try_from(x)
             .ok()
             .filter(|&x| x >= 1 && x <= max)
-            .ok_or_else(|| format!("{KEY}: bucket {key}: {what} {x} outside 1..={max}"))
+            .ok_or_else(|| RandomError::BucketRange {
+                key: key.to_string(),
+                what,
+                x,
+                max,
+            })
     };
     if a == 0 {
         return Ok(Item::Audio {
@@ -187,12 +196,10 @@ fn bucket_item(key: &str) -> Result<Item, String> {
     }
     let (height, width) = (small(a, MAX_SIDE, "height")?, small(b, MAX_SIDE, "width")?);
     Ok(match c {
-        0 => return Err(format!("{KEY}: bucket {key}: 0 frames")),
+        0 => return Err(RandomError::ZeroFrames(key.to_string())),
         1 => Item::Image { height, width },
         _ if !height.is_multiple_of(2) || !width.is_multiple_of(2) => {
-            return Err(format!(
-                "{KEY}: bucket {key}: video height and width must be even (4:2:0 frames)"
-            ));
+            return Err(RandomError::OddVideo(key.to_string()));
         }
         _ => Item::Video {
             height,
@@ -204,7 +211,7 @@ fn bucket_item(key: &str) -> Result<Item, String> {
 
 impl MmConfig {
     /// Parses an entry's keys (normalised to underscores); the error names the key.
-    pub fn parse(raw: &Map<String, Value>) -> Result<MmConfig, String> {
+    pub fn parse(raw: &Map<String, Value>) -> Result<MmConfig, RandomError> {
         let get = |k: &str| raw.get(k);
         let default_buckets = serde_json::json!({
             "(256, 256, 1)": 0.5, "(720, 1280, 1)": 0.5, "(720, 1280, 16)": 0.0
@@ -213,17 +220,15 @@ impl MmConfig {
         let mut buckets = Vec::new();
         for (k, w) in pairs {
             if w.is_nan() || w < 0.0 {
-                return Err(format!(
-                    "random_mm_bucket_config: bucket {k} has a negative weight {w}"
-                ));
+                return Err(RandomError::NegativeWeight { key: k, w });
             }
             let item = bucket_item(&k)?;
             if item.raw_bytes() > MAX_ITEM_BYTES {
-                return Err(format!(
-                    "random_mm_bucket_config: bucket {k} makes {} MB items (at most {} MB)",
-                    item.raw_bytes() >> 20,
-                    MAX_ITEM_BYTES >> 20
-                ));
+                return Err(RandomError::ItemTooBig {
+                    key: k,
+                    bytes: item.raw_bytes(),
+                    max: MAX_ITEM_BYTES,
+                });
             }
             if w > 0.0 {
                 buckets.push((item, w));
@@ -231,7 +236,7 @@ impl MmConfig {
         }
         let total: f64 = buckets.iter().map(|b| b.1).sum();
         if buckets.is_empty() || total.is_nan() || total <= 0.0 || !total.is_finite() {
-            return Err("random_mm_bucket_config: no bucket with a positive weight".into());
+            return Err(RandomError::NoWeight);
         }
         for b in &mut buckets {
             b.1 /= total;
@@ -239,21 +244,23 @@ impl MmConfig {
         let default_limits = serde_json::json!({"image": 255, "video": 1});
         let limits_v = get("random_mm_limit_mm_per_prompt").unwrap_or(&default_limits);
         let limits_v = match limits_v {
-            Value::String(s) => serde_json::from_str(s)
-                .map_err(|e| format!("random_mm_limit_mm_per_prompt: not a JSON object: {e}"))?,
+            Value::String(s) => {
+                serde_json::from_str(s).map_err(|source| RandomError::NotJsonObject {
+                    key: "random_mm_limit_mm_per_prompt",
+                    source,
+                })?
+            }
             v => v.clone(),
         };
         let Value::Object(lm) = limits_v else {
-            return Err("random_mm_limit_mm_per_prompt: expected an object".into());
+            return Err(RandomError::LimitsNotObject);
         };
         let mut limits: Vec<(&'static str, u64)> = Vec::new();
         for m in ["image", "video", "audio"] {
             if !buckets.iter().any(|b| b.0.modality() == m) {
                 continue;
             }
-            let v = lm.get(m).ok_or_else(|| {
-                format!("random_mm_limit_mm_per_prompt: the bucket config has {m} buckets but no {m:?} limit")
-            })?;
+            let v = lm.get(m).ok_or(RandomError::NoLimit(m))?;
             let n = int_of(v, "random_mm_limit_mm_per_prompt")?;
             limits.push((m, n.min(MAX_ITEMS)));
         }
@@ -262,18 +269,17 @@ impl MmConfig {
             None => 1,
         };
         if base_items > MAX_ITEMS {
-            return Err(format!(
-                "random_mm_base_items_per_request: {base_items} is more than {MAX_ITEMS}"
-            ));
+            return Err(RandomError::TooManyItems {
+                n: base_items,
+                max: MAX_ITEMS,
+            });
         }
         let items_ratio = match get("random_mm_num_mm_items_range_ratio") {
             Some(v) => float_of(v, "random_mm_num_mm_items_range_ratio")?,
             None => 0.0,
         };
         if !(0.0..=1.0).contains(&items_ratio) {
-            return Err(format!(
-                "random_mm_num_mm_items_range_ratio: {items_ratio} outside [0, 1]"
-            ));
+            return Err(RandomError::ItemsRatio(items_ratio));
         }
         let cfg = MmConfig {
             buckets,
@@ -283,9 +289,7 @@ impl MmConfig {
         };
         let (lo, hi) = cfg.items_range();
         if lo > hi {
-            return Err(format!(
-                "random_mm_base_items_per_request: at least {lo} items per request, but the limits allow {hi}"
-            ));
+            return Err(RandomError::ItemsVsLimits { lo, hi });
         }
         let worst = cfg
             .limits
@@ -304,10 +308,7 @@ impl MmConfig {
                 .unwrap_or(0),
         ) > MAX_REQUEST_BYTES
         {
-            return Err(format!(
-                "random_mm_limit_mm_per_prompt: a request could carry more than {} MB of media",
-                MAX_REQUEST_BYTES >> 20
-            ));
+            return Err(RandomError::MediaTooBig(MAX_REQUEST_BYTES));
         }
         Ok(cfg)
     }

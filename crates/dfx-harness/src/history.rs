@@ -13,6 +13,31 @@ use dfx_history::{HistorySpec, RunRecord};
 /// the connection and never answers must not hold the run.
 const READ_WAIT: Duration = Duration::from_secs(30);
 
+/// Why the history was not read before the first trial; its Display is the warning (the
+/// run goes on and judges breaches against their repeats' noise only).
+#[derive(Debug, thiserror::Error)]
+#[error("history not read ({why}); breaches are judged against their repeats' noise only")]
+pub(crate) struct NotRead {
+    why: Why,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Why {
+    /// The store could not be opened or loaded (the first line of its error).
+    #[error("{0}")]
+    Store(String),
+    #[error("no answer in {0:.0} s")]
+    NoAnswer(f64),
+    #[error("cannot start its reader: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
+impl From<Why> for NotRead {
+    fn from(why: Why) -> Self {
+        NotRead { why }
+    }
+}
+
 /// Longest wait for the store to take the finished run: its write lock waits up to 60 s
 /// for another writer, so this is that and a margin.
 const ADD_WAIT: Duration = Duration::from_secs(120);
@@ -66,7 +91,7 @@ fn add_within(spec: &HistorySpec, dir: &std::path::Path, wait: Duration) {
 
 /// The runs of `identity` in the history at `spec`, oldest first; `Err` is the warning
 /// to print (and record in run.json) when the store could not be read.
-pub(crate) fn read_runs(spec: &HistorySpec, identity: &str) -> Result<Vec<RunRecord>, String> {
+pub(crate) fn read_runs(spec: &HistorySpec, identity: &str) -> Result<Vec<RunRecord>, NotRead> {
     read_within(spec, identity, READ_WAIT)
 }
 
@@ -76,15 +101,12 @@ fn read_within(
     spec: &HistorySpec,
     identity: &str,
     wait: Duration,
-) -> Result<Vec<RunRecord>, String> {
+) -> Result<Vec<RunRecord>, NotRead> {
     let (spec, id) = (spec.clone(), identity.to_string());
     let (runs, describe) = match within("dfx-history-read", wait, move || read(&spec, &id)) {
         Ok(Some(read)) => read?,
-        Ok(None) => {
-            let secs = wait.as_secs_f64();
-            return Err(unread(&format!("no answer in {secs:.0} s")));
-        }
-        Err(e) => return Err(unread(&format!("cannot start its reader: {e}"))),
+        Ok(None) => return Err(Why::NoAnswer(wait.as_secs_f64()).into()),
+        Err(e) => return Err(Why::Thread(e).into()),
     };
     eprintln!(
         "dfx-perf: history: {} run(s) of {identity} in {describe}: breaches are judged against their cell's noise in them too",
@@ -94,18 +116,16 @@ fn read_within(
 }
 
 /// Opens the store and loads `identity`'s runs; with the store's description.
-fn read(spec: &HistorySpec, identity: &str) -> Result<(Vec<RunRecord>, String), String> {
+fn read(spec: &HistorySpec, identity: &str) -> Result<(Vec<RunRecord>, String), NotRead> {
     let first_line = |e: dfx_history::HistoryError| {
         let text = e.to_string();
-        unread(text.lines().next().unwrap_or_default())
+        NotRead::from(Why::Store(
+            text.lines().next().unwrap_or_default().to_string(),
+        ))
     };
     let mut store = dfx_history::open(spec).map_err(first_line)?;
     let runs = store.load(Some(identity)).map_err(first_line)?;
     Ok((runs, store.describe()))
-}
-
-fn unread(why: &str) -> String {
-    format!("history not read ({why}); breaches are judged against their repeats' noise only")
 }
 
 #[cfg(test)]
@@ -117,7 +137,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // A folder where the SQLite file should be: it cannot be opened as a database.
         let spec = HistorySpec::Sqlite(dir.path().to_path_buf());
-        let warning = read_runs(&spec, "SIM").unwrap_err();
+        let warning = read_runs(&spec, "SIM").unwrap_err().to_string();
         assert!(warning.starts_with("history not read ("), "{warning}");
         assert!(warning.ends_with("repeats' noise only"), "{warning}");
     }
@@ -129,7 +149,9 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let spec = HistorySpec::Postgres(format!("postgres://dfx@127.0.0.1:{port}/h"));
-        let warning = read_within(&spec, "SIM", Duration::from_millis(500)).unwrap_err();
+        let warning = read_within(&spec, "SIM", Duration::from_millis(500))
+            .unwrap_err()
+            .to_string();
         assert!(
             warning.starts_with("history not read (no answer in "),
             "{warning}"

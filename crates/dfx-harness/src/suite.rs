@@ -221,7 +221,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
     let history_runs = history_runs(&p.cfg, &info, &p.hardware);
     if let Err(w) = &history_runs {
         eprintln!("dfx-perf: warning: {w}");
-        info.warnings.push(w.clone());
+        info.warnings.push(w.to_string());
     }
     let Prepared {
         cfg,
@@ -338,7 +338,7 @@ fn history_runs(
     cfg: &SuiteConfig,
     info: &RunInfo,
     hw: &str,
-) -> Result<Vec<dfx_history::RunRecord>, String> {
+) -> Result<Vec<dfx_history::RunRecord>, crate::history::NotRead> {
     let Some(spec) = &cfg.history else {
         return Ok(Vec::new());
     };

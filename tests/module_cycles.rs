@@ -1,5 +1,5 @@
-//! No import cycle between sibling modules inside any crate of the workspace (issue #36).
-//! The graph and the rule are in `module_cycles/graph.rs`.
+//! No import cycle between sibling modules inside any crate of the workspace, and one
+//! module style (issue #36). The graph and the rule are in `module_cycles/graph.rs`.
 
 #[path = "module_cycles/graph.rs"]
 mod graph;
@@ -38,6 +38,34 @@ fn no_import_cycle_inside_any_crate() {
         }
     }
     assert!(report.is_empty(), "import cycles inside crates:\n{report}");
+}
+
+/// A module with children is `foo/mod.rs`, never `foo.rs` beside a `foo/` folder.
+#[test]
+fn one_module_style() {
+    fn walk(dir: &Path, pairs: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.with_extension("rs").is_file() {
+                    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+                    let shown = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                    pairs.push(format!(
+                        "{shown}.rs beside {shown}/ (make it {shown}/mod.rs)"
+                    ));
+                }
+                walk(&p, pairs);
+            }
+        }
+    }
+    let mut pairs = Vec::new();
+    for src in crate_sources() {
+        walk(&src, &mut pairs);
+    }
+    assert!(pairs.is_empty(), "two module styles:\n{}", pairs.join("\n"));
 }
 
 /// The checker itself finds a cycle it is shown, ignores parent/child use and test code,

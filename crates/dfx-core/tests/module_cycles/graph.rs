@@ -16,17 +16,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Module path segments; the root is empty.
-pub type Module = Vec<String>;
+pub(crate) type Module = Vec<String>;
 
 /// Every module of a crate with the modules its code names.
 #[derive(Debug, Default)]
-pub struct Graph {
+pub(crate) struct Graph {
     /// module → (module it imports → the first file:line that does).
-    pub edges: BTreeMap<Module, BTreeMap<Module, String>>,
+    pub(crate) edges: BTreeMap<Module, BTreeMap<Module, String>>,
 }
 
 /// Reads every `.rs` file under `src` (a crate's source root).
-pub fn read_crate(src: &Path) -> std::io::Result<Graph> {
+pub(crate) fn read_crate(src: &Path) -> std::io::Result<Graph> {
     let mut files = Vec::new();
     collect(src, &mut files)?;
     let mut modules: BTreeMap<Module, PathBuf> = BTreeMap::new();
@@ -101,7 +101,7 @@ fn is_test_file(file: &Path) -> bool {
 
 /// Every `crate::`/`super::`/`self::` path in the code of `text` (before its first
 /// `#[cfg(test)]`), with its 1-based line, as segments (`["crate", "a", "b"]`).
-pub fn paths_in(text: &str) -> Vec<(usize, Vec<String>)> {
+pub(crate) fn paths_in(text: &str) -> Vec<(usize, Vec<String>)> {
     let mut out = Vec::new();
     let mut use_item = String::new();
     let mut use_line = 0;
@@ -154,7 +154,7 @@ fn strip_comment(line: &str) -> String {
 }
 
 /// Expands `a::{b, c::{d, e}}` into `a::b`, `a::c::d`, `a::c::e` (aliases dropped).
-pub fn expand(tree_src: &str) -> Vec<Vec<String>> {
+pub(crate) fn expand(tree_src: &str) -> Vec<Vec<String>> {
     let mut tree = String::new();
     let mut tokens = tree_tokens(tree_src);
     while let Some(tok) = tokens.next() {
@@ -287,7 +287,7 @@ fn resolve(
 
 /// Cycles between siblings: each is the sorted list of modules (as `a::b`) in one strongly
 /// connected component, with one edge of it as evidence.
-pub fn sibling_cycles(graph: &Graph) -> Vec<(Vec<String>, Vec<String>)> {
+pub(crate) fn sibling_cycles(graph: &Graph) -> Vec<(Vec<String>, Vec<String>)> {
     // parent → lifted edges between its children.
     let mut lifted: BTreeMap<Module, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
     for (from, targets) in &graph.edges {

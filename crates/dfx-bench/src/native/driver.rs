@@ -38,6 +38,29 @@ pub(crate) enum Load {
     },
 }
 
+impl Load {
+    /// The most requests this load holds in flight at once: its concurrency, the open
+    /// loop's cap, or, uncapped, the arrivals of [`super::fds::OPEN_LOOP_WINDOW_S`] at its
+    /// mean rate (an estimate, for the file-descriptor budget).
+    pub(crate) fn peak_in_flight(&self) -> usize {
+        match self {
+            Load::Closed { concurrency } => *concurrency,
+            Load::Open { cap: Some(c), .. } => *c,
+            Load::Open {
+                offsets, cap: None, ..
+            } => {
+                let span = offsets.last().copied().unwrap_or(0.0);
+                let rate = if span > 0.0 {
+                    offsets.len() as f64 / span
+                } else {
+                    f64::INFINITY
+                };
+                super::fds::open_loop_in_flight(rate, offsets.len())
+            }
+        }
+    }
+}
+
 /// Exact in-flight accounting (sent, not yet finished).
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {

@@ -356,22 +356,7 @@ pub(crate) fn connection_line(
 /// The most connections a step opens at once: its warmups (all sent together) or its
 /// measured load, whichever is larger.
 fn peak_connections(p: &prepare::Prepared) -> usize {
-    let measured = match &p.load {
-        Load::Closed { concurrency } => *concurrency,
-        Load::Open { cap: Some(c), .. } => *c,
-        Load::Open {
-            offsets, cap: None, ..
-        } => {
-            let span = offsets.last().copied().unwrap_or(0.0);
-            let rate = if span > 0.0 {
-                offsets.len() as f64 / span
-            } else {
-                f64::INFINITY
-            };
-            fds::open_loop_in_flight(rate, offsets.len())
-        }
-    };
-    measured.max(p.warmups.len())
+    p.load.peak_in_flight().max(p.warmups.len())
 }
 
 impl NativeBench {

@@ -213,21 +213,7 @@ pub(crate) fn run(
     let Some(first_spec) = specs.first() else {
         return Err("num_prompts: no request to send".into());
     };
-    let in_flight = match &load {
-        Load::Closed { concurrency } => *concurrency,
-        Load::Open { cap: Some(c), .. } => *c,
-        Load::Open {
-            offsets, cap: None, ..
-        } => {
-            let span = offsets.last().copied().unwrap_or(0.0);
-            let rate = if span > 0.0 {
-                offsets.len() as f64 / span
-            } else {
-                f64::INFINITY
-            };
-            super::fds::open_loop_in_flight(rate, offsets.len())
-        }
-    };
+    let in_flight = load.peak_in_flight();
     if let Some(note) = super::fds::ensure(in_flight.max(warmups))? {
         log.write(&note);
     }

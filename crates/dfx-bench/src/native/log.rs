@@ -30,6 +30,17 @@ impl BenchLog {
         }
     }
 
+    /// Logs a measured step's request errors and, when the load could not be offered,
+    /// why (`request error: …`, `invalid load: …`).
+    pub(crate) fn step_problems(&mut self, errors: &[String], invalid_load: Option<&str>) {
+        for e in errors {
+            self.write(&format!("request error: {e}"));
+        }
+        if let Some(why) = invalid_load {
+            self.write(&format!("invalid load: {why}"));
+        }
+    }
+
     /// Appends `text` (one or more lines) in one `write`, so a crash keeps whole lines.
     pub fn write(&mut self, text: &str) {
         let mut block = String::with_capacity(text.len() + 1);

@@ -481,14 +481,12 @@ impl NativeBench {
         let mut errors: Vec<String> = load_result::saturation_error(trial, measured)
             .into_iter()
             .collect();
-        errors.extend(distinct_errors(measured));
-        for e in &errors {
-            log.write(&format!("request error: {e}"));
-        }
-        let invalid_load = self.invalid_load(measured, trial.step.request_rate());
-        if let Some(why) = &invalid_load {
-            log.write(&format!("invalid load: {why}"));
-        }
+        let sent = measured.iter().filter(|r| !r.saturated);
+        errors.extend(distinct_errors(sent.filter_map(|r| r.error.as_ref())));
+        let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
+        let threshold = self.settings.lag_threshold;
+        let invalid_load = open_loop_lag(&lags, trial.step.request_rate(), threshold);
+        log.step_problems(&errors, invalid_load.as_deref());
         BenchOutcome {
             result: Some(doc),
             exit: None,
@@ -496,25 +494,6 @@ impl NativeBench {
             errors,
             invalid_load,
         }
-    }
-
-    /// Open loop only: a request sent later than the lag threshold after its deadline
-    /// (queueing for a `max_concurrency` slot excluded) means the configured load was not
-    /// offered.
-    fn invalid_load(&self, measured: &[RequestRecord], rate: Option<f64>) -> Option<String> {
-        let rate = rate?;
-        let th = self.settings.lag_threshold.as_secs_f64();
-        let late: Vec<&RequestRecord> = measured.iter().filter(|r| r.lag_s > th).collect();
-        let worst = late.iter().map(|r| r.lag_s).fold(0.0, f64::max);
-        (!late.is_empty()).then(|| {
-            format!(
-                "open-loop send lag up to {:.0} ms on {} of {} request(s) (threshold {:.0} ms): the server was not offered {rate} req/s",
-                worst * 1000.0,
-                late.len(),
-                measured.len(),
-                th * 1000.0
-            )
-        })
     }
 }
 
@@ -527,12 +506,34 @@ pub(crate) fn tokenizer_id(entry: &BenchEntry, model: &str) -> String {
         .to_string()
 }
 
-/// The first distinct request errors with their counts (saturated arrivals are counted
-/// once, by [`load_result::saturation_error`]).
-pub(crate) fn distinct_errors(measured: &[RequestRecord]) -> Vec<String> {
+/// Why an open-loop step (`rate`) was not offered its load: requests sent later than
+/// `threshold` after their deadline (`lags`, seconds, one per measured request; queueing
+/// for a `max_concurrency` slot excluded). `None` for a closed loop.
+pub(crate) fn open_loop_lag(
+    lags: &[f64],
+    rate: Option<f64>,
+    threshold: Duration,
+) -> Option<String> {
+    let rate = rate?;
+    let th = threshold.as_secs_f64();
+    let late: Vec<f64> = lags.iter().copied().filter(|l| *l > th).collect();
+    let worst = late.iter().copied().fold(0.0, f64::max);
+    (!late.is_empty()).then(|| {
+        format!(
+            "open-loop send lag up to {:.0} ms on {} of {} request(s) (threshold {:.0} ms): the server was not offered {rate} req/s",
+            worst * 1000.0,
+            late.len(),
+            lags.len(),
+            th * 1000.0
+        )
+    })
+}
+
+/// The first distinct request errors with their counts (the speech step leaves saturated
+/// arrivals out: [`load_result::saturation_error`] counts them once).
+pub(crate) fn distinct_errors<'a>(errors: impl IntoIterator<Item = &'a String>) -> Vec<String> {
     let mut seen: Vec<(String, usize)> = Vec::new();
-    let sent = measured.iter().filter(|r| !r.saturated);
-    for e in sent.filter_map(|r| r.error.as_ref()) {
+    for e in errors {
         match seen.iter_mut().find(|(m, _)| m == e) {
             Some((_, n)) => *n += 1,
             None => seen.push((e.clone(), 1)),

@@ -341,38 +341,11 @@ fn conclude(
     for n in notes {
         log.write(&format!("stream note: {n}"));
     }
-    let mut errors: Vec<(String, usize)> = Vec::new();
-    for e in measured.iter().filter_map(|r| r.error.as_ref()) {
-        match errors.iter_mut().find(|(m, _)| m == e) {
-            Some((_, k)) => *k += 1,
-            None => errors.push((e.clone(), 1)),
-        }
-    }
-    let errors: Vec<String> = errors
-        .into_iter()
-        .take(5)
-        .map(|(m, k)| if k > 1 { format!("{m} (×{k})") } else { m })
-        .collect();
-    for e in &errors {
-        log.write(&format!("request error: {e}"));
-    }
-    let th = settings.lag_threshold.as_secs_f64();
-    let invalid_load = trial.step.request_rate().and_then(|rate| {
-        let late: Vec<&ChatRecord> = measured.iter().filter(|r| r.lag_s > th).collect();
-        let worst = late.iter().map(|r| r.lag_s).fold(0.0, f64::max);
-        (!late.is_empty()).then(|| {
-            format!(
-                "open-loop send lag up to {:.0} ms on {} of {} request(s) (threshold {:.0} ms): the server was not offered {rate} req/s",
-                worst * 1000.0,
-                late.len(),
-                measured.len(),
-                th * 1000.0
-            )
-        })
-    });
-    if let Some(why) = &invalid_load {
-        log.write(&format!("invalid load: {why}"));
-    }
+    let errors = super::distinct_errors(measured.iter().filter_map(|r| r.error.as_ref()));
+    let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
+    let invalid_load =
+        super::open_loop_lag(&lags, trial.step.request_rate(), settings.lag_threshold);
+    log.step_problems(&errors, invalid_load.as_deref());
     BenchOutcome {
         result: Some(doc),
         exit: None,

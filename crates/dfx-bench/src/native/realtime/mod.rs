@@ -308,14 +308,13 @@ fn conclude(
     eprint!("{block}");
     log.write("output tokens: stage-0 num_tokens_out when the server sends stage metrics, else the transcript's word count");
     log.write(&block);
-    let errors = super::distinct_errors(&base);
-    for e in &errors {
-        log.write(&format!("request error: {e}"));
-    }
+    let errors = super::distinct_errors(
+        base.iter()
+            .filter(|r| !r.saturated)
+            .filter_map(|r| r.error.as_ref()),
+    );
     let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
-    if let Some(why) = &invalid_load {
-        log.write(&format!("invalid load: {why}"));
-    }
+    log.step_problems(&errors, invalid_load.as_deref());
     let exit = expected_turns(entry, &doc, trial.step.num_prompts);
     if let Some(why) = &exit {
         log.write(why);

@@ -42,12 +42,9 @@ pub(crate) fn read_crate(src: &Path) -> std::io::Result<Graph> {
             continue;
         }
         let text = std::fs::read_to_string(file)?;
-        let is_dir_module = file.file_name().is_some_and(|n| {
-            n == "mod.rs" || ((n == "lib.rs" || n == "main.rs") && file.parent() == Some(src))
-        });
         let edges = graph.edges.entry(module.clone()).or_default();
         for (line_no, path) in paths_in(&text) {
-            let Some(target) = resolve(module, is_dir_module, &path, &known) else {
+            let Some(target) = resolve(module, &path, &known) else {
                 continue;
             };
             if &target != module {
@@ -156,7 +153,7 @@ fn strip_comment(line: &str) -> String {
 /// Expands `a::{b, c::{d, e}}` into `a::b`, `a::c::d`, `a::c::e` (aliases dropped).
 pub(crate) fn expand(tree_src: &str) -> Vec<Vec<String>> {
     let mut tree = String::new();
-    let mut tokens = tree_tokens(tree_src);
+    let mut tokens = tree_src.split_whitespace();
     while let Some(tok) = tokens.next() {
         if tok == "as" {
             // `X as Y`: keep what follows the alias (`,` or `}`), drop the alias.
@@ -195,11 +192,6 @@ fn expand_into(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>)
         }
         prefix.truncate(depth);
     }
-}
-
-/// Whitespace-separated tokens, with `{`, `}` and `,` kept inside them.
-fn tree_tokens(s: &str) -> impl Iterator<Item = &str> {
-    s.split_whitespace()
 }
 
 fn split_top(s: &str) -> Vec<&str> {
@@ -247,14 +239,8 @@ fn inline_paths(line: &str, line_no: usize, out: &mut Vec<(usize, Vec<String>)>)
     }
 }
 
-/// The known module a path names, from `module` (whose file is a `mod.rs`/root when
-/// `is_dir_module`, which matters for nothing here: `super` is always the parent module).
-fn resolve(
-    module: &Module,
-    _is_dir_module: bool,
-    path: &[String],
-    known: &BTreeSet<Module>,
-) -> Option<Module> {
+/// The known module a path names from `module` (`super` is always its parent module).
+fn resolve(module: &Module, path: &[String], known: &BTreeSet<Module>) -> Option<Module> {
     let mut base: Module;
     let mut rest = path;
     match rest.first().map(String::as_str) {

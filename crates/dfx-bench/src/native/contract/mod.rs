@@ -11,6 +11,7 @@ pub(crate) mod stream;
 pub(crate) mod voices;
 
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -20,7 +21,9 @@ use dfx_core::bench::{BenchContext, BenchOutcome};
 use dfx_core::contract::{Scenario, is_clone_model, scenario};
 
 use self::http::{Reply, Target};
+use super::driver::{Load, tasks};
 use super::log::BenchLog;
+use super::record::Dispatch;
 
 /// What one scenario saw: the reply (`got`) and, when it failed, what differed.
 #[derive(Debug, Clone, Default)]
@@ -141,25 +144,39 @@ pub async fn run_one(s: &Scenario, c: &reqwest::Client, t: &Target) -> Outcome {
     out
 }
 
-/// Runs `scenarios` in order against `t` on a runtime of its own.
+/// Runs `scenarios` in order against `t` on a runtime of its own: one at a time (a closed
+/// loop of one on the one scheduler, [`super::driver::tasks::run_phase`], which sends
+/// nothing more once the run is being interrupted).
 pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcome>, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
     let client = t.client()?;
-    let out = rt.block_on(async {
-        let mut out = Vec::with_capacity(scenarios.len());
-        for s in scenarios {
-            if dfx_core::stop::requested() {
-                // The run is being interrupted: no further scenario is sent.
-                break;
+    let target = Arc::new(t.clone());
+    let out = Arc::new(Mutex::new(Vec::with_capacity(scenarios.len())));
+    let sink = out.clone();
+    let run = move |s: &'static Scenario, _: Dispatch, _: Instant| {
+        let (client, target, sink) = (client.clone(), target.clone(), sink.clone());
+        async move {
+            let o = run_one(s, &client, &target).await;
+            if let Ok(mut v) = sink.lock() {
+                v.push(o);
             }
-            out.push(run_one(s, &client, t).await);
         }
-        out
-    });
+    };
+    let one = Load::Closed { concurrency: 1 };
+    tasks::run_phase(
+        &rt,
+        false,
+        scenarios.to_vec(),
+        one,
+        tasks::Direct,
+        run,
+        || false,
+    );
     rt.shutdown_timeout(Duration::from_secs(2));
+    let out = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(out)
 }
 

@@ -24,8 +24,10 @@ use self::metrics::TurnAt;
 use self::result::{DocFacts, Measurement};
 use self::session::{SessionOutcome, SessionSpec};
 use super::NativeSettings;
+use super::driver::{Load, tasks};
 use super::log::BenchLog;
 use super::progress::Progress;
+use super::record::Dispatch;
 
 /// The one workload upstream's runner accepts.
 pub(crate) const WORKLOAD: &str = "native-duplex-audio";
@@ -115,7 +117,8 @@ fn hex_id() -> String {
         .to_string()
 }
 
-/// Runs one trial: every session at once, gated to start together.
+/// Runs one trial: every session at once (a closed loop of `sessions` on the one
+/// scheduler, [`super::driver::tasks::run_phase`]), gated to start together.
 fn run_trial(
     rt: &tokio::runtime::Runtime,
     ctx: &BenchContext<'_>,
@@ -125,12 +128,10 @@ fn run_trial(
 ) -> (Vec<SessionOutcome>, f64) {
     let model = ctx.trial.server.model.clone();
     let gate = Arc::new(tokio::sync::Barrier::new(p.sessions));
-    let base = Instant::now();
-    let outcomes = rt.block_on(async {
-        let mut tasks = Vec::with_capacity(p.sessions);
-        for s in 0..p.sessions {
+    let specs: Vec<SessionSpec> = (0..p.sessions)
+        .map(|s| {
             let session_id = format!("multi-{s}-{}", hex_id());
-            let spec = SessionSpec {
+            SessionSpec {
                 url: protocol::session_url(&ctx.host, ctx.port, &model, &session_id),
                 model: model.clone(),
                 session_id,
@@ -139,28 +140,34 @@ fn run_trial(
                 timeout: p.timeout,
                 handshake: HANDSHAKE,
                 clip: clip.clone(),
-            };
+            }
+        })
+        .collect();
+    let outcomes = Arc::new(std::sync::Mutex::new(Vec::with_capacity(p.sessions)));
+    let sink = outcomes.clone();
+    let load = Load::Closed {
+        concurrency: p.sessions,
+    };
+    let run = move |spec: SessionSpec, d: Dispatch, base: Instant| {
+        let (gate, sink) = (gate.clone(), sink.clone());
+        async move {
             let at = TurnAt {
                 trial,
                 warmup,
-                session: s,
+                session: d.index,
                 turn: 0,
                 base,
             };
-            let gate = gate.clone();
-            tasks.push(tokio::spawn(async move {
-                session::run_session(&spec, at, gate).await
-            }));
-        }
-        let mut out = Vec::with_capacity(tasks.len());
-        for t in tasks {
-            if let Ok(o) = t.await {
-                out.push(o);
+            let o = session::run_session(&spec, at, gate).await;
+            if let Ok(mut v) = sink.lock() {
+                v.push(o);
             }
         }
-        out
-    });
-    (outcomes, base.elapsed().as_secs_f64())
+    };
+    let end = tasks::run_phase(rt, warmup, specs, load, tasks::Direct, run, || false);
+    let mut out = std::mem::take(&mut *outcomes.lock().unwrap_or_else(|e| e.into_inner()));
+    out.sort_by_key(|o| o.session);
+    (out, end.base.elapsed().as_secs_f64())
 }
 
 /// `records.jsonl` lines of a trial: one per turn, then one per session.

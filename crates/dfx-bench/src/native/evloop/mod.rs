@@ -18,7 +18,6 @@
 //! read timeout (stall) and the total timeout end a request as the tokio client did, with
 //! the same failure classes and messages.
 
-mod plan;
 mod stalls;
 mod stream;
 mod timers;
@@ -38,11 +37,11 @@ use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use self::plan::{Admit, Arrival, Plan};
 use self::stream::{Buffers, Connecting, Request, State, Stream, Wait};
 use self::timers::{Due, Timeouts};
 use super::client::{Exchange, FailureClass, Target, error_chain};
 use super::deadline::Clock;
+use super::driver::plan::{Admit, Arrival, Plan};
 use super::driver::{Job, Load};
 use super::http1::Error;
 use super::record::{Dispatch, Sample};
@@ -218,7 +217,7 @@ impl Engine {
     }
 
     /// Hands the ended requests to `out` and sends what the plan has next for each.
-    fn settle(&mut self, plan: &mut Plan, warmup: bool, base: Instant, out: &mut dyn Outlet) {
+    fn settle(&mut self, plan: &mut Plan<Job>, warmup: bool, base: Instant, out: &mut dyn Outlet) {
         self.give_up(plan);
         while let Some(req) = self.ended.pop_front() {
             let others = self.in_flight > 0;
@@ -241,7 +240,7 @@ impl Engine {
     /// Records an arrival the saturation gate did not send.
     fn refuse(
         &mut self,
-        a: Arrival,
+        a: Arrival<Job>,
         cap: usize,
         warmup: bool,
         base: Instant,
@@ -269,7 +268,7 @@ impl Engine {
     }
 
     /// Sends one request: its slot is taken now, its clock starts now.
-    fn launch(&mut self, a: Arrival, warmup: bool) {
+    fn launch(&mut self, a: Arrival<Job>, warmup: bool) {
         if dfx_core::stop::requested() {
             // The run is being interrupted: nothing more is sent.
             return;

@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use super::plan::Plan;
+use super::super::driver::Job;
+use super::super::driver::plan::Plan;
 use super::timers::Due;
 use super::{Engine, Exchange, FailureClass};
 
@@ -37,7 +38,7 @@ impl Engine {
 
     /// Once the stall rule tripped: the requests not sent yet are given up (counted).
     /// Once the run's stop was requested ([`dfx_core::stop`]): they are never sent.
-    pub(super) fn give_up(&mut self, plan: &mut Plan) {
+    pub(super) fn give_up(&mut self, plan: &mut Plan<Job>) {
         if let Some(why) = self.stalled.as_mut() {
             why.not_sent += plan.abandon();
         } else if dfx_core::stop::requested() {

@@ -32,11 +32,13 @@ pub(crate) enum ChatFailure {
     Malformed,
     /// Cut by the suite's interruption ([`dfx_core::stop`]): not the server's failure.
     Interrupted,
+    /// Not sent: the saturation gate found the in-flight cap full.
+    Saturated,
 }
 
 impl ChatFailure {
     /// `http_500`, `transport`, `stall`, `timeout`, `oversize`, `stream_error`,
-    /// `malformed`, `interrupted`.
+    /// `malformed`, `interrupted`, `saturated`.
     pub(crate) fn key(&self) -> String {
         match self {
             ChatFailure::Http(s) => format!("http_{s}"),
@@ -47,6 +49,7 @@ impl ChatFailure {
             ChatFailure::StreamError => "stream_error".into(),
             ChatFailure::Malformed => "malformed".into(),
             ChatFailure::Interrupted => "interrupted".into(),
+            ChatFailure::Saturated => "saturated".into(),
         }
     }
 }
@@ -87,11 +90,13 @@ impl ChatExchange {
     /// the interruption's doing, not the server's.
     fn fail(mut self, class: ChatFailure, msg: String) -> ChatExchange {
         self.end_at = Instant::now();
-        self.failure = Some(if dfx_core::stop::requested() {
-            (ChatFailure::Interrupted, dfx_core::stop::cut_message(&msg))
-        } else {
-            (class, msg)
-        });
+        self.failure = Some(
+            if dfx_core::stop::requested() && class != ChatFailure::Saturated {
+                (ChatFailure::Interrupted, dfx_core::stop::cut_message(&msg))
+            } else {
+                (class, msg)
+            },
+        );
         self
     }
 }

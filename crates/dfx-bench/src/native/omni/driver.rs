@@ -1,10 +1,9 @@
 //! Offers a chat-omni phase to the server with bodies built lazily: a generator thread
 //! encodes the bodies in order into a bounded queue (`lookahead` bodies), so a step holds
 //! at most the queued bodies, the one being built and the ones in flight, never all of
-//! them (a `(0, 60, 3)` audio item alone is ~23 MB of base64). Closed loop: workers take
-//! the next body as they become free. Open loop: the dispatcher (a task on a `timerfd`)
-//! takes the next body, then waits for its deadline; a body that was not ready in time shows as `body_wait_s` and
-//! in `lag_s`.
+//! them (a `(0, 60, 3)` audio item alone is ~23 MB of base64). The one scheduler
+//! ([`tasks::run_phase`]) decides when each request starts and takes its body from the
+//! queue then; a body that was not ready in time shows as `body_wait_s` and in `lag_s`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,12 +12,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::runtime::Runtime;
-use tokio::sync::{Mutex, Semaphore, mpsc};
+use tokio::sync::mpsc;
 
 use super::client::{ChatExchange, ChatFailure, ChatTarget};
 use super::record::{ChatRecord, ChatSample};
-use crate::native::deadline::Deadlines;
-use crate::native::driver::{Load, planned_sends};
+use crate::native::driver::Load;
+use crate::native::driver::tasks::{self, Feed, PhaseEnd};
 use crate::native::record::Dispatch;
 use crate::native::stall::SharedWatch;
 
@@ -37,8 +36,8 @@ pub(crate) struct ChatPhase {
     pub count: CountFn,
     /// The step's stall rule, shared by the warmups and the measured phase.
     pub watch: Arc<SharedWatch>,
+    /// Requests in flight now (the stall rule asks how many are left when one ends).
     now: Arc<AtomicUsize>,
-    peak: Arc<AtomicUsize>,
 }
 
 impl ChatPhase {
@@ -57,13 +56,7 @@ impl ChatPhase {
             count,
             watch,
             now: Arc::default(),
-            peak: Arc::default(),
         }
-    }
-
-    /// Exact largest number of requests in flight at once.
-    pub(crate) fn peak(&self) -> usize {
-        self.peak.load(Ordering::SeqCst)
     }
 }
 
@@ -73,8 +66,15 @@ async fn run_one(ctx: &ChatPhase, ready: Ready, d: Dispatch, base: Instant, wait
         return;
     }
     let (body, sample) = ready;
-    let n = ctx.now.fetch_add(1, Ordering::SeqCst) + 1;
-    ctx.peak.fetch_max(n, Ordering::SeqCst);
+    if let Some(cap) = d.saturated {
+        // Refused by the saturation gate: recorded, never sent.
+        let why = crate::native::client::saturated_message(cap);
+        let x = ChatExchange::failed(Instant::now(), ChatFailure::Saturated, why);
+        let rec = ChatRecord::new(&d, sample, x, base, wait, ctx.count.as_ref());
+        let _ = ctx.records.send(rec);
+        return;
+    }
+    ctx.now.fetch_add(1, Ordering::SeqCst);
     let send_at = Instant::now();
     let x = match body {
         Ok(b) => tokio::select! {
@@ -91,118 +91,43 @@ async fn run_one(ctx: &ChatPhase, ready: Ready, d: Dispatch, base: Instant, wait
     let _ = ctx.records.send(rec);
 }
 
-/// Runs the bodies of `rx` under `load`; returns the phase start.
+/// The bodies of a phase, received in order from the generator thread; a body not ready
+/// when its request was due counts as `body_wait_s` (seconds, from the later of its
+/// planned send and the ask).
+struct Bodies(mpsc::Receiver<Ready>);
+
+impl Feed<()> for Bodies {
+    type Item = (Ready, f64);
+    async fn take(&mut self, (): (), planned: Instant) -> Option<(Ready, f64)> {
+        let asked = Instant::now();
+        let ready = self.0.recv().await?;
+        let wait = Instant::now()
+            .saturating_duration_since(planned.max(asked))
+            .as_secs_f64();
+        Some((ready, wait))
+    }
+}
+
+/// Runs the `n` bodies of `rx` under `load` on the one scheduler ([`tasks::run_phase`]);
+/// returns the phase's start and its peak in flight.
 pub(crate) fn run_phase(
     rt: &Runtime,
     ctx: &ChatPhase,
     rx: mpsc::Receiver<Ready>,
     n: usize,
     load: Load,
-) -> Instant {
-    match load {
-        Load::Closed { concurrency } => closed_loop(rt, ctx, rx, n, concurrency),
-        Load::Open { offsets, cap, .. } => open_loop(rt, ctx, rx, &offsets, cap),
-    }
-}
-
-fn closed_loop(
-    rt: &Runtime,
-    ctx: &ChatPhase,
-    rx: mpsc::Receiver<Ready>,
-    n: usize,
-    concurrency: usize,
-) -> Instant {
-    let rx = Arc::new(Mutex::new((rx, 0usize)));
-    let workers = concurrency.clamp(1, n.max(1));
-    let base = Instant::now();
-    let ctx = ctx.clone();
-    rt.block_on(async move {
-        let mut handles = Vec::with_capacity(workers);
-        for _ in 0..workers {
-            let (rx, ctx) = (rx.clone(), ctx.clone());
-            handles.push(tokio::spawn(async move {
-                while !ctx.watch.stopped() {
-                    let free = Instant::now();
-                    let (ready, i) = {
-                        let mut g = rx.lock().await;
-                        let Some(r) = g.0.recv().await else { break };
-                        g.1 += 1;
-                        (r, g.1 - 1)
-                    };
-                    let now = Instant::now();
-                    let d = Dispatch {
-                        index: i,
-                        warmup: ctx.warmup,
-                        planned: free,
-                        dispatched: free,
-                        slot: free,
-                        saturated: None,
-                    };
-                    let wait = (now - free).as_secs_f64();
-                    run_one(&ctx, ready, d, base, wait).await;
-                }
-            }));
-            tokio::task::yield_now().await;
-        }
-        for h in handles {
-            let _ = h.await;
-        }
-    });
-    base
-}
-
-fn open_loop(
-    rt: &Runtime,
-    ctx: &ChatPhase,
-    mut rx: mpsc::Receiver<Ready>,
-    offsets: &[f64],
-    cap: Option<usize>,
-) -> Instant {
-    let sem = cap.map(|c| Arc::new(Semaphore::new(c.max(1))));
-    let (base, planned) = planned_sends(offsets);
-    let ctx = ctx.clone();
-    // The dispatcher is a task waiting on a timerfd, as the speech client's
-    // (`native::deadline` says why not a sleeping thread).
-    rt.block_on(async move {
-        let dispatcher = tokio::spawn(async move {
-            let mut deadlines = Deadlines::new();
-            let mut handles = Vec::with_capacity(planned.len());
-            for (i, planned) in planned.into_iter().enumerate() {
-                if ctx.watch.stopped() {
-                    break;
-                }
-                let asked = Instant::now();
-                let Some(ready) = rx.recv().await else {
-                    break;
-                };
-                let got = Instant::now();
-                let wait = got
-                    .saturating_duration_since(planned.max(asked))
-                    .as_secs_f64();
-                deadlines.until(planned).await;
-                let dispatched = Instant::now();
-                let (ctx, sem) = (ctx.clone(), sem.clone());
-                handles.push(tokio::spawn(async move {
-                    let _permit = match sem {
-                        Some(s) => s.acquire_owned().await.ok(),
-                        None => None,
-                    };
-                    let d = Dispatch {
-                        index: i,
-                        warmup: ctx.warmup,
-                        planned,
-                        dispatched,
-                        slot: Instant::now(),
-                        saturated: None,
-                    };
-                    run_one(&ctx, ready, d, base, wait).await;
-                }));
-            }
-            for h in handles {
-                let _ = h.await;
-            }
-        });
-        let _ = dispatcher.await;
-    });
-    base
+) -> PhaseEnd {
+    let (run_ctx, stop_ctx) = (ctx.clone(), ctx.clone());
+    tasks::run_phase(
+        rt,
+        ctx.warmup,
+        vec![(); n],
+        load,
+        Bodies(rx),
+        move |(ready, wait): (Ready, f64), d: Dispatch, base: Instant| {
+            let ctx = run_ctx.clone();
+            async move { run_one(&ctx, ready, d, base, wait).await }
+        },
+        move || stop_ctx.watch.stopped(),
+    )
 }

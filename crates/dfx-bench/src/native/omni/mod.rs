@@ -282,9 +282,8 @@ pub(crate) fn run(
     drop(first);
     let phase = ChatPhase::new(target, false, sink.sender(), count, watch.clone());
     let open = matches!(load, Load::Open { .. });
-    driver::run_phase(&rt, &phase, rx, n, load);
+    let peak = driver::run_phase(&rt, &phase, rx, n, load).peak;
     let _ = producer.join();
-    let peak = phase.peak();
     drop(phase);
     let (records, problem) = sink.finish();
     rt.shutdown_timeout(Duration::from_secs(5));

@@ -1,18 +1,23 @@
-//! Which request the event loop sends next, and when: a closed loop's workers (a new
-//! request as each one ends) or an open loop's deadlines with its in-flight cap (an
-//! arrival finding the cap full waits in line, or with the saturation gate is refused).
+//! The one place that decides when a request starts, for every protocol: a closed loop's
+//! workers (a new request as each one ends) or an open loop's deadlines with its in-flight
+//! cap (an arrival finding the cap full waits in line, or with the saturation gate is
+//! refused). A pure state machine over the phase's jobs: the speech event loop
+//! (`super::super::evloop`) and the tokio executor (`super::tasks`, realtime and chat) both
+//! ask it what to send and tell it what ended.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use dfx_core::plan::Saturation;
 
-use super::super::driver::{Job, Load, planned_sends};
+use super::{Load, planned_sends};
 
 /// A request ready to be sent.
-pub(super) struct Arrival {
+pub(crate) struct Arrival<J> {
+    /// The request's position in the phase.
     pub index: usize,
-    pub job: Job,
+    /// What to send.
+    pub job: J,
     /// When the schedule wanted it sent.
     pub planned: Instant,
     /// When the loop took it up.
@@ -20,25 +25,25 @@ pub(super) struct Arrival {
 }
 
 /// What happens to an open-loop arrival that came due.
-pub(super) enum Admit {
+pub(crate) enum Admit<J> {
     /// Send it now.
-    Send(Arrival),
+    Send(Arrival<J>),
     /// The saturation gate refused it: `cap` requests were in flight.
-    Refuse(Arrival, usize),
+    Refuse(Arrival<J>, usize),
     /// It waits for a slot.
     Queued,
 }
 
 /// A phase's requests and how they are offered.
-pub(super) struct Plan {
-    jobs: Vec<Option<Job>>,
+pub(crate) struct Plan<J> {
+    jobs: Vec<Option<J>>,
     next: usize,
     /// The phase's start: the first scheduled send.
     pub base: Instant,
-    kind: Kind,
+    kind: Kind<J>,
 }
 
-enum Kind {
+enum Kind<J> {
     Closed {
         workers: usize,
         started: usize,
@@ -47,13 +52,13 @@ enum Kind {
         planned: Vec<Instant>,
         cap: Option<usize>,
         saturation: Saturation,
-        waiting: VecDeque<Arrival>,
+        waiting: VecDeque<Arrival<J>>,
     },
 }
 
-impl Plan {
+impl<J> Plan<J> {
     /// The plan of `jobs` under `load` (an open loop starts a short lead from now).
-    pub(super) fn new(jobs: Vec<Job>, load: Load) -> Plan {
+    pub(crate) fn new(jobs: Vec<J>, load: Load) -> Plan<J> {
         let n = jobs.len();
         let jobs = jobs.into_iter().map(Some).collect();
         match load {
@@ -89,7 +94,7 @@ impl Plan {
 
     /// A closed loop's next worker to start (they start one at a time, the loop turning
     /// between starts); `None` once all have started, and always for an open loop.
-    pub(super) fn ramp(&mut self) -> Option<Arrival> {
+    pub(crate) fn ramp(&mut self) -> Option<Arrival<J>> {
         let Kind::Closed { workers, started } = &mut self.kind else {
             return None;
         };
@@ -102,7 +107,7 @@ impl Plan {
 
     /// The request to send now that one ended and `in_flight` remain: a closed loop's
     /// next, or the first arrival waiting for a slot.
-    pub(super) fn after_end(&mut self, in_flight: usize) -> Option<Arrival> {
+    pub(crate) fn after_end(&mut self, in_flight: usize) -> Option<Arrival<J>> {
         match &mut self.kind {
             Kind::Closed { .. } => self.take_now(),
             Kind::Open { cap, waiting, .. } => {
@@ -113,7 +118,7 @@ impl Plan {
     }
 
     /// The next open-loop arrival due at `now`, with what the gate does with it.
-    pub(super) fn due(&mut self, now: Instant, in_flight: usize) -> Option<Admit> {
+    pub(crate) fn due(&mut self, now: Instant, in_flight: usize) -> Option<Admit<J>> {
         let Kind::Open { planned, .. } = &self.kind else {
             return None;
         };
@@ -149,7 +154,7 @@ impl Plan {
     }
 
     /// The open loop's next deadline not yet reached.
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         match &self.kind {
             Kind::Open { planned, .. } => planned.get(self.next).copied(),
             Kind::Closed { .. } => None,
@@ -157,7 +162,7 @@ impl Plan {
     }
 
     /// Gives up every request not yet sent (the step ends early); returns how many.
-    pub(super) fn abandon(&mut self) -> usize {
+    pub(crate) fn abandon(&mut self) -> usize {
         let mut n = self.jobs[self.next.min(self.jobs.len())..]
             .iter()
             .filter(|j| j.is_some())
@@ -171,12 +176,12 @@ impl Plan {
     }
 
     /// Whether every request was taken up (sent, refused or still waiting excluded).
-    pub(super) fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         let waiting = matches!(&self.kind, Kind::Open { waiting, .. } if !waiting.is_empty());
         self.next >= self.jobs.len() && !waiting
     }
 
-    fn take_now(&mut self) -> Option<Arrival> {
+    fn take_now(&mut self) -> Option<Arrival<J>> {
         let index = self.next;
         let job = self.jobs.get_mut(index)?.take()?;
         self.next += 1;

@@ -1,8 +1,7 @@
-//! Audio accounting for streamed raw PCM (s16le): frames and duration at a per-model
-//! sample rate ([`pcm`]), playback continuity as vllm-omni computes it ([`continuity`]),
-//! and the audible onset / PCM sanity figures ([`onset`]).
+//! Audio accounting for streamed raw PCM (s16le): the sample layout, byte rate and body
+//! sniffing ([`pcm`]), and the audible onset / PCM sanity figures ([`onset`]). The
+//! metrics derived from them (duration, RTF, continuity) are `crate::metrics`.
 
 mod block;
-pub(crate) mod continuity;
 pub(crate) mod onset;
 pub(crate) mod pcm;

@@ -1,30 +1,12 @@
-//! PCM accounting: the response is headerless s16le, so every figure derives from a byte
-//! count and a sample rate the caller knows (the response never says it).
+//! PCM layout: the response is headerless s16le, so every figure derives from a byte
+//! count and a sample rate the caller knows (the response never says it); the figures
+//! themselves (frames, duration, RTF) are `crate::metrics`.
 
 /// Bytes per sample (s16le).
 pub(crate) const SAMPLE_WIDTH: u32 = 2;
 
 /// Channels of the streamed audio (the TTS servers stream mono).
 pub(crate) const CHANNELS: u32 = 1;
-
-/// Whole frames in `bytes` of s16le audio: `floor(bytes / (2 · channels))`. A trailing
-/// partial frame (an odd byte count) is not audio yet and is not counted.
-pub(crate) fn frames(bytes: u64, channels: u32) -> u64 {
-    bytes / (u64::from(SAMPLE_WIDTH) * u64::from(channels.max(1)))
-}
-
-/// Seconds of audio in `frames` at `sample_rate` Hz.
-pub(crate) fn duration_s(frames: u64, sample_rate: u32) -> f64 {
-    if sample_rate == 0 {
-        return 0.0;
-    }
-    frames as f64 / f64::from(sample_rate)
-}
-
-/// Real-time factor `e2el / audio_duration`; 0 when there is no audio (upstream rule).
-pub(crate) fn rtf(e2el_s: f64, audio_s: f64) -> f64 {
-    if audio_s > 0.0 { e2el_s / audio_s } else { 0.0 }
-}
 
 /// Playback byte rate of the stream: `rate · 2 · channels`.
 pub(crate) fn bytes_per_s(sample_rate: u32, channels: u32) -> f64 {
@@ -77,22 +59,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn frames_floor_odd_byte_counts() {
-        assert_eq!(frames(0, 1), 0);
-        assert_eq!(frames(1, 1), 0);
-        assert_eq!(frames(4801, 1), 2400);
-        assert_eq!(frames(4803, 2), 1200);
-        assert_eq!(duration_s(2400, 24_000), 0.1);
-        assert_eq!(duration_s(48_000, 48_000), 1.0);
-        // A 48 kHz stream measured at 24 kHz doubles its duration.
-        assert_eq!(duration_s(48_000, 24_000), 2.0);
-    }
-
-    #[test]
-    fn rtf_is_zero_without_audio() {
-        assert_eq!(rtf(0.3, 0.0), 0.0);
-        assert_eq!(rtf(0.3, 0.5), 0.6);
+    fn byte_rate_of_the_stream() {
         assert_eq!(bytes_per_s(24_000, 1), 48_000.0);
+        assert_eq!(bytes_per_s(48_000, 2), 192_000.0);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use dfx_core::result::ResultDoc;
 
 use super::selection::percentile_word;
 use super::stats::Sorted;
+use crate::metrics::throughput;
 
 /// The step's identity as the first keys of every native result (TTS and chat alike).
 #[derive(Debug, Clone)]
@@ -128,11 +129,7 @@ pub(crate) struct Totals {
 impl Totals {
     /// `x` per second of the step (0 for a zero duration).
     pub(crate) fn per_s(&self, x: f64) -> f64 {
-        if self.duration > 0.0 {
-            x / self.duration
-        } else {
-            0.0
-        }
+        throughput::per_s(x, self.duration)
     }
 }
 
@@ -257,16 +254,6 @@ pub(crate) fn put_sample_counts(d: &mut ResultDoc, n: SampleCounts) {
     }
 }
 
-/// The fullest one-second bucket of weighted events, `(seconds since the first send,
-/// weight)`; negative times fall in the first bucket.
-pub(crate) fn fullest_second(events: impl Iterator<Item = (f64, u64)>) -> u64 {
-    let mut buckets: BTreeMap<u64, u64> = BTreeMap::new();
-    for (t, w) in events {
-        *buckets.entry(t.max(0.0) as u64).or_default() += w;
-    }
-    buckets.values().copied().max().unwrap_or(0)
-}
-
 /// Upstream's `max_concurrent_requests`: successful requests, as `(send, e2el)` in
 /// seconds, overlapping each one-second bucket from the first send; the largest bucket.
 /// A request counts in at most a day of buckets (bounded work).
@@ -331,13 +318,6 @@ mod tests {
         assert_eq!(bucket_peak(&spans), 3);
         assert_eq!(bucket_peak(&[(0.0, 0.5), (2.5, 0.1)]), 1);
         assert_eq!(bucket_peak(&[]), 0);
-    }
-
-    #[test]
-    fn fullest_second_sums_weights_per_bucket() {
-        let ev = [(0.2, 3), (0.9, 4), (1.1, 5), (-0.1, 1)];
-        assert_eq!(fullest_second(ev.into_iter()), 8);
-        assert_eq!(fullest_second(std::iter::empty()), 0);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use dfx_core::result::ResultDoc;
 
-use crate::audio::pcm;
+use crate::metrics::audio_duration;
 
 /// Folder under the trial folder.
 pub(crate) const DIR: &str = "quality";
@@ -142,14 +142,14 @@ impl QualityWriter {
             self.failed(format!("cannot write {}: {e}", path.display()));
             return;
         }
-        let frames = pcm::frames(audio.len() as u64, 1);
+        let frames = audio_duration::frames(audio.len() as u64, 1);
         let line = json!({
             "index": rec.index, "request_id": rec.request_id, "utterance_id": rec.sample_id,
             "locale": &*row.locale, "text": row.text, "ref_text": row.ref_text,
             "ref_audio": row.ref_audio.as_ref().map(|p| p.display().to_string()),
             "audio": path.display().to_string(), "audio_file": format!("audio/{name}"),
             "sample_rate": rec.sample_rate,
-            "audio_duration_s": pcm::duration_s(frames, rec.sample_rate),
+            "audio_duration_s": audio_duration::duration_s(frames, rec.sample_rate),
         });
         let written = match self.manifest.as_mut() {
             Some(m) => writeln!(m, "{line}").and_then(|()| m.flush()),

@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use super::client::Exchange;
 use super::quality::QualityRow;
-use crate::audio::continuity::{self, DEFAULT_THRESHOLD_S, VERDICT_THRESHOLDS_S};
 use crate::audio::pcm::{self, CHANNELS, SAMPLE_WIDTH};
+use crate::metrics::continuity::{self, DEFAULT_THRESHOLD_S, VERDICT_THRESHOLDS_S};
+use crate::metrics::{audio_duration, e2el, rtf, ttfa_audible, ttfp};
 
 /// When and how a request was scheduled, in the driver's clock.
 #[derive(Debug, Clone, Copy)]
@@ -150,13 +151,13 @@ impl RequestRecord {
             (x.send_at.saturating_duration_since(d.planned).as_secs_f64() - queue_s).max(0.0);
         let ok = x.ok();
         let audio_frames = if ok {
-            pcm::frames(x.bytes, CHANNELS)
+            audio_duration::frames(x.bytes, CHANNELS)
         } else {
             0
         };
-        let audio_s = pcm::duration_s(audio_frames, sample_rate);
-        let ttfp_s = x.chunks.first().map(|c| c.0);
-        let e2el_s = ok.then(|| (x.end_at - x.send_at).as_secs_f64());
+        let audio_s = audio_duration::duration_s(audio_frames, sample_rate);
+        let ttfp_s = ttfp::first_read_s(&x.chunks);
+        let e2el_s = ok.then(|| e2el::e2el_s(x.send_at, x.end_at));
         let cont = if ok {
             continuity::analyse(&x.chunks, pcm::bytes_per_s(sample_rate, CHANNELS))
         } else {
@@ -199,7 +200,7 @@ impl RequestRecord {
             audio_s,
             ttfp_s,
             e2el_s,
-            rtf: e2el_s.map(|e| pcm::rtf(e, audio_s)),
+            rtf: e2el_s.map(|e| rtf::rtf(e, audio_s)),
             underrun_s: cont.map(|c| c.max_underrun_s),
             underrun_events: cont.map(|c| c.underrun_events),
             continuous_50ms: verdict(VERDICT_THRESHOLDS_S[0]),
@@ -207,7 +208,7 @@ impl RequestRecord {
             continuous_200ms: verdict(VERDICT_THRESHOLDS_S[2]),
             leading_silence_s: x.pcm.leading_silence_s,
             ttfa_audible_s: if measured_audio {
-                ttfp_s.map(|t| t + x.pcm.leading_silence_s)
+                ttfp_s.map(|t| ttfa_audible::ttfa_audible_s(t, x.pcm.leading_silence_s))
             } else {
                 None
             },

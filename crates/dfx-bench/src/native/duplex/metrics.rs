@@ -7,6 +7,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::metrics::{audio_duration, elapsed_ms, rtf, ttfp, ttft};
+
 /// A response as the client saw it (arrival times of its events).
 #[derive(Debug, Clone)]
 pub(crate) struct Resp {
@@ -56,8 +58,7 @@ impl Resp {
     /// Emitted audio, ms: the largest cumulative `metadata.audio_duration_ms`, else the
     /// bytes at the delta's rate (PCM16 mono).
     pub(crate) fn audio_duration_ms(&self) -> f64 {
-        self.meta_ms
-            .unwrap_or_else(|| self.bytes as f64 * 1000.0 / (f64::from(self.rate.max(1)) * 2.0))
+        audio_duration::reported_or_pcm_ms(self.meta_ms, self.bytes, self.rate)
     }
 }
 
@@ -99,14 +100,6 @@ pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
-fn ms_since(from: Instant, to: Instant) -> f64 {
-    to.saturating_duration_since(from).as_secs_f64() * 1000.0
-}
-
 /// Where a turn happened: trial, session and turn indices, and the trial's start.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TurnAt {
@@ -126,11 +119,12 @@ pub(crate) fn turn_record(
     error: Option<String>,
 ) -> TurnRecord {
     let rel = |t: Instant| t.saturating_duration_since(at.base).as_secs_f64();
-    let since = |t: Option<Instant>| t.map(|t| round3(ms_since(commit, t)));
+    let since =
+        |t: Option<Instant>, f: fn(Instant, Instant) -> f64| t.map(|t| round3(f(commit, t)));
     let duration = r
         .filter(|r| r.first_audio.is_some())
         .map(|r| round3(r.audio_duration_ms()));
-    let generation = r.and_then(|r| since(r.last_audio));
+    let generation = r.and_then(|r| since(r.last_audio, elapsed_ms));
     TurnRecord {
         kind: "turn",
         trial: at.trial,
@@ -149,12 +143,12 @@ pub(crate) fn turn_record(
         audio_bytes: r.map_or(0, |r| r.bytes),
         audio_deltas: r.map_or(0, |r| r.deltas),
         transcript_chars: r.map_or(0, |r| r.transcript_chars),
-        ttft_ms: r.and_then(|r| since(r.first_text)),
-        ttfp_ms: r.and_then(|r| since(r.first_audio)),
+        ttft_ms: r.and_then(|r| since(r.first_text, ttft::ttft_ms)),
+        ttfp_ms: r.and_then(|r| since(r.first_audio, ttfp::ttfp_ms)),
         audio_generation_ms: generation,
         audio_duration_ms: duration,
         rtf: match (generation, duration) {
-            (Some(g), Some(d)) if d > 0.0 => Some(round6(g / d)),
+            (Some(g), Some(d)) if d > 0.0 => Some(rtf::round6(rtf::rtf(g, d))),
             _ => None,
         },
     }

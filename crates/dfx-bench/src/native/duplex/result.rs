@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use dfx_core::result::ResultDoc;
 
 use super::session::SessionOutcome;
+use crate::metrics::throughput;
 
 /// One trial (a warmup or a repeat): `sessions` concurrent sessions × `turns` turns.
 #[derive(Debug, Clone, Serialize)]
@@ -92,7 +93,7 @@ pub fn measure(
             .as_ref()
             .map(|(_, e)| format!("session {}: {e}", o.session))
     });
-    let per_s = |n: f64| if elapsed_s > 0.0 { n / elapsed_s } else { 0.0 };
+    let per_s = |n: f64| throughput::per_s(n, elapsed_s);
     Measurement {
         elapsed_s,
         completed_sessions,

@@ -10,6 +10,7 @@ use dfx_core::plan::PercentileKeys;
 use dfx_core::result::ResultDoc;
 
 use super::record::ChatRecord;
+use crate::metrics::throughput;
 use crate::native::keys::{self, SampleCounts, StepHeader, Totals, num};
 use crate::native::selection::AudioMetric;
 use crate::native::stats::{self, Sorted};
@@ -115,7 +116,7 @@ pub(crate) fn max_output_tokens_per_s(ok: &[&ChatRecord]) -> f64 {
             Some(*t)
         }))
     });
-    keys::fullest_second(token_times.map(|t| (t, 1))) as f64
+    throughput::fullest_second(token_times.map(|t| (t, 1))) as f64
 }
 
 /// The per-request stage summary upstream keeps: `{stage: {num_tokens_out, finish_reason,

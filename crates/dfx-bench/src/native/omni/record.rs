@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::client::ChatExchange;
+use crate::metrics::{e2el, rtf, tpot, ttfp, ttft};
 use crate::native::record::Dispatch;
+use crate::native::stats;
 
 /// Identity of a request.
 #[derive(Debug, Clone)]
@@ -77,48 +79,17 @@ pub(crate) struct ChatRecord {
     pub notes: Vec<String>,
 }
 
-fn mean(xs: &[f64]) -> f64 {
-    crate::native::stats::mean(xs)
-}
-
-/// TPOT (vllm-omni's rule): the mean ITL when positive, else the text latency after the
-/// first token over the remaining tokens when positive, else stage 0's own timings when
-/// its token count matches.
-fn tpot(
-    output_len: u64,
-    itl: &mut Vec<f64>,
-    ttft: f64,
-    text_latency: f64,
-    st: &Map<String, Value>,
-) -> Option<f64> {
-    if output_len <= 1 {
-        return None;
-    }
-    if !itl.is_empty() {
-        let m = mean(itl);
-        if m > 0.0 {
-            return Some(m);
-        }
-    }
-    let x = (text_latency - ttft) / (output_len - 1) as f64;
-    if x > 0.0 {
-        return Some(x);
-    }
+/// Stage 0's timings for TPOT's last rule, from the stream's stage metrics.
+fn stage0(st: &Map<String, Value>) -> Option<tpot::Stage0> {
     let s0 = st.get("0")?.as_object()?;
-    if s0.get("num_tokens_out").and_then(Value::as_u64) != Some(output_len) {
-        return None;
-    }
-    if let Some(v) = s0.get("vllm_itls_ms").and_then(Value::as_array) {
-        let ms: Vec<f64> = v.iter().filter_map(Value::as_f64).collect();
-        if ms.len() as u64 == output_len - 1 {
-            *itl = ms.iter().map(|m| m / 1000.0).collect();
-            return Some(mean(itl));
-        }
-    }
-    s0.get("vllm_tpot_ms")
-        .and_then(Value::as_f64)
-        .filter(|t| *t > 0.0)
-        .map(|t| t / 1000.0)
+    Some(tpot::Stage0 {
+        tokens_out: s0.get("num_tokens_out").and_then(Value::as_u64),
+        itls_ms: s0
+            .get("vllm_itls_ms")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_f64).collect()),
+        tpot_ms: s0.get("vllm_tpot_ms").and_then(Value::as_f64),
+    })
 }
 
 impl ChatRecord {
@@ -142,20 +113,28 @@ impl ChatRecord {
             0 if !st.text.is_empty() => count(&st.text).unwrap_or(1),
             n => n,
         };
-        let ttft = st.ttft_s.unwrap_or(0.0);
+        let ttft = ttft::or_zero(st.ttft_s);
         let duration = st.audio_duration_s();
         let mut itl = st.itl_s;
-        let text_latency = ttft + itl.iter().sum::<f64>();
+        let text_latency = tpot::text_latency_s(ttft, &itl);
         let tpot_s = if ok {
-            tpot(output_len, &mut itl, ttft, text_latency, &st.stage_metrics)
+            let s0 = stage0(&st.stage_metrics);
+            let t = tpot::tpot(
+                output_len,
+                &itl,
+                (ttft, text_latency),
+                s0.as_ref(),
+                stats::mean,
+            );
+            if let Some(stage_itl) = t.stage_itl_s {
+                itl = stage_itl;
+            }
+            t.tpot_s
         } else {
             None
         };
         let audio_last = st.audio_last_s;
-        let rtf = match audio_last {
-            Some(t) if duration > 0.0 => t / duration,
-            _ => 0.0,
-        };
+        let rtf = audio_last.map_or(0.0, |t| rtf::rtf(t, duration));
         let (prompt_len, source) = match st.prompt_tokens {
             Some(p) => (p, "server"),
             None => (s.prompt_len, "dataset"),
@@ -184,12 +163,12 @@ impl ChatRecord {
             output_len,
             ttft_s: ttft,
             tpot_s,
-            e2el_s: st.last_msg_s.unwrap_or(0.0),
+            e2el_s: e2el::last_message_s(st.last_msg_s),
             text_latency_s: text_latency,
             itl_s: itl,
             token_t_s: st.token_t_s,
             token_n: st.token_n,
-            audio_ttfp_s: st.audio_first_s.unwrap_or(0.0),
+            audio_ttfp_s: ttfp::or_zero(st.audio_first_s),
             audio_last_s: audio_last,
             audio_duration_s: duration,
             audio_frames: st.audio_frames,

@@ -6,6 +6,8 @@
 use base64::Engine;
 use serde_json::{Map, Value};
 
+use crate::metrics::{audio_duration, itl};
+
 /// Audio format of the first WAV chunk: `(channels, sample width in bytes, rate)`.
 pub(crate) type WavFormat = (u16, u16, u32);
 
@@ -153,14 +155,10 @@ impl StreamState {
         if k == 0 {
             return;
         }
-        match self.ttft_s {
-            None => {
-                self.ttft_s = Some(t);
-                // A first message of k tokens: k − 1 zero gaps.
-                self.push_itl(0.0, k - 1);
-            }
-            Some(_) => self.push_itl((t - self.last_text_t) / k as f64, k),
-        }
+        let previous = self.ttft_s.map(|_| self.last_text_t);
+        let (v, n) = itl::message_itls(previous, t, k);
+        self.push_itl(v, n);
+        self.ttft_s.get_or_insert(t);
         self.last_text_t = t;
         self.token_t_s.push(t);
         self.token_n.push(k);
@@ -217,12 +215,9 @@ impl StreamState {
         }
     }
 
-    /// Σ frames / rate of the first chunk (0 without audio).
+    /// Σ frames at the first chunk's rate (0 without audio).
     pub(crate) fn audio_duration_s(&self) -> f64 {
-        match self.audio_format {
-            Some((_, _, rate)) if rate > 0 => self.audio_frames as f64 / f64::from(rate),
-            _ => 0.0,
-        }
+        audio_duration::duration_s(self.audio_frames, self.audio_format.map_or(0, |f| f.2))
     }
 }
 

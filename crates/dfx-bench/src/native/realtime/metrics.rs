@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::session::{TurnError, TurnOutcome};
 use crate::audio::onset::PcmStats;
+use crate::metrics::{audio_duration, elapsed_ms, rtf, ttfa_audible, ttfp, ttft};
 use crate::native::client::{Exchange, Failure, FailureClass};
 use crate::native::record::{Dispatch, RequestRecord, Sample};
 
@@ -63,22 +64,16 @@ pub fn turn_metrics(o: &TurnOutcome) -> Result<TurnMetrics, (TurnError, String)>
         };
         return Err((TurnError::NoAudio, why.into()));
     };
-    let ms =
-        |t: Option<Instant>| t.map(|t| t.saturating_duration_since(start).as_secs_f64() * 1000.0);
-    let client_ttft = ms(r.first_text);
+    let client_ttft = r.first_text.map(|t| ttft::ttft_ms(start, t));
     let ttft = o.server_ttft_ms.or(client_ttft).map(round3);
-    let ttfp = round3(ms(r.first_audio).unwrap_or(0.0));
-    let gen_ms = round3(ms(r.last_audio).unwrap_or(0.0));
-    let dur = r
-        .meta_ms
-        .filter(|m| *m > 0.0)
-        .unwrap_or(r.bytes as f64 / (f64::from(r.rate.max(1)) * 2.0) * 1000.0);
-    let dur = round3(dur);
-    let rtf = if dur > 0.0 {
-        (gen_ms / dur * 1e6).round() / 1e6
-    } else {
-        0.0
-    };
+    let ttfp = round3(r.first_audio.map_or(0.0, |t| ttfp::ttfp_ms(start, t)));
+    let gen_ms = round3(r.last_audio.map_or(0.0, |t| elapsed_ms(start, t)));
+    // A zero `audio_duration_ms` is no report: the bytes decide.
+    let reported = r.meta_ms.filter(|m| *m > 0.0);
+    let dur = round3(audio_duration::reported_or_pcm_ms(
+        reported, r.bytes, r.rate,
+    ));
+    let rtf = rtf::round6(rtf::rtf(gen_ms, dur));
     let words = r.transcript.split_whitespace().count() as u64;
     Ok(TurnMetrics {
         response_id: r.id.clone(),
@@ -243,10 +238,12 @@ pub fn request_record(
     if ok {
         let dur_s: f64 = ms.iter().map(|m| m.audio_duration_ms).sum::<f64>() / 1000.0;
         r.audio_s = dur_s;
-        r.audio_frames = (dur_s * FRAMES_RATE) as u64;
+        r.audio_frames = audio_duration::frames_at(dur_s, FRAMES_RATE);
         r.ttfp_s = Some(mean(&ms.iter().map(|m| m.ttfp_ms).collect::<Vec<_>>()) / 1000.0);
         r.rtf = Some(mean(&ms.iter().map(|m| m.rtf).collect::<Vec<_>>()));
-        r.ttfa_audible_s = r.ttfp_s.map(|t| t + r.leading_silence_s);
+        r.ttfa_audible_s = r
+            .ttfp_s
+            .map(|t| ttfa_audible::ttfa_audible_s(t, r.leading_silence_s));
         r.bytes = turns
             .iter()
             .map(|t| t.audio_bytes.iter().sum::<u64>())

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use dfx_core::result::ResultDoc;
 
 use super::metrics::{RealtimeRecord, round3};
+use crate::metrics::throughput;
 use crate::native::aggregate::{self, StepFacts};
 use crate::native::keys::{self, num};
 use crate::native::record::RequestRecord;
@@ -58,7 +59,7 @@ pub(crate) fn result_doc(
     let ok: Vec<&RealtimeRecord> = recs.iter().filter(|r| r.base.ok).collect();
     let tokens: u64 = ok.iter().map(|r| r.output_tokens).sum();
     let duration = d.get("duration").and_then(Value::as_f64).unwrap_or(0.0);
-    let per_s = |x: f64| if duration > 0.0 { x / duration } else { 0.0 };
+    let per_s = |x: f64| throughput::per_s(x, duration);
     d.insert("total_output_tokens".into(), Value::from(tokens));
     d.insert("output_throughput".into(), num(per_s(tokens as f64)));
     d.insert("total_token_throughput".into(), num(per_s(tokens as f64)));
@@ -106,7 +107,7 @@ fn peak_tokens_per_s(ok: &[&RealtimeRecord]) -> f64 {
     let events = ok
         .iter()
         .map(|r| (r.base.actual_send_s + r.ttft_s - t0, r.output_tokens));
-    keys::fullest_second(events) as f64
+    throughput::fullest_second(events) as f64
 }
 
 fn request_metrics(ok: &[&RealtimeRecord]) -> Vec<Value> {

@@ -1,7 +1,21 @@
-//! Streaming continuity, vllm-omni's `audio_continuity` algorithm: a player starts at the
+//! Streaming continuity and underrun, vllm-omni's playback rule: a player starts at the
 //! first chunk and plays at the stream's byte rate with no pre-buffer; whenever a later
 //! chunk arrives after the player has consumed everything received before it, the
 //! listener heard a gap (an underrun).
+//!
+//! - `underrun_s` = max over chunks *i* > 0 of ((t_i − t_0) · bytes_per_s − bytes before
+//!   *i*) / bytes_per_s, counting positive deficits only; seconds, **lower is better**.
+//! - `underrun_events` = chunks with a positive deficit; count, lower is better.
+//! - continuous at threshold *T* ⇔ `underrun_s ≤ T`; upstream's verdict uses 0.1 s;
+//!   higher (continuous) is better.
+//!
+//! Upstream: `vllm_omni/benchmarks/patch/patch.py`, `async_request_openai_audio_speech`
+//! (its silent player's `max_underrun_ms`, `underrun_event_count` and
+//! `audio_continuity_ok = audio_underrun_s <= CONTINUITY_THRESHOLD_S`); the step's
+//! `audio_continuity_ok_rate` is `calculate_metrics` in
+//! `vllm_omni/benchmarks/metrics/metrics.py`. dfx-perf differs deliberately: an empty
+//! stream has no verdict (upstream counts it continuous), and it also records the 50 ms
+//! and 200 ms verdicts.
 
 /// Underrun threshold (seconds) for the `continuous` verdict upstream uses.
 pub(crate) const DEFAULT_THRESHOLD_S: f64 = 0.1;

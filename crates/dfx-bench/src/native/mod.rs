@@ -432,13 +432,7 @@ impl NativeBench {
         records: Vec<RequestRecord>,
         peak_inflight: usize,
     ) -> BenchOutcome {
-        let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.warmup);
-        measured.sort_by_key(|r| r.index);
-        let warm_failed = warm.iter().filter(|r| !r.ok).count();
-        log.write(&format!(
-            "warmups: {} sent, {warm_failed} failed",
-            warm.len()
-        ));
+        let measured = measured_of(records, log);
         let n = ctx.trial.step.num_prompts;
         self.conclude_measured(ctx, log, p, &measured, n, peak_inflight)
     }
@@ -484,16 +478,58 @@ impl NativeBench {
         let sent = measured.iter().filter(|r| !r.saturated);
         errors.extend(distinct_errors(sent.filter_map(|r| r.error.as_ref())));
         let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
-        let threshold = self.settings.lag_threshold;
-        let invalid_load = open_loop_lag(&lags, trial.step.request_rate(), threshold);
-        log.step_problems(&errors, invalid_load.as_deref());
-        BenchOutcome {
-            result: Some(doc),
-            exit: None,
-            log_tail: log.tail(),
-            errors,
-            invalid_load,
+        measured_step(doc, errors, &lags, (trial, &self.settings), log)
+    }
+}
+
+impl NativeSettings {
+    /// The per-request limits every HTTP client of the native bench applies.
+    pub(crate) fn limits(&self) -> client::Limits {
+        client::Limits {
+            request_timeout: self.request_timeout,
+            read_timeout: self.read_timeout,
+            stall: self.stall,
+            max_body_bytes: self.max_body_bytes,
         }
+    }
+}
+
+/// `endpoint` (a path) on the server at `base_url`.
+pub(crate) fn endpoint_url(base_url: &str, endpoint: &str) -> String {
+    format!("{}{endpoint}", base_url.trim_end_matches('/'))
+}
+
+/// The measured records of a step in index order; the warmups are counted in `bench.log`.
+pub(crate) fn measured_of<R: record::PhaseRecord>(records: Vec<R>, log: &mut BenchLog) -> Vec<R> {
+    let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.warmup());
+    measured.sort_by_key(|r| r.index());
+    let warm_failed = warm.iter().filter(|r| !r.ok()).count();
+    log.write(&format!(
+        "warmups: {} sent, {warm_failed} failed",
+        warm.len()
+    ));
+    measured
+}
+
+/// The outcome of a measured step of any protocol: its result document, its request
+/// errors, and the open loop's lag verdict over the measured requests' `lags` (seconds),
+/// both written to `bench.log`.
+pub(crate) fn measured_step(
+    doc: serde_json::Map<String, serde_json::Value>,
+    errors: Vec<String>,
+    lags: &[f64],
+    (trial, settings): (&Trial, &NativeSettings),
+    log: &mut BenchLog,
+) -> BenchOutcome {
+    let rate = trial.step.request_rate();
+    let invalid_load = open_loop_lag(lags, rate, settings.lag_threshold);
+    log.step_problems(&errors, invalid_load.as_deref());
+    BenchOutcome {
+        result: Some(doc),
+        exit: None,
+        log_tail: log.tail(),
+        errors,
+        invalid_load,
     }
 }
 

@@ -10,7 +10,7 @@ use dfx_core::models;
 use dfx_core::plan::{BenchEntry, Saturation, Trial};
 
 use super::NativeSettings;
-use super::client::{Limits, Target};
+use super::client::Target;
 use super::dataset::{self, DatasetKind, Lookup, Row};
 use super::driver::{Job, Load};
 use super::quality::QualityRow;
@@ -289,13 +289,8 @@ pub(crate) fn prepare_rows(
     let token = token(settings, &mut notes);
     let headers = base_headers(token.as_deref())?;
     let endpoint = entry.endpoint.as_deref().unwrap_or("/v1/audio/speech");
-    let url = format!("{}{}", ctx.base_url.trim_end_matches('/'), endpoint);
-    let limits = Limits {
-        request_timeout: settings.request_timeout,
-        read_timeout: settings.read_timeout,
-        stall: settings.stall,
-        max_body_bytes: settings.max_body_bytes,
-    };
+    let url = super::endpoint_url(&ctx.base_url, endpoint);
+    let limits = settings.limits();
     let target = Arc::new(Target::new(&url, headers, limits, reuse)?.capturing(capture));
     if capture {
         notes.push(

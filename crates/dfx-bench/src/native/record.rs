@@ -44,6 +44,28 @@ pub struct Sample {
     pub quality: Option<Arc<QualityRow>>,
 }
 
+/// What a step's closing reads of any protocol's per-request record.
+pub(crate) trait PhaseRecord {
+    /// A warmup request.
+    fn warmup(&self) -> bool;
+    /// Index within its phase.
+    fn index(&self) -> usize;
+    /// Whether it succeeded.
+    fn ok(&self) -> bool;
+}
+
+impl PhaseRecord for RequestRecord {
+    fn warmup(&self) -> bool {
+        self.warmup
+    }
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}
+
 /// One request, as written to `records.jsonl`. Times are seconds relative to the start of
 /// the request's phase (warmup or measured).
 #[derive(Debug, Clone, Serialize)]

@@ -30,7 +30,6 @@ use self::driver::{ChatPhase, CountFn, Ready};
 use self::record::{ChatRecord, ChatSample, ChatSink};
 use self::request::ChatTemplate;
 use super::NativeSettings;
-use super::client::Limits;
 use super::driver::Load;
 use super::log::BenchLog;
 use super::random::{self, RequestSpec, text::Counter};
@@ -197,13 +196,8 @@ pub(crate) fn run(
         log.write(n);
     }
     let headers = super::request::base_headers(token.as_deref())?;
-    let url = format!("{}{}", ctx.base_url.trim_end_matches('/'), CHAT_ENDPOINT);
-    let limits = Limits {
-        request_timeout: settings.request_timeout,
-        read_timeout: settings.read_timeout,
-        stall: settings.stall,
-        max_body_bytes: settings.max_body_bytes,
-    };
+    let url = super::endpoint_url(&ctx.base_url, CHAT_ENDPOINT);
+    let limits = settings.limits();
     let target = Arc::new(ChatTarget::new(&url, headers, limits)?);
     let warmups = entry.warmups(&trial.step) as usize;
     let prefix = super::prepare::request_id_prefix(entry);
@@ -311,13 +305,7 @@ fn conclude(
     real: bool,
 ) -> BenchOutcome {
     let trial = ctx.trial;
-    let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.warmup);
-    measured.sort_by_key(|r| r.index);
-    let warm_failed = warm.iter().filter(|r| !r.ok).count();
-    log.write(&format!(
-        "warmups: {} sent, {warm_failed} failed",
-        warm.len()
-    ));
+    let measured = super::measured_of(records, log);
     let facts = ChatFacts {
         header: StepHeader::of(trial, "", trial.step.num_prompts),
         peak_inflight: peak,
@@ -342,14 +330,5 @@ fn conclude(
     }
     let errors = super::distinct_errors(measured.iter().filter_map(|r| r.error.as_ref()));
     let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
-    let invalid_load =
-        super::open_loop_lag(&lags, trial.step.request_rate(), settings.lag_threshold);
-    log.step_problems(&errors, invalid_load.as_deref());
-    BenchOutcome {
-        result: Some(doc),
-        exit: None,
-        log_tail: log.tail(),
-        errors,
-        invalid_load,
-    }
+    super::measured_step(doc, errors, &lags, (trial, settings), log)
 }

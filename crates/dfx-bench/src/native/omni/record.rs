@@ -242,3 +242,15 @@ impl ChatSink {
             .unwrap_or_else(|_| (Vec::new(), Some("records writer panicked".into())))
     }
 }
+
+impl crate::native::record::PhaseRecord for ChatRecord {
+    fn warmup(&self) -> bool {
+        self.warmup
+    }
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use dfx_bench::external::diffusion::{DiffusionBench, DiffusionSettings};
 use dfx_bench::external::{ExternalSettings, VllmBench};
+use dfx_bench::native::lapse::TimeLapse;
 use dfx_bench::native::stall::StallRule;
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::server::ServerLauncher;
@@ -23,7 +24,7 @@ use crate::cli::BenchTool;
 use crate::fake::bench::{FakeBench, FakeKnobs};
 use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot};
-use crate::settings::{BenchOptions, Project, ServerChoice, SetupError, SuiteConfig};
+use crate::settings::{Project, ServerChoice, SetupError, SuiteConfig};
 
 /// The launcher for `--server` / `--server-url`: the process launcher for the real
 /// executables (`vllm-omni` from `--server-bin` / `DFX_SERVER_BIN` /
@@ -129,7 +130,7 @@ pub(crate) fn sweep_leftovers(results_dir: &Path) -> Vec<String> {
 pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, SetupError> {
     let native = || BenchSlot {
         label: "native",
-        bench: Ok(Box::new(native_bench(&cfg.bench)) as Box<dyn dfx_core::bench::Bench + Send>),
+        bench: Ok(Box::new(native_bench(cfg)) as Box<dyn dfx_core::bench::Bench + Send>),
     };
     let vllm = || BenchSlot {
         label: "vllm",
@@ -172,9 +173,14 @@ pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, 
 }
 
 /// The native bench for the suite's bench flags; unset flags keep the bench's defaults.
-/// Its progress line is only drawn when stderr is a terminal.
-pub(crate) fn native_bench(o: &BenchOptions) -> NativeBench {
-    let d = NativeSettings::default();
+/// Its progress line is only drawn when stderr is a terminal. Against the simulator at
+/// `--sim-speed K` it runs the workload time-lapsed by K ([`TimeLapse`]).
+pub(crate) fn native_bench(cfg: &SuiteConfig) -> NativeBench {
+    let (o, d) = (&cfg.bench, NativeSettings::default());
+    let time_lapse = match cfg.server {
+        ServerChoice::Sim { speed: Some(k), .. } => TimeLapse::new(k).unwrap_or(d.time_lapse),
+        _ => d.time_lapse,
+    };
     NativeBench::new(NativeSettings {
         dataset_roots: o.dataset_roots.clone(),
         seed: o.seed.unwrap_or(d.seed),
@@ -191,6 +197,7 @@ pub(crate) fn native_bench(o: &BenchOptions) -> NativeBench {
         tokenizer: o.native_tokenizer.clone(),
         connection: o.connection,
         progress: std::io::stderr().is_terminal(),
+        time_lapse,
         ..d
     })
 }
@@ -243,7 +250,7 @@ mod tests {
             "--read-timeout",
             "3",
         ]);
-        let bench = native_bench(&cfg.bench);
+        let bench = native_bench(&cfg);
         let s = bench.settings();
         assert_eq!(s.dataset_roots, [roots.path().to_path_buf()]);
         assert_eq!(s.seed, 42);
@@ -256,7 +263,7 @@ mod tests {
 
     #[test]
     fn unset_flags_keep_the_native_defaults() {
-        let s = native_bench(&config(&[]).bench).settings().clone();
+        let s = native_bench(&config(&[])).settings().clone();
         let d = NativeSettings::default();
         assert_eq!(
             (s.seed, s.request_timeout, s.read_timeout, s.sample_rate),

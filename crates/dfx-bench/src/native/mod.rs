@@ -25,6 +25,7 @@ pub(crate) mod evloop;
 pub(crate) mod fds;
 pub(crate) mod http1;
 pub(crate) mod keys;
+pub mod lapse;
 pub(crate) mod load_result;
 pub(crate) mod log;
 pub(crate) mod omni;
@@ -95,6 +96,9 @@ pub struct NativeSettings {
     /// `--connection fresh|pooled` (TTS and soak steps): wins over the entry's
     /// `connection` key; neither gives [`ConnectionMode::DEFAULT`] (fresh).
     pub connection: Option<ConnectionMode>,
+    /// The time-lapse factor (the simulator's `--sim-speed`; 1 against a real server):
+    /// planned times ÷ K, observed times × K ([`lapse`]).
+    pub time_lapse: lapse::TimeLapse,
 }
 
 impl Default for NativeSettings {
@@ -114,6 +118,7 @@ impl Default for NativeSettings {
             duration_scale: 1.0,
             tokenizer: None,
             connection: None,
+            time_lapse: lapse::TimeLapse::REAL_TIME,
         }
     }
 }
@@ -276,6 +281,7 @@ fn run_prepared(
     let mut out = ToSink {
         tx: sink.sender(),
         sample_rate: p.sample_rate,
+        lapse: p.lapse,
     };
     let warmups = std::mem::take(&mut p.warmups);
     let measured = std::mem::take(&mut p.measured);
@@ -311,18 +317,21 @@ pub(crate) fn stalled_step(
 struct ToSink {
     tx: sink::RecordTx,
     sample_rate: u32,
+    lapse: lapse::TimeLapse,
 }
 
 impl evloop::Outlet for ToSink {
     fn ended(
         &mut self,
-        d: record::Dispatch,
+        mut d: record::Dispatch,
         sample: record::Sample,
         mut x: client::Exchange,
         base: std::time::Instant,
         others_in_flight: bool,
     ) -> Option<std::time::Instant> {
         let audio = x.audio.take();
+        self.lapse.dispatch(base, &mut d);
+        self.lapse.exchange(base, &mut x);
         let mut rec = RequestRecord::new(&d, sample, &x, base, self.sample_rate);
         rec.audio = audio;
         self.tx.send(rec, others_in_flight)

@@ -13,6 +13,7 @@ use super::NativeSettings;
 use super::client::Target;
 use super::dataset::{self, DatasetKind, Lookup, Row};
 use super::driver::{Job, Load};
+use super::lapse::TimeLapse;
 use super::quality::QualityRow;
 use super::record::Sample;
 use super::request::{BodyTemplate, base_headers, wav_data_url};
@@ -26,6 +27,8 @@ pub(crate) struct Prepared {
     pub measured: Vec<Job>,
     pub load: Load,
     pub sample_rate: u32,
+    /// The time-lapse the records are mapped back with.
+    pub lapse: TimeLapse,
     pub selection: Selection,
     /// Lines for bench.log describing the choices made.
     pub notes: Vec<String>,
@@ -173,11 +176,13 @@ fn jobs(
     Ok((m, w))
 }
 
-/// The step's load shape, and its description for bench.log.
+/// The step's load shape, and its description for bench.log. An open loop's offsets are
+/// planned on the real-time scale and run on the wall clock ÷ `lapse`.
 pub(crate) fn load_shape(
     ctx: &BenchContext<'_>,
     n: usize,
     seed: u64,
+    lapse: TimeLapse,
 ) -> Result<(Load, String), String> {
     let (entry, step) = (&ctx.trial.entry, &ctx.trial.step);
     let burstiness = entry.burstiness.unwrap_or(1.0);
@@ -204,8 +209,9 @@ pub(crate) fn load_shape(
                 .unwrap_or_default()
             );
             // Still a string boundary: `prepare` reports its errors as text (issue #36).
-            let offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)
+            let mut offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)
                 .map_err(|e| e.to_string())?;
+            offsets.iter_mut().for_each(|t| *t = lapse.to_wall_s(*t));
             let saturation = load.saturation;
             (
                 Load::Open {
@@ -284,7 +290,7 @@ pub(crate) fn prepare_rows(
         &source.prefix,
         capture.then_some(&quality_locale),
     )?;
-    let (load, shape) = load_shape(ctx, n, seed)?;
+    let (load, shape) = load_shape(ctx, n, seed, settings.time_lapse)?;
     let sample_rate = sample_rate(settings, model, &mut notes);
     let token = token(settings, &mut notes);
     let headers = base_headers(token.as_deref())?;
@@ -308,6 +314,7 @@ pub(crate) fn prepare_rows(
         measured,
         load,
         sample_rate,
+        lapse: settings.time_lapse,
         selection,
         notes,
     })

@@ -39,7 +39,8 @@ impl NativeBench {
         let progress = Progress::new(&trial.name, 0, false);
         let sink = RecordSink::start(&ctx.out_dir.join("records.jsonl"), progress);
         let start = Instant::now();
-        let deadline = Duration::try_from_secs_f64(plan.seconds)
+        let wall_s = s.time_lapse.to_wall_s(plan.seconds);
+        let deadline = Duration::try_from_secs_f64(wall_s)
             .ok()
             .and_then(|d| start.checked_add(d))
             .unwrap_or(start);

@@ -18,6 +18,7 @@ use super::client::{ChatExchange, ChatFailure, ChatTarget};
 use super::record::{ChatRecord, ChatSample};
 use crate::native::driver::Load;
 use crate::native::driver::tasks::{self, Feed, PhaseEnd};
+use crate::native::lapse::TimeLapse;
 use crate::native::record::Dispatch;
 use crate::native::stall::SharedWatch;
 
@@ -36,6 +37,8 @@ pub(crate) struct ChatPhase {
     pub count: CountFn,
     /// The step's stall rule, shared by the warmups and the measured phase.
     pub watch: Arc<SharedWatch>,
+    /// The time-lapse its records are mapped back with (real time unless set).
+    pub lapse: TimeLapse,
     /// Requests in flight now (the stall rule asks how many are left when one ends).
     now: Arc<AtomicUsize>,
 }
@@ -55,6 +58,7 @@ impl ChatPhase {
             records,
             count,
             watch,
+            lapse: TimeLapse::REAL_TIME,
             now: Arc::default(),
         }
     }
@@ -70,8 +74,7 @@ async fn run_one(ctx: &ChatPhase, ready: Ready, d: Dispatch, base: Instant, wait
         // Refused by the saturation gate: recorded, never sent.
         let why = crate::native::client::saturated_message(cap);
         let x = ChatExchange::failed(Instant::now(), ChatFailure::Saturated, why);
-        let rec = ChatRecord::new(&d, sample, x, base, wait, ctx.count.as_ref());
-        let _ = ctx.records.send(rec);
+        record(ctx, (d, sample, x), base, wait);
         return;
     }
     ctx.now.fetch_add(1, Ordering::SeqCst);
@@ -87,6 +90,19 @@ async fn run_one(ctx: &ChatPhase, ready: Ready, d: Dispatch, base: Instant, wait
     let stalled = x.failure.as_ref().filter(|f| f.0 == ChatFailure::Stall);
     ctx.watch
         .ended(stalled.map(|f| f.1.as_str()), x.failure.is_none(), left);
+    record(ctx, (d, sample, x), base, wait);
+}
+
+/// Records a finished request, its times mapped to the real-time scale.
+fn record(
+    ctx: &ChatPhase,
+    (mut d, sample, mut x): (Dispatch, ChatSample, ChatExchange),
+    base: Instant,
+    wait: f64,
+) {
+    ctx.lapse.dispatch(base, &mut d);
+    ctx.lapse.chat(base, &mut x);
+    let wait = ctx.lapse.to_real_s(wait);
     let rec = ChatRecord::new(&d, sample, x, base, wait, ctx.count.as_ref());
     let _ = ctx.records.send(rec);
 }

@@ -189,7 +189,7 @@ pub(crate) fn run(
     let seed = entry.seed.unwrap_or(settings.seed);
     let specs = plan.requests(&counter, n, seed);
     let ahead = lookahead(&specs);
-    let (load, shape) = super::prepare::load_shape(ctx, n, seed)?;
+    let (load, shape) = super::prepare::load_shape(ctx, n, seed, settings.time_lapse)?;
     let mut notes = Vec::new();
     let token = super::prepare::token(settings, &mut notes);
     for n in &notes {
@@ -234,13 +234,14 @@ pub(crate) fn run(
             let _ = tx.try_send((Ok(first.clone()), sample(first_spec, None, first.len())));
         }
         drop(tx);
-        let phase = ChatPhase::new(
+        let mut phase = ChatPhase::new(
             target.clone(),
             true,
             sink.sender(),
             count.clone(),
             watch.clone(),
         );
+        phase.lapse = settings.time_lapse;
         driver::run_phase(
             &rt,
             &phase,
@@ -274,7 +275,8 @@ pub(crate) fn run(
             .map_err(|e| format!("cannot start the body generator: {e}"))?
     };
     drop(first);
-    let phase = ChatPhase::new(target, false, sink.sender(), count, watch.clone());
+    let mut phase = ChatPhase::new(target, false, sink.sender(), count, watch.clone());
+    phase.lapse = settings.time_lapse;
     let open = matches!(load, Load::Open { .. });
     let peak = driver::run_phase(&rt, &phase, rx, n, load).peak;
     let _ = producer.join();

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::client::ChatExchange;
+use crate::native::BenchError;
 use crate::native::record::Dispatch;
 
 /// Identity of a request.
@@ -215,7 +216,7 @@ pub(crate) struct ChatSink {
 
 impl ChatSink {
     /// Starts the writer thread.
-    pub(crate) fn start(path: &Path) -> Result<ChatSink, String> {
+    pub(crate) fn start(path: &Path) -> Result<ChatSink, BenchError> {
         let (tx, rx) = mpsc::channel::<ChatRecord>();
         let path = path.to_path_buf();
         let handle = std::thread::Builder::new()
@@ -246,7 +247,10 @@ impl ChatSink {
                 }
                 (all, problem)
             })
-            .map_err(|e| format!("cannot start the records writer: {e}"))?;
+            .map_err(|source| BenchError::Setup {
+                what: "cannot start the records writer",
+                source,
+            })?;
         Ok(ChatSink { tx, handle })
     }
 

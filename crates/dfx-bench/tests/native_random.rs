@@ -73,12 +73,19 @@ fn real_tokenizer_counts_and_skips_special_tokens() {
         );
     }
     assert_eq!(c.count("alpha bravo golf"), Some(3));
-    let missing = Counter::load(std::path::Path::new("/nonexistent/tokenizer.json")).unwrap_err();
+    let missing = Counter::load(std::path::Path::new("/nonexistent/tokenizer.json"))
+        .unwrap_err()
+        .to_string();
     assert!(missing.contains("/nonexistent/tokenizer.json"), "{missing}");
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("tokenizer.json");
     std::fs::write(&bad, "{\"not\": \"a tokenizer\"}").unwrap();
-    assert!(Counter::load(&bad).unwrap_err().contains("cannot load"));
+    assert!(
+        Counter::load(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot load")
+    );
 }
 
 fn mm(raw: Value) -> Result<MmConfig, String> {

@@ -60,7 +60,55 @@ pub struct FaultError {
     /// Where it came from (flag or variable).
     pub origin: String,
     /// What is wrong and what is accepted.
-    pub reason: String,
+    pub reason: FaultReason,
+}
+
+/// Why one fault's value is refused; `Display` says what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultReason {
+    /// The fault takes a value and has none (what the value is).
+    #[error("needs a value ({0})")]
+    NeedsValue(&'static str),
+    /// The value is not a finite number.
+    #[error("`{value}` is not a number ({what})")]
+    NotNumber {
+        /// The value as given.
+        value: String,
+        /// What the value is.
+        what: &'static str,
+    },
+    /// The value is not a non-negative integer.
+    #[error("`{value}` is not a non-negative integer ({what})")]
+    NotCount {
+        /// The value as given.
+        value: String,
+        /// What the value is.
+        what: &'static str,
+    },
+    /// A chunk (or session) count above the largest accepted.
+    #[error("chunks must be from 0 to {MAX_COUNT}")]
+    ChunksRange,
+    /// A boolean fault with a value that is no switch.
+    #[error("expects 1/true/yes/on or 0/false/no/off")]
+    NotSwitch,
+    /// `exit-at-startup` above 255.
+    #[error("exit status must be 0–255")]
+    ExitStatusRange,
+    /// `ready-after` outside its range.
+    #[error("seconds must be from 0 to {MAX_READY_AFTER_S}")]
+    ReadyAfterRange,
+    /// `crash-at-inflight` outside its range.
+    #[error("must be from 1 to {MAX_COUNT}")]
+    InFlightRange,
+    /// `error500` outside `[0, 1]`.
+    #[error("share must be between 0 and 1")]
+    ShareRange,
+    /// `slowdown` outside its range.
+    #[error("factor must be from {MIN_SLOWDOWN} to {MAX_SLOWDOWN}")]
+    SlowdownRange,
+    /// No fault of that name.
+    #[error("unknown fault; known: {}", FAULT_NAMES.join(", "))]
+    Unknown,
 }
 
 /// Longest `ready-after` delay, seconds (a week, like every timeout of the suite).
@@ -111,55 +159,64 @@ impl Faults {
     }
 
     /// Applies one fault by name.
-    pub fn apply(&mut self, name: &str, value: Option<&str>, _origin: &str) -> Result<(), String> {
-        let num = |what: &str| -> Result<f64, String> {
-            let v = value.ok_or_else(|| format!("needs a value ({what})"))?;
+    pub fn apply(
+        &mut self,
+        name: &str,
+        value: Option<&str>,
+        _origin: &str,
+    ) -> Result<(), FaultReason> {
+        let num = |what: &'static str| -> Result<f64, FaultReason> {
+            let v = value.ok_or(FaultReason::NeedsValue(what))?;
             v.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
-                .ok_or_else(|| format!("`{v}` is not a number ({what})"))
+                .ok_or_else(|| FaultReason::NotNumber {
+                    value: v.to_string(),
+                    what,
+                })
         };
-        let count = |what: &str| -> Result<u64, String> {
-            let v = value.ok_or_else(|| format!("needs a value ({what})"))?;
-            v.parse::<u64>()
-                .map_err(|_| format!("`{v}` is not a non-negative integer ({what})"))
+        let count = |what: &'static str| -> Result<u64, FaultReason> {
+            let v = value.ok_or(FaultReason::NeedsValue(what))?;
+            v.parse::<u64>().map_err(|_| FaultReason::NotCount {
+                value: v.to_string(),
+                what,
+            })
         };
-        let chunks = || -> Result<u32, String> {
+        let chunks = || -> Result<u32, FaultReason> {
             let n = count("chunks")?;
             u32::try_from(n)
                 .ok()
                 .filter(|n| u64::from(*n) <= MAX_COUNT)
-                .ok_or_else(|| format!("chunks must be from 0 to {MAX_COUNT}"))
+                .ok_or(FaultReason::ChunksRange)
         };
-        let flag = || -> Result<bool, String> {
-            parse_bool(value.unwrap_or(""), BoolRule::SWITCH)
-                .ok_or_else(|| "expects 1/true/yes/on or 0/false/no/off".to_string())
+        let flag = || -> Result<bool, FaultReason> {
+            parse_bool(value.unwrap_or(""), BoolRule::SWITCH).ok_or(FaultReason::NotSwitch)
         };
         match name.to_ascii_lowercase().replace('_', "-").as_str() {
             "exit-at-startup" => {
                 let n = count("exit status 0–255")?;
-                let n = u8::try_from(n).map_err(|_| "exit status must be 0–255".to_string())?;
+                let n = u8::try_from(n).map_err(|_| FaultReason::ExitStatusRange)?;
                 self.exit_at_startup = Some(n);
             }
             "never-ready" => self.never_ready = flag()?,
             "ready-after" => {
                 let s = num("seconds")?;
                 if !(0.0..=MAX_READY_AFTER_S).contains(&s) {
-                    return Err(format!("seconds must be from 0 to {MAX_READY_AFTER_S}"));
+                    return Err(FaultReason::ReadyAfterRange);
                 }
                 self.ready_after_s = Some(s);
             }
             "crash-at-inflight" => {
                 let n = count("in-flight requests ≥ 1")?;
                 if !(1..=MAX_COUNT).contains(&n) {
-                    return Err(format!("must be from 1 to {MAX_COUNT}"));
+                    return Err(FaultReason::InFlightRange);
                 }
                 self.crash_at_inflight = usize::try_from(n).ok();
             }
             "error500" => {
                 let p = num("share 0–1")?;
                 if !(0.0..=1.0).contains(&p) {
-                    return Err("share must be between 0 and 1".into());
+                    return Err(FaultReason::ShareRange);
                 }
                 self.error500 = Some(p);
             }
@@ -171,9 +228,7 @@ impl Faults {
             "slowdown" => {
                 let f = num("factor > 0")?;
                 if !(MIN_SLOWDOWN..=MAX_SLOWDOWN).contains(&f) {
-                    return Err(format!(
-                        "factor must be from {MIN_SLOWDOWN} to {MAX_SLOWDOWN}"
-                    ));
+                    return Err(FaultReason::SlowdownRange);
                 }
                 self.slowdown = Some(f);
             }
@@ -181,7 +236,7 @@ impl Faults {
             "realtime-drop-after-chunks" => self.realtime_drop_after_chunks = Some(chunks()?),
             "realtime-event-seq" => self.realtime_event_seq = flag()?,
             "broken-error-envelope" => self.broken_error_envelope = flag()?,
-            _ => return Err(format!("unknown fault; known: {}", FAULT_NAMES.join(", "))),
+            _ => return Err(FaultReason::Unknown),
         }
         Ok(())
     }

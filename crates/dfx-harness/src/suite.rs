@@ -471,7 +471,7 @@ pub(crate) fn build_trials(
                 match result {
                     Ok(Ran::Passed) => Ok(Completion::Completed),
                     Ok(Ran::Ignored(reason)) => Ok(Completion::ignored_with(reason)),
-                    Err(msg) => Err(Failed::from(msg)),
+                    Err(e) => Err(Failed::from(e.to_string())),
                 }
             })
             .with_ignored_flag(ignored)

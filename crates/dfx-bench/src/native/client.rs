@@ -16,6 +16,7 @@ use super::http1::request::RequestHead;
 use super::stall::StallRule;
 use crate::audio::onset::{PcmAnalyzer, PcmStats};
 use crate::audio::pcm::{SNIFF_LEN, Sniff, sniff};
+use crate::native::BenchError;
 
 /// Per-request limits.
 #[derive(Debug, Clone, Copy)]
@@ -116,8 +117,11 @@ impl Target {
         headers: HeaderMap,
         limits: Limits,
         reuse: bool,
-    ) -> Result<Self, String> {
-        let endpoint = Endpoint::parse(url).map_err(|e| e.to_string())?;
+    ) -> Result<Self, BenchError> {
+        let endpoint = Endpoint::parse(url).map_err(|e| match e {
+            super::http1::Error::Url { url, why } => BenchError::BadUrl { url, why },
+            other => BenchError::Connection(other.to_string()),
+        })?;
         let head = RequestHead::post(&endpoint, &headers);
         Ok(Target {
             endpoint,

@@ -4,6 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::native::BenchError;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -65,13 +66,10 @@ pub(crate) const MAX_META_BYTES: u64 = 256 * 1024 * 1024;
 pub(crate) const MAX_CLIP_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A reference clip's bytes (a regular file of at most [`MAX_CLIP_BYTES`]).
-pub(crate) fn read_clip(path: &Path) -> Result<Vec<u8>, String> {
-    dfx_core::fsutil::read_bounded(path, MAX_CLIP_BYTES).map_err(|e| {
-        format!(
-            "cannot read reference clip {}: {}",
-            path.display(),
-            e.problem()
-        )
+pub(crate) fn read_clip(path: &Path) -> Result<Vec<u8>, BenchError> {
+    dfx_core::fsutil::read_bounded(path, MAX_CLIP_BYTES).map_err(|e| BenchError::Clip {
+        path: path.to_path_buf(),
+        why: e.problem(),
     })
 }
 
@@ -370,6 +368,8 @@ pub fn load(kind: DatasetKind, folder: &Path, locale: &str) -> Result<Dataset, D
 
 /// Whether `path` is a WAV a server can use as reference audio: a readable RIFF/WAVE file
 /// with a PCM or float format, 1–8 channels, a usable sample rate and at least one sample.
+/// The error is the short reason (`missing`, `holds no audio`) the dataset's `BadClips` error
+/// lists per clip: a string is the domain.
 pub(crate) fn check_clip(path: &Path) -> Result<(), String> {
     match dfx_core::fsutil::check_regular(path, MAX_CLIP_BYTES) {
         Err(dfx_core::fsutil::ReadError::Io { source, .. })

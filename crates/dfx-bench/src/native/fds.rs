@@ -6,6 +6,8 @@
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
+pub(crate) use super::error::FdError;
+
 /// Descriptors kept free beyond the connections: records, logs, the runtime's own.
 pub(crate) const MARGIN: u64 = 64;
 
@@ -33,31 +35,33 @@ pub(crate) fn open_now() -> u64 {
 /// Makes room for `in_flight` connections: `Ok(None)` when the soft limit suffices,
 /// `Ok(Some(note))` after raising it, `Err(why and how to raise it)` when even the hard
 /// limit is too low.
-pub(crate) fn ensure(in_flight: usize) -> Result<Option<String>, String> {
+pub(crate) fn ensure(in_flight: usize) -> Result<Option<String>, FdError> {
     let open = open_now();
     let need = (in_flight as u64)
         .saturating_add(open)
         .saturating_add(MARGIN);
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)
-        .map_err(|e| format!("cannot read RLIMIT_NOFILE: {e}"))?;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(FdError::Read)?;
     if need <= soft {
         return Ok(None);
     }
     if need <= hard {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
-            .map_err(|e| format!("cannot raise RLIMIT_NOFILE from {soft} to {hard}: {e}"))?;
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(|source| FdError::Raise {
+            soft,
+            hard,
+            source,
+        })?;
         return Ok(Some(format!(
             "file descriptors: raised the soft limit from {soft} to the hard limit {hard} \
              (this step needs about {need})"
         )));
     }
-    Err(format!(
-        "this step needs about {need} file descriptors ({in_flight} connections in flight + \
-         {open} open + {MARGIN} margin) but RLIMIT_NOFILE allows at most {hard}; raise the \
-         hard limit (as root: `ulimit -Hn {need}` before the run, `LimitNOFILE={need}` in a \
-         systemd unit, `--ulimit nofile={need}:{need}` for a container) or lower \
-         max_concurrency"
-    ))
+    Err(FdError::TooLow {
+        need,
+        in_flight,
+        open,
+        margin: MARGIN,
+        hard,
+    })
 }
 
 #[cfg(test)]
@@ -79,7 +83,9 @@ mod tests {
         if hard >= u64::MAX / 2 {
             return; // unlimited: nothing can exceed it
         }
-        let e = ensure(usize::try_from(hard).unwrap_or(usize::MAX)).unwrap_err();
+        let e = ensure(usize::try_from(hard).unwrap_or(usize::MAX))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("RLIMIT_NOFILE") && e.contains("ulimit -Hn"),
             "{e}"

@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use super::client::Exchange;
-use super::omni::client::ChatExchange;
 use super::record::Dispatch;
 
 /// The factor K between the real-time scale and the wall clock (1 = real time).
@@ -93,25 +92,6 @@ impl TimeLapse {
         x.end_at = self.instant(base, x.end_at);
         x.chunks.iter_mut().for_each(|c| c.0 = self.to_real_s(c.0));
         x.connect = x.connect.map(|c| self.to_real(c));
-    }
-
-    /// A chat exchange: send and end, and every time its stream noted (seconds since the
-    /// send).
-    pub(crate) fn chat(self, base: Instant, x: &mut ChatExchange) {
-        if self.is_real_time() {
-            return;
-        }
-        x.send_at = self.instant(base, x.send_at);
-        x.end_at = self.instant(base, x.end_at);
-        let st = &mut x.stream;
-        let real = |v: Option<f64>| v.map(|t| self.to_real_s(t));
-        st.ttft_s = real(st.ttft_s);
-        st.audio_first_s = real(st.audio_first_s);
-        st.audio_last_s = real(st.audio_last_s);
-        st.last_msg_s = real(st.last_msg_s);
-        self.timeline(&mut st.itl_s);
-        self.timeline(&mut st.token_t_s);
-        self.timeline(&mut st.audio_t_s);
     }
 }
 

@@ -21,6 +21,7 @@ pub mod dataset;
 pub(crate) mod deadline;
 pub(crate) mod driver;
 pub mod duplex;
+mod error;
 pub(crate) mod evloop;
 pub(crate) mod fds;
 pub(crate) mod http1;
@@ -53,6 +54,8 @@ use dfx_core::bench::{
     Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, PreflightError, Unsupported,
 };
 use dfx_core::plan::{BenchEntry, ConnectionMode, Dialect, Trial};
+
+pub use self::error::{BenchError, FdError};
 
 use self::aggregate::StepFacts;
 use self::driver::Load;
@@ -246,7 +249,9 @@ impl Bench for NativeBench {
         } else {
             prepare::preflight(&self.settings, trial)
         };
-        checked.map(Some).map_err(PreflightError::Inputs)
+        checked
+            .map(Some)
+            .map_err(|e| PreflightError::Inputs(e.to_string()))
     }
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
@@ -254,7 +259,8 @@ impl Bench for NativeBench {
         log.write(&format!("native bench: {}", ctx.trial.name));
         match self.run_logged(ctx, &mut log) {
             Ok(outcome) => outcome,
-            Err(msg) => {
+            Err(e) => {
+                let msg = e.to_string();
                 log.write(&format!("error: {msg}"));
                 BenchOutcome {
                     result: None,
@@ -373,7 +379,7 @@ impl NativeBench {
         &self,
         ctx: &BenchContext<'_>,
         log: &mut BenchLog,
-    ) -> Result<BenchOutcome, String> {
+    ) -> Result<BenchOutcome, BenchError> {
         if ctx.trial.entry.dialect == Dialect::Stability {
             return self.run_soak(ctx, log);
         }

@@ -19,6 +19,7 @@ use super::record::Sample;
 use super::request::{BodyTemplate, base_headers, wav_data_url};
 use super::schedule;
 use super::selection::Selection;
+use crate::native::BenchError;
 
 /// A step ready to run.
 pub(crate) struct Prepared {
@@ -75,20 +76,20 @@ pub(crate) fn load_dataset(
     kind: DatasetKind,
     locale: &str,
     notes: &mut Vec<String>,
-) -> Result<dataset::Dataset, String> {
+) -> Result<dataset::Dataset, BenchError> {
     let path = trial
         .entry
         .dataset_path
         .as_deref()
-        .ok_or_else(|| dataset::DatasetError::NoPath.to_string())?;
+        .ok_or(dataset::DatasetError::NoPath)?;
     let lookup = Lookup {
         cwd: std::env::current_dir().unwrap_or_default(),
         config_dir: trial.source.file.parent().map(|p| p.to_path_buf()),
         roots: settings.dataset_roots.clone(),
         hf_caches: Lookup::hf_caches_from_env(),
     };
-    let folder = lookup.resolve(path, locale).map_err(|e| e.to_string())?;
-    let ds = dataset::load(kind, &folder, locale).map_err(|e| e.to_string())?;
+    let folder = lookup.resolve(path, locale)?;
+    let ds = dataset::load(kind, &folder, locale)?;
     notes.push(format!(
         "dataset: {} ({} rows)",
         ds.meta.display(),
@@ -98,16 +99,16 @@ pub(crate) fn load_dataset(
 }
 
 /// The dataset kind of `entry`, or why the native bench cannot serve it.
-pub(crate) fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
+pub(crate) fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, BenchError> {
     entry
         .dataset_name
         .as_deref()
         .and_then(DatasetKind::from_name)
         .ok_or_else(|| {
-            format!(
+            BenchError::Input(format!(
                 "dataset {:?} is not implemented by the native bench",
                 entry.dataset_name
-            )
+            ))
         })
 }
 
@@ -115,15 +116,15 @@ pub(crate) fn dataset_kind(entry: &BenchEntry) -> Result<DatasetKind, String> {
 /// dataset resolves, `meta.lst` parses with the fields its task needs, every reference
 /// clip of a voice-clone dataset exists and decodes (the percentile keys were checked
 /// when the plan was built). Returns the dataset's description for the log.
-pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, BenchError> {
     let entry = &trial.entry;
     let kind = dataset_kind(entry)?;
     if kind == DatasetKind::SeedTtsText && !has_voice(entry) {
-        return Err(
+        return Err(BenchError::Input(
             "seed-tts-text sends no reference audio, so the request needs a voice: \
                     set extra_body.voice (e.g. \"Vivian\")"
                 .into(),
-        );
+        ));
     }
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
     let mut notes = Vec::new();
@@ -149,7 +150,7 @@ fn jobs(
     (measured, warm): (&[usize], &[usize]),
     prefix: &str,
     quality: Option<&Arc<str>>,
-) -> Result<(Vec<Job>, Vec<Job>), String> {
+) -> Result<(Vec<Job>, Vec<Job>), BenchError> {
     let mut bodies: HashMap<usize, Bytes> = HashMap::new();
     for &r in measured.iter().chain(warm) {
         if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(r) {
@@ -183,7 +184,7 @@ pub(crate) fn load_shape(
     n: usize,
     seed: u64,
     lapse: TimeLapse,
-) -> Result<(Load, String), String> {
+) -> Result<(Load, String), BenchError> {
     let (entry, step) = (&ctx.trial.entry, &ctx.trial.step);
     let burstiness = entry.burstiness.unwrap_or(1.0);
     Ok(match step.request_rate() {
@@ -208,9 +209,7 @@ pub(crate) fn load_shape(
                 })
                 .unwrap_or_default()
             );
-            // Still a string boundary: `prepare` reports its errors as text (issue #36).
-            let mut offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)
-                .map_err(|e| e.to_string())?;
+            let mut offsets = schedule::planned_offsets(&load.shape, n, rate, burstiness, seed)?;
             offsets.iter_mut().for_each(|t| *t = lapse.to_wall_s(*t));
             let saturation = load.saturation;
             (
@@ -230,7 +229,7 @@ pub(crate) fn prepare(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     reuse: bool,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, BenchError> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
     let kind = dataset_kind(entry)?;
@@ -273,7 +272,7 @@ pub(crate) fn prepare_rows(
     source: &RowSource<'_>,
     selection: Selection,
     mut notes: Vec<String>,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, BenchError> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let (kind, n, w, seed) = (source.kind, source.n, source.warmups, source.seed);
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
@@ -320,7 +319,7 @@ pub(crate) fn prepare_rows(
     })
 }
 
-fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, String> {
+fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, BenchError> {
     let ref_audio = if t.kind == DatasetKind::SeedTts {
         let wav = super::dataset::read_clip(&row.ref_wav)?;
         Some(wav_data_url(&wav))
@@ -330,7 +329,10 @@ fn body_bytes(t: &BodyTemplate, row: &Row) -> Result<Bytes, String> {
     let body = t.body(row, ref_audio.as_deref());
     serde_json::to_vec(&body)
         .map(Bytes::from)
-        .map_err(|e| format!("cannot encode a request body: {e}"))
+        .map_err(|source| BenchError::Encode {
+            what: "a request body",
+            source,
+        })
 }
 
 /// `request_id_prefix` from the entry, else `bench-<8 hex>-` (upstream's shape).

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use dfx_core::result::ResultDoc;
 
 use crate::metrics::audio_duration;
+use crate::native::BenchError;
 
 /// Folder under the trial folder.
 pub(crate) const DIR: &str = "quality";
@@ -107,14 +108,18 @@ fn safe_part(value: &str, default: &str) -> String {
 
 impl QualityWriter {
     /// Creates `<trial>/quality/audio/` and the manifest.
-    pub(crate) fn create(trial_dir: &Path) -> Result<QualityWriter, String> {
+    pub(crate) fn create(trial_dir: &Path) -> Result<QualityWriter, BenchError> {
         let dir = trial_dir.join(DIR);
         let audio = dir.join("audio");
-        std::fs::create_dir_all(&audio)
-            .map_err(|e| format!("cannot create {}: {e}", audio.display()))?;
+        std::fs::create_dir_all(&audio).map_err(|source| BenchError::Create {
+            path: audio.clone(),
+            source,
+        })?;
         let path = dir.join(MANIFEST);
-        let file = std::fs::File::create(&path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let file = std::fs::File::create(&path).map_err(|source| BenchError::Create {
+            path: path.clone(),
+            source,
+        })?;
         Ok(QualityWriter {
             stats: QualityStats {
                 dir,
@@ -172,7 +177,7 @@ impl QualityWriter {
 
 /// A 16-bit mono WAV of little-endian PCM `audio` (an odd last byte is dropped), written
 /// to a temporary name and renamed.
-fn write_wav(path: &Path, audio: &[u8], sample_rate: u32) -> Result<(), String> {
+fn write_wav(path: &Path, audio: &[u8], sample_rate: u32) -> Result<(), hound::Error> {
     let spec = hound::WavSpec {
         channels: 1,
         sample_rate,
@@ -181,16 +186,16 @@ fn write_wav(path: &Path, audio: &[u8], sample_rate: u32) -> Result<(), String> 
     };
     let tmp = path.with_extension("wav.part");
     let written = (|| {
-        let mut w = hound::WavWriter::create(&tmp, spec).map_err(|e| e.to_string())?;
+        let mut w = hound::WavWriter::create(&tmp, spec)?;
         {
             let mut i16w = w.get_i16_writer((audio.len() / 2) as u32);
             for s in audio.chunks_exact(2) {
                 i16w.write_sample(i16::from_le_bytes([s[0], s[1]]));
             }
-            i16w.flush().map_err(|e| e.to_string())?;
+            i16w.flush()?;
         }
-        w.finalize().map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+        w.finalize()?;
+        std::fs::rename(&tmp, path).map_err(hound::Error::IoError)
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -8,6 +8,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value};
 
 use super::dataset::{DatasetKind, Row};
+use crate::native::BenchError;
 
 /// Sampling flags of `vllm bench serve` that travel in the request body, as written in an
 /// entry (dashes or underscores).
@@ -122,12 +123,12 @@ pub(crate) fn wav_data_url(wav: &[u8]) -> String {
 /// Headers of every request: JSON content type and, when a token is configured, the bearer
 /// token (marked sensitive so it never shows in debug output). Upstream sends
 /// `Bearer None` without a key; dfx-perf sends no `Authorization` header then.
-pub(crate) fn base_headers(token: Option<&str>) -> Result<HeaderMap, String> {
+pub(crate) fn base_headers(token: Option<&str>) -> Result<HeaderMap, BenchError> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(token) = token {
         let mut v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-            "the auth token contains characters not allowed in a header".to_string()
+            BenchError::Input("the auth token contains characters not allowed in a header".into())
         })?;
         v.set_sensitive(true);
         h.insert(AUTHORIZATION, v);

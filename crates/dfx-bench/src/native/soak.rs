@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::dataset::{DatasetKind, Row};
 use super::record::RequestRecord;
 use super::stats;
+use crate::native::BenchError;
 
 /// A soak's parameters, read from the entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,11 +45,11 @@ pub(crate) fn plan(keys: &SoakKeys, batch: u64, scale: f64) -> SoakPlan {
 }
 
 /// The soak keys of a stability entry, or why `entry` is not one.
-pub(crate) fn keys(entry: &BenchEntry) -> Result<&SoakKeys, String> {
+pub(crate) fn keys(entry: &BenchEntry) -> Result<&SoakKeys, BenchError> {
     entry
         .runner
         .soak()
-        .ok_or_else(|| "not a stability entry".to_string())
+        .ok_or(BenchError::WrongRunner("stability"))
 }
 
 const WORDS: [&str; 24] = [

@@ -13,6 +13,7 @@ use super::progress::Progress;
 use super::selection::Selection;
 use super::sink::RecordSink;
 use super::{NativeBench, fds, soak};
+use crate::native::BenchError;
 
 /// Most batches of one soak, whatever its duration (a bound on the loop, not a limit a
 /// real soak reaches: a day of 10 s batches is 8640).
@@ -24,7 +25,7 @@ impl NativeBench {
         &self,
         ctx: &BenchContext<'_>,
         log: &mut BenchLog,
-    ) -> Result<BenchOutcome, String> {
+    ) -> Result<BenchOutcome, BenchError> {
         let (trial, entry) = (ctx.trial, &ctx.trial.entry);
         let s = &self.settings;
         let plan = soak::plan(soak::keys(entry)?, trial.step.num_prompts, s.duration_scale);
@@ -108,7 +109,7 @@ impl NativeBench {
         if let Some(problem) = problem {
             log.write(&format!("warning: {problem}"));
         }
-        let p = last.ok_or("the soak ran no batch")?;
+        let p = last.ok_or(BenchError::NoBatch)?;
         let mut measured: Vec<_> = records.into_iter().filter(|r| !r.warmup).collect();
         soak::rebase(&mut measured, &started);
         measured.sort_by(|a, b| a.actual_send_s.total_cmp(&b.actual_send_s));

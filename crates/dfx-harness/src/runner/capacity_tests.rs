@@ -93,7 +93,7 @@ fn search_with(
     let mut f = fixture(vec![t], Box::new(bench), false);
     f.session.gpu_hour_price = Some(3.6);
     f.session.repeats = flag;
-    let out = f.session.run_trial(0);
+    let out = f.session.run_trial(0).map_err(|e| e.to_string());
     let doc = Value::Object(result_json(&f, 0));
     let seen = rates.lock().unwrap().clone();
     (out, doc, seen)

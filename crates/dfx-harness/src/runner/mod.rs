@@ -23,9 +23,11 @@ use crate::summary::{Outcome, SummaryEntry};
 
 mod capacity;
 mod classify;
+mod error;
 pub(crate) mod failure;
 mod repeat;
 
+pub(crate) use error::TrialError;
 use failure::{Fallback, NotRun, TrialFailure, render};
 pub(crate) mod upstream;
 
@@ -99,9 +101,9 @@ struct Produced {
 
 /// After a signal the handler owns the run folder (it closes and seals it): the runner
 /// writes nothing more there.
-fn interrupted() -> Result<(), String> {
+fn interrupted() -> Result<(), TrialError> {
     if dfx_core::stop::requested() {
-        return Err("interrupted: the signal handler closed the run".into());
+        return Err(TrialError::Interrupted);
     }
     Ok(())
 }
@@ -110,7 +112,7 @@ impl Session {
     /// Runs trial `idx`: `Ok(Passed)`, `Ok(Ignored(reason))` when it cannot run on a plain
     /// run, `Err(message)` when it failed. Panics are caught and recorded as
     /// failures.
-    pub(crate) fn run_trial(&mut self, idx: usize) -> Result<Ran, String> {
+    pub(crate) fn run_trial(&mut self, idx: usize) -> Result<Ran, TrialError> {
         let started = Instant::now();
         self.trial_started = chrono::Local::now();
         {
@@ -134,17 +136,18 @@ impl Session {
                 .cloned()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            let msg = format!("trial panicked: {msg}");
+            let err = TrialError::Panicked(msg);
+            let msg = err.to_string();
             let mut entry = SummaryEntry::new(&self.planned[idx].trial, Outcome::Failed);
             entry.failures.push(msg.clone());
             entry.failure_class = Some(FailureClass::Harness);
             entry.failure_detail = Some(msg.clone());
             match self.write_panicked(idx, &msg) {
                 Ok(rel) => entry.result = Some(rel),
-                Err(e) => entry.failures.push(e),
+                Err(e) => entry.failures.push(e.to_string()),
             }
             self.record(idx, entry);
-            Err(msg)
+            Err(err)
         });
         let mut progress = lock(&self.progress);
         if progress.frozen {
@@ -164,11 +167,13 @@ impl Session {
     /// After a panic inside trial `idx`: the template `result.json` and a `verdict.json`
     /// saying why, so the trial folder holds a result like every failed trial's (its
     /// partial `records.jsonl` and `bench.log` stay). Returns the result's relative path.
-    fn write_panicked(&self, idx: usize, msg: &str) -> Result<String, String> {
+    fn write_panicked(&self, idx: usize, msg: &str) -> Result<String, TrialError> {
         let p = &self.planned[idx];
         let dir = self.run.trial_dir(&p.dir_name);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|source| TrialError::CreateDir {
+            dir: dir.clone(),
+            source,
+        })?;
         let mut doc = template_fallback(msg);
         add_runner_keys(&mut doc, &p.trial, &self.hardware, None);
         let mut verdict = Verdict::failed(vec![msg.to_string()]);
@@ -177,7 +182,7 @@ impl Session {
         let file = VerdictFile::new(&p.trial.name, verdict, &p.trial.thresholds);
         write_json_atomic(&dir.join("result.json"), &doc)
             .and_then(|()| write_json_atomic(&dir.join("verdict.json"), &file))
-            .map_err(|e| format!("cannot write the result of the panicked trial: {e}"))?;
+            .map_err(TrialError::WritePanicked)?;
         Ok(format!("trials/{}/result.json", p.dir_name))
     }
 
@@ -207,7 +212,7 @@ impl Session {
         }
     }
 
-    fn run_inner(&mut self, idx: usize) -> Result<Ran, String> {
+    fn run_inner(&mut self, idx: usize) -> Result<Ran, TrialError> {
         let dir = self.run.trial_dir(&self.planned[idx].dir_name);
         let slot = match &self.planned[idx].disposition {
             Disposition::Run { slot } => *slot,
@@ -228,8 +233,8 @@ impl Session {
             }
         };
         interrupted()?;
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            return Err(format!("cannot create {}: {e}", dir.display()));
+        if let Err(source) = std::fs::create_dir_all(&dir) {
+            return Err(TrialError::CreateDir { dir, source });
         }
         let trial = &self.planned[idx].trial;
         let label = self.benches.label(slot);
@@ -335,7 +340,7 @@ impl Session {
 
     /// Completes the document, judges it, writes result.json / verdict.json, records the
     /// summary entry.
-    fn conclude(&mut self, idx: usize, dir: PathBuf, mut p: Produced) -> Result<Ran, String> {
+    fn conclude(&mut self, idx: usize, dir: PathBuf, mut p: Produced) -> Result<Ran, TrialError> {
         interrupted()?;
         let trial = &self.planned[idx].trial;
         let mut doc = std::mem::take(&mut p.doc);
@@ -483,7 +488,7 @@ impl Session {
             msg.insert(0, line);
         }
         msg.push(format!("result: {}", result_path.display()));
-        Err(msg.join("\n"))
+        Err(TrialError::Failed(msg))
     }
 }
 

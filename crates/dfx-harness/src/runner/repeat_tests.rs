@@ -102,7 +102,7 @@ fn the_median_breaching_fails_and_a_repeat_that_lost_a_request_fails_the_trial()
         lose_seed: None,
     };
     let mut f = fixture(vec![repeated_trial(3, 175.0)], Box::new(bench), true);
-    let err = f.session.run_trial(0).unwrap_err();
+    let err = f.session.run_trial(0).unwrap_err().to_string();
     assert!(err.contains("p99_audio_ttfp_ms"), "{err}");
 
     let bench = SeededBench {
@@ -110,7 +110,7 @@ fn the_median_breaching_fails_and_a_repeat_that_lost_a_request_fails_the_trial()
         lose_seed: Some(8),
     };
     let mut f = fixture(vec![repeated_trial(3, 1000.0)], Box::new(bench), false);
-    let err = f.session.run_trial(0).unwrap_err();
+    let err = f.session.run_trial(0).unwrap_err().to_string();
     let doc = result_json(&f, 0);
     assert_eq!(
         (doc["completed"].clone(), doc["failed"].clone()),

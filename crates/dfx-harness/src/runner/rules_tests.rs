@@ -21,7 +21,7 @@ fn a_tpot_baseline_without_tpot_samples_fails_the_trial() {
         .items
         .push(threshold("mean_tpot_ms", 50.0, Direction::LowerIsBetter));
     let mut f = fixture(vec![t], fake(FakeKnobs::default()), false);
-    let err = f.session.run_trial(0).unwrap_err();
+    let err = f.session.run_trial(0).unwrap_err().to_string();
     assert!(
         err.contains("TPOT baseline is configured, but no measurable TPOT samples were produced"),
         "{err}"
@@ -69,7 +69,7 @@ fn omniinteract_results_are_gated_on_their_summary() {
         ..FakeKnobs::default()
     };
     let mut f = fixture(vec![omniinteract_trial()], fake(knobs), false);
-    let err = f.session.run_trial(0).unwrap_err();
+    let err = f.session.run_trial(0).unwrap_err().to_string();
     assert!(
         err.contains(
             "OmniInteract requests did not all succeed: total 3, success 2, failed 1 (expected 3, 3, 0)"

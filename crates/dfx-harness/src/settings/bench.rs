@@ -138,7 +138,7 @@ fn local_tokenizer(value: Option<&str>, errors: &mut Vec<FlagError>) -> Option<P
     let problem = if file.is_file() {
         match dfx_bench::native::random::text::Counter::load(&file) {
             Ok(_) => return Some(file),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     } else {
         format!("no tokenizer file at {}", file.display())

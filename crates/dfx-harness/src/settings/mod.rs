@@ -246,7 +246,7 @@ fn check_sim_faults(flag: Option<&str>, errors: &mut Vec<FlagError>) {
             "--sim-faults",
             "DFX_SIM_FAULTS",
             list,
-            &e.reason,
+            &e.reason.to_string(),
             &fault_syntax(),
         ));
     }

@@ -36,21 +36,32 @@ pub(crate) const SWEEP_KEYS: &[&str] = &["request-rate", "num-prompts", "max-con
 /// The name of the output file in the trial folder.
 pub const OUTPUT_FILE: &str = "diffusion_bench_result.json";
 
+/// Why a diffusion step's command cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The driver cannot run (its script or Python is missing).
+    #[error(transparent)]
+    Program(#[from] dfx_core::bench::MissingProgram),
+    /// The entry has no diffusion endpoint.
+    #[error("the entry has no diffusion endpoint")]
+    NoEndpoint,
+    /// The trial folder has no absolute form.
+    #[error("{0}")]
+    OutDir(#[source] std::io::Error),
+}
+
 /// Builds the command of `ctx`'s step; the output file is `<trial dir>/`[`OUTPUT_FILE`]
 /// (absolute, since the child runs in the checkout's `tests/`).
 pub fn build(
     ctx: &BenchContext<'_>,
     r: &Resolved,
     extra_env: &BTreeMap<String, String>,
-) -> Result<BenchCommand, String> {
+) -> Result<BenchCommand, CommandError> {
     let trial = ctx.trial;
     let entry = &trial.entry;
     let raw = &entry.raw;
-    let endpoint = entry
-        .endpoint
-        .clone()
-        .ok_or("the entry has no diffusion endpoint")?;
-    let out_dir = std::path::absolute(&ctx.out_dir).map_err(|e| e.to_string())?;
+    let endpoint = entry.endpoint.clone().ok_or(CommandError::NoEndpoint)?;
+    let out_dir = std::path::absolute(&ctx.out_dir).map_err(CommandError::OutDir)?;
     let output = out_dir.join(OUTPUT_FILE);
     let text = |key: &str, default: &str| match raw.get(key) {
         None | Some(Value::Null) => default.to_string(),

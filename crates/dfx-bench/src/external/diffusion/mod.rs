@@ -108,8 +108,11 @@ impl DiffusionBench {
     }
 
     /// The command of `ctx`'s step (for tests and listings).
-    pub fn build_command(&self, ctx: &BenchContext<'_>) -> Result<super::BenchCommand, String> {
-        let r = self.resolved.as_ref().map_err(ToString::to_string)?;
+    pub fn build_command(
+        &self,
+        ctx: &BenchContext<'_>,
+    ) -> Result<super::BenchCommand, command::CommandError> {
+        let r = self.resolved.as_ref().map_err(Clone::clone)?;
         command::build(ctx, r, &self.settings.extra_env)
     }
 }
@@ -190,7 +193,7 @@ impl Bench for DiffusionBench {
         };
         let cmd = match self.build_command(ctx) {
             Ok(c) => c,
-            Err(why) => return not_run(BenchExit::NotStarted(why)),
+            Err(why) => return not_run(BenchExit::NotStarted(why.to_string())),
         };
         let _ = std::fs::remove_file(&cmd.result_path);
         let log_path = ctx.out_dir.join("bench.log");

@@ -1,6 +1,9 @@
 //! What a reply must look like: the OpenAI error envelope of vLLM's `ErrorResponse`
 //! (`{"error": {"message": str, "type": str, "param": str | null, "code": int}}`, the
 //! code equal to the HTTP status), or audio.
+//!
+//! Each check's error is the scenario's finding, the text `result.json`'s `contract`
+//! `detail` and the trial's failure line quote: a string is the domain here.
 
 use serde_json::Value;
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::native::BenchError;
 use base64::Engine as _;
 use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
@@ -48,13 +49,13 @@ impl Reply {
 
 impl Target {
     /// A client with no idle connections kept (every request connects anew).
-    pub fn client(&self) -> Result<reqwest::Client, String> {
+    pub fn client(&self) -> Result<reqwest::Client, BenchError> {
         reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .connect_timeout(self.timeout)
             .timeout(self.timeout)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            .map_err(BenchError::HttpClient)
     }
 
     /// `base_url` + `path`.
@@ -122,7 +123,7 @@ pub(crate) fn reference_data_url() -> String {
 }
 
 /// Reads a whole reply, at most `MAX_REPLY_BYTES`.
-pub async fn read(resp: reqwest::Response) -> Result<Reply, String> {
+pub async fn read(resp: reqwest::Response) -> Result<Reply, BenchError> {
     let status = resp.status().as_u16();
     let content_type = resp
         .headers()
@@ -132,13 +133,11 @@ pub async fn read(resp: reqwest::Response) -> Result<Reply, String> {
         .to_string();
     let mut resp = resp;
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("reading the reply failed: {e}"))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(BenchError::ReadReply)? {
         if body.len() + chunk.len() > MAX_REPLY_BYTES {
-            return Err(format!("the reply is over {MAX_REPLY_BYTES} bytes"));
+            return Err(BenchError::ReplyTooLarge {
+                cap: MAX_REPLY_BYTES,
+            });
         }
         body.extend_from_slice(&chunk);
     }
@@ -154,14 +153,14 @@ pub(crate) async fn post_speech(
     client: &reqwest::Client,
     t: &Target,
     body: Vec<u8>,
-) -> Result<Reply, String> {
+) -> Result<Reply, BenchError> {
     let resp = client
         .post(t.url("/v1/audio/speech"))
         .header(CONTENT_TYPE, "application/json")
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(BenchError::Request)?;
     read(resp).await
 }
 
@@ -170,7 +169,7 @@ pub(crate) async fn speech_json(
     client: &reqwest::Client,
     t: &Target,
     body: &serde_json::Map<String, Value>,
-) -> Result<Reply, String> {
+) -> Result<Reply, BenchError> {
     post_speech(client, t, serde_json::to_vec(body).unwrap_or_default()).await
 }
 
@@ -180,12 +179,12 @@ pub async fn call(
     t: &Target,
     method: reqwest::Method,
     path: &str,
-) -> Result<Reply, String> {
+) -> Result<Reply, BenchError> {
     let resp = client
         .request(method, t.url(path))
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(BenchError::Request)?;
     read(resp).await
 }
 

@@ -24,6 +24,7 @@ use self::http::{Reply, Target};
 use super::driver::{Load, tasks};
 use super::log::BenchLog;
 use super::record::Dispatch;
+use crate::native::BenchError;
 
 /// What one scenario saw: the reply (`got`) and, when it failed, what differed.
 #[derive(Debug, Clone, Default)]
@@ -49,13 +50,13 @@ impl Finding {
     }
 
     /// Judges a reply with `check` (a request error fails).
-    pub fn of(r: Result<Reply, String>, check: impl Fn(&Reply) -> Result<(), String>) -> Self {
+    pub fn of(r: Result<Reply, BenchError>, check: impl Fn(&Reply) -> Result<(), String>) -> Self {
         match r {
             Ok(r) => Finding {
                 got: r.summary(),
                 problem: check(&r).err(),
             },
-            Err(e) => Finding::fail(String::new(), e),
+            Err(e) => Finding::fail(String::new(), e.to_string()),
         }
     }
 }
@@ -147,11 +148,14 @@ pub async fn run_one(s: &Scenario, c: &reqwest::Client, t: &Target) -> Outcome {
 /// Runs `scenarios` in order against `t` on a runtime of its own: one at a time (a closed
 /// loop of one on the one scheduler, [`super::driver::tasks::run_phase`], which sends
 /// nothing more once the run is being interrupted).
-pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcome>, String> {
+pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcome>, BenchError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        .map_err(|source| BenchError::Setup {
+            what: "cannot start the tokio runtime",
+            source,
+        })?;
     let client = t.client()?;
     let target = Arc::new(t.clone());
     let out = Arc::new(Mutex::new(Vec::with_capacity(scenarios.len())));
@@ -221,13 +225,13 @@ pub fn result_doc(outcomes: &[Outcome], model: &str, hardware: &str) -> Map<Stri
 
 /// Runs a contract trial: every selected scenario, `records.jsonl` (one line each),
 /// `bench.log` and the result document.
-pub fn run(ctx: &BenchContext<'_>, log: &mut BenchLog) -> Result<BenchOutcome, String> {
+pub fn run(ctx: &BenchContext<'_>, log: &mut BenchLog) -> Result<BenchOutcome, BenchError> {
     let keys = ctx
         .trial
         .entry
         .runner
         .contract()
-        .ok_or_else(|| "not a contract entry".to_string())?;
+        .ok_or(BenchError::WrongRunner("contract"))?;
     let scenarios: Vec<&'static Scenario> =
         keys.scenarios.iter().filter_map(|n| scenario(n)).collect();
     let target = Target {

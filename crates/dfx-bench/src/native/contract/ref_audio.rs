@@ -7,11 +7,12 @@ use serde_json::json;
 use super::Finding;
 use super::expect::error_envelope;
 use super::http::{Reply, Target, speech_json};
+use crate::native::BenchError;
 
 /// A fragment of `/etc/passwd` that must never come back.
 const PASSWD_MARK: &str = "root:";
 
-async fn with_ref(c: &reqwest::Client, t: &Target, ref_audio: &str) -> Result<Reply, String> {
+async fn with_ref(c: &reqwest::Client, t: &Target, ref_audio: &str) -> Result<Reply, BenchError> {
     let mut b = t.speak_body("Hello there.");
     b.insert("task_type".into(), json!("Base"));
     b.insert("ref_audio".into(), json!(ref_audio));

@@ -49,7 +49,7 @@ pub(crate) async fn long_input(c: &reqwest::Client, t: &Target) -> Finding {
             Finding::pass(format!("200 <first {n} bytes of audio>"))
         }
         Ok(super::stream::Start::Refused(r)) => Finding::of(Ok(r), |r| error_envelope(r, 400)),
-        Err(e) => Finding::fail(String::new(), e),
+        Err(e) => Finding::fail(String::new(), e.to_string()),
     }
 }
 

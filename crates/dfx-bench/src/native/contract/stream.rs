@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::Finding;
 use super::expect::wav_audio;
 use super::http::{Reply, Target, read, speech_json};
+use crate::native::BenchError;
 
 /// Text long enough to stream for a while.
 const PARAGRAPH: &str = "The harbour was quiet that morning. Gulls circled above the boats, \
@@ -32,13 +33,13 @@ pub(crate) async fn first_bytes(
     c: &reqwest::Client,
     t: &Target,
     b: &Map<String, Value>,
-) -> Result<Start, String> {
+) -> Result<Start, BenchError> {
     let mut resp = c
         .post(t.url("/v1/audio/speech"))
         .json(b)
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(BenchError::Request)?;
     if resp.status().as_u16() != 200 {
         return read(resp).await.map(Start::Refused);
     }
@@ -46,8 +47,8 @@ pub(crate) async fn first_bytes(
         match resp.chunk().await {
             Ok(Some(ch)) if !ch.is_empty() => return Ok(Start::Audio(ch.len())),
             Ok(Some(_)) => {}
-            Ok(None) => return Err("200 but the stream ended without audio".into()),
-            Err(e) => return Err(format!("reading the stream failed: {e}")),
+            Ok(None) => return Err(BenchError::StreamWithoutAudio),
+            Err(e) => return Err(BenchError::ReadStream(e)),
         }
     }
 }
@@ -62,7 +63,7 @@ pub(crate) async fn disconnect_mid_stream(c: &reqwest::Client, t: &Target) -> Fi
         Ok(Start::Refused(r)) => {
             return Finding::fail(r.summary(), "the stream was refused".into());
         }
-        Err(e) => return Finding::fail(String::new(), e),
+        Err(e) => return Finding::fail(String::new(), e.to_string()),
     };
     let after = speech_json(c, t, &t.speak_body("Still there?")).await;
     let mut f = Finding::of(after, wav_audio);

@@ -10,11 +10,13 @@ use super::expect::{ok_mentioning, wav_audio};
 use super::http::{
     REFERENCE_TEXT, Reply, Target, call, multipart, read, reference_wav, speech_json,
 };
+use crate::native::BenchError;
 
-/// One step: its label and the reply's check.
+/// One step: its label and the reply's check. `Ok` is the step's line, `Err` the
+/// scenario's finding (the `detail` text: a string is the domain).
 fn step(
     label: &str,
-    r: Result<Reply, String>,
+    r: Result<Reply, BenchError>,
     check: impl Fn(&Reply) -> Result<(), String>,
 ) -> Result<String, String> {
     let r = r.map_err(|e| format!("{label}: {e}"))?;
@@ -22,7 +24,7 @@ fn step(
     Ok(format!("{label} {}", r.status))
 }
 
-async fn upload(c: &reqwest::Client, t: &Target, name: &str) -> Result<Reply, String> {
+async fn upload(c: &reqwest::Client, t: &Target, name: &str) -> Result<Reply, BenchError> {
     let wav = reference_wav();
     let (ctype, body) = multipart(
         &[
@@ -38,7 +40,7 @@ async fn upload(c: &reqwest::Client, t: &Target, name: &str) -> Result<Reply, St
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(BenchError::Request)?;
     read(resp).await
 }
 
@@ -54,6 +56,7 @@ fn absent(name: &str) -> impl Fn(&Reply) -> Result<(), String> + '_ {
     }
 }
 
+/// A check that the reply has status `want` (its error is a finding's text).
 fn status(want: u16) -> impl Fn(&Reply) -> Result<(), String> {
     move |r| {
         (r.status == want)
@@ -62,6 +65,8 @@ fn status(want: u16) -> impl Fn(&Reply) -> Result<(), String> {
     }
 }
 
+/// The lifecycle's steps: their lines, or the first failed step's finding (the scenario's
+/// `detail` text).
 async fn steps(
     c: &reqwest::Client,
     t: &Target,

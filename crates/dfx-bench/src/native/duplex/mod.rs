@@ -28,6 +28,7 @@ use super::driver::{Load, tasks};
 use super::log::BenchLog;
 use super::progress::Progress;
 use super::record::Dispatch;
+use crate::native::BenchError;
 
 /// The one workload upstream's runner accepts.
 pub(crate) const WORKLOAD: &str = "native-duplex-audio";
@@ -56,19 +57,19 @@ impl Params {
     /// `warmups`, `repeats` (upstream: sessions, turns > 0, warmups ≥ 1, repeats ≥ 2),
     /// `realtime_input` (default true), `timeout_s` (default 180 s); why not when one is
     /// missing or `timeout_s` cannot be used.
-    pub fn of(keys: &DuplexKeys) -> Result<Params, String> {
-        let n = |k: &str, v: Option<u64>, min: u64| -> Result<usize, String> {
+    pub fn of(keys: &DuplexKeys) -> Result<Params, BenchError> {
+        let n = |k: &str, v: Option<u64>, min: u64| -> Result<usize, BenchError> {
             match v {
                 Some(v) if v >= min => Ok(v as usize),
-                _ => Err(format!(
+                _ => Err(BenchError::Input(format!(
                     "native-duplex entry needs `{k}`, an integer ≥ {min}"
-                )),
+                ))),
             }
         };
         let timeout = keys
             .timeout_s
             .clone()
-            .map_err(|v| format!("invalid timeout_s {v}: seconds > 0"))?;
+            .map_err(|v| BenchError::Input(format!("invalid timeout_s {v}: seconds > 0")))?;
         Ok(Params {
             sessions: n("sessions", keys.sessions, 1)?,
             turns: n("turns", keys.turns, 1)?,
@@ -81,11 +82,11 @@ impl Params {
 }
 
 /// The native-duplex keys of `entry`, or why it has none.
-fn keys(entry: &BenchEntry) -> Result<&DuplexKeys, String> {
+fn keys(entry: &BenchEntry) -> Result<&DuplexKeys, BenchError> {
     entry
         .runner
         .duplex()
-        .ok_or_else(|| "not a native-duplex entry".to_string())
+        .ok_or(BenchError::WrongRunner("native-duplex"))
 }
 
 /// Whether the native bench runs `entry` (a native-duplex entry of workload
@@ -107,7 +108,7 @@ pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     }
     Params::of(keys)
         .map(|_| ())
-        .map_err(Unsupported::InvalidEntry)
+        .map_err(|e| Unsupported::InvalidEntry(e.to_string()))
 }
 
 /// A 32-hex suffix for session ids (upstream: `uuid4().hex`).
@@ -208,7 +209,7 @@ pub fn run(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     log: &mut BenchLog,
-) -> Result<BenchOutcome, String> {
+) -> Result<BenchOutcome, BenchError> {
     let p = Params::of(keys(&ctx.trial.entry)?)?;
     if let Some(note) = super::fds::ensure(p.sessions)? {
         log.write(&note);
@@ -223,7 +224,10 @@ pub fn run(
         .thread_name("dfx-duplex")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        .map_err(|source| BenchError::Setup {
+            what: "cannot start the tokio runtime",
+            source,
+        })?;
     let clip = Arc::new(protocol::turn_clip());
     let path = ctx.out_dir.join("records.jsonl");
     let mut file = std::fs::File::create(&path).ok();

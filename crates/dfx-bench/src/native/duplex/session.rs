@@ -16,6 +16,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::metrics::{Resp, TurnAt, TurnRecord, turn_record};
 use super::protocol as p;
+use crate::native::error::WsError;
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -71,11 +72,11 @@ enum Wait {
 }
 
 impl Conn {
-    async fn send(&mut self, text: String) -> Result<(), (&'static str, String)> {
+    async fn send(&mut self, text: String) -> Result<(), WsError> {
         self.ws
             .send(Message::Text(text.into()))
             .await
-            .map_err(|e| ("transport", format!("send failed: {e}")))
+            .map_err(|e| WsError::Send(Box::new(e)))
     }
 
     fn find(&mut self, id: Option<&str>) -> Option<&mut Resp> {
@@ -164,12 +165,12 @@ impl Conn {
 
     /// Reads events until `deadline` (an event, a close or the deadline ends a read).
     /// `Err` when the connection ended.
-    async fn read_until(&mut self, deadline: TInstant) -> Result<(), String> {
+    async fn read_until(&mut self, deadline: TInstant) -> Result<(), WsError> {
         loop {
             match tokio::time::timeout_at(deadline, self.ws.next()).await {
                 Err(_) => return Ok(()),
-                Ok(None) => return Err("connection closed by the server".into()),
-                Ok(Some(Err(e))) => return Err(format!("connection lost: {e}")),
+                Ok(None) => return Err(WsError::Closed),
+                Ok(Some(Err(e))) => return Err(WsError::Lost(Box::new(e))),
                 Ok(Some(Ok(Message::Text(t)))) => {
                     let now = Instant::now();
                     if let Ok(v) = serde_json::from_str::<Value>(t.as_str()) {
@@ -177,7 +178,7 @@ impl Conn {
                     }
                 }
                 Ok(Some(Ok(Message::Close(_)))) => {
-                    return Err("connection closed by the server".into());
+                    return Err(WsError::Closed);
                 }
                 Ok(Some(Ok(_))) => {}
             }
@@ -205,21 +206,27 @@ impl Conn {
             }
             let step = (TInstant::now() + Duration::from_millis(50)).min(deadline);
             if let Err(e) = self.read_until(step).await {
-                return Wait::Failed("transport", e);
+                return Wait::Failed("transport", e.to_string());
             }
         }
     }
 }
 
-async fn connect(url: &str, timeout: Duration) -> Result<Ws, String> {
+async fn connect(url: &str, timeout: Duration) -> Result<Ws, WsError> {
     let cfg = WebSocketConfig::default()
         .max_message_size(Some(64 << 20))
         .max_frame_size(Some(64 << 20));
     let fut = tokio_tungstenite::connect_async_with_config(url, Some(cfg), true);
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok((ws, _))) => Ok(ws),
-        Ok(Err(e)) => Err(format!("cannot open {url}: {e}")),
-        Err(_) => Err(format!("cannot open {url}: no answer in {timeout:?}")),
+        Ok(Err(e)) => Err(WsError::Open {
+            url: url.to_string(),
+            source: Box::new(e),
+        }),
+        Err(_) => Err(WsError::OpenTimeout {
+            url: url.to_string(),
+            timeout,
+        }),
     }
 }
 
@@ -284,7 +291,7 @@ async fn open(spec: &SessionSpec) -> Result<(Conn, f64), (&'static str, String)>
     let t = Instant::now();
     let ws = connect(&spec.url, spec.handshake)
         .await
-        .map_err(|e| ("transport", e))?;
+        .map_err(|e| ("transport", e.to_string()))?;
     let mut c = Conn {
         ws,
         responses: Vec::new(),
@@ -295,7 +302,8 @@ async fn open(spec: &SessionSpec) -> Result<(Conn, f64), (&'static str, String)>
         rate: p::OUTPUT_RATE_HZ,
     };
     c.send(p::session_update(&spec.model, &spec.session_id))
-        .await?;
+        .await
+        .map_err(|e| ("transport", e.to_string()))?;
     match c
         .wait_for(spec.handshake, "session.created", |c| c.created)
         .await
@@ -307,22 +315,20 @@ async fn open(spec: &SessionSpec) -> Result<(Conn, f64), (&'static str, String)>
 
 /// Streams the clip in [`p::CHUNK_MS`] appends (reading events between them), then
 /// commits.
-async fn stream_clip(c: &mut Conn, spec: &SessionSpec) -> Result<Instant, String> {
+async fn stream_clip(c: &mut Conn, spec: &SessionSpec) -> Result<Instant, WsError> {
     let bytes = (u64::from(p::INPUT_RATE_HZ) * 2 * p::CHUNK_MS / 1000) as usize;
     let start = TInstant::now();
     let mut end_ms = 0u64;
     for chunk in spec.clip.chunks(bytes.max(2)) {
         let ms = chunk.len() as u64 * 1000 / (u64::from(p::INPUT_RATE_HZ) * 2);
         end_ms += ms;
-        c.send(p::append(chunk, ms, end_ms))
-            .await
-            .map_err(|e| e.1)?;
+        c.send(p::append(chunk, ms, end_ms)).await?;
         if spec.realtime_input {
             c.read_until(start + Duration::from_millis(end_ms)).await?;
         }
     }
     let commit = Instant::now();
-    c.send(p::commit()).await.map_err(|e| e.1)?;
+    c.send(p::commit()).await?;
     Ok(commit)
 }
 
@@ -355,8 +361,8 @@ async fn run_turn(c: &mut Conn, spec: &SessionSpec, at: TurnAt) -> TurnRecord {
     let i = before + eligible(c).unwrap_or(0);
     let (id, sent) = (c.responses[i].id.clone(), c.responses[i].sent_ms);
     if let Some(ms) = sent {
-        if let Err((k, e)) = c.send(p::playback_ack(&id, ms)).await {
-            return fail(c, k, e);
+        if let Err(e) = c.send(p::playback_ack(&id, ms)).await {
+            return fail(c, "transport", e.to_string());
         }
         if let Wait::Failed(k, e) = c
             .wait_for(t, "playback history commit", |c| c.committed.contains(&id))

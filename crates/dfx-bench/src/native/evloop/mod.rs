@@ -46,6 +46,7 @@ use super::driver::{Job, Load};
 use super::http1::Error;
 use super::record::{Dispatch, Sample};
 use super::stall::{ServerStalled, StepWatch};
+use crate::native::BenchError;
 
 /// Idle connections older than this are closed, not reused (reqwest's default).
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -116,12 +117,13 @@ pub(crate) struct Engine {
 
 impl Engine {
     /// An event loop for `target`'s requests (`sample_rate`: the PCM analysis's).
-    pub(crate) fn new(target: Arc<Target>, sample_rate: u32) -> Result<Engine, String> {
-        let poll = Poll::new().map_err(|e| format!("cannot create the event loop: {e}"))?;
-        let clock = Clock::new().map_err(|e| format!("cannot create the send timer: {e}"))?;
+    pub(crate) fn new(target: Arc<Target>, sample_rate: u32) -> Result<Engine, BenchError> {
+        let setup = |what| move |source| BenchError::Setup { what, source };
+        let poll = Poll::new().map_err(setup("cannot create the event loop"))?;
+        let clock = Clock::new().map_err(setup("cannot create the send timer"))?;
         poll.registry()
             .register(&mut SourceFd(&clock.as_raw_fd()), TIMER, Interest::READABLE)
-            .map_err(|e| format!("cannot register the send timer: {e}"))?;
+            .map_err(setup("cannot register the send timer"))?;
         Ok(Engine {
             sample_rate,
             poll,
@@ -362,7 +364,9 @@ impl Engine {
         self.fail(req, FailureClass::Transport, error_chain(&e));
     }
 
-    /// The server's addresses: the literal, or the host name resolved once per step.
+    /// The server's addresses: the literal, or the host name resolved once per step. The
+    /// error is the failed requests' error text (a string is the domain: every request of
+    /// the step records it).
     fn addrs(&mut self) -> Result<Vec<SocketAddr>, String> {
         let ep = &self.target.endpoint;
         let got = self

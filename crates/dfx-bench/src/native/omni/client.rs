@@ -10,6 +10,7 @@ use reqwest::header::HeaderMap;
 
 use super::sse::{SseMessage, SseParser};
 use super::stream::StreamState;
+use crate::native::BenchError;
 use crate::native::client::{Limits, error_chain};
 use crate::native::stall::{Progress, SharedWatch};
 
@@ -112,14 +113,17 @@ pub(crate) struct ChatTarget {
 
 impl ChatTarget {
     /// A pooled HTTP/1.1 client (`TCP_NODELAY`) for `url`.
-    pub(crate) fn new(url: &str, headers: HeaderMap, limits: Limits) -> Result<Self, String> {
-        let url = reqwest::Url::parse(url).map_err(|e| format!("bad server URL {url:?}: {e}"))?;
+    pub(crate) fn new(url: &str, headers: HeaderMap, limits: Limits) -> Result<Self, BenchError> {
+        let url = reqwest::Url::parse(url).map_err(|e| BenchError::BadUrl {
+            url: url.to_string(),
+            why: e.to_string(),
+        })?;
         let client = reqwest::Client::builder()
             .no_proxy()
             .http1_only()
             .tcp_nodelay(true)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(BenchError::HttpClient)?;
         Ok(ChatTarget {
             client,
             url,

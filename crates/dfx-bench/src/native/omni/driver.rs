@@ -101,10 +101,29 @@ fn record(
     wait: f64,
 ) {
     ctx.lapse.dispatch(base, &mut d);
-    ctx.lapse.chat(base, &mut x);
+    lapse_chat(ctx.lapse, base, &mut x);
     let wait = ctx.lapse.to_real_s(wait);
     let rec = ChatRecord::new(&d, sample, x, base, wait, ctx.count.as_ref());
     let _ = ctx.records.send(rec);
+}
+
+/// A chat exchange on the real-time scale ([`TimeLapse`]): send and end, and every time its
+/// stream noted (seconds since the send).
+fn lapse_chat(k: TimeLapse, base: Instant, x: &mut ChatExchange) {
+    if k.is_real_time() {
+        return;
+    }
+    x.send_at = k.instant(base, x.send_at);
+    x.end_at = k.instant(base, x.end_at);
+    let st = &mut x.stream;
+    let real = |v: Option<f64>| v.map(|t| k.to_real_s(t));
+    st.ttft_s = real(st.ttft_s);
+    st.audio_first_s = real(st.audio_first_s);
+    st.audio_last_s = real(st.audio_last_s);
+    st.last_msg_s = real(st.last_msg_s);
+    k.timeline(&mut st.itl_s);
+    k.timeline(&mut st.token_t_s);
+    k.timeline(&mut st.audio_t_s);
 }
 
 /// The bodies of a phase, received in order from the generator thread; a body not ready

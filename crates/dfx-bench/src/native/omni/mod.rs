@@ -34,6 +34,7 @@ use super::driver::Load;
 use super::log::BenchLog;
 use super::random::{self, RequestSpec, text::Counter};
 use super::stall::SharedWatch;
+use crate::native::BenchError;
 use crate::native::aggregate::StepHeader;
 
 /// Backends served here (`daily-omni` is upstream's alias of the chat function).
@@ -73,14 +74,14 @@ pub(crate) fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     }
 }
 
-fn counter(settings: &NativeSettings) -> Result<Counter, String> {
+fn counter(settings: &NativeSettings) -> Result<Counter, BenchError> {
     match &settings.tokenizer {
         Some(p) => Counter::load(p),
         None => Ok(Counter::Approximate),
     }
 }
 
-fn template(trial: &Trial) -> Result<ChatTemplate, String> {
+fn template(trial: &Trial) -> Result<ChatTemplate, BenchError> {
     let e = &trial.entry;
     ChatTemplate::new(
         &trial.server.model,
@@ -92,10 +93,10 @@ fn template(trial: &Trial) -> Result<ChatTemplate, String> {
 
 /// Checks everything [`run`] needs of `trial`, before any server starts; the error names
 /// the entry key. Returns the dataset's description for the log.
-pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, BenchError> {
     let entry = &trial.entry;
     template(trial)?;
-    let plan = random::parse(entry, trial.step.num_prompts).map_err(|e| e.to_string())?;
+    let plan = random::parse(entry, trial.step.num_prompts)?;
     let counter = counter(settings)?;
     Ok(describe(&plan, &counter))
 }
@@ -169,11 +170,11 @@ pub(crate) fn run(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     log: &mut BenchLog,
-) -> Result<BenchOutcome, String> {
+) -> Result<BenchOutcome, BenchError> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let sel = ChatSelection::of(&entry.percentiles);
     let template = Arc::new(template(trial)?);
-    let plan = random::parse(entry, trial.step.num_prompts).map_err(|e| e.to_string())?;
+    let plan = random::parse(entry, trial.step.num_prompts)?;
     let counter = Arc::new(counter(settings)?);
     log.write(&describe(&plan, &counter));
     if !counter.is_real() {
@@ -205,7 +206,7 @@ pub(crate) fn run(
         "load: {n} measured request(s) after {warmups} warmup(s) (the first request, resent), {shape}; seed {seed}; POST {url}; bodies built {ahead} ahead"
     ));
     let Some(first_spec) = specs.first() else {
-        return Err("num_prompts: no request to send".into());
+        return Err(BenchError::Input("num_prompts: no request to send".into()));
     };
     let in_flight = load.peak_in_flight();
     if let Some(note) = super::fds::ensure(in_flight.max(warmups))? {
@@ -223,7 +224,10 @@ pub(crate) fn run(
         .thread_name("dfx-native-chat")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        .map_err(|source| BenchError::Setup {
+            what: "cannot start the tokio runtime",
+            source,
+        })?;
     let sink = ChatSink::start(&ctx.out_dir.join("records.jsonl"))?;
     let c2 = counter.clone();
     let watch = SharedWatch::new(settings.stall);
@@ -263,7 +267,11 @@ pub(crate) fn run(
                     let body = if i == 0 {
                         Ok(first.clone())
                     } else {
-                        template.body(spec).map(Bytes::from)
+                        // The request's error text: the record keeps it as a string.
+                        template
+                            .body(spec)
+                            .map(Bytes::from)
+                            .map_err(|e| e.to_string())
                     };
                     let len = body.as_ref().map_or(0, |b| b.len());
                     let s = sample(spec, Some(format!("{prefix}{i}")), len);
@@ -272,7 +280,10 @@ pub(crate) fn run(
                     }
                 }
             })
-            .map_err(|e| format!("cannot start the body generator: {e}"))?
+            .map_err(|source| BenchError::Setup {
+                what: "cannot start the body generator",
+                source,
+            })?
     };
     drop(first);
     let mut phase = ChatPhase::new(target, false, sink.sender(), count, watch.clone());

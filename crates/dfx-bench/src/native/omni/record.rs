@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::client::ChatExchange;
 use crate::metrics::{e2el, rtf, tpot, ttfp, ttft};
+use crate::native::BenchError;
 use crate::native::record::Dispatch;
 use crate::native::stats;
 
@@ -194,7 +195,7 @@ pub(crate) struct ChatSink {
 
 impl ChatSink {
     /// Starts the writer thread.
-    pub(crate) fn start(path: &Path) -> Result<ChatSink, String> {
+    pub(crate) fn start(path: &Path) -> Result<ChatSink, BenchError> {
         let (tx, rx) = mpsc::channel::<ChatRecord>();
         let path = path.to_path_buf();
         let handle = std::thread::Builder::new()
@@ -225,7 +226,10 @@ impl ChatSink {
                 }
                 (all, problem)
             })
-            .map_err(|e| format!("cannot start the records writer: {e}"))?;
+            .map_err(|source| BenchError::Setup {
+                what: "cannot start the records writer",
+                source,
+            })?;
         Ok(ChatSink { tx, handle })
     }
 

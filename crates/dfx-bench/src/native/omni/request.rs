@@ -9,6 +9,7 @@ use dfx_core::lenient::python_truthy;
 use dfx_core::plan::PercentileKeys;
 use serde_json::{Map, Value};
 
+use crate::native::BenchError;
 use crate::native::random::RequestSpec;
 use crate::native::random::media;
 
@@ -42,7 +43,7 @@ impl ChatTemplate {
         raw: &Map<String, Value>,
         extra_body: Option<&Map<String, Value>>,
         percentiles: &PercentileKeys,
-    ) -> Result<ChatTemplate, String> {
+    ) -> Result<ChatTemplate, BenchError> {
         let norm: Map<String, Value> = raw
             .iter()
             .map(|(k, v)| (k.replace('-', "_"), v.clone()))
@@ -77,7 +78,7 @@ impl ChatTemplate {
     }
 
     /// The body of one request, as bytes.
-    pub(crate) fn body(&self, spec: &RequestSpec) -> Result<Vec<u8>, String> {
+    pub(crate) fn body(&self, spec: &RequestSpec) -> Result<Vec<u8>, BenchError> {
         let mut head = Map::new();
         head.insert("model".into(), Value::from(self.model.as_str()));
         head.insert("messages".into(), Value::Null);
@@ -124,45 +125,52 @@ impl ChatTemplate {
 
 /// Load-time checks of `extra_body`: no `response_format: "pcm"` (upstream aborts the
 /// run), WAV audio only, known `modalities`.
-pub(crate) fn check_extra_body(body: &Map<String, Value>) -> Result<(), String> {
+pub(crate) fn check_extra_body(body: &Map<String, Value>) -> Result<(), BenchError> {
     if let Some(f) = body.get("response_format") {
         match f.as_str() {
             Some("pcm") => {
-                return Err(
+                return Err(BenchError::Input(
                     "extra_body.response_format: \"pcm\" is refused for openai-chat-omni (vllm's client aborts the run on it)"
                         .into(),
-                );
+                ));
             }
             Some("wav") => {}
             _ => {
-                return Err(format!(
+                return Err(BenchError::Input(format!(
                     "extra_body.response_format: {f} is not supported by the native bench (it decodes WAV audio chunks only)"
-                ));
+                )));
             }
         }
     }
     if let Some(m) = body.get("modalities") {
-        let list = m
-            .as_array()
-            .ok_or_else(|| format!("extra_body.modalities: expected a list, got {m}"))?;
+        let list = m.as_array().ok_or_else(|| {
+            BenchError::Input(format!("extra_body.modalities: expected a list, got {m}"))
+        })?;
         for x in list {
             if !x.as_str().is_some_and(|s| MODALITIES.contains(&s)) {
-                return Err(format!(
+                return Err(BenchError::Input(format!(
                     "extra_body.modalities: unknown modality {x} (known: {})",
                     MODALITIES.join(", ")
-                ));
+                )));
             }
         }
     }
     Ok(())
 }
 
-fn json_into(out: &mut Vec<u8>, v: &Value) -> Result<(), String> {
-    serde_json::to_writer(&mut *out, v).map_err(|e| format!("cannot encode a request body: {e}"))
+fn json_into(out: &mut Vec<u8>, v: &Value) -> Result<(), BenchError> {
+    serde_json::to_writer(&mut *out, v).map_err(|source| BenchError::Encode {
+        what: "a request body",
+        source,
+    })
 }
 
 /// `[{"role":"user","content":[{"type":"text","text":…}, <media parts>]}]`.
-fn messages_into(out: &mut Vec<u8>, text: &str, media: &[media::Encoded]) -> Result<(), String> {
+fn messages_into(
+    out: &mut Vec<u8>,
+    text: &str,
+    media: &[media::Encoded],
+) -> Result<(), BenchError> {
     out.extend_from_slice(br#"[{"role":"user","content":[{"type":"text","text":"#);
     json_into(out, &Value::from(text))?;
     out.push(b'}');
@@ -177,7 +185,7 @@ fn messages_into(out: &mut Vec<u8>, text: &str, media: &[media::Encoded]) -> Res
         out.resize(start + m.bytes.len().div_ceil(3) * 4, 0);
         let n = base64::engine::general_purpose::STANDARD
             .encode_slice(&m.bytes, &mut out[start..])
-            .map_err(|e| format!("cannot encode a media item: {e}"))?;
+            .map_err(BenchError::EncodeMedia)?;
         out.truncate(start + n);
         out.extend_from_slice(br#""}}"#);
     }

@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::mm::Item;
 use super::mp4;
+use crate::native::BenchError;
 
 /// Audio items' sample rate (upstream's).
 pub(crate) const AUDIO_RATE: u32 = 48_000;
@@ -26,7 +27,7 @@ pub struct Encoded {
 }
 
 /// Encodes `item` with the noise of `seed`.
-pub fn encode(item: &Item, seed: u64) -> Result<Encoded, String> {
+pub fn encode(item: &Item, seed: u64) -> Result<Encoded, BenchError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     Ok(match *item {
         Item::Image { height, width } => Encoded {
@@ -58,16 +59,16 @@ fn noise(rng: &mut ChaCha8Rng, n: usize) -> Vec<u8> {
 }
 
 /// A `width × height` RGB noise JPEG.
-pub fn jpeg(rng: &mut ChaCha8Rng, width: u32, height: u32) -> Result<Vec<u8>, String> {
+pub fn jpeg(rng: &mut ChaCha8Rng, width: u32, height: u32) -> Result<Vec<u8>, BenchError> {
     let (w, h) = (
-        u16::try_from(width).map_err(|_| "image too wide for JPEG")?,
-        u16::try_from(height).map_err(|_| "image too tall for JPEG")?,
+        u16::try_from(width).map_err(|_| BenchError::Media("image too wide for JPEG".into()))?,
+        u16::try_from(height).map_err(|_| BenchError::Media("image too tall for JPEG".into()))?,
     );
     let pixels = noise(rng, width as usize * height as usize * 3);
     let mut out = Vec::with_capacity(pixels.len());
     jpeg_encoder::Encoder::new(&mut out, 75)
         .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)
-        .map_err(|e| format!("cannot encode a JPEG: {e}"))?;
+        .map_err(|e| BenchError::Media(format!("cannot encode a JPEG: {e}")))?;
     Ok(out)
 }
 
@@ -125,12 +126,12 @@ pub fn video(
     width: u32,
     height: u32,
     frames: u32,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, BenchError> {
     use less_avc::ycbcr_image::{Planes, YCbCrImage};
     if !width.is_multiple_of(2) || !height.is_multiple_of(2) {
-        return Err(format!(
+        return Err(BenchError::Media(format!(
             "video {width}x{height}: width and height must be even (4:2:0)"
-        ));
+        )));
     }
     // less-avc wants planes padded to whole macroblocks; the SPS crops to the real size.
     let (pw, ph) = (width.div_ceil(16) * 16, height.div_ceil(16) * 16);
@@ -149,20 +150,22 @@ pub fn video(
         };
         let nal = match encoder.as_mut() {
             None => {
-                let (init, enc) = less_avc::LessEncoder::new(&img)
-                    .map_err(|e| format!("cannot encode a video frame: {e:?}"))?;
+                let (init, enc) = less_avc::LessEncoder::new(&img).map_err(|e| {
+                    BenchError::Media(format!("cannot encode a video frame: {e:?}"))
+                })?;
                 params = Some((init.sps.to_nal_unit(), init.pps.to_nal_unit()));
                 encoder = Some(enc);
                 init.frame.to_nal_unit()
             }
             Some(enc) => enc
                 .encode(&img)
-                .map_err(|e| format!("cannot encode a video frame: {e:?}"))?
+                .map_err(|e| BenchError::Media(format!("cannot encode a video frame: {e:?}")))?
                 .to_nal_unit(),
         };
         samples.push(nal);
     }
-    let (sps, pps) = params.ok_or("a video needs at least one frame")?;
+    let (sps, pps) =
+        params.ok_or_else(|| BenchError::Media("a video needs at least one frame".into()))?;
     Ok(mp4::write(&mp4::Track {
         width,
         height,

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use crate::native::BenchError;
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -37,15 +38,23 @@ impl std::fmt::Debug for Counter {
 /// Largest `tokenizer.json` loaded.
 const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Why the tokenizer at `path` cannot be used.
+fn tokenizer_error(path: &Path, why: String) -> BenchError {
+    BenchError::Tokenizer {
+        path: path.to_path_buf(),
+        why,
+    }
+}
+
 impl Counter {
     /// Loads `path` (a Hugging Face `tokenizer.json`); the error names the file.
-    pub fn load(path: &Path) -> Result<Counter, String> {
+    pub fn load(path: &Path) -> Result<Counter, BenchError> {
         let bytes = dfx_core::fsutil::read_bounded(path, MAX_TOKENIZER_BYTES)
-            .map_err(|e| format!("tokenizer {}: {}", path.display(), e.problem()))?;
+            .map_err(|e| tokenizer_error(path, e.problem()))?;
         let t = tokenizers::Tokenizer::from_bytes(&bytes)
-            .map_err(|e| format!("tokenizer {}: cannot load: {e}", path.display()))?;
+            .map_err(|e| tokenizer_error(path, format!("cannot load: {e}")))?;
         if t.get_vocab_size(false) == 0 {
-            return Err(format!("tokenizer {}: empty vocabulary", path.display()));
+            return Err(tokenizer_error(path, "empty vocabulary".into()));
         }
         Ok(Counter::Real(Box::new(t)))
     }

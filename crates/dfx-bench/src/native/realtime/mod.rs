@@ -29,6 +29,7 @@ use super::record::Dispatch;
 use super::selection::Selection;
 use super::stall::SharedWatch;
 use super::{NativeSettings, aggregate, summary};
+use crate::native::BenchError;
 
 /// The realtime backends the native bench implements.
 pub(crate) const BACKENDS: [&str; 2] = ["openai-realtime-tts", "openai-realtime-duplex"];
@@ -79,12 +80,12 @@ pub fn supports(entry: &BenchEntry) -> Result<(), Unsupported> {
     }
     prepare::turns_per_session(entry)
         .map(|_| ())
-        .map_err(Unsupported::InvalidEntry)
+        .map_err(|e| Unsupported::InvalidEntry(e.to_string()))
 }
 
 /// What `crate::native::prepare::preflight` checks, for realtime entries: the dataset
 /// resolves and loads.
-pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, String> {
+pub fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, BenchError> {
     let entry = &trial.entry;
     let kind = super::prepare::dataset_kind(entry)?;
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
@@ -203,7 +204,7 @@ pub fn run(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
     log: &mut BenchLog,
-) -> Result<BenchOutcome, String> {
+) -> Result<BenchOutcome, BenchError> {
     let trial = ctx.trial;
     let entry = &trial.entry;
     let sel = Selection::of(&entry.percentiles);
@@ -226,7 +227,10 @@ pub fn run(
         .thread_name("dfx-realtime")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        .map_err(|source| BenchError::Setup {
+            what: "cannot start the tokio runtime",
+            source,
+        })?;
     let (tx, rx) = mpsc::channel();
     let progress = Progress::new(&trial.name, p.measured.len(), settings.progress);
     let handle = writer(ctx.out_dir.join("records.jsonl"), rx, progress);

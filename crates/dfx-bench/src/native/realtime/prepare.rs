@@ -9,6 +9,7 @@ use dfx_core::bench::BenchContext;
 use dfx_core::plan::BenchEntry;
 
 use super::protocol;
+use crate::native::BenchError;
 use crate::native::NativeSettings;
 use crate::native::dataset::{self, DatasetKind, Row};
 use crate::native::driver::Load;
@@ -52,7 +53,7 @@ pub(crate) struct RtPrepared {
 }
 
 /// `seed_tts_turns_per_session` of an entry (default 1), or why it is refused.
-pub(crate) fn turns_per_session(entry: &BenchEntry) -> Result<u64, String> {
+pub(crate) fn turns_per_session(entry: &BenchEntry) -> Result<u64, BenchError> {
     let v = ["seed_tts_turns_per_session", "seed-tts-turns-per-session"]
         .iter()
         .find_map(|k| entry.raw.get(*k));
@@ -62,9 +63,9 @@ pub(crate) fn turns_per_session(entry: &BenchEntry) -> Result<u64, String> {
             .as_u64()
             .filter(|n| (1..=MAX_TURNS).contains(n))
             .ok_or_else(|| {
-                format!(
+                BenchError::Input(format!(
                     "seed_tts_turns_per_session must be an integer from 1 to {MAX_TURNS}; got {v}"
-                )
+                ))
             }),
     }
 }
@@ -129,7 +130,7 @@ fn job(
     rows: &[&Row],
     request_id: Option<String>,
     label: String,
-) -> Result<RtJob, String> {
+) -> Result<RtJob, BenchError> {
     let first = rows[0];
     let ref_audio = if t.kind == DatasetKind::SeedTts {
         let wav = crate::native::dataset::read_clip(&first.ref_wav)?;
@@ -171,7 +172,7 @@ fn job(
 pub(crate) fn prepare(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
-) -> Result<RtPrepared, String> {
+) -> Result<RtPrepared, BenchError> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
     let kind = dataset_kind(entry)?;
@@ -197,7 +198,7 @@ pub(crate) fn prepare(
         .unwrap_or(DEFAULT_INSTRUCTIONS)
         .to_string();
     let prefix = request_id_prefix(entry);
-    let pick = |count: usize, seed: u64, measured: bool| -> Result<Vec<RtJob>, String> {
+    let pick = |count: usize, seed: u64, measured: bool| -> Result<Vec<RtJob>, BenchError> {
         let idx = dataset::select(ds.rows.len(), count * turns, seed);
         idx.chunks(turns)
             .filter(|c| c.len() == turns)

@@ -14,6 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::protocol::{self as p, APPEND_MS, OUTPUT_RATE_HZ};
 use crate::audio::onset::PcmAnalyzer;
+use crate::native::error::WsError;
 use crate::native::stall::{Progress, StallRule};
 
 type Ws =
@@ -194,15 +195,15 @@ impl Conn {
         }
     }
 
-    async fn send(&mut self, text: String) -> Result<(), String> {
+    async fn send(&mut self, text: String) -> Result<(), WsError> {
         self.ws
             .send(Message::Text(text.into()))
             .await
-            .map_err(|e| format!("send failed: {e}"))
+            .map_err(|e| WsError::Send(Box::new(e)))
     }
 
     /// Sends the pending `session.event_ack`s.
-    async fn flush_acks(&mut self) -> Result<(), String> {
+    async fn flush_acks(&mut self) -> Result<(), WsError> {
         for seq in std::mem::take(&mut self.acks) {
             self.send(p::event_ack(seq)).await?;
         }
@@ -246,7 +247,7 @@ impl Conn {
         let ev = self.next().await;
         match self.flush_acks().await {
             Ok(()) => ev,
-            Err(e) => Ev::Ended(e),
+            Err(e) => Ev::Ended(e.to_string()),
         }
     }
 }
@@ -295,18 +296,21 @@ pub(crate) async fn run_turn_with(
     out
 }
 
-async fn connect(url: &str, lim: &TurnLimits) -> Result<Ws, String> {
+async fn connect(url: &str, lim: &TurnLimits) -> Result<Ws, WsError> {
     let cfg = WebSocketConfig::default()
         .max_message_size(Some(lim.max_message))
         .max_frame_size(Some(lim.max_message));
     let fut = tokio_tungstenite::connect_async_with_config(url, Some(cfg), true);
     match tokio::time::timeout(lim.handshake, fut).await {
         Ok(Ok((ws, _))) => Ok(ws),
-        Ok(Err(e)) => Err(format!("cannot open {url}: {e}")),
-        Err(_) => Err(format!(
-            "cannot open {url}: no answer in {:?}",
-            lim.handshake
-        )),
+        Ok(Err(e)) => Err(WsError::Open {
+            url: url.to_string(),
+            source: Box::new(e),
+        }),
+        Err(_) => Err(WsError::OpenTimeout {
+            url: url.to_string(),
+            timeout: lim.handshake,
+        }),
     }
 }
 
@@ -325,7 +329,7 @@ async fn handshake(
         let ws = match connect(url, lim).await {
             Ok(ws) => ws,
             Err(e) => {
-                out.fail(TurnError::Transport, e);
+                out.fail(TurnError::Transport, e.to_string());
                 return None;
             }
         };
@@ -365,7 +369,7 @@ async fn await_created(
 ) -> Result<Option<String>, (String, String)> {
     c.send(p::with_event_id(update.clone()))
         .await
-        .map_err(|e| (String::new(), e))?;
+        .map_err(|e| (String::new(), e.to_string()))?;
     let deadline = tokio::time::Instant::now() + lim.handshake;
     loop {
         let ev = tokio::time::timeout_at(deadline, c.next_acked())
@@ -410,7 +414,7 @@ async fn stream_turn(
     let mut progress = Progress::default();
     loop {
         if let Err(e) = c.flush_acks().await {
-            out.fail(TurnError::Transport, e);
+            out.fail(TurnError::Transport, e.to_string());
             return;
         }
         let appending = out.appends < lim.max_appends;
@@ -428,7 +432,7 @@ async fn stream_turn(
             _ = tokio::time::sleep_until(next_append), if appending => {
                 out.appends += 1;
                 if let Err(e) = c.send(p::append(out.appends)).await {
-                    out.fail(TurnError::Transport, e);
+                    out.fail(TurnError::Transport, e.to_string());
                     return;
                 }
             }

@@ -1,7 +1,7 @@
 //! The bounds every user-controlled number must fall in, checked when the plan is built
 //! (config values) or the flags are read, so that no value a real run could not use
 //! reaches a conversion that panics (`Duration::from_secs_f64`, `Instant + Duration`), an
-//! allocation sized by it, or a loop that never ends. README.md "What bad input gets"
+//! allocation sized by it, or a loop that never ends. `docs/guide/bad-input.md` ("While a run goes on")
 //! lists them for users.
 //!
 //! The numbers are generous: each is far beyond what a nightly run on one GPU server does,
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub(crate) const MAX_CONCURRENCY: u64 = 4096;
 
 /// Most measured requests of one sweep step (`num_prompts`). The native bench keeps a
-/// fixed-size summary per request for its statistics (README.md "What bad input gets"
+/// fixed-size summary per request for its statistics (`docs/guide/bad-input.md` ("While a run goes on")
 /// gives the memory of a million-request step).
 pub(crate) const MAX_PROMPTS: u64 = 1_000_000;
 

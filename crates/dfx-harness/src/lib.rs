@@ -32,6 +32,7 @@ pub mod partition;
 pub(crate) mod pool;
 pub(crate) mod progress;
 pub(crate) mod quality;
+pub mod reference;
 pub(crate) mod reserve;
 pub(crate) mod result_keys;
 pub(crate) mod results;

@@ -70,6 +70,16 @@ impl Known<'_> {
     }
 }
 
+/// Every exact entry of the registry, in table order (the generated reference lists them).
+pub fn exact_entries() -> &'static [Metric] {
+    table::EXACT
+}
+
+/// Every family of the registry (keys named `<stat>_<family>`), in table order.
+pub fn family_entries() -> &'static [Metric] {
+    table::FAMILIES
+}
+
 /// The registry entry of `key`, or `None` for names it does not know. Exact names win
 /// over family members (`peak_memory_mb` is both a key and a family).
 pub fn lookup(key: &str) -> Option<Known<'_>> {

@@ -148,17 +148,41 @@ fn one_line(text: &str) -> String {
 pub fn config_keys_page() -> String {
     let mut out = format!(
         "{GENERATED}\n\n# Config keys\n\nEvery name a perf-config may use, from dfx-core's key \
-tables (`dfx_core::config::known_keys::key_scopes`). Any other name is a config error \
-with the closest known names. Types, bounds and defaults of the keys dfx-perf reads: \
-[the config design](../config.md) and [bad input](../guide/bad-input.md) (bounds, from \
-`crates/dfx-core/src/bounds.rs`).\n"
+tables (`dfx_core::config::known_keys::key_scopes`) and bounds \
+(`dfx_core::bounds::key_bounds`). Any other name is a config error with the closest known \
+names; a value outside its bounds is a config error naming the file, test, entry index and \
+key. The keys' meaning: [the config design](../config.md), [bad input](../guide/bad-input.md).\n"
     );
+    out.push_str(
+        "\n## Bounded keys\n\nFrom `dfx_core::bounds::key_bounds`, written from the \
+constants the checks use:\n\n| key | type | accepted | default |\n|---|---|---|---|\n",
+    );
+    for b in dfx_core::bounds::key_bounds() {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            key_cell(b.key),
+            b.kind,
+            cell(&b.accepted),
+            b.default
+        );
+    }
+    out.push_str("\n## Every known name, by place\n");
     for (place, what, keys) in known_keys::key_scopes() {
-        let _ = write!(out, "\n## {place}: {what}\n\n");
+        let _ = write!(out, "\n### {place}: {what}\n\n");
         let list: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
         let _ = writeln!(out, "{}", list.join(", "));
     }
     out
+}
+
+/// `a, b` as `` `a`, `b` ``; a parenthesised description stays plain text.
+fn key_cell(keys: &str) -> String {
+    if keys.starts_with('(') {
+        return keys.to_string();
+    }
+    let quoted: Vec<String> = keys.split(", ").map(|k| format!("`{k}`")).collect();
+    quoted.join(", ")
 }
 
 /// `metrics.md`: every metric of the registry with unit and direction.

@@ -116,8 +116,8 @@ fn md_tokens(text: &str) -> Vec<&str> {
     out
 }
 
-/// Relative link targets of markdown links `](target)` in `text`, anchors cut.
-fn md_links(text: &str) -> Vec<&str> {
+/// The destination of every markdown link `](destination "title")` in `text`, title cut.
+fn link_destinations(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(i) = text[from..].find("](") {
@@ -126,14 +126,23 @@ fn md_links(text: &str) -> Vec<&str> {
             break;
         };
         from = start + len;
-        let target = text[start..start + len].split('#').next().unwrap_or("");
-        let target = target.split_whitespace().next().unwrap_or("");
-        if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
-            continue;
-        }
-        out.push(target);
+        out.push(
+            text[start..start + len]
+                .split_whitespace()
+                .next()
+                .unwrap_or(""),
+        );
     }
     out
+}
+
+/// Relative link targets of markdown links `](target)` in `text`, anchors cut.
+fn md_links(text: &str) -> Vec<&str> {
+    link_destinations(text)
+        .into_iter()
+        .map(|d| d.split('#').next().unwrap_or(""))
+        .filter(|t| !(t.is_empty() || t.contains("://") || t.starts_with("mailto:")))
+        .collect()
 }
 
 /// The nearest folder at or above `file` that holds a `Cargo.toml`.
@@ -220,26 +229,11 @@ fn token_and_link_scanners() {
 /// `(target, anchor)` of every markdown link `](target#anchor)` in `text` that is not a
 /// URL; `target` is empty for a link into the same file.
 fn md_anchors(text: &str) -> Vec<(&str, &str)> {
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = text[from..].find("](") {
-        let start = from + i + 2;
-        let Some(len) = text[start..].find(')') else {
-            break;
-        };
-        from = start + len;
-        let link = text[start..start + len]
-            .split_whitespace()
-            .next()
-            .unwrap_or("");
-        if link.contains("://") {
-            continue;
-        }
-        if let Some((target, anchor)) = link.split_once('#') {
-            out.push((target, anchor));
-        }
-    }
-    out
+    link_destinations(text)
+        .into_iter()
+        .filter(|d| !d.contains("://"))
+        .filter_map(|d| d.split_once('#'))
+        .collect()
 }
 
 /// The anchors a markdown renderer (GitHub, mdBook) gives the headings of `text`:

@@ -21,6 +21,7 @@
 pub mod cli;
 pub mod estimate;
 pub(crate) mod eta;
+pub mod exit;
 pub(crate) mod fake;
 pub(crate) mod fingerprint;
 pub(crate) mod finish;

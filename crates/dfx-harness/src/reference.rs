@@ -12,6 +12,7 @@ use dfx_core::metrics::{self, Direction, Metric};
 use dfx_core::verdict::FailureClass;
 
 use crate::cli::SuiteArgs;
+use crate::exit::SuiteExit;
 
 /// The first line of every generated page: what wrote it and how to rewrite it.
 const GENERATED: &str = "<!-- Generated from the code by dfx_harness::reference; do not edit. \
@@ -26,6 +27,7 @@ pub fn pages() -> Vec<(&'static str, String)> {
         ("config-keys.md", config_keys_page()),
         ("metrics.md", metrics_page()),
         ("failure-classes.md", failure_classes_page()),
+        ("exit-status.md", exit_status_page()),
     ]
 }
 
@@ -228,5 +230,28 @@ look for each: [why a trial failed](../guide/recipes.md#why-did-a-trial-fail).\n
     for c in FailureClass::ALL {
         let _ = writeln!(out, "| `{}` | {} |", c.as_str(), c.meaning());
     }
+    out
+}
+
+/// `exit-status.md`: the suite's statuses ([`SuiteExit`]) and those of the other
+/// `dfx-perf` commands.
+pub fn exit_status_page() -> String {
+    let mut out = format!(
+        "{GENERATED}\n\n# Exit statuses\n\n## Exit status of the suite\n\nFrom \
+`dfx_harness::exit::SuiteExit`, the table the suite exits by; `dfx-perf run` exits with \
+the same statuses.\n\n| status | meaning |\n|---|---|\n"
+    );
+    for s in SuiteExit::ALL {
+        let _ = writeln!(out, "| {} | {} |", s.code(), cell(s.meaning()));
+    }
+    out.push_str(
+        "\n## The other dfx-perf commands\n\n0 on success; 1 on errors and refusals; 2 on \
+bad usage or an unknown deploy name; 3 when `compare --fail-on-regression` or `history \
+check --fail-on-regression` finds a regression; 101 when `merge` merged a run with a \
+failed trial, an interrupted or a missing shard. Output to a pipe that closes early \
+(`dfx-perf deploy | head -1`) is dropped quietly, as ripgrep does: no panic message, and \
+the command still does its work and exits with its own status (0 for a successful \
+`deploy`); any other stdout write error exits with 1.\n",
+    );
     out
 }

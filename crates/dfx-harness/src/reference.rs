@@ -196,17 +196,25 @@ threshold on a lower-is-better metric is a ceiling, on a higher-is-better one a 
 informational keys cannot be thresholds. How each is measured: \
 [the benches' design](../bench.md).\n\n## Exact keys\n"
     );
-    table(&mut out, metrics::exact_entries());
+    table(
+        &mut out,
+        metrics::exact_entries(),
+        metrics::exact_definition,
+    );
     out.push_str(
         "\n## Families\n\nNamed with a statistic prefix: `mean_`, `median_`, `std_` or a \
 percentile `p<N>_` (`median_audio_ttfp_ms`, `p99_e2el_ms`).\n",
     );
-    table(&mut out, metrics::family_entries());
+    table(
+        &mut out,
+        metrics::family_entries(),
+        metrics::family_definition,
+    );
     out
 }
 
-fn table(out: &mut String, entries: &[Metric]) {
-    out.push_str("\n| key | unit | direction | label |\n|---|---|---|---|\n");
+fn table(out: &mut String, entries: &[Metric], definition: fn(&str) -> Option<&'static str>) {
+    out.push_str("\n| key | unit | direction | label | definition |\n|---|---|---|---|---|\n");
     for m in entries {
         let direction = match m.direction {
             Some(Direction::HigherIsBetter) => "higher is better",
@@ -214,7 +222,12 @@ fn table(out: &mut String, entries: &[Metric]) {
             None => "informational",
         };
         let unit = if m.unit.is_empty() { "—" } else { m.unit };
-        let _ = writeln!(out, "| `{}` | {unit} | {direction} | {} |", m.name, m.label);
+        let def = cell(definition(m.name).unwrap_or("—"));
+        let _ = writeln!(
+            out,
+            "| `{}` | {unit} | {direction} | {} | {def} |",
+            m.name, m.label
+        );
     }
 }
 

@@ -9,11 +9,13 @@
 //! have no direction and cannot be thresholds.
 
 mod bound;
+mod definitions;
 mod direction;
 pub(crate) mod table;
 pub(crate) mod views;
 
 pub use bound::{bound_accepted, bound_problem, unknown_metric_hint};
+pub use definitions::{exact_definition, family_definition};
 pub use direction::{ACCEPTED_HINT, Direction, direction_of};
 pub use views::{Group, HISTORY_KEYS, HISTORY_TABLE_KEYS, PARITY_KEYS, REPORT_GROUPS};
 pub use views::{SOAK_BATCH_KEYS, SUMMARY_KEYS};

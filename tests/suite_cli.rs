@@ -399,6 +399,10 @@ fn main() -> ExitCode {
             reference_page::readme_holds_the_literal_commands,
         ),
         (
+            "reference_page_readme_recipe_config_lists_and_runs",
+            reference_page::readme_recipe_config_lists_and_runs,
+        ),
+        (
             "dfx_perf_pipeline_buildkite_files_are_current",
             pipeline::buildkite_pipeline_files_are_current,
         ),

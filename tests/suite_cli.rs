@@ -49,6 +49,8 @@ mod native_duplex;
 mod pipeline;
 #[path = "suite_cli/quality.rs"]
 mod quality;
+#[path = "suite_cli/reference_page.rs"]
+mod reference_page;
 #[path = "suite_cli/release_archive.rs"]
 mod release_archive;
 #[path = "suite_cli/repeats.rs"]
@@ -389,6 +391,18 @@ fn main() -> ExitCode {
             release_archive::release_workflow_parses_and_pins_what_ci_pins,
         ),
         (
+            "reference_page_dfx_perf_cli_is_current",
+            reference_page::dfx_perf_cli_page_is_current,
+        ),
+        (
+            "reference_page_readme_holds_the_literal_commands",
+            reference_page::readme_holds_the_literal_commands,
+        ),
+        (
+            "reference_page_readme_recipe_config_lists_and_runs",
+            reference_page::readme_recipe_config_lists_and_runs,
+        ),
+        (
             "dfx_perf_pipeline_buildkite_files_are_current",
             pipeline::buildkite_pipeline_files_are_current,
         ),
@@ -460,7 +474,7 @@ fn passed(names: &[&str]) -> Vec<(String, String)> {
 // ---------------------------------------------------------------- checks
 
 fn literal_command_passes() -> Result<(), Failed> {
-    let run = cargo_test(&["--assert-baseline", "test_qwen3_tts_base"], &[])?;
+    let run = cargo_test(&["--assert-baseline", "test_qwen3_tts_base::"], &[])?;
     check(run.code() == Some(0), "expected exit status 0", &run)?;
     check(
         run.outcomes()? == passed(&BASE_TRIALS),
@@ -482,7 +496,7 @@ fn literal_command_passes() -> Result<(), Failed> {
 
 fn literal_command_fails_on_slowdown() -> Result<(), Failed> {
     let run = cargo_test(
-        &["--assert-baseline", "test_qwen3_tts_base"],
+        &["--assert-baseline", "test_qwen3_tts_base::"],
         &[("DFX_FAKE_SLOWDOWN", "2")],
     )?;
     check(run.code() == Some(101), "expected exit status 101", &run)?;

@@ -9,6 +9,7 @@ mod merge;
 mod out;
 mod pipeline;
 mod recalibrate;
+mod reference;
 mod report;
 mod run;
 mod verify;
@@ -62,6 +63,9 @@ subcommands! {
     /// Generate a CI pipeline (Buildkite) that runs the plan in shards per hardware label
     /// and merges them.
     Pipeline(pipeline::PipelineArgs),
+    /// Print the generated reference page of these commands (`docs/reference/dfx-perf-cli.md`).
+    #[command(hide = true)]
+    ReferencePage(reference::ReferencePageArgs),
 }
 
 /// Parses a percentage flag (`25%` or `25`) into a fraction.

@@ -1,5 +1,5 @@
 //! Peak memory of one native-bench step against a zero-delay local server, to show how a
-//! step's memory grows with `num_prompts` (README.md "What bad input gets" quotes it).
+//! step's memory grows with `num_prompts` (`docs/guide/bad-input.md` ("While a run goes on") quotes it).
 //!
 //! `cargo run --release -p dfx-bench --example step_memory -- N [CONCURRENCY]` runs one
 //! closed-loop step of N requests (default concurrency 64) and prints the process's peak

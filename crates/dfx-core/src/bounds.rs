@@ -1,7 +1,7 @@
 //! The bounds every user-controlled number must fall in, checked when the plan is built
 //! (config values) or the flags are read, so that no value a real run could not use
 //! reaches a conversion that panics (`Duration::from_secs_f64`, `Instant + Duration`), an
-//! allocation sized by it, or a loop that never ends. README.md "What bad input gets"
+//! allocation sized by it, or a loop that never ends. `docs/guide/bad-input.md` ("While a run goes on")
 //! lists them for users.
 //!
 //! The numbers are generous: each is far beyond what a nightly run on one GPU server does,
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub(crate) const MAX_CONCURRENCY: u64 = 4096;
 
 /// Most measured requests of one sweep step (`num_prompts`). The native bench keeps a
-/// fixed-size summary per request for its statistics (README.md "What bad input gets"
+/// fixed-size summary per request for its statistics (`docs/guide/bad-input.md` ("While a run goes on")
 /// gives the memory of a million-request step).
 pub(crate) const MAX_PROMPTS: u64 = 1_000_000;
 
@@ -69,6 +69,126 @@ pub const MAX_NAME_CHARS: usize = 256;
 pub const MIN_SIM_SPEED: f64 = 0.01;
 /// See [`MIN_SIM_SPEED`].
 pub const MAX_SIM_SPEED: f64 = 1_000.0;
+
+/// One config key's row of the generated reference (`docs/reference/config-keys.md`):
+/// its type, what the plan accepts (written from the constants above, so the page moves
+/// with them) and its default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyBound {
+    /// The key, with its place when it is not an entry key (`server_params.ready_timeout_s`).
+    pub key: &'static str,
+    /// The JSON type(s) accepted.
+    pub kind: &'static str,
+    /// The values accepted.
+    pub accepted: String,
+    /// What applies when the key is absent.
+    pub default: &'static str,
+}
+
+/// The bounded config keys, in the order of `docs/guide/bad-input.md` ("What bad input gets").
+pub fn key_bounds() -> Vec<KeyBound> {
+    let row = |key, kind, accepted: String, default| KeyBound {
+        key,
+        kind,
+        accepted,
+        default,
+    };
+    let rate = format!("{MIN_RATE} – {MAX_RATE} req/s");
+    vec![
+        row(
+            "max_concurrency",
+            "integer or list of integers",
+            format!("1 – {MAX_CONCURRENCY}"),
+            "none (a step needs it or `request_rate`)",
+        ),
+        row(
+            "num_prompts",
+            "integer or list of integers",
+            format!("1 – {MAX_PROMPTS}"),
+            "none",
+        ),
+        row(
+            "num_warmups",
+            "integer",
+            format!("0 – {MAX_WARMUPS}"),
+            "max(2, max_concurrency)",
+        ),
+        row(
+            "request_rate",
+            "number or list of numbers",
+            format!("{rate}; `(num_prompts − 1) / request_rate` at most {MAX_SCHEDULE_SECONDS} s"),
+            "none",
+        ),
+        row(
+            "burstiness",
+            "number",
+            format!("{MIN_BURSTINESS} – {MAX_BURSTINESS}"),
+            "1 (Poisson arrivals)",
+        ),
+        row(
+            "ramp_start_rate",
+            "number",
+            format!("{rate}; the shaped schedule at most {MAX_SCHEDULE_SECONDS} s"),
+            "none",
+        ),
+        row(
+            "soak_duration_s",
+            "number",
+            format!(
+                "more than 0, at most {MAX_SCHEDULE_SECONDS} s, and `num_prompts / soak_duration_s` at most {MAX_RATE} req/s"
+            ),
+            "none",
+        ),
+        row(
+            "cohorts",
+            "list of objects",
+            format!(
+                "1 – {MAX_COHORTS} cohorts; `offset_s` 0 – {MAX_SCHEDULE_SECONDS} s; a cohort's `request_rate` {rate}; `num_prompts` adding up to the step's"
+            ),
+            "none",
+        ),
+        row(
+            "open_loop_max_concurrency",
+            "integer",
+            format!("1 – {MAX_CONCURRENCY}"),
+            "none (uncapped)",
+        ),
+        row(
+            "metric-percentiles",
+            "string",
+            format!("up to {MAX_PERCENTILES} comma-separated numbers from 0 to 100"),
+            "99",
+        ),
+        row(
+            "repeats",
+            "integer",
+            format!("1 – {MAX_REPEATS}"),
+            "1 (or `--repeats`)",
+        ),
+        row("seed", "integer", "0 – 2^64 − 1".into(), "`--seed` (0)"),
+        row(
+            "server_params.ready_timeout_s",
+            "number",
+            format!("at least 1, at most {MAX_TIMEOUT_SECONDS} s"),
+            "`--ready-timeout` (1200 s)",
+        ),
+        row(
+            "test_name, name, task, eval_phase, dataset_name",
+            "string",
+            format!("at most {MAX_NAME_CHARS} characters"),
+            "none (`name` and the others build the trial name)",
+        ),
+        row(
+            "(a config file, or a `$ref` file)",
+            "file",
+            format!(
+                "a regular file of at most {} MiB",
+                MAX_CONFIG_BYTES / (1024 * 1024)
+            ),
+            "—",
+        ),
+    ]
+}
 
 /// `secs` as a [`Duration`] when it is a positive, finite number of seconds no larger
 /// than [`MAX_TIMEOUT_SECONDS`]; `None` otherwise (never panics).
@@ -132,6 +252,22 @@ mod tests {
             timeout(MAX_TIMEOUT_SECONDS),
             Some(Duration::from_secs(604_800))
         );
+    }
+
+    #[test]
+    fn bounded_keys_are_known_names() {
+        let scopes = crate::config::known_keys::key_scopes();
+        for b in key_bounds().iter().filter(|b| !b.key.starts_with('(')) {
+            for key in b.key.split(", ") {
+                let name = key.rsplit('.').next().unwrap_or(key);
+                assert!(
+                    scopes.iter().any(|(_, _, keys)| keys
+                        .iter()
+                        .any(|k| *k == name || k.replace('-', "_") == name)),
+                    "{key} is not a known config key"
+                );
+            }
+        }
     }
 
     #[test]

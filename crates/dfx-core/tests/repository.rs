@@ -4,11 +4,15 @@
 //!   project's inputs now live in `tests/reference/` and `docs/`);
 //! - every design-document reference resolves: a `*.md` path in code, scripts or
 //!   manifests exists relative to the repository root, the file's folder or its crate, and
-//!   every relative markdown link in a `.md` file exists relative to that file.
+//!   every relative markdown link in a `.md` file exists relative to that file;
+//! - every `#anchor` of a relative markdown link names a heading of its target;
+//! - every row of `docs/reference/where-is.md` names files that exist and a symbol that
+//!   occurs in its source file.
 //!
 //! `docs/research/` (notes on upstream's code, citing upstream paths) and the upstream
 //! data in `tests/reference/` are exempt from the link check, not from the first one;
-//! so are the names of files a run writes (`report.md`, `compare.md`, `history.md`) and this file's own
+//! so are the reference generators (their links are relative to `docs/reference/`),
+//! the names of files a run writes (`report.md`, `compare.md`, `history.md`) and this file's own
 //! scanner examples.
 
 use std::path::{Path, PathBuf};
@@ -112,8 +116,8 @@ fn md_tokens(text: &str) -> Vec<&str> {
     out
 }
 
-/// Relative link targets of markdown links `](target)` in `text`, anchors cut.
-fn md_links(text: &str) -> Vec<&str> {
+/// The destination of every markdown link `](destination "title")` in `text`, title cut.
+fn link_destinations(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(i) = text[from..].find("](") {
@@ -122,14 +126,23 @@ fn md_links(text: &str) -> Vec<&str> {
             break;
         };
         from = start + len;
-        let target = text[start..start + len].split('#').next().unwrap_or("");
-        let target = target.split_whitespace().next().unwrap_or("");
-        if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
-            continue;
-        }
-        out.push(target);
+        out.push(
+            text[start..start + len]
+                .split_whitespace()
+                .next()
+                .unwrap_or(""),
+        );
     }
     out
+}
+
+/// Relative link targets of markdown links `](target)` in `text`, anchors cut.
+fn md_links(text: &str) -> Vec<&str> {
+    link_destinations(text)
+        .into_iter()
+        .map(|d| d.split('#').next().unwrap_or(""))
+        .filter(|t| !(t.is_empty() || t.contains("://") || t.starts_with("mailto:")))
+        .collect()
 }
 
 /// The nearest folder at or above `file` that holds a `Cargo.toml`.
@@ -150,6 +163,10 @@ fn every_doc_reference_resolves() {
         root.join("tests/reference"),
         root.join(file!().trim_start_matches("crates/dfx-core/")),
         root.join(file!()),
+        // The reference generators: their links are relative to `docs/reference/`, and
+        // the pages they write are checked as markdown below.
+        root.join("crates/dfx-harness/src/reference.rs"),
+        root.join("src/cli/reference.rs"),
     ];
     let mut broken = Vec::new();
     for f in files(&root) {
@@ -207,4 +224,182 @@ fn token_and_link_scanners() {
         md_links("[a](../b.md#x) [c](https://e.org) [d](#top) [e](f/g.md \"t\")"),
         ["../b.md", "f/g.md"]
     );
+}
+
+/// `(target, anchor)` of every markdown link `](target#anchor)` in `text` that is not a
+/// URL; `target` is empty for a link into the same file.
+fn md_anchors(text: &str) -> Vec<(&str, &str)> {
+    link_destinations(text)
+        .into_iter()
+        .filter(|d| !d.contains("://"))
+        .filter_map(|d| d.split_once('#'))
+        .collect()
+}
+
+/// The anchors a markdown renderer (GitHub, mdBook) gives the headings of `text`:
+/// lowercased, punctuation dropped, spaces as `-`, repeats numbered `-1`, `-2`.
+fn heading_anchors(text: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fence = !fence;
+        }
+        let Some(title) = line.strip_prefix('#').filter(|_| !fence) else {
+            continue;
+        };
+        let title = title.trim_start_matches('#');
+        if !title.starts_with(' ') {
+            continue;
+        }
+        let slug: String = title
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let n = seen
+            .iter()
+            .filter(|s| {
+                s.as_str() == slug
+                    || s.strip_prefix(&format!("{slug}-"))
+                        .is_some_and(|r| r.parse::<u32>().is_ok())
+            })
+            .count();
+        seen.push(if n == 0 { slug } else { format!("{slug}-{n}") });
+    }
+    seen
+}
+
+/// Every `#anchor` of a relative markdown link (into a `.md` file, or the same file)
+/// names a heading of its target.
+#[test]
+fn every_markdown_anchor_resolves() {
+    let root = repo_root();
+    let exempt = [root.join("docs/research"), root.join("tests/reference")];
+    let mut broken = Vec::new();
+    for f in files(&root) {
+        if exempt.iter().any(|e| f.starts_with(e)) || f.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            for (target, anchor) in md_anchors(line) {
+                let path = if target.is_empty() {
+                    f.clone()
+                } else {
+                    f.parent().unwrap_or(&root).join(target)
+                };
+                if !target.is_empty() && !target.ends_with(".md") {
+                    continue;
+                }
+                let Ok(body) = std::fs::read_to_string(&path) else {
+                    continue; // a missing file is every_doc_reference_resolves' finding
+                };
+                if !heading_anchors(&body).iter().any(|a| a == anchor) {
+                    broken.push(format!(
+                        "{}:{}: ({target}#{anchor}) names no heading of {}",
+                        rel(&root, &f).display(),
+                        n + 1,
+                        rel(&root, &path).display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "markdown anchors that point nowhere:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn anchor_scanners() {
+    assert_eq!(
+        md_anchors("[a](b.md#x-y) [c](https://e.org/#z) [d](#top) [e](f.md)"),
+        [("b.md", "x-y"), ("", "top")]
+    );
+    assert_eq!(
+        heading_anchors(
+            "# Why did a trial fail?\n```\n# not a heading\n```\n## `dfx-perf run`\n## Why did a trial fail?"
+        ),
+        [
+            "why-did-a-trial-fail",
+            "dfx-perf-run",
+            "why-did-a-trial-fail-1"
+        ]
+    );
+}
+
+/// The text of a table cell that is one backticked span.
+fn unquote(c: &str) -> Option<&str> {
+    let c = c.trim();
+    c.strip_prefix('`')
+        .and_then(|c| c.strip_suffix('`'))
+        .filter(|c| !c.contains('`'))
+}
+
+/// The rows of `docs/reference/where-is.md`: (line, paths, symbol). A row's paths are its
+/// cells holding one backticked path (with a `/`); its symbol is its last cell.
+fn where_is_rows(text: &str) -> Vec<(usize, Vec<&str>, &str)> {
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(inner) = line
+            .trim()
+            .strip_prefix('|')
+            .and_then(|l| l.strip_suffix('|'))
+        else {
+            continue;
+        };
+        let cells: Vec<&str> = inner.split('|').collect();
+        let paths: Vec<&str> = cells
+            .iter()
+            .filter_map(|c| unquote(c))
+            .filter(|c| c.contains('/') && !c.contains(' '))
+            .collect();
+        if let (false, Some(symbol)) = (paths.is_empty(), cells.last().and_then(|c| unquote(c))) {
+            rows.push((n + 1, paths, symbol));
+        }
+    }
+    rows
+}
+
+/// Every path of the "where is" page exists and its last (source) path holds the symbol.
+#[test]
+fn where_is_rows_resolve() {
+    let root = repo_root();
+    let page = "docs/reference/where-is.md";
+    let text = std::fs::read_to_string(root.join(page)).expect("the where-is page exists");
+    let rows = where_is_rows(&text);
+    assert!(rows.len() >= 30, "{page}: only {} rows found", rows.len());
+    let mut broken = Vec::new();
+    for (line, paths, symbol) in rows {
+        for p in &paths {
+            if !root.join(p).exists() {
+                broken.push(format!("{page}:{line}: `{p}` does not exist"));
+            }
+        }
+        let source = paths.last().expect("a row has a path");
+        let holds = std::fs::read_to_string(root.join(source)).is_ok_and(|t| t.contains(symbol));
+        if !holds {
+            broken.push(format!(
+                "{page}:{line}: `{symbol}` does not occur in `{source}`"
+            ));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "stale rows (the code moved?):\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn where_is_scanner() {
+    let rows = where_is_rows("| a | `x/y.rs` | `fn f` |\n|---|---|---|\n| b | c | `d` |");
+    assert_eq!(rows, [(1, vec!["x/y.rs"], "fn f")]);
 }

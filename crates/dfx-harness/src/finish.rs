@@ -96,7 +96,7 @@ impl CloseGate {
 /// Exit status of a run whose trials ran but whose closing files (`summary.json`,
 /// `run.json`, the reports, JUnit, `manifest.json`) could not all be written: a full or
 /// read-only results disk must not end a nightly green.
-pub(crate) const EXIT_WRITE_FAILED: u8 = 3;
+pub(crate) const EXIT_WRITE_FAILED: u8 = crate::exit::SuiteExit::WriteFailed.code();
 
 /// Everything needed to close a run besides its progress.
 #[derive(Debug)]

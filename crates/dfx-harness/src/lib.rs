@@ -21,6 +21,7 @@
 pub mod cli;
 pub mod estimate;
 pub(crate) mod eta;
+pub mod exit;
 pub(crate) mod fake;
 pub(crate) mod fingerprint;
 pub(crate) mod finish;
@@ -32,6 +33,7 @@ pub mod partition;
 pub(crate) mod pool;
 pub(crate) mod progress;
 pub(crate) mod quality;
+pub mod reference;
 pub(crate) mod reserve;
 pub(crate) mod result_keys;
 pub(crate) mod results;

@@ -2,10 +2,8 @@
 //! server starts) → decisions → libtest-mimic trials → summary.json (always, after the
 //! last trial) → exit status.
 //!
-//! Exit status: 0 all selected trials passed or were ignored; 101 a trial failed
-//! (libtest's convention); 2 bad flags, config errors, or the results folder cannot be
-//! created (nothing was started); 3 the trials ran but `summary.json`, `run.json` or a
-//! report could not be written; 130 interrupted (see [`crate::interrupt`]).
+//! Exit statuses: [`crate::exit::SuiteExit`] (0 passed, 101 a trial failed, 2 nothing
+//! started, 3 a closing file not written, 130 interrupted: see [`crate::interrupt`]).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -34,7 +32,7 @@ use crate::wiring;
 use dfx_core::artefact::ConfigFileRef;
 
 /// Exit status for problems found before anything ran.
-const USAGE: u8 = 2;
+const USAGE: u8 = crate::exit::SuiteExit::Usage.code();
 
 /// Plan warnings printed on stderr before "… and N more".
 const SHOWN_WARNINGS: usize = 5;

@@ -3,7 +3,7 @@
 //! arrival, a timestamp per read kept in memory, one record line per request written at
 //! the end; no runtime, no PCM analysis, no statistics. Closed loop at one stream only.
 //! Its marginal CPU per request is what reading the chunks of one request costs on the
-//! machine, a bound under any client's figure (BENCHMARKS.md, "The floor").
+//! machine, a bound under any client's figure (`docs/benchmarks-history.md`, "The floor").
 //!
 //! `--run-floor DIR BASE_URL N WARMUPS pooled|fresh` writes `DIR/records.jsonl`
 //! (`request_id`, `ttfp_s`, `ok`, `warmup`), `DIR/result.json` (`{"failed": n}`) and

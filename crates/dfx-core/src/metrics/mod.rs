@@ -9,11 +9,13 @@
 //! have no direction and cannot be thresholds.
 
 mod bound;
+mod definitions;
 mod direction;
 pub(crate) mod table;
 pub(crate) mod views;
 
 pub use bound::{bound_accepted, bound_problem, unknown_metric_hint};
+pub use definitions::{exact_definition, family_definition};
 pub use direction::{ACCEPTED_HINT, Direction, direction_of};
 pub use views::{Group, HISTORY_KEYS, HISTORY_TABLE_KEYS, PARITY_KEYS, REPORT_GROUPS};
 pub use views::{SOAK_BATCH_KEYS, SUMMARY_KEYS};
@@ -68,6 +70,16 @@ impl Known<'_> {
     pub fn label(&self) -> &'static str {
         self.entry().label
     }
+}
+
+/// Every exact entry of the registry, in table order (the generated reference lists them).
+pub fn exact_entries() -> &'static [Metric] {
+    table::EXACT
+}
+
+/// Every family of the registry (keys named `<stat>_<family>`), in table order.
+pub fn family_entries() -> &'static [Metric] {
+    table::FAMILIES
 }
 
 /// The registry entry of `key`, or `None` for names it does not know. Exact names win

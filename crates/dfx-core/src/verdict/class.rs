@@ -83,6 +83,36 @@ impl FailureClass {
         }
     }
 
+    /// What the class means, in one sentence (the generated reference prints it).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            FailureClass::Interrupted => {
+                "The run was interrupted (SIGINT / SIGTERM / SIGHUP) while the trial ran."
+            }
+            FailureClass::ServerStart => {
+                "The server never became ready: exited at start, port in use, out of memory, model or weights missing, readiness timeout."
+            }
+            FailureClass::ServerExit => "The server (or its judge) exited during the trial.",
+            FailureClass::Stalled => "The stall rule ended the step: the server stopped streaming.",
+            FailureClass::Client => {
+                "The load generator's side: bench exit, argv, tokenizer, dataset, a bench that left no result, a load it could not offer, a trial no bench can run."
+            }
+            FailureClass::Harness => "The suite itself: a panic, a file it could not write.",
+            FailureClass::ServerErrors => {
+                "Requests failed (HTTP or stream errors): fewer completed than sent."
+            }
+            FailureClass::Check => {
+                "A gate other than a threshold failed: quality, OmniInteract, fixed length, capacity search, `--require-thresholds`."
+            }
+            FailureClass::Breach => {
+                "An asserted threshold was breached beyond the cell's measured noise (or no noise is known)."
+            }
+            FailureClass::BreachWithinNoise => {
+                "Every asserted breach is inside the cell's measured noise."
+            }
+        }
+    }
+
     /// The class named `s` (as [`FailureClass::as_str`] writes it).
     pub fn parse(s: &str) -> Option<FailureClass> {
         FailureClass::ALL.into_iter().find(|c| c.as_str() == s)

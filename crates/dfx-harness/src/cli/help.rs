@@ -11,8 +11,9 @@ Examples:
   cargo test --release --test perf -- --server sim
   # list the trials (names are <test_name>::<entry>::<step>)
   cargo test --release --test perf -- --list
-  # one test's trials, failing on baseline breaches
-  cargo test --release --test perf -- --assert-baseline test_qwen3_tts_base
+  # one case's trials (the trailing :: leaves out test_qwen3_tts_base_contract),
+  # failing on baseline breaches
+  cargo test --release --test perf -- --assert-baseline test_qwen3_tts_base::
   # one trial against a faulty simulator
   cargo test --release --test perf -- --server sim --sim-faults error500=0.5 \\
       --exact test_qwen3_tts_base::voice_clone_latency_seed-tts::c1";

@@ -41,7 +41,7 @@ use crate::settings::SetupError;
 use crate::summary::{Interruption, Outcome, SummaryEntry};
 
 /// Exit status of an interrupted run (128 + SIGINT, like a shell).
-pub(crate) const EXIT_INTERRUPTED: i32 = 130;
+pub(crate) const EXIT_INTERRUPTED: i32 = crate::exit::SuiteExit::Interrupted.code() as i32;
 
 /// Longest wait of one side of the close for the other: two teardowns of a stubborn
 /// sglang-omni group (30 s grace + 5 s each) and the writing of the summary and reports.

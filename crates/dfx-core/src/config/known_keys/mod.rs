@@ -115,6 +115,59 @@ pub(crate) const SERVER_PARAMS_KEYS: &[&str] = &[
     "ready_timeout_s",
 ];
 
+/// Every list of names a perf-config may use, as (where the key goes, what the list is,
+/// its names): the generated reference (`docs/reference/config-keys.md`) prints them.
+pub fn key_scopes() -> Vec<(&'static str, &'static str, &'static [&'static str])> {
+    vec![
+        (
+            "case",
+            "the keys of a case (one element of the file's list)",
+            CASE_KEYS,
+        ),
+        (
+            "server_params",
+            "the server of a case (and of `judge_server_params`)",
+            SERVER_PARAMS_KEYS,
+        ),
+        (
+            "entry",
+            "runner keys: never passed to a bench as flags (the exclude set)",
+            EXCLUDED_KEYS,
+        ),
+        (
+            "entry",
+            "dfx-perf's load-shape keys (native bench)",
+            OWN_ENTRY_KEYS,
+        ),
+        ("entry", "stability (soak) entries", STABILITY_KEYS),
+        (
+            "entry",
+            "flags newer than the tracked `vllm bench serve --omni`",
+            NEWER_FLAGS,
+        ),
+        (
+            "entry",
+            "long options of the tracked `vllm bench serve --omni`, without `--`",
+            vllm_bench_flags(),
+        ),
+        (
+            "native-duplex entry",
+            "upstream's native-duplex runner",
+            NATIVE_DUPLEX_KEYS,
+        ),
+        (
+            "diffusion entry",
+            "the diffusion runner's own keys",
+            DIFFUSION_OWN_KEYS,
+        ),
+        (
+            "diffusion entry",
+            "long options of upstream's diffusion benchmark script, without `--`",
+            diffusion_flags(),
+        ),
+    ]
+}
+
 /// The long options (without `--`) of a flag list file: one a line, `#` comments.
 fn read_flags(text: &'static str) -> Vec<&'static str> {
     text.lines()

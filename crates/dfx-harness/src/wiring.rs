@@ -20,10 +20,8 @@ use dfx_server::live::{self, LIVE_DIR_NAME};
 use dfx_server::{AttachLauncher, LauncherConfig, ProcessLauncher, Supervision};
 
 use crate::cli::BenchTool;
-use crate::fake::bench::{FakeBench, FakeKnobs};
-use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot};
-use crate::settings::{BenchOptions, Project, ServerChoice, SetupError, SuiteConfig};
+use crate::settings::{BenchOptions, Project, ServerChoice, SetupError, SuiteConfig, TestSeams};
 
 /// The launcher for `--server` / `--server-url`: the process launcher for the real
 /// executables (`vllm-omni` from `--server-bin` / `DFX_SERVER_BIN` /
@@ -43,7 +41,7 @@ pub(crate) fn launcher(
         ..LauncherConfig::default()
     };
     Ok(match &cfg.server {
-        ServerChoice::Fake => Box::new(FakeLauncher::from_env()),
+        ServerChoice::Fake => (seams(project, "--server")?.launcher)(),
         ServerChoice::Auto { server_bin } => Box::new(ProcessLauncher::new(LauncherConfig {
             server_bin: server_bin.clone(),
             ..base
@@ -64,6 +62,11 @@ pub(crate) fn launcher(
         }
         ServerChoice::Attach { url } => Box::new(AttachLauncher::new(url)?),
     })
+}
+
+/// The test fakes for `flag fake`, which only the suite's test binary has.
+fn seams(project: &Project, flag: &'static str) -> Result<TestSeams, SetupError> {
+    project.test_seams.ok_or(SetupError::NoTestSeams { flag })
 }
 
 /// Hidden test knob `DFX_SERVER_GRACE_MS`: the SIGTERM→SIGKILL grace of started servers
@@ -154,9 +157,7 @@ pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, 
     let mut slots = match cfg.bench.tool {
         BenchTool::Fake => vec![BenchSlot {
             label: "fake",
-            bench: Ok(Box::new(FakeBench {
-                knobs: FakeKnobs::from_env()?,
-            })),
+            bench: Ok((seams(project, "--bench")?.bench)().map_err(SetupError::FakeKnob)?),
         }],
         BenchTool::Native => vec![native()],
         BenchTool::Vllm => vec![vllm()],
@@ -213,6 +214,7 @@ mod tests {
             root: dir.to_path_buf(),
             sim_bin: dir.join("sim"),
             guard_bin: dir.join("guard"),
+            test_seams: None,
         }
     }
 

@@ -8,9 +8,26 @@ use std::time::Duration;
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
 use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, group_members};
 
-pub(crate) const FAKE: &str = env!("CARGO_BIN_EXE_dfx-fake-server");
-pub(crate) const HELPER: &str = env!("CARGO_BIN_EXE_dfx-launch-helper");
-pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_dfx-server-guard");
+/// dfx-testkit's fake server (a stand-in for `vllm-omni serve`).
+pub(crate) fn fake() -> &'static str {
+    exe("dfx-fake-server")
+}
+
+/// dfx-testkit's launch helper (a launcher in a process of its own).
+pub(crate) fn helper() -> &'static str {
+    exe("dfx-launch-helper")
+}
+
+/// The suite's guard, `dfx-perf-guard` (the one guard executable).
+pub(crate) fn guard() -> &'static str {
+    exe("dfx-perf-guard")
+}
+
+fn exe(name: &str) -> &'static str {
+    let path = dfx_testkit::bin(name);
+    path.to_str()
+        .unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))
+}
 
 /// A vllm-omni spec for the fake server with extra environment.
 pub(crate) fn spec(env: &[(&str, &str)]) -> ServerSpec {
@@ -34,12 +51,12 @@ pub(crate) fn spec(env: &[(&str, &str)]) -> ServerSpec {
 
 pub(crate) fn config() -> LauncherConfig {
     LauncherConfig {
-        server_bin: Some(FAKE.into()),
+        server_bin: Some(fake().into()),
         grace: Some(Duration::from_millis(300)),
         poll_interval: Duration::from_millis(50),
         // Every server of these tests has a guard (no state files: see tests/guard.rs).
         supervision: Supervision {
-            guard_bin: Some(GUARD.into()),
+            guard_bin: Some(guard().into()),
             live_dir: None,
         },
         ..LauncherConfig::default()

@@ -267,6 +267,39 @@ mod tests {
         assert_eq!(s.auth_token_env, d.auth_token_env);
     }
 
+    /// `dfx-perf run` has no fakes: `--server fake` / `--bench fake` name the test binary;
+    /// with the seams `tests/perf.rs` plugs in they are the fakes.
+    #[test]
+    fn the_fakes_exist_only_where_the_test_binary_plugs_them_in() {
+        let bare = project(Path::new("/p"));
+        let e = launcher(&config(&["--server", "fake"]), &bare)
+            .err()
+            .expect("no fake launcher without seams")
+            .to_string();
+        assert!(
+            e.contains("--server fake is a test seam") && e.contains("cargo test --test perf"),
+            "{e}"
+        );
+        let e = benches(&config(&["--bench", "fake"]), &bare)
+            .err()
+            .expect("no fake bench without seams")
+            .to_string();
+        assert!(e.contains("--bench fake is a test seam"), "{e}");
+
+        let seamed = Project {
+            test_seams: Some(TestSeams {
+                launcher: dfx_testkit::fake::launcher_from_env,
+                bench: dfx_testkit::fake::bench_from_env,
+            }),
+            ..bare
+        };
+        let fake = launcher(&config(&["--server", "fake"]), &seamed).expect("fake launcher");
+        assert_eq!(fake.name(), "fake");
+        let set = benches(&config(&["--bench", "fake"]), &seamed).expect("fake bench");
+        assert_eq!(set.slots[0].label, "fake");
+        assert!(set.slots[0].bench.is_ok());
+    }
+
     #[test]
     fn bench_choice_gives_the_slots_in_order_of_preference() {
         let labels = |tool: &str| -> Vec<&'static str> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
+use dfx_core::server::{ServerSpec, StartContext};
 use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, group_members};
 
 /// dfx-testkit's fake server (a stand-in for `vllm-omni serve`).
@@ -32,20 +32,11 @@ fn exe(name: &str) -> &'static str {
 /// A vllm-omni spec for the fake server with extra environment.
 pub(crate) fn spec(env: &[(&str, &str)]) -> ServerSpec {
     ServerSpec {
-        server_type: ServerType::VllmOmni,
-        model: "fake/model".into(),
-        deploy: None,
-        stage_overrides: None,
-        serve_args: ServeArgs::default(),
-        extra_cli_args: Vec::new(),
-        use_omni: true,
-        default_timeouts: true,
         env: env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
-        ready_timeout: None,
-        judge: None,
+        ..dfx_testkit::trials::spec("fake/model")
     }
 }
 

@@ -4,10 +4,11 @@
 //! tests of dfx-server, dfx-bench, dfx-harness and the root package ask cargo instead:
 //! once per process and executable, `$CARGO build -p dfx-testkit -p dfx-perf --bin NAME`
 //! into the target folder of the running test (with its profile), and the executable cargo
-//! reports. Up to date (every `cargo test --workspace`, or any earlier call) that is a
-//! no-op of well under a second; after a source change it rebuilds exactly what changed,
-//! so a test never runs a stale executable. Cargo releases its build-folder lock once the
-//! outer build is done, before any test runs, so the nested build cannot deadlock on it.
+//! reports. Up to date (after `cargo test --workspace --all-targets`, whose feature
+//! resolution the nested build matches, or any earlier call) that is a no-op of about
+//! 0.3 s; after a source change it rebuilds exactly what changed, so a test never runs a
+//! stale executable. Cargo releases its build-folder lock once the outer build is done,
+//! before any test runs, so the nested build cannot deadlock on it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

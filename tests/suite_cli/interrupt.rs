@@ -1,5 +1,5 @@
 //! Interrupting the suite (SIGINT, SIGTERM) while a trial runs against a real server
-//! process group (dfx-server's `dfx-fake-server` standing in for `vllm-omni serve`), with
+//! process group (dfx-testkit's `dfx-fake-server` standing in for `vllm-omni serve`), with
 //! the fake bench slowed down by `DFX_FAKE_SLEEP_MS` so the trial lasts long enough: at a
 //! chosen trial, and at random moments many times over.
 

@@ -65,33 +65,16 @@ pub fn perf_bin() -> Result<&'static PathBuf, Failed> {
         .map_err(|e| Failed::from(e.clone()))
 }
 
-/// dfx-server's `dfx-fake-server` (a stand-in for `vllm-omni serve` that really runs as
-/// a process group), built by (and located through) cargo once. Root test targets only
-/// get `CARGO_BIN_EXE_*` for the root package's own binaries.
-pub fn fake_server_bin() -> Result<&'static PathBuf, Failed> {
-    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        built(
-            &["build", "-p", "dfx-server", "--bin", "dfx-fake-server"],
-            "dfx-fake-server",
-        )
-    })
-    .as_ref()
-    .map_err(|e| Failed::from(e.clone()))
+/// dfx-testkit's `dfx-fake-server` (a stand-in for `vllm-omni serve` that really runs as
+/// a process group), built by (and located through) cargo once ([`dfx_testkit::bin`]).
+pub fn fake_server_bin() -> Result<&'static Path, Failed> {
+    Ok(dfx_testkit::bin("dfx-fake-server"))
 }
 
-/// dfx-bench's `dfx-fake-vllm` (a stand-in for `vllm bench serve --omni` that records
+/// dfx-testkit's `dfx-fake-vllm` (a stand-in for `vllm bench serve --omni` that records
 /// its argv), built by (and located through) cargo once.
-pub fn fake_vllm_bin() -> Result<&'static PathBuf, Failed> {
-    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        built(
-            &["build", "-p", "dfx-bench", "--bin", "dfx-fake-vllm"],
-            "dfx-fake-vllm",
-        )
-    })
-    .as_ref()
-    .map_err(|e| Failed::from(e.clone()))
+pub fn fake_vllm_bin() -> Result<&'static Path, Failed> {
+    Ok(dfx_testkit::bin("dfx-fake-vllm"))
 }
 
 /// Runs `cargo <args> --message-format=json` and returns the executable of `target`.

@@ -15,14 +15,13 @@
 //! `progress` is what the run did so far, `eta` says `[3/29]` and the time left,
 //! `finish` closes a run, `interrupt` closes
 //! it on SIGINT / SIGTERM;
-//! `listing` renders `--list-verbose`; `fake` holds the hidden test seams; `wiring`
+//! `listing` renders `--list-verbose`; `wiring`
 //! is the one place where the real launchers, benches and report writer plug in.
 
 pub mod cli;
 pub mod estimate;
 pub(crate) mod eta;
 pub mod exit;
-pub(crate) mod fake;
 pub(crate) mod fingerprint;
 pub(crate) mod finish;
 pub(crate) mod gpu;
@@ -45,12 +44,9 @@ pub(crate) mod suite;
 pub(crate) mod summary;
 pub(crate) mod wiring;
 
-#[cfg(test)]
-mod test_support;
-
 use std::process::ExitCode;
 
-pub use settings::Project;
+pub use settings::{FakeKnobError, Project, TestSeams};
 
 /// Runs the suite: parses `std::env::args_os()` with [`cli::SuiteArgs`], loads the plan
 /// and runs the selected trials. `tests/perf.rs` is just

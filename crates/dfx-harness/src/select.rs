@@ -200,9 +200,9 @@ fn unique_dir_name(name: &str, used: &mut HashSet<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::bench::FakeBench;
-    use crate::fake::server::FakeLauncher;
-    use crate::test_support::{StubBench, UnavailableLauncher, concurrency_trial, spec};
+    use dfx_testkit::fake::bench::FakeBench;
+    use dfx_testkit::fake::server::FakeLauncher;
+    use dfx_testkit::trials::{StubBench, UnavailableLauncher, concurrency_trial, spec};
     use std::sync::Arc;
 
     type Slot = (&'static str, Result<Box<dyn Bench + Send>, String>);

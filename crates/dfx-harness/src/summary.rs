@@ -8,7 +8,7 @@ mod tests {
     use dfx_core::baseline::Direction;
 
     use super::*;
-    use crate::test_support::{concurrency_trial, threshold};
+    use dfx_testkit::trials::{concurrency_trial, threshold};
 
     #[test]
     fn a_trial_that_ran_without_thresholds_needs_data_and_is_counted() {

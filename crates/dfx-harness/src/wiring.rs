@@ -21,10 +21,8 @@ use dfx_server::live::{self, LIVE_DIR_NAME};
 use dfx_server::{AttachLauncher, LauncherConfig, ProcessLauncher, Supervision};
 
 use crate::cli::BenchTool;
-use crate::fake::bench::{FakeBench, FakeKnobs};
-use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot};
-use crate::settings::{Project, ServerChoice, SetupError, SuiteConfig};
+use crate::settings::{Project, ServerChoice, SetupError, SuiteConfig, TestSeams};
 
 /// The launcher for `--server` / `--server-url`: the process launcher for the real
 /// executables (`vllm-omni` from `--server-bin` / `DFX_SERVER_BIN` /
@@ -44,7 +42,7 @@ pub(crate) fn launcher(
         ..LauncherConfig::default()
     };
     Ok(match &cfg.server {
-        ServerChoice::Fake => Box::new(FakeLauncher::from_env()),
+        ServerChoice::Fake => (seams(project, "--server")?.launcher)(),
         ServerChoice::Auto { server_bin } => Box::new(ProcessLauncher::new(LauncherConfig {
             server_bin: server_bin.clone(),
             ..base
@@ -65,6 +63,11 @@ pub(crate) fn launcher(
         }
         ServerChoice::Attach { url } => Box::new(AttachLauncher::new(url)?),
     })
+}
+
+/// The test fakes for `flag fake`, which only the suite's test binary has.
+fn seams(project: &Project, flag: &'static str) -> Result<TestSeams, SetupError> {
+    project.test_seams.ok_or(SetupError::NoTestSeams { flag })
 }
 
 /// Hidden test knob `DFX_SERVER_GRACE_MS`: the SIGTERM→SIGKILL grace of started servers
@@ -155,9 +158,7 @@ pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, 
     let mut slots = match cfg.bench.tool {
         BenchTool::Fake => vec![BenchSlot {
             label: "fake",
-            bench: Ok(Box::new(FakeBench {
-                knobs: FakeKnobs::from_env()?,
-            })),
+            bench: Ok((seams(project, "--bench")?.bench)().map_err(SetupError::FakeKnob)?),
         }],
         BenchTool::Native => vec![native()],
         BenchTool::Vllm => vec![vllm()],
@@ -220,6 +221,7 @@ mod tests {
             root: dir.to_path_buf(),
             sim_bin: dir.join("sim"),
             guard_bin: dir.join("guard"),
+            test_seams: None,
         }
     }
 
@@ -270,6 +272,39 @@ mod tests {
             (d.seed, d.request_timeout, d.read_timeout, d.sample_rate)
         );
         assert_eq!(s.auth_token_env, d.auth_token_env);
+    }
+
+    /// `dfx-perf run` has no fakes: `--server fake` / `--bench fake` name the test binary;
+    /// with the seams `tests/perf.rs` plugs in they are the fakes.
+    #[test]
+    fn the_fakes_exist_only_where_the_test_binary_plugs_them_in() {
+        let bare = project(Path::new("/p"));
+        let e = launcher(&config(&["--server", "fake"]), &bare)
+            .err()
+            .expect("no fake launcher without seams")
+            .to_string();
+        assert!(
+            e.contains("--server fake is a test seam") && e.contains("cargo test --test perf"),
+            "{e}"
+        );
+        let e = benches(&config(&["--bench", "fake"]), &bare)
+            .err()
+            .expect("no fake bench without seams")
+            .to_string();
+        assert!(e.contains("--bench fake is a test seam"), "{e}");
+
+        let seamed = Project {
+            test_seams: Some(TestSeams {
+                launcher: dfx_testkit::fake::launcher_from_env,
+                bench: dfx_testkit::fake::bench_from_env,
+            }),
+            ..bare
+        };
+        let fake = launcher(&config(&["--server", "fake"]), &seamed).expect("fake launcher");
+        assert_eq!(fake.name(), "fake");
+        let set = benches(&config(&["--bench", "fake"]), &seamed).expect("fake bench");
+        assert_eq!(set.slots[0].label, "fake");
+        assert!(set.slots[0].bench.is_ok());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The guard process itself (`dfx-server-guard`, and the root package's `dfx-perf-guard`,
-//! both a one-line `main` around [`main_from_args`]).
+//! The guard process itself (the root package's `dfx-perf-guard`, a one-line `main` around
+//! [`main_from_args`]; this crate's tests start the same executable).
 //!
 //! The suite starts one guard per process group it launches (see `crate::guard`), in a
 //! session of its own, with the read end of a pipe as its stdin; only the suite holds the

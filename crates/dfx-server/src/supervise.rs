@@ -21,7 +21,7 @@ use crate::supervision_error::SupervisionError;
 /// through the registry only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Supervision {
-    /// The guard executable (`dfx-perf-guard` / `dfx-server-guard`); `None`: no guard.
+    /// The guard executable (`dfx-perf-guard`); `None`: no guard.
     pub guard_bin: Option<PathBuf>,
     /// The state folder (`<results-dir>/.dfx-live-servers`); `None`: no state files.
     pub live_dir: Option<PathBuf>,

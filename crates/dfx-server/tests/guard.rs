@@ -56,7 +56,7 @@ fn a_normal_stop_dismisses_the_guard_and_removes_the_state_file() {
     let ctx = ctx(dir.path(), Duration::from_secs(30));
     let mut launcher = ProcessLauncher::new(LauncherConfig {
         supervision: Supervision {
-            guard_bin: Some(GUARD.into()),
+            guard_bin: Some(guard().into()),
             live_dir: Some(live.clone()),
         },
         ..config()
@@ -72,7 +72,7 @@ fn a_normal_stop_dismisses_the_guard_and_removes_the_state_file() {
     assert_eq!(record.pgid, pgid);
     assert_eq!(record.leader_start, procfs::stat(pgid).unwrap().start_time);
     assert_eq!(record.cmdline, procfs::cmdline(pgid).unwrap());
-    assert_eq!(record.cmdline[0], FAKE);
+    assert_eq!(record.cmdline[0], fake());
     assert_eq!(record.owner, ProcessId::me());
     // The guard leads a session of its own, outside the server's group and ours.
     let sid = nix::unistd::getsid(Some(Pid::from_raw(guard)))
@@ -95,12 +95,12 @@ fn a_normal_stop_dismisses_the_guard_and_removes_the_state_file() {
 /// Starts the helper (server ignoring SIGTERM, with a grandchild that does too) with a
 /// guard and a state folder; returns it, the server's pgid and the guard's pid.
 fn helper_with_guard(dir: &Path, own_group: bool) -> (Child, i32, i32) {
-    let mut cmd = Command::new(HELPER);
+    let mut cmd = Command::new(helper());
     cmd.args([
         "wait",
-        FAKE,
+        fake(),
         dir.join("server-0").to_str().unwrap(),
-        GUARD,
+        guard(),
         dir.join(LIVE_DIR_NAME).to_str().unwrap(),
     ])
     .stdin(Stdio::null())
@@ -203,7 +203,7 @@ fn abandoned_guard(leader: ProcessId) -> std::process::ExitStatus {
         state_file: None,
         log: None,
     };
-    let mut guard = Command::new(GUARD)
+    let mut guard = Command::new(guard())
         .args(orders.to_args())
         .stdin(Stdio::piped())
         .stderr(Stdio::null())

@@ -41,7 +41,8 @@ fn ready_server_is_healthy_logged_and_fully_stopped() {
     let port = server.port();
     assert!(
         command.starts_with(&format!(
-            "{FAKE} serve fake/model --host 127.0.0.1 --port {port} --omni --stage-init-timeout 600 --init-timeout 900\n"
+            "{} serve fake/model --host 127.0.0.1 --port {port} --omni --stage-init-timeout 600 --init-timeout 900\n",
+            fake()
         )),
         "{command}"
     );
@@ -395,7 +396,7 @@ fn simulator_mode_uses_the_vllm_form_for_every_server_type() {
     let ctx = ctx(dir.path(), LONG);
     let mut launcher = ProcessLauncher::new(LauncherConfig {
         server_bin: None,
-        simulator: Some(FAKE.into()),
+        simulator: Some(fake().into()),
         extra_env: [("DFX_SIM_SPEED".to_string(), "50".to_string())].into(),
         ..config()
     });
@@ -406,7 +407,10 @@ fn simulator_mode_uses_the_vllm_form_for_every_server_type() {
     let server = launcher.start(&s, &ctx).unwrap();
     let command = std::fs::read_to_string(ctx.dir.join("command.txt")).unwrap();
     assert!(
-        command.starts_with(&format!("{FAKE} serve fake/model --host 127.0.0.1 --port ")),
+        command.starts_with(&format!(
+            "{} serve fake/model --host 127.0.0.1 --port ",
+            fake()
+        )),
         "{command}"
     );
     assert!(command.contains("#   DFX_SIM_SPEED=50\n"), "{command}");

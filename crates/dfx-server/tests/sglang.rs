@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{FAKE, assert_gone, config, ctx, spec};
+use common::{assert_gone, config, ctx, fake, spec};
 use dfx_core::server::{RunningServer, ServeArgs, ServerType};
 use dfx_server::{LauncherConfig, ProcessLauncher, sglang_ready_timeout};
 use serde_json::json;
@@ -23,7 +23,7 @@ fn sglang_runs_in_the_repo_root_with_its_env_and_root_relative_config() {
     std::fs::write(root.join("conf/pipeline.yaml"), "stages: []\n").unwrap();
     let mut launcher = ProcessLauncher::new(LauncherConfig {
         server_bin: None,
-        sglang_bin: Some(FAKE.into()),
+        sglang_bin: Some(fake().into()),
         repo_root: root.clone(),
         deploy_dir: dir.path().join("no-deploy"),
         ..config()
@@ -50,7 +50,10 @@ fn sglang_runs_in_the_repo_root_with_its_env_and_root_relative_config() {
         .any(|v| v.starts_with(b"VLLM_WORKER_MULTIPROC_METHOD="));
     Box::new(server).stop().unwrap();
     assert_gone(pid, &[pid]);
-    let want = format!("{FAKE} serve --model-path fake/model --host 127.0.0.1 --port ");
+    let want = format!(
+        "{} serve --model-path fake/model --host 127.0.0.1 --port ",
+        fake()
+    );
     assert!(command.starts_with(&want), "{command}");
     assert!(
         command.contains(&format!(
@@ -71,7 +74,7 @@ fn sglang_runs_in_the_repo_root_with_its_env_and_root_relative_config() {
 #[test]
 fn sglang_defaults_are_upstreams() {
     let launcher = ProcessLauncher::new(LauncherConfig {
-        sglang_bin: Some(FAKE.into()),
+        sglang_bin: Some(fake().into()),
         ..LauncherConfig::default()
     });
     let mut s = spec(&[]);

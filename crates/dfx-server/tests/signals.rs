@@ -16,12 +16,12 @@ use nix::unistd::Pid;
 /// `<dir>/live`); returns it and its server's pgid.
 fn start_helper(mode: &str, dir: &std::path::Path) -> (Child, i32) {
     let live = dir.join("live");
-    let mut child = Command::new(HELPER)
+    let mut child = Command::new(helper())
         .args([
             mode,
-            FAKE,
+            fake(),
             dir.to_str().unwrap(),
-            GUARD,
+            guard(),
             live.to_str().unwrap(),
         ])
         .stdin(Stdio::piped())

@@ -29,8 +29,9 @@ pub(crate) fn upstream_config(name: &str) -> PathBuf {
     reference_dir().join("upstream/tests").join(name)
 }
 
+/// dfx-testkit's stand-in for `vllm bench serve --omni`.
 pub(crate) fn fake_vllm() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dfx-fake-vllm"))
+    dfx_testkit::bin("dfx-fake-vllm").to_path_buf()
 }
 
 /// Trials of `file` as the suite's own loader plans them (hardware H100, the repo's

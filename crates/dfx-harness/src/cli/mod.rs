@@ -28,7 +28,8 @@ pub enum ServerMode {
     Auto,
     /// The built-in simulated vllm-omni server (`dfx-perf-sim`), no GPU needed.
     Sim,
-    /// Test seam: an in-process fake that starts nothing (use with `--bench fake`).
+    /// Test seam: an in-process fake that starts nothing (use with `--bench fake`; only the
+    /// suite's test binary has it, through `Project::test_seams`).
     #[value(hide = true)]
     Fake,
 }
@@ -44,7 +45,8 @@ pub enum BenchTool {
     Native,
     /// The external `vllm bench serve --omni`.
     Vllm,
-    /// Test seam: a deterministic in-process model of a step (see `fake::bench`).
+    /// Test seam: a deterministic in-process model of a step (dfx-testkit's `fake::bench`;
+    /// only the suite's test binary has it, through `Project::test_seams`).
     #[value(hide = true)]
     Fake,
 }

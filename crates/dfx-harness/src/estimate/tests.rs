@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::test_support::{concurrency_trial, rate_trial};
+use dfx_testkit::trials::{concurrency_trial, rate_trial};
 
 #[test]
 fn concurrency_steps_take_rounds_and_rate_steps_their_arrivals() {

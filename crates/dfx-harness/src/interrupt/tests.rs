@@ -10,7 +10,7 @@ use super::*;
 use crate::finish::TrialRef;
 use crate::pool::ServerInfo;
 use crate::results::{RunDir, RunInfo};
-use crate::test_support::concurrency_trial;
+use dfx_testkit::trials::concurrency_trial;
 
 fn closing(dir: &std::path::Path) -> Closing {
     let now = chrono::Local.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();

@@ -5,10 +5,10 @@ use dfx_core::config::{LoadOptions, load_plan};
 use dfx_core::plan::Plan;
 
 use super::*;
-use crate::fake::bench::FakeBench;
-use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSlot, plan_trials};
-use crate::test_support::{concurrency_trial, rate_trial, threshold};
+use dfx_testkit::fake::bench::FakeBench;
+use dfx_testkit::fake::server::FakeLauncher;
+use dfx_testkit::trials::{concurrency_trial, rate_trial, threshold};
 
 fn fake_benches() -> BenchSet {
     BenchSet {

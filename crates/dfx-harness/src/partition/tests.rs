@@ -6,10 +6,10 @@ use dfx_core::config::{LoadOptions, load_plan};
 use dfx_core::plan::Plan;
 
 use super::*;
-use crate::fake::bench::FakeBench;
-use crate::fake::server::FakeLauncher;
 use crate::select::{BenchSet, BenchSlot, plan_trials};
-use crate::test_support::{concurrency_trial, spec};
+use dfx_testkit::fake::bench::FakeBench;
+use dfx_testkit::fake::server::FakeLauncher;
+use dfx_testkit::trials::{concurrency_trial, spec};
 
 fn planned(plan: &Plan) -> Vec<PlannedTrial> {
     let benches = BenchSet {

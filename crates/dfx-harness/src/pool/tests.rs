@@ -1,6 +1,6 @@
 use super::*;
-use crate::fake::server::{FakeEvent, FakeLauncher, FakeState};
-use crate::test_support::spec;
+use dfx_testkit::fake::server::{FakeEvent, FakeLauncher, FakeState};
+use dfx_testkit::trials::spec;
 
 fn pool() -> (ServerPool, Arc<FakeState>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

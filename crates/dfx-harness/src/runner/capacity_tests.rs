@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::Ran;
 use super::tests::{fixture, result_json};
-use crate::test_support::concurrency_trial;
+use dfx_testkit::trials::concurrency_trial;
 
 /// p99 TTFP = 100 ms / (1 − rate / 10): 500 ms at 8 req/s, unbounded at 10. With
 /// `flaky_above`, repeats after the first fail at rates above it.

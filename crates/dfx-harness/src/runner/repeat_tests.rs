@@ -11,7 +11,7 @@ use serde_json::json;
 use super::Ran;
 use super::tests::{entry, fixture, result_json};
 use crate::summary::Outcome;
-use crate::test_support::{concurrency_trial, threshold};
+use dfx_testkit::trials::{concurrency_trial, threshold};
 
 /// A bench whose TTFP is `100 + 10 × seed` ms and which loses a request on `lose_seed`.
 struct SeededBench {

@@ -8,8 +8,8 @@ use dfx_core::plan::BenchEntry;
 use serde_json::json;
 
 use super::tests::{fake, fixture, result_json};
-use crate::fake::bench::FakeKnobs;
-use crate::test_support::{concurrency_trial, threshold};
+use dfx_testkit::fake::bench::FakeKnobs;
+use dfx_testkit::trials::{concurrency_trial, threshold};
 
 /// A bucket naming `mean_tpot_ms` needs measurable TPOT; the fake bench (a TTS-like
 /// result) has none, so the trial fails with upstream's reason, even without

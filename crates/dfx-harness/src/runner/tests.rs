@@ -8,10 +8,10 @@ use dfx_core::plan::{BenchEntry, Plan, Trial};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fake::bench::{FakeBench, FakeKnobs};
-use crate::fake::server::{FakeEvent, FakeLauncher, FakeState};
 use crate::select::{BenchSlot, plan_trials};
-use crate::test_support::{StubBench, concurrency_trial, spec, threshold};
+use dfx_testkit::fake::bench::{FakeBench, FakeKnobs};
+use dfx_testkit::fake::server::{FakeEvent, FakeLauncher, FakeState};
+use dfx_testkit::trials::{StubBench, concurrency_trial, spec, threshold};
 
 pub(super) struct Fixture {
     pub(super) session: Session,
@@ -446,7 +446,7 @@ fn upstream_folder_holds_every_trial_under_upstreams_file_name() {
     let trials = vec![
         concurrency_trial("test_qwen3_tts", "clone", 1, 4),
         concurrency_trial("test_qwen3_tts", "clone", 2, 6),
-        crate::test_support::rate_trial("test_qwen3_tts", "clone", 0.5, 4),
+        dfx_testkit::trials::rate_trial("test_qwen3_tts", "clone", 0.5, 4),
         named,
     ];
     let mut trials = trials;

@@ -24,7 +24,17 @@ pub(crate) enum SetupError {
     Attach(#[from] dfx_core::server::ServerError),
     /// A `DFX_FAKE_*` knob of the fake bench.
     #[error(transparent)]
-    FakeKnob(#[from] KnobError),
+    FakeKnob(super::project::FakeKnobError),
+    /// `--server fake` / `--bench fake` in a binary without the test fakes.
+    #[error(
+        "{flag} fake is a test seam of the suite's test binary (`cargo test --test perf`); \
+         this dfx-perf has no fakes (accepted here: --server auto/sim, --bench \
+         auto/native/vllm)"
+    )]
+    NoTestSeams {
+        /// `--server` or `--bench`.
+        flag: &'static str,
+    },
     /// The guard binary is missing.
     #[error(
         "the guard ({exe}) is not an executable file: {} (looked beside the running \
@@ -55,16 +65,4 @@ pub(crate) enum SetupError {
     /// Another `ctrlc` handler exists in the process.
     #[error("cannot install the signal handler: {0}")]
     Signal(#[source] ctrlc::Error),
-}
-
-/// A `DFX_FAKE_*` variable whose value the fake bench cannot use.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{var}=`{value}`: expected {expected}")]
-pub(crate) struct KnobError {
-    /// The variable.
-    pub(crate) var: &'static str,
-    /// Its value.
-    pub(crate) value: String,
-    /// What is accepted.
-    pub(crate) expected: &'static str,
 }

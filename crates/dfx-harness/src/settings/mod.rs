@@ -11,13 +11,13 @@ mod flags;
 mod project;
 
 pub(crate) use bench::BenchOptions;
-pub(crate) use error::{KnobError, SetupError};
+pub(crate) use error::SetupError;
 pub(crate) use flags::known_hardware;
 use flags::{
     check_hardware, check_mark, check_ready_timeout, check_sim_speed, gpu_price_flag, history_flag,
     partition_flag,
 };
-pub use project::Project;
+pub use project::{FakeKnobError, Project, TestSeams};
 
 use dfx_core::bounds::{self, MAX_TIMEOUT_SECONDS};
 

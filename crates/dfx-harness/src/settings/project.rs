@@ -5,6 +5,9 @@ use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use dfx_core::bench::Bench;
+use dfx_core::server::ServerLauncher;
+
 use super::{FlagError, ServerChoice, SetupError, err};
 
 /// The simulator's executable name.
@@ -29,7 +32,24 @@ pub struct Project {
     /// The guard executable (`env!("CARGO_BIN_EXE_dfx-perf-guard")`), started next to every
     /// server and external bench group to stop it if the suite dies (`dfx_server::guard`).
     pub guard_bin: PathBuf,
+    /// The hidden `--server fake` / `--bench fake`: plugged in by the suite's test binary
+    /// (from dfx-testkit, a dev-dependency); `None` for `dfx-perf run`, which has no fakes.
+    pub test_seams: Option<TestSeams>,
 }
+
+/// The in-process fakes behind the hidden `--server fake` and `--bench fake`. They live in
+/// dfx-testkit, which only tests link, so the harness takes them from its caller.
+#[derive(Debug, Clone, Copy)]
+pub struct TestSeams {
+    /// `--server fake`: a launcher that starts nothing.
+    pub launcher: fn() -> Box<dyn ServerLauncher + Send>,
+    /// `--bench fake`: a deterministic bench; the error names a knob it cannot use.
+    pub bench: fn() -> Result<Box<dyn Bench + Send>, FakeKnobError>,
+}
+
+/// Why the fake bench cannot start (a `DFX_FAKE_*` knob it cannot use); its type lives in
+/// dfx-testkit.
+pub type FakeKnobError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Project {
     /// The project of an installed `dfx-perf run`: the current folder as root; the
@@ -44,6 +64,7 @@ impl Project {
             root,
             sim_bin: companion(dir, SIM_EXE, path.as_deref()),
             guard_bin: companion(dir, GUARD_EXE, path.as_deref()),
+            test_seams: None,
         })
     }
 
@@ -162,6 +183,7 @@ mod tests {
             root: dir.path().into(),
             sim_bin: dir.path().join(SIM_EXE),
             guard_bin: tool(dir.path(), GUARD_EXE, 0o755),
+            test_seams: None,
         };
         let auto = ServerChoice::Auto { server_bin: None };
         project.check_guard(&auto).unwrap();
@@ -184,6 +206,7 @@ mod tests {
             root: "/a".into(),
             sim_bin: "/s".into(),
             guard_bin: "/g".into(),
+            test_seams: None,
         };
         assert_eq!(p.clone().rooted(None).root, PathBuf::from("/a"));
         let r = p.rooted(Some(Path::new("rel"))).root;

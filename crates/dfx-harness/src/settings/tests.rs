@@ -8,6 +8,7 @@ fn project(dir: &Path) -> Project {
         root: dir.to_path_buf(),
         sim_bin: dir.join("sim"),
         guard_bin: dir.join("guard"),
+        test_seams: None,
     }
 }
 

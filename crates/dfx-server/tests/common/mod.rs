@@ -5,41 +5,49 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
+use dfx_core::server::{ServerSpec, StartContext};
 use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, group_members};
 
-pub(crate) const FAKE: &str = env!("CARGO_BIN_EXE_dfx-fake-server");
-pub(crate) const HELPER: &str = env!("CARGO_BIN_EXE_dfx-launch-helper");
-pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_dfx-server-guard");
+/// dfx-testkit's fake server (a stand-in for `vllm-omni serve`).
+pub(crate) fn fake() -> &'static str {
+    exe("dfx-fake-server")
+}
+
+/// dfx-testkit's launch helper (a launcher in a process of its own).
+pub(crate) fn helper() -> &'static str {
+    exe("dfx-launch-helper")
+}
+
+/// The suite's guard, `dfx-perf-guard` (the one guard executable).
+pub(crate) fn guard() -> &'static str {
+    exe("dfx-perf-guard")
+}
+
+fn exe(name: &str) -> &'static str {
+    let path = dfx_testkit::bin(name);
+    path.to_str()
+        .unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))
+}
 
 /// A vllm-omni spec for the fake server with extra environment.
 pub(crate) fn spec(env: &[(&str, &str)]) -> ServerSpec {
     ServerSpec {
-        server_type: ServerType::VllmOmni,
-        model: "fake/model".into(),
-        deploy: None,
-        stage_overrides: None,
-        serve_args: ServeArgs::default(),
-        extra_cli_args: Vec::new(),
-        use_omni: true,
-        default_timeouts: true,
         env: env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
-        ready_timeout: None,
-        judge: None,
+        ..dfx_testkit::trials::spec("fake/model")
     }
 }
 
 pub(crate) fn config() -> LauncherConfig {
     LauncherConfig {
-        server_bin: Some(FAKE.into()),
+        server_bin: Some(fake().into()),
         grace: Some(Duration::from_millis(300)),
         poll_interval: Duration::from_millis(50),
         // Every server of these tests has a guard (no state files: see tests/guard.rs).
         supervision: Supervision {
-            guard_bin: Some(GUARD.into()),
+            guard_bin: Some(guard().into()),
             live_dir: None,
         },
         ..LauncherConfig::default()

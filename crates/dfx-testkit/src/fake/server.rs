@@ -14,14 +14,16 @@ use dfx_core::server::{
 
 /// One start or stop, identified by the spec's model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FakeEvent {
+pub enum FakeEvent {
+    /// A server for this model started.
     Start(String),
+    /// The server of this model stopped.
     Stop(String),
 }
 
 /// Shared between the launcher, its servers and the test that inspects them.
 #[derive(Debug, Default)]
-pub(crate) struct FakeState {
+pub struct FakeState {
     events: Mutex<Vec<FakeEvent>>,
     /// Server ids that "exited".
     exited: Mutex<HashSet<usize>>,
@@ -32,20 +34,18 @@ pub(crate) struct FakeState {
 
 impl FakeState {
     /// Every start and stop so far, in order.
-    #[cfg(test)]
-    pub(crate) fn events(&self) -> Vec<FakeEvent> {
+    pub fn events(&self) -> Vec<FakeEvent> {
         lock(&self.events).clone()
     }
 
     /// Makes the most recently started server report `exit status 137`.
-    #[cfg(test)]
-    pub(crate) fn kill_latest(&self) {
+    pub fn kill_latest(&self) {
         let id = *lock(&self.next_id);
         lock(&self.exited).insert(id);
     }
 
     /// Makes every later start of a model containing `model_part` fail.
-    pub(crate) fn fail_starts_of(&self, model_part: &str) {
+    pub fn fail_starts_of(&self, model_part: &str) {
         *lock(&self.fail_start) = Some(model_part.to_string());
     }
 }
@@ -56,18 +56,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The fake launcher.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FakeLauncher {
+pub struct FakeLauncher {
     state: Arc<FakeState>,
 }
 
 impl FakeLauncher {
-    pub(crate) fn new() -> Self {
+    /// A launcher whose every start succeeds.
+    pub fn new() -> Self {
         Self::default()
     }
 
     /// A launcher steered by the environment: `DFX_FAKE_SERVER_FAIL_START=<model part>`
     /// makes starts of matching models fail (for end-to-end tests of the suite binary).
-    pub(crate) fn from_env() -> Self {
+    pub fn from_env() -> Self {
         let launcher = Self::new();
         if let Ok(part) = std::env::var("DFX_FAKE_SERVER_FAIL_START")
             && !part.is_empty()
@@ -78,8 +79,7 @@ impl FakeLauncher {
     }
 
     /// The state to inspect or steer from a test.
-    #[cfg(test)]
-    pub(crate) fn state(&self) -> Arc<FakeState> {
+    pub fn state(&self) -> Arc<FakeState> {
         self.state.clone()
     }
 }

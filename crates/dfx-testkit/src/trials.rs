@@ -1,4 +1,5 @@
-//! Builders for unit tests: specs, trials and stub benches without a config file.
+//! Builders for the harness's unit tests: specs, trials and stub benches without a config
+//! file.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use dfx_core::server::{
 use serde_json::Map;
 
 /// A vllm-omni spec for `model` with nothing else set.
-pub(crate) fn spec(model: &str) -> ServerSpec {
+pub fn spec(model: &str) -> ServerSpec {
     ServerSpec {
         server_type: ServerType::VllmOmni,
         model: model.into(),
@@ -31,7 +32,7 @@ pub(crate) fn spec(model: &str) -> ServerSpec {
 }
 
 /// An omni-dialect TTS entry with suffix `suffix`.
-pub(crate) fn entry(suffix: &str) -> BenchEntry {
+pub fn entry(suffix: &str) -> BenchEntry {
     BenchEntry {
         index: 0,
         suffix: suffix.into(),
@@ -64,6 +65,7 @@ pub(crate) fn entry(suffix: &str) -> BenchEntry {
     }
 }
 
+/// `<test>::<suffix>::<label>` with `n` prompts on spec `A`.
 fn trial(test: &str, suffix: &str, kind: StepKind, label: String, n: u64) -> Trial {
     Trial {
         name: format!("{test}::{suffix}::{label}"),
@@ -89,7 +91,7 @@ fn trial(test: &str, suffix: &str, kind: StepKind, label: String, n: u64) -> Tri
 }
 
 /// `<test>::<suffix>::c<c>` with `n` prompts on spec `A`.
-pub(crate) fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
+pub fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
     trial(
         test,
         suffix,
@@ -100,7 +102,7 @@ pub(crate) fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Tri
 }
 
 /// `<test>::<suffix>::qps<rate>` with `n` prompts on spec `A`.
-pub(crate) fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
+pub fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
     let label = format!("qps{}", dfx_core::plan::python_float_str(rate));
     trial(
         test,
@@ -112,7 +114,7 @@ pub(crate) fn rate_trial(test: &str, suffix: &str, rate: f64, n: u64) -> Trial {
 }
 
 /// An inline threshold.
-pub(crate) fn threshold(metric: &str, value: f64, direction: Direction) -> Threshold {
+pub fn threshold(metric: &str, value: f64, direction: Direction) -> Threshold {
     Threshold {
         metric: metric.into(),
         value,
@@ -123,20 +125,23 @@ pub(crate) fn threshold(metric: &str, value: f64, direction: Direction) -> Thres
 
 /// A bench that only answers `supports` (and panics or returns nothing when run, on
 /// request).
-pub(crate) struct StubBench {
+pub struct StubBench {
     refuse: Option<String>,
+    /// `run` panics (a bench that blows up mid-trial).
     pub panic_on_run: bool,
 }
 
 impl StubBench {
-    pub(crate) fn accepting() -> Self {
+    /// A bench that runs every entry (and returns an empty outcome).
+    pub fn accepting() -> Self {
         StubBench {
             refuse: None,
             panic_on_run: false,
         }
     }
 
-    pub(crate) fn refusing(why: &str) -> Self {
+    /// A bench that refuses every entry, saying `why`.
+    pub fn refusing(why: &str) -> Self {
         StubBench {
             refuse: Some(why.into()),
             panic_on_run: false,
@@ -166,7 +171,7 @@ impl Bench for StubBench {
 
 /// Launcher with a fixed unavailability reason.
 #[derive(Debug, Clone)]
-pub(crate) struct UnavailableLauncher {
+pub struct UnavailableLauncher {
     /// Name shown in listings (`vllm-omni`, `sim`).
     pub name: String,
     /// Why nothing can be started.

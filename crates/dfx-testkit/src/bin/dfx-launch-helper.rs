@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use dfx_core::server::{ServeArgs, ServerSpec, ServerType, StartContext};
+use dfx_core::server::{ServerSpec, StartContext};
 use dfx_server::{LauncherConfig, ProcessLauncher, Supervision, install_signal_handlers};
 
 fn main() {
@@ -42,22 +42,13 @@ fn main() {
         ..LauncherConfig::default()
     });
     let spec = ServerSpec {
-        server_type: ServerType::VllmOmni,
-        model: "fake/model".into(),
-        deploy: None,
-        stage_overrides: None,
-        serve_args: ServeArgs::default(),
-        extra_cli_args: Vec::new(),
-        use_omni: true,
-        default_timeouts: true,
         env: [
             ("DFX_FAKE_IGNORE_SIGTERM", "1"),
             ("DFX_FAKE_GRANDCHILD", "1"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .into(),
-        ready_timeout: None,
-        judge: None,
+        ..dfx_testkit::trials::spec("fake/model")
     };
     let ctx = StartContext {
         dir: dir.into(),

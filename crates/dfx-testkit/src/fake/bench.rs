@@ -29,14 +29,28 @@ use dfx_core::plan::{BenchEntry, Dialect, StepKind};
 use dfx_core::result::ResultDoc;
 use dfx_core::server::ExitStatus;
 
-use crate::settings::KnobError;
 use serde_json::{Value, json};
+
+/// A `DFX_FAKE_*` variable whose value the fake bench cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}=`{value}`: expected {expected}")]
+pub struct KnobError {
+    /// The variable.
+    pub var: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What is accepted.
+    pub expected: &'static str,
+}
 
 /// The fake bench's knobs.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FakeKnobs {
+pub struct FakeKnobs {
+    /// `DFX_FAKE_SLOWDOWN`: every latency of the model times this.
     pub slowdown: f64,
+    /// `DFX_FAKE_FAIL_REQUESTS`: the first N requests fail with HTTP 500.
     pub fail_requests: u64,
+    /// `DFX_FAKE_NO_RESULT`: the bench leaves no result document.
     pub no_result: bool,
     /// Wall-clock milliseconds slept per request.
     pub sleep_ms: u64,
@@ -56,12 +70,12 @@ impl Default for FakeKnobs {
 impl FakeKnobs {
     /// Reads `DFX_FAKE_SLOWDOWN`, `DFX_FAKE_FAIL_REQUESTS`, `DFX_FAKE_NO_RESULT`,
     /// `DFX_FAKE_SLEEP_MS`.
-    pub(crate) fn from_env() -> Result<Self, KnobError> {
+    pub fn from_env() -> Result<Self, KnobError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
     /// Same, from any lookup (tests).
-    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, KnobError> {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, KnobError> {
         let bad = |var: &'static str, value: &str, expected: &'static str| KnobError {
             var,
             value: value.to_string(),
@@ -98,7 +112,8 @@ impl FakeKnobs {
 
 /// The fake bench.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FakeBench {
+pub struct FakeBench {
+    /// Its knobs.
     pub knobs: FakeKnobs,
 }
 
@@ -359,7 +374,7 @@ fn result_doc(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{concurrency_trial, rate_trial};
+    use crate::trials::{concurrency_trial, rate_trial};
 
     fn run(knobs: FakeKnobs, trial: &dfx_core::plan::Trial) -> (BenchOutcome, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();

@@ -146,7 +146,7 @@ pub async fn run_one(s: &Scenario, c: &reqwest::Client, t: &Target) -> Outcome {
 }
 
 /// Runs `scenarios` in order against `t` on a runtime of its own: one at a time (a closed
-/// loop of one on the one scheduler, [`super::driver::tasks::run_phase`], which sends
+/// loop of one on the one scheduler, `driver::tasks::run_phase`, which sends
 /// nothing more once the run is being interrupted).
 pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcome>, BenchError> {
     let rt = tokio::runtime::Builder::new_current_thread()

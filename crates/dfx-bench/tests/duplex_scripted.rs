@@ -164,7 +164,9 @@ fn start(s: Script) -> (tokio::runtime::Runtime, u16) {
 fn duplex_trial(model: &str, raw: Value) -> Trial {
     let mut t = trial(TrialSpec {
         model,
-        kind: StepKind::Concurrency { max_concurrency: 2 },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+        },
         ..TrialSpec::default()
     });
     let mut e: BenchEntry = (*t.entry).clone();

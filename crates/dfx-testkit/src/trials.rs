@@ -95,7 +95,9 @@ pub fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
     trial(
         test,
         suffix,
-        StepKind::Concurrency { max_concurrency: c },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+        },
         format!("c{c}"),
         n,
     )

@@ -147,7 +147,9 @@ pub(crate) fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
     for (index, (c, n)) in conc.iter().zip(&prompts).enumerate() {
         let c = c.as_u64().unwrap() as u32;
         out.push(SweepStep {
-            kind: StepKind::Concurrency { max_concurrency: c },
+            kind: StepKind::Concurrency {
+                max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+            },
             index,
             num_prompts: n.as_u64().unwrap(),
             label: format!("c{c}"),

@@ -24,7 +24,9 @@ fn steps(rates: &[f64], concs: &[u32]) -> Vec<SweepStep> {
     });
     let conc_steps = concs.iter().enumerate().map(|(i, &c)| {
         step(
-            StepKind::Concurrency { max_concurrency: c },
+            StepKind::Concurrency {
+                max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+            },
             i,
             format!("c{c}"),
         )

@@ -3,6 +3,7 @@
 //! and `verdict.json`, and record the summary entry. A trial that fails still writes its
 //! result (the template fallback when the bench left none).
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -70,7 +71,7 @@ pub(crate) struct Session {
     /// When the running trial started (the `upstream/` file name's time).
     pub trial_started: chrono::DateTime<chrono::Local>,
     /// `--repeats`: runs of each step, over the entries' `repeats` key.
-    pub repeats: Option<u32>,
+    pub repeats: Option<NonZeroU32>,
     /// The run's seed (`--seed`, default 0), the first repeat's when the entry has none.
     pub seed: u64,
     /// `--gpu-hour-price`: price of one GPU-hour, for a capacity search's cost.

@@ -2,6 +2,7 @@
 //! whole step on the same server into `repeat-<k>/` of the trial folder with seed
 //! `seed + k − 1`, and the trial's result is [`dfx_core::repeats::combine`] of theirs.
 
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -36,11 +37,12 @@ pub(super) fn run(
     bench: &dyn Bench,
     ctx: &BenchContext<'_>,
     label: &str,
-    repeats: u32,
+    repeats: NonZeroU32,
     base_seed: u64,
     quality: QualityStep<'_>,
 ) -> Piece {
-    if repeats <= 1 {
+    let repeats = repeats.get();
+    if repeats == 1 {
         return piece(bench.run(ctx), label, ctx, quality);
     }
     let QualityStep { cmd, said } = quality;

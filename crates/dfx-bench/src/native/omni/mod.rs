@@ -17,6 +17,7 @@ pub(crate) mod sse;
 pub(crate) mod stream;
 pub(crate) mod summary;
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -232,7 +233,7 @@ pub(crate) fn run(
     let c2 = counter.clone();
     let watch = SharedWatch::new(settings.stall);
     let count: CountFn = Arc::new(move |s: &str| c2.count(s));
-    if warmups > 0 {
+    if let Some(concurrency) = NonZeroUsize::new(warmups) {
         let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(warmups);
         for _ in 0..warmups {
             let _ = tx.try_send((Ok(first.clone()), sample(first_spec, None, first.len())));
@@ -246,15 +247,7 @@ pub(crate) fn run(
             watch.clone(),
         );
         phase.lapse = settings.time_lapse;
-        driver::run_phase(
-            &rt,
-            &phase,
-            rx,
-            warmups,
-            Load::Closed {
-                concurrency: warmups,
-            },
-        );
+        driver::run_phase(&rt, &phase, rx, warmups, Load::Closed { concurrency });
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(ahead);
     let producer = {

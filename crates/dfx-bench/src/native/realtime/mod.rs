@@ -11,6 +11,7 @@ pub(crate) mod result;
 pub mod session;
 
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -213,8 +214,8 @@ pub fn run(
         log.write(n);
     }
     let sessions = match &p.load {
-        Load::Closed { concurrency } => *concurrency,
-        Load::Open { cap: Some(c), .. } => *c,
+        Load::Closed { concurrency } => concurrency.get(),
+        Load::Open { cap: Some(c), .. } => c.get(),
         Load::Open {
             offsets, cap: None, ..
         } => offsets.len(),
@@ -245,8 +246,7 @@ pub fn run(
         watch: SharedWatch::new(settings.stall),
     };
     let warmups = std::mem::take(&mut p.warmups);
-    if !warmups.is_empty() {
-        let c = warmups.len();
+    if let Some(c) = NonZeroUsize::new(warmups.len()) {
         run_jobs(&rt, &ph, true, warmups, Load::Closed { concurrency: c });
     }
     ph.inflight = Arc::new(InFlight::default());

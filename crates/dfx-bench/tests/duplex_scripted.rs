@@ -178,7 +178,7 @@ fn duplex_trial(model: &str, raw: Value) -> Trial {
     e.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(&e.raw));
     let n = e.raw["sessions"].as_u64().unwrap() * e.raw["turns"].as_u64().unwrap();
     t.entry = Arc::new(e);
-    t.step.num_prompts = n;
+    t.step.num_prompts = std::num::NonZeroU64::new(n).unwrap();
     t
 }
 

@@ -189,7 +189,7 @@ mod tests {
         SweepStep {
             kind,
             index: 0,
-            num_prompts: 10,
+            num_prompts: std::num::NonZeroU64::new(10).unwrap(),
             label: String::new(),
         }
     }

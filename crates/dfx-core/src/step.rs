@@ -2,7 +2,7 @@
 //! and Python's `str(float)`, which names rate steps and keys dict baselines. Shared by
 //! the plan, the load shapes and the baseline shapes, and depending on none of them.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use serde::Serialize;
 
@@ -33,8 +33,8 @@ pub struct SweepStep {
     /// Index within its own sweep (request-rate steps and concurrency steps count
     /// separately, as upstream does); selects list baselines.
     pub index: usize,
-    /// Requests measured in this step (warmups excluded).
-    pub num_prompts: u64,
+    /// Requests measured in this step (warmups excluded; validated at load, never zero).
+    pub num_prompts: NonZeroU64,
     /// The step part of the trial name: `c16`, `qps2.0` (with `_<index>` only when
     /// needed for uniqueness).
     pub label: String,
@@ -167,7 +167,7 @@ mod tests {
         let step = |kind| SweepStep {
             kind,
             index: 0,
-            num_prompts: 1,
+            num_prompts: std::num::NonZeroU64::new(1).unwrap(),
             label: String::new(),
         };
         assert_eq!(

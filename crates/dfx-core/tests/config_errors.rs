@@ -273,7 +273,7 @@ fn capacity_key_is_checked_and_makes_one_trial() {
     assert_eq!(plan.trials.len(), 1);
     let t = &plan.trials[0];
     assert_eq!(
-        (t.step.label.as_str(), t.step.num_prompts),
+        (t.step.label.as_str(), t.step.num_prompts.get()),
         ("capacity", 32)
     );
     assert!(t.name.ends_with("::capacity"), "{}", t.name);
@@ -364,4 +364,19 @@ fn a_stability_entry_refuses_a_sweep_value_with_the_sweeps_words() {
             "{want}"
         );
     }
+}
+
+/// A soak's batch size is a count like every other: 0 is refused (it was run as 1).
+#[test]
+fn a_stability_batch_of_zero_is_refused() {
+    let fx = Fx::new();
+    let e = fx.errors(&one(json!({
+        "num_prompts": null, "duration_sec": 60, "num_prompts_per_batch": 0
+    })));
+    assert!(
+        e.contains(
+            "key `num_prompts_per_batch`: invalid value 0 (accepted: an integer from 1 to 1000000)"
+        ),
+        "{e}"
+    );
 }

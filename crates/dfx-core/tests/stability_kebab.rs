@@ -32,7 +32,7 @@ fn a_kebab_case_stability_file_loads_as_diffusion_soaks() {
             (
                 t.step.label.clone(),
                 t.step.kind,
-                t.step.num_prompts,
+                t.step.num_prompts.get(),
                 t.entry.is_diffusion_soak(),
             )
         })

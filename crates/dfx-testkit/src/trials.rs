@@ -82,7 +82,7 @@ fn trial(test: &str, suffix: &str, kind: StepKind, label: String, n: u64) -> Tri
         step: SweepStep {
             kind,
             index: 0,
-            num_prompts: n,
+            num_prompts: std::num::NonZeroU64::new(n).unwrap(),
             label,
         },
         thresholds: Thresholds::default(),

@@ -448,7 +448,7 @@ impl NativeBench {
         peak_inflight: usize,
     ) -> BenchOutcome {
         let measured = measured_of(records, log);
-        let n = ctx.trial.step.num_prompts;
+        let n = ctx.trial.step.num_prompts.get();
         self.conclude_measured(ctx, log, p, &measured, n, peak_inflight)
     }
 

@@ -252,7 +252,7 @@ pub(crate) fn prepare(
     let source = RowSource {
         kind,
         rows: &ds.rows,
-        n: trial.step.num_prompts as usize,
+        n: trial.step.num_prompts.get() as usize,
         warmups: entry.warmups(&trial.step) as usize,
         seed: entry.seed.unwrap_or(settings.seed),
         prefix: request_id_prefix(entry),

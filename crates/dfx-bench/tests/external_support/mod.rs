@@ -140,7 +140,7 @@ pub(crate) fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
         out.push(SweepStep {
             kind: StepKind::RequestRate { request_rate: rate },
             index,
-            num_prompts: n.as_u64().unwrap(),
+            num_prompts: std::num::NonZeroU64::new(n.as_u64().unwrap()).unwrap(),
             label: format!("qps{}", python_float_str(rate)),
         });
     }
@@ -151,7 +151,7 @@ pub(crate) fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
                 max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
             },
             index,
-            num_prompts: n.as_u64().unwrap(),
+            num_prompts: std::num::NonZeroU64::new(n.as_u64().unwrap()).unwrap(),
             label: format!("c{c}"),
         });
     }

@@ -302,7 +302,7 @@ pub(crate) fn trial(s: TrialSpec<'_>) -> Trial {
         step: SweepStep {
             kind: s.kind,
             index: 0,
-            num_prompts: s.num_prompts,
+            num_prompts: std::num::NonZeroU64::new(s.num_prompts).unwrap(),
             label,
         },
         thresholds: Default::default(),

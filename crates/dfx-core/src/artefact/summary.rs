@@ -192,7 +192,7 @@ impl SummaryEntry {
             kind: Some(kind),
             max_concurrency,
             request_rate,
-            num_prompts: Some(trial.step.num_prompts),
+            num_prompts: Some(trial.step.num_prompts.get()),
             marks: trial.marks.clone(),
             outcome,
             interrupted: false,

@@ -3,7 +3,7 @@
 //! here, once, at load; the entry becomes one trial (step label `capacity`) whose
 //! `num_prompts` is the size of every probe.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::{Map, Value};
 
@@ -122,7 +122,7 @@ pub(crate) fn capacity_step(
         Some(v) => v.as_u64(),
         None => None,
     };
-    let Some(n) = n.filter(|n| (1..=MAX_PROMPTS).contains(n)) else {
+    let Some(n) = n.filter(|n| *n <= MAX_PROMPTS).and_then(NonZeroU64::new) else {
         errs.push(ctx.err(
             "num_prompts",
             "a capacity entry needs the size of each probe",

@@ -1,7 +1,7 @@
 //! One `benchmark_params` element → a draft [`BenchEntry`] with its sweep steps and its
 //! parsed baseline. The index and suffix are filled in once the whole test is known.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::{Map, Value};
 
@@ -261,8 +261,8 @@ fn diffusion_entry(
             },
             index: 0,
             num_prompts: first(raw.num_prompts.as_ref())
-                .filter(|n| *n > 0)
-                .unwrap_or(1),
+                .and_then(NonZeroU64::new)
+                .unwrap_or(NonZeroU64::MIN),
             label: "c1".into(),
         }]
     });

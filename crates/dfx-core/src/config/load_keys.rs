@@ -260,7 +260,7 @@ fn shape_fits_step(ctx: &Ctx<'_>, shape: &LoadShape, s: &SweepStep, errs: &mut E
     match shape {
         LoadShape::Cohorts { cohorts } => {
             let sum: u64 = cohorts.iter().map(|c| c.num_prompts).sum();
-            if sum != s.num_prompts {
+            if sum != s.num_prompts.get() {
                 errs.push(ctx.err(
                     "cohorts",
                     format!(
@@ -271,7 +271,7 @@ fn shape_fits_step(ctx: &Ctx<'_>, shape: &LoadShape, s: &SweepStep, errs: &mut E
                 ));
             }
         }
-        LoadShape::Soak { duration_s } if s.num_prompts as f64 / duration_s > MAX_RATE => {
+        LoadShape::Soak { duration_s } if s.num_prompts.get() as f64 / duration_s > MAX_RATE => {
             errs.push(ctx.err(
                 "soak_duration_s",
                 format!(

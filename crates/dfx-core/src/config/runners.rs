@@ -16,7 +16,7 @@ use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
 use super::sweep;
 use super::value::{opt_count, opt_str};
 use crate::baseline::shape::parse_baseline;
-use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_TIMEOUT_SECONDS};
+use crate::bounds::{self, MAX_CONCURRENCY, MAX_PROMPTS, MAX_TIMEOUT_SECONDS};
 use crate::diag::{Ctx, Errs};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
@@ -30,7 +30,7 @@ run_native_duplex_benchmark.py (realtime duplex sessions × turns, repeated), no
 `vllm bench serve --omni`; the native bench runs them (--bench native or auto)";
 
 /// `num_prompts_per_batch` of a stability entry without the key (upstream's default).
-const DEFAULT_SOAK_BATCH: u64 = 20;
+const DEFAULT_SOAK_BATCH: NonZeroU64 = NonZeroU64::new(20).unwrap();
 
 /// Why the external bench does not run contract entries.
 pub const CONTRACT_EXTERNAL: &str = "contract entries are dfx-perf's own API contract \
@@ -98,7 +98,7 @@ fn draft(
     }
 }
 
-fn step(kind: StepKind, num_prompts: u64) -> SweepStep {
+fn step(kind: StepKind, num_prompts: NonZeroU64) -> SweepStep {
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
         StepKind::RequestRate { request_rate } => format!("qps{}", python_float_str(request_rate)),
@@ -147,8 +147,8 @@ pub(crate) fn native_duplex_entry(
     // session of one turn (`c1`, one request).
     let sessions = sessions.and_then(|s| NonZeroU32::try_from(s).ok());
     let requests = sessions
-        .map_or(1, |s| u64::from(s.get()))
-        .saturating_mul(turns.map_or(1, NonZeroU64::get));
+        .map_or(NonZeroU64::MIN, NonZeroU64::from)
+        .saturating_mul(turns.unwrap_or(NonZeroU64::MIN));
     let mut d = draft(
         raw_index,
         obj,
@@ -157,7 +157,7 @@ pub(crate) fn native_duplex_entry(
             StepKind::Concurrency {
                 max_concurrency: sessions.unwrap_or(NonZeroU32::MIN),
             },
-            requests.min(MAX_PROMPTS),
+            requests.min(bounds::MAX_PROMPTS_NZ),
         ),
     );
     d.baseline = obj
@@ -185,7 +185,7 @@ pub(crate) fn stability_entry(
         MAX_PROMPTS,
         errs,
     )
-    .map_or(DEFAULT_SOAK_BATCH, NonZeroU64::get);
+    .unwrap_or(DEFAULT_SOAK_BATCH);
     let duration = obj.get("duration_sec");
     let duration_s =
         super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs)
@@ -326,15 +326,14 @@ pub(crate) fn contract_entry(
         .iter()
         .map(|s| s.name)
         .collect();
-    let count = scenarios.len() as u64;
-    if count == 0 {
+    let Some(count) = NonZeroU64::new(scenarios.len() as u64) else {
         errs.push(ctx.err(
             "voice_lifecycle",
             "the entry selects no scenario",
             "at least one scenario",
         ));
         return None;
-    }
+    };
     let mut st = step(
         StepKind::Concurrency {
             max_concurrency: NonZeroU32::MIN,

@@ -39,7 +39,7 @@ pub enum SweepError {
 pub fn expand(
     rates: &[f64],
     concs: &[NonZeroU32],
-    prompts: &[u64],
+    prompts: &[NonZeroU64],
 ) -> Result<Vec<SweepStep>, SweepError> {
     let l = rates.len().max(concs.len());
     if l == 0 {
@@ -80,7 +80,7 @@ pub fn expand(
     Ok(steps)
 }
 
-fn step(kind: StepKind, index: usize, num_prompts: u64) -> SweepStep {
+fn step(kind: StepKind, index: usize, num_prompts: NonZeroU64) -> SweepStep {
     SweepStep {
         kind,
         index,
@@ -157,7 +157,7 @@ pub(crate) fn expand_unbounded(
         ctx,
         keys.prompts,
         &mut errs,
-        |x| positive_int(x, MAX_PROMPTS).map(NonZeroU64::get),
+        |x| positive_int(x, MAX_PROMPTS),
         &format!("integers from 1 to {MAX_PROMPTS}, or a list of them"),
     );
     if !errs.is_empty() {
@@ -177,7 +177,7 @@ pub(crate) fn schedule_too_long(
     let StepKind::RequestRate { request_rate } = s.kind else {
         return None;
     };
-    let span = shape.expected_span(s.num_prompts, request_rate);
+    let span = shape.expected_span(s.num_prompts.get(), request_rate);
     (span > MAX_SCHEDULE_SECONDS).then(|| {
         ctx.err(
             key,
@@ -185,7 +185,7 @@ pub(crate) fn schedule_too_long(
                 "step {}: {} requests at {} would take {span:.0} s to send",
                 s.label,
                 s.num_prompts,
-                shape.describe(s.num_prompts, request_rate)
+                shape.describe(s.num_prompts.get(), request_rate)
             ),
             &format!(
                 "a rate and count whose schedule spans at most {MAX_SCHEDULE_SECONDS} s \
@@ -346,7 +346,11 @@ mod tests {
     }
 
     fn ok(r: &[f64], c: &[u32], n: &[u64]) -> Vec<String> {
-        brief(&expand(r, &nz(c), n).unwrap())
+        brief(&expand(r, &nz(c), &nz64(n)).unwrap())
+    }
+
+    fn nz64(n: &[u64]) -> Vec<NonZeroU64> {
+        n.iter().map(|&n| NonZeroU64::new(n).unwrap()).collect()
     }
 
     fn nz(c: &[u32]) -> Vec<NonZeroU32> {
@@ -397,11 +401,11 @@ mod tests {
 
     #[test]
     fn expansion_errors() {
-        assert_eq!(expand(&[], &[], &[10]), Err(SweepError::NoSweep));
+        assert_eq!(expand(&[], &[], &nz64(&[10])), Err(SweepError::NoSweep));
         assert_eq!(expand(&[], &[], &[]), Err(SweepError::NoSweep));
         assert_eq!(expand(&[], &nz(&[1]), &[]), Err(SweepError::NoPrompts));
         assert_eq!(
-            expand(&[], &nz(&[1, 2, 3]), &[1, 2]),
+            expand(&[], &nz(&[1, 2, 3]), &nz64(&[1, 2])),
             Err(SweepError::Mismatch {
                 prompts: 2,
                 rates: 0,
@@ -409,7 +413,7 @@ mod tests {
             })
         );
         assert_eq!(
-            expand(&[1.0, 2.0], &[], &[1, 2, 3]),
+            expand(&[1.0, 2.0], &[], &nz64(&[1, 2, 3])),
             Err(SweepError::Mismatch {
                 prompts: 3,
                 rates: 2,

@@ -41,6 +41,7 @@ pub fn trial_seconds(trial: &Trial) -> f64 {
     let n = trial
         .step
         .num_prompts
+        .get()
         .saturating_add(warmups)
         .saturating_mul(repeats) as f64;
     let load = match trial.step.kind {

@@ -140,7 +140,7 @@ fn run_probe(
         said: &mut *s.said,
     };
     let piece = repeat::run(bench, &pctx, s.label, repeats, s.base_seed, quality);
-    let miss = miss(&s.spec, &piece, trial.step.num_prompts);
+    let miss = miss(&s.spec, &piece, trial.step.num_prompts.get());
     Probe {
         rate,
         repeats,

@@ -353,8 +353,8 @@ impl Session {
                 .get("num_prompts")
                 .and_then(Value::as_u64)
                 .filter(|n| *n > 0)
-                .unwrap_or(trial.step.num_prompts),
-            _ => trial.step.num_prompts,
+                .unwrap_or(trial.step.num_prompts.get()),
+            _ => trial.step.num_prompts.get(),
         };
         let verdict = if p.judged {
             let mut v = judge(
@@ -368,7 +368,7 @@ impl Session {
                 v.failures.extend(checks::fixed_length_failures(
                     &trial.entry,
                     &doc,
-                    trial.step.num_prompts,
+                    trial.step.num_prompts.get(),
                 ));
                 v.failures
                     .extend(checks::tpot_failures(&trial.thresholds, &doc));

@@ -139,7 +139,7 @@ impl Bench for FakeBench {
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
         let step = &ctx.trial.step;
-        let n = step.num_prompts;
+        let n = step.num_prompts.get();
         let (c, rate) = match step.kind {
             StepKind::Concurrency { max_concurrency } => (f64::from(max_concurrency.get()), None),
             StepKind::RequestRate { request_rate } => {

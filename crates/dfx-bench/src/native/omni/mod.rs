@@ -97,7 +97,7 @@ fn template(trial: &Trial) -> Result<ChatTemplate, BenchError> {
 pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, BenchError> {
     let entry = &trial.entry;
     template(trial)?;
-    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let plan = random::parse(entry, trial.step.num_prompts.get())?;
     let counter = counter(settings)?;
     Ok(describe(&plan, &counter))
 }
@@ -175,7 +175,7 @@ pub(crate) fn run(
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let sel = ChatSelection::of(&entry.percentiles);
     let template = Arc::new(template(trial)?);
-    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let plan = random::parse(entry, trial.step.num_prompts.get())?;
     let counter = Arc::new(counter(settings)?);
     log.write(&describe(&plan, &counter));
     if !counter.is_real() {
@@ -187,7 +187,7 @@ pub(crate) fn run(
             sel.ignored.join(",")
         ));
     }
-    let n = trial.step.num_prompts as usize;
+    let n = trial.step.num_prompts.get() as usize;
     let seed = entry.seed.unwrap_or(settings.seed);
     let specs = plan.requests(&counter, n, seed);
     let ahead = lookahead(&specs);
@@ -313,7 +313,7 @@ fn conclude(
     let trial = ctx.trial;
     let measured = super::measured_of(records, log);
     let facts = ChatFacts {
-        header: StepHeader::of(trial, "", trial.step.num_prompts),
+        header: StepHeader::of(trial, "", trial.step.num_prompts.get()),
         peak_inflight: peak,
         real_tokenizer: real,
     };

@@ -292,7 +292,7 @@ fn conclude(
         warm.iter().filter(|r| !r.base.ok).count()
     ));
     let facts = aggregate::StepFacts {
-        header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts),
+        header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts.get()),
         sample_rate: metrics::FRAMES_RATE as u32,
         peak_inflight: peak,
     };
@@ -319,7 +319,7 @@ fn conclude(
     );
     let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
     log.step_problems(&errors, invalid_load.as_deref());
-    let exit = expected_turns(entry, &doc, trial.step.num_prompts);
+    let exit = expected_turns(entry, &doc, trial.step.num_prompts.get());
     if let Some(why) = &exit {
         log.write(why);
     }

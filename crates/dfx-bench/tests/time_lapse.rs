@@ -125,13 +125,13 @@ fn a_concurrency_step_and_a_rate_step_time_lapsed_read_what_real_time_reads() {
     let kind = StepKind::Concurrency {
         max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
     };
-    let (real, real_wall) = run(kind.clone(), 12, 1.0);
+    let (real, real_wall) = run(kind, 12, 1.0);
     let (fast, fast_wall) = run(kind, 12, K);
     agree(&real, &fast, "c=2, 12 prompts");
     assert!(fast_wall < real_wall, "{fast_wall} s vs {real_wall} s");
 
     let kind = StepKind::RequestRate { request_rate: 3.0 };
-    let (real, real_wall) = run(kind.clone(), 12, 1.0);
+    let (real, real_wall) = run(kind, 12, 1.0);
     let (fast, fast_wall) = run(kind, 12, K);
     agree(&real, &fast, "3 req/s, 12 prompts");
     // The sends of 12 arrivals at 3/s span about 4 s on the real-time scale either way; the

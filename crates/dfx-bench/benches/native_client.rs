@@ -139,7 +139,7 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
     );
     // Steady state: a closed loop starts with a burst of `c` simultaneous sends.
     let burst = match s.kind {
-        StepKind::Concurrency { max_concurrency } => u64::from(max_concurrency),
+        StepKind::Concurrency { max_concurrency } => u64::from(max_concurrency.get()),
         StepKind::RequestRate { .. } => 0,
     };
     let steady: Vec<f64> = recs
@@ -186,7 +186,9 @@ fn split(recs: &[serde_json::Value], marks: &HashMap<String, (f64, f64)>) -> (So
 }
 
 fn scenarios(mode: &str) -> Vec<Scenario> {
-    let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
+    let closed = |c: u32| StepKind::Concurrency {
+        max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+    };
     let open = |r: f64| StepKind::RequestRate { request_rate: r };
     let sc = |name: String, server, kind, n, warmups, reuse| Scenario {
         name,

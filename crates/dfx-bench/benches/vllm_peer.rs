@@ -128,7 +128,7 @@ fn run_floor_child(args: &[String]) {
     args.extend_from_slice(rest);
     let texts = dataset().join("en");
     match parse_kind(kind) {
-        StepKind::Concurrency { max_concurrency: 1 } => {
+        StepKind::Concurrency { max_concurrency } if max_concurrency.get() == 1 => {
             floor_client::run_floor_child(&args, &texts, vm_hwm_kib)
         }
         StepKind::RequestRate { request_rate } => {

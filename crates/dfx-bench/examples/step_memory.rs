@@ -94,7 +94,9 @@ fn main() {
         .join("../../perf-configs/datasets/seed_tts_smoke");
     let t = trial(TrialSpec {
         dataset_path: ds.to_str().expect("utf-8 path"),
-        kind: StepKind::Concurrency { max_concurrency: c },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+        },
         num_prompts: n,
         num_warmups: Some(0),
         extra_body: Some(serde_json::json!({"voice": "Vivian"})),

@@ -164,7 +164,9 @@ fn start(s: Script) -> (tokio::runtime::Runtime, u16) {
 fn duplex_trial(model: &str, raw: Value) -> Trial {
     let mut t = trial(TrialSpec {
         model,
-        kind: StepKind::Concurrency { max_concurrency: 2 },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+        },
         ..TrialSpec::default()
     });
     let mut e: BenchEntry = (*t.entry).clone();
@@ -176,7 +178,7 @@ fn duplex_trial(model: &str, raw: Value) -> Trial {
     e.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(&e.raw));
     let n = e.raw["sessions"].as_u64().unwrap() * e.raw["turns"].as_u64().unwrap();
     t.entry = Arc::new(e);
-    t.step.num_prompts = n;
+    t.step.num_prompts = std::num::NonZeroU64::new(n).unwrap();
     t
 }
 

@@ -68,7 +68,9 @@ fn text_and_audio_metrics_match_the_script() {
     let tmp = tempfile::tempdir().unwrap();
     let t = chat_trial(
         entry(json!({"num_warmups": 2})),
-        StepKind::Concurrency { max_concurrency: 1 },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
         1,
     );
     let bench = NativeBench::new(settings());
@@ -139,7 +141,13 @@ fn body_keys_in_upstream_order() {
     let tmp = tempfile::tempdir().unwrap();
     let e = entry(json!({"top-p": 0.9, "temperature": 0.5,
         "extra_body": {"modalities": ["text", "audio"], "audio": {"format": "wav"}}}));
-    let t = chat_trial(e, StepKind::Concurrency { max_concurrency: 1 }, 1);
+    let t = chat_trial(
+        e,
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
+        1,
+    );
     let out = NativeBench::new(settings()).run(&ctx(&t, &server, tmp.path()));
     assert_eq!(out.exit, None, "{}", out.log_tail);
     let seen = server.seen.lock().unwrap();
@@ -182,7 +190,13 @@ fn text_only_stream_has_zero_audio_and_upstream_key_order() {
     let e = entry(
         json!({"percentile-metrics": "ttft,tpot,itl,e2el", "extra_body": {"modalities": ["text"]}}),
     );
-    let t = chat_trial(e, StepKind::Concurrency { max_concurrency: 2 }, 2);
+    let t = chat_trial(
+        e,
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+        },
+        2,
+    );
     let out = NativeBench::new(settings()).run(&ctx(&t, &server, tmp.path()));
     let doc = out.result.unwrap();
     assert_eq!(doc["completed"], 2);
@@ -273,7 +287,9 @@ fn error_chunk_fails_the_request() {
     let tmp = tempfile::tempdir().unwrap();
     let t = chat_trial(
         entry(json!({})),
-        StepKind::Concurrency { max_concurrency: 1 },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
         2,
     );
     let out = NativeBench::new(settings()).run(&ctx(&t, &server, tmp.path()));
@@ -302,7 +318,9 @@ fn malformed_stream_and_http_error_fail() {
     let tmp = tempfile::tempdir().unwrap();
     let t = chat_trial(
         entry(json!({})),
-        StepKind::Concurrency { max_concurrency: 1 },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
         1,
     );
     let doc = NativeBench::new(settings())
@@ -353,7 +371,9 @@ fn a_stalled_stream_ends_the_step_early() {
     let tmp = tempfile::tempdir().unwrap();
     let t = chat_trial(
         entry(json!({})),
-        StepKind::Concurrency { max_concurrency: 1 },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
         5,
     );
     let s = NativeSettings {

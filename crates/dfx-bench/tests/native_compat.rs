@@ -179,7 +179,7 @@ fn facts(rate: Option<f64>, burstiness: f64, c: Option<u32>, n: u64) -> StepFact
             num_prompts: n,
             request_rate: rate,
             burstiness,
-            max_concurrency: c,
+            max_concurrency: c.and_then(std::num::NonZeroU32::new),
         },
         sample_rate: 24_000,
         peak_inflight: c.unwrap_or(4) as usize,

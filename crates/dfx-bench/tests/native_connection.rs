@@ -125,7 +125,9 @@ fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize,
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke");
     let mut t = trial(TrialSpec {
         dataset_path: ds.to_str().unwrap(),
-        kind: StepKind::Concurrency { max_concurrency: 2 },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+        },
         num_prompts: N,
         num_warmups: Some(WARMUPS),
         ..TrialSpec::default()
@@ -172,7 +174,9 @@ fn default_is_fresh_the_entry_key_chooses_and_the_flag_wins() {
 fn soak(mode: ConnectionMode, seconds: f64) -> (usize, u64, u64) {
     let server = Counting::start();
     let mut t = trial(TrialSpec {
-        kind: StepKind::Concurrency { max_concurrency: 2 },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+        },
         num_prompts: 2,
         num_warmups: Some(WARMUPS),
         ..TrialSpec::default()

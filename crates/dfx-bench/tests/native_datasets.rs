@@ -47,7 +47,9 @@ fn voice_clone_from_shipped_subset_via_dataset_root() {
         dataset_path: "linyueqian/seed-tts-eval-subset",
         config_file: tmp.path().join("elsewhere/test.json"),
         num_prompts: 12, // more than the 10 rows: oversampled
-        kind: dfx_core::plan::StepKind::Concurrency { max_concurrency: 4 },
+        kind: dfx_core::plan::StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(4).unwrap(),
+        },
         extra_body: Some(serde_json::json!({"seed": 1})),
         ..TrialSpec::default()
     });

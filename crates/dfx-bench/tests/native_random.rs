@@ -357,7 +357,13 @@ fn random_mm_bodies_carry_items_after_the_text() {
 }
 
 fn refusal(raw: Value) -> String {
-    let t = chat_trial(raw, StepKind::Concurrency { max_concurrency: 1 }, 4);
+    let t = chat_trial(
+        raw,
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
+        4,
+    );
     let bench = NativeBench::new(NativeSettings::default());
     match bench.supports(&t.entry) {
         Err(u) => u.to_string(),
@@ -431,7 +437,9 @@ fn entries_refused_at_load_with_the_key() {
     // The dict form is fine for `random`.
     let t = chat_trial(
         with(json!({"random_range_ratio": {"input": 0.1, "output": 0.2}})),
-        StepKind::Concurrency { max_concurrency: 1 },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
         4,
     );
     NativeBench::new(NativeSettings::default())
@@ -452,7 +460,13 @@ fn entries_refused_at_load_with_the_key() {
     // The alias backend is served too; TTS is unchanged.
     let mut alias = with(json!({}));
     alias["backend"] = json!("daily-omni");
-    let t = chat_trial(alias, StepKind::Concurrency { max_concurrency: 1 }, 4);
+    let t = chat_trial(
+        alias,
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(1).unwrap(),
+        },
+        4,
+    );
     NativeBench::new(NativeSettings::default())
         .supports(&t.entry)
         .unwrap();

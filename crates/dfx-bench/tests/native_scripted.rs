@@ -275,7 +275,9 @@ fn failure_classes_and_empty_bodies() {
     text_dataset(&ds, &texts);
     let t = trial(TrialSpec {
         dataset_path: ds.to_str().unwrap(),
-        kind: StepKind::Concurrency { max_concurrency: 7 },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(7).unwrap(),
+        },
         num_prompts: 7,
         ..TrialSpec::default()
     });

@@ -193,7 +193,7 @@ fn cohorts_collide_at_their_offsets() {
 fn gated(shape: LoadShape, cap: u32, saturation: Saturation) -> LoadSpec {
     LoadSpec {
         shape,
-        open_loop_max_concurrency: Some(cap),
+        open_loop_max_concurrency: std::num::NonZeroU32::new(cap),
         saturation,
     }
 }

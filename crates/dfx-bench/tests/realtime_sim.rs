@@ -64,7 +64,9 @@ fn native_realtime_client_against_the_simulator() {
     let t = trial(TrialSpec {
         dataset_name: "seed-tts",
         dataset_path: dir.path().join("ds").to_str().unwrap(),
-        kind: StepKind::Concurrency { max_concurrency: 2 },
+        kind: StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+        },
         num_prompts: 2,
         num_warmups: Some(1),
         extra_body: Some(json!({"save_duplex_request_metrics": true})),

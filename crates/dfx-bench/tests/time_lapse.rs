@@ -122,7 +122,9 @@ fn agree(a: &Map<String, Value>, b: &Map<String, Value>, what: &str) {
 /// process would time each other.
 #[test]
 fn a_concurrency_step_and_a_rate_step_time_lapsed_read_what_real_time_reads() {
-    let kind = StepKind::Concurrency { max_concurrency: 2 };
+    let kind = StepKind::Concurrency {
+        max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+    };
     let (real, real_wall) = run(kind, 12, 1.0);
     let (fast, fast_wall) = run(kind, 12, K);
     agree(&real, &fast, "c=2, 12 prompts");

@@ -7,6 +7,7 @@
 //! The numbers are generous: each is far beyond what a nightly run on one GPU server does,
 //! and well inside what one 2-core client machine can hold.
 
+use std::num::NonZeroU64;
 use std::time::Duration;
 
 /// Most requests in flight at once (`max_concurrency`). Each takes a connection (a file
@@ -17,6 +18,9 @@ pub(crate) const MAX_CONCURRENCY: u64 = 4096;
 /// fixed-size summary per request for its statistics (`docs/guide/bad-input.md` ("While a run goes on")
 /// gives the memory of a million-request step).
 pub(crate) const MAX_PROMPTS: u64 = 1_000_000;
+
+/// [`MAX_PROMPTS`] as the type a step's count has.
+pub(crate) const MAX_PROMPTS_NZ: NonZeroU64 = NonZeroU64::new(MAX_PROMPTS).unwrap();
 
 /// Most warmup requests of one step (`num_warmups`, or `max(2, c)`).
 pub(crate) const MAX_WARMUPS: u64 = MAX_CONCURRENCY;

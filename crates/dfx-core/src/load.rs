@@ -3,6 +3,8 @@
 //! ("Load shapes"), `docs/config.md`). Parsed and bounded at load by
 //! `config::load_keys`; the native bench turns them into send offsets.
 
+use std::num::NonZeroU32;
+
 use serde::Serialize;
 
 use crate::step::{StepKind, SweepStep};
@@ -89,7 +91,8 @@ pub struct LoadSpec {
     /// How the arrivals of the entry's request-rate steps are spread in time.
     pub shape: LoadShape,
     /// `open_loop_max_concurrency`: at most this many requests of a rate step in flight.
-    pub open_loop_max_concurrency: Option<u32>,
+    /// `None`: the key is absent, and rate steps run uncapped as upstream's do.
+    pub open_loop_max_concurrency: Option<NonZeroU32>,
     /// `saturation`: what an arrival does when the cap is full.
     pub saturation: Saturation,
 }
@@ -112,7 +115,7 @@ impl LoadSpec {
 
     /// The in-flight cap of `step`: `max_concurrency` of a concurrency step, the
     /// entry's `open_loop_max_concurrency` of a rate step.
-    pub fn in_flight_cap(&self, step: &SweepStep) -> Option<u32> {
+    pub fn in_flight_cap(&self, step: &SweepStep) -> Option<NonZeroU32> {
         match step.kind {
             StepKind::Concurrency { max_concurrency } => Some(max_concurrency),
             StepKind::RequestRate { .. } => self.open_loop_max_concurrency,
@@ -186,7 +189,7 @@ mod tests {
         SweepStep {
             kind,
             index: 0,
-            num_prompts: 10,
+            num_prompts: std::num::NonZeroU64::new(10).unwrap(),
             label: String::new(),
         }
     }
@@ -194,13 +197,15 @@ mod tests {
     #[test]
     fn the_cap_of_a_rate_step_is_the_open_loop_key() {
         let spec = LoadSpec {
-            open_loop_max_concurrency: Some(3),
+            open_loop_max_concurrency: NonZeroU32::new(3),
             ..LoadSpec::default()
         };
         let rate = step(StepKind::RequestRate { request_rate: 2.0 });
-        let conc = step(StepKind::Concurrency { max_concurrency: 8 });
-        assert_eq!(spec.in_flight_cap(&rate), Some(3));
-        assert_eq!(spec.in_flight_cap(&conc), Some(8));
+        let conc = step(StepKind::Concurrency {
+            max_concurrency: NonZeroU32::new(8).unwrap(),
+        });
+        assert_eq!(spec.in_flight_cap(&rate), NonZeroU32::new(3));
+        assert_eq!(spec.in_flight_cap(&conc), NonZeroU32::new(8));
         assert_eq!(LoadSpec::default().in_flight_cap(&rate), None);
         assert!(LoadSpec::default().is_upstream());
         assert!(!spec.is_upstream());

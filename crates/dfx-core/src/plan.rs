@@ -1,6 +1,7 @@
 //! The validated plan: what the suite will run, in order. Built only by
 //! [`crate::config::load_plan`]; nothing downstream re-validates it.
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -93,7 +94,7 @@ pub struct BenchEntry {
     pub num_warmups: Option<u32>,
     /// `repeats` (dfx-perf key): runs of each sweep step on the same server; `None` when
     /// the entry does not say (the suite flag `--repeats` wins over it, default 1).
-    pub repeats: Option<u32>,
+    pub repeats: Option<NonZeroU32>,
     /// `burstiness`: shape of the Gamma arrival gaps (1.0, the native default, is Poisson).
     pub burstiness: Option<f64>,
     /// `seed`: the entry's random seed; `None` falls back to the suite's `--seed`.
@@ -149,7 +150,7 @@ pub struct CapacitySpec {
     /// Relative bracket width at which bisection stops, in `[0.01, 1]` (default 0.1).
     pub tolerance: f64,
     /// Repeats confirming the boundary rate, 1 to 20 (default 3).
-    pub boundary_repeats: u32,
+    pub boundary_repeats: NonZeroU32,
     /// Most probes the search may run, 4 to 64 (default 24).
     pub max_probes: u32,
 }
@@ -221,7 +222,7 @@ impl BenchEntry {
     pub fn warmups(&self, step: &SweepStep) -> u32 {
         self.num_warmups.unwrap_or(match step.kind {
             StepKind::RequestRate { .. } => 2,
-            StepKind::Concurrency { max_concurrency } => max_concurrency.max(2),
+            StepKind::Concurrency { max_concurrency } => max_concurrency.get().max(2),
         })
     }
 
@@ -239,10 +240,11 @@ impl BenchEntry {
     /// entry's key, default 1. Soaks and native-duplex entries always run once (a soak
     /// is its own duration; the native-duplex runner has its own `repeats`; a contract
     /// trial checks replies, it measures nothing).
-    pub fn repeats(&self, flag: Option<u32>) -> u32 {
+    pub fn repeats(&self, flag: Option<NonZeroU32>) -> NonZeroU32 {
         match self.dialect {
-            Dialect::Stability | Dialect::NativeDuplex | Dialect::Contract => 1,
-            Dialect::Omni | Dialect::Diffusion => flag.or(self.repeats).unwrap_or(1).max(1),
+            Dialect::Stability | Dialect::NativeDuplex | Dialect::Contract => NonZeroU32::MIN,
+            // Neither the flag nor the key given: the step runs once.
+            Dialect::Omni | Dialect::Diffusion => flag.or(self.repeats).unwrap_or(NonZeroU32::MIN),
         }
     }
 

@@ -2,6 +2,8 @@
 //! and Python's `str(float)`, which names rate steps and keys dict baselines. Shared by
 //! the plan, the load shapes and the baseline shapes, and depending on none of them.
 
+use std::num::{NonZeroU32, NonZeroU64};
+
 use serde::Serialize;
 
 /// Whether a sweep step is a closed-loop concurrency step or an open-loop rate step.
@@ -10,8 +12,9 @@ use serde::Serialize;
 pub enum StepKind {
     /// `max_concurrency` requests in flight, request rate infinite.
     Concurrency {
-        /// The `max_concurrency` sweep value: requests kept in flight.
-        max_concurrency: u32,
+        /// The `max_concurrency` sweep value: requests kept in flight (validated at load,
+        /// never zero).
+        max_concurrency: NonZeroU32,
     },
     /// Open loop at `request_rate` requests per second. Upstream's runner gives these
     /// steps no concurrency cap; the entry's `open_loop_max_concurrency` can
@@ -30,8 +33,8 @@ pub struct SweepStep {
     /// Index within its own sweep (request-rate steps and concurrency steps count
     /// separately, as upstream does); selects list baselines.
     pub index: usize,
-    /// Requests measured in this step (warmups excluded).
-    pub num_prompts: u64,
+    /// Requests measured in this step (warmups excluded; validated at load, never zero).
+    pub num_prompts: NonZeroU64,
     /// The step part of the trial name: `c16`, `qps2.0` (with `_<index>` only when
     /// needed for uniqueness).
     pub label: String,
@@ -39,7 +42,7 @@ pub struct SweepStep {
 
 impl SweepStep {
     /// `max_concurrency` of a concurrency step.
-    pub fn max_concurrency(&self) -> Option<u32> {
+    pub fn max_concurrency(&self) -> Option<NonZeroU32> {
         match self.kind {
             StepKind::Concurrency { max_concurrency } => Some(max_concurrency),
             StepKind::RequestRate { .. } => None,
@@ -155,17 +158,21 @@ mod tests {
         }
     }
 
+    fn nz(n: u32) -> NonZeroU32 {
+        NonZeroU32::new(n).unwrap()
+    }
+
     #[test]
     fn baseline_keys() {
         let step = |kind| SweepStep {
             kind,
             index: 0,
-            num_prompts: 1,
+            num_prompts: std::num::NonZeroU64::new(1).unwrap(),
             label: String::new(),
         };
         assert_eq!(
             step(StepKind::Concurrency {
-                max_concurrency: 16
+                max_concurrency: nz(16)
             })
             .baseline_key(),
             "16"
@@ -179,8 +186,11 @@ mod tests {
             Some(0.5)
         );
         assert_eq!(
-            step(StepKind::Concurrency { max_concurrency: 4 }).max_concurrency(),
-            Some(4)
+            step(StepKind::Concurrency {
+                max_concurrency: nz(4)
+            })
+            .max_concurrency(),
+            Some(nz(4))
         );
     }
 }

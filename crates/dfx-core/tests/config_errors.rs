@@ -252,11 +252,12 @@ fn repeats_key_is_bounded_and_reaches_the_plan() {
     }
     let plan = fx.load(&one(json!({"repeats": 3}))).unwrap();
     let entry = &plan.trials[0].entry;
-    assert_eq!(entry.repeats, Some(3));
-    assert_eq!(entry.repeats(None), 3);
-    assert_eq!(entry.repeats(Some(5)), 5, "the flag wins");
+    let nz = |n| std::num::NonZeroU32::new(n).unwrap();
+    assert_eq!(entry.repeats, Some(nz(3)));
+    assert_eq!(entry.repeats(None), nz(3));
+    assert_eq!(entry.repeats(Some(nz(5))), nz(5), "the flag wins");
     let plan = fx.load(&one(json!({}))).unwrap();
-    assert_eq!(plan.trials[0].entry.repeats(None), 1);
+    assert_eq!(plan.trials[0].entry.repeats(None), nz(1));
 }
 
 #[test]
@@ -272,13 +273,17 @@ fn capacity_key_is_checked_and_makes_one_trial() {
     assert_eq!(plan.trials.len(), 1);
     let t = &plan.trials[0];
     assert_eq!(
-        (t.step.label.as_str(), t.step.num_prompts),
+        (t.step.label.as_str(), t.step.num_prompts.get()),
         ("capacity", 32)
     );
     assert!(t.name.ends_with("::capacity"), "{}", t.name);
     let spec = t.entry.capacity.unwrap();
     assert_eq!(
-        (spec.start_rate, spec.min_continuity, spec.boundary_repeats),
+        (
+            spec.start_rate,
+            spec.min_continuity,
+            spec.boundary_repeats.get()
+        ),
         (2.0, 0.95, 3)
     );
     for (bad, key) in [
@@ -316,4 +321,62 @@ fn capacity_key_is_checked_and_makes_one_trial() {
             "{bad}: {report}"
         );
     }
+}
+
+/// The problem part of the error on `key` (between the key and the accepted values).
+fn problem_on(report: &str, key: &str) -> String {
+    let at = format!("key `{key}`: ");
+    let line = report
+        .lines()
+        .find(|l| l.contains(&at))
+        .unwrap_or_else(|| panic!("no error on `{key}` in:\n{report}"));
+    let rest = &line[line.find(&at).unwrap() + at.len()..];
+    rest[..rest.find(" (accepted: ").unwrap_or(rest.len())].to_string()
+}
+
+/// One rule, one message: a refused `max_concurrency` or `request_rate` reads the same in
+/// a sweep entry and in a stability entry (the stability dialect had its own check, which
+/// said only "invalid value 0").
+#[test]
+fn a_stability_entry_refuses_a_sweep_value_with_the_sweeps_words() {
+    let fx = Fx::new();
+    for (key, bad) in [
+        ("max_concurrency", json!(0)),
+        ("max_concurrency", json!(-2)),
+        ("max_concurrency", json!(1.5)),
+        ("max_concurrency", json!(5000)),
+        ("max_concurrency", json!("4")),
+        ("request_rate", json!(0)),
+        ("request_rate", json!(1e9)),
+        ("request_rate", json!("fast")),
+    ] {
+        let sweep = fx.errors(&one(json!({
+            "max_concurrency": null, "request_rate": null, key: bad.clone(), "num_prompts": 4
+        })));
+        let soak = fx.errors(&one(json!({
+            "max_concurrency": null, "num_prompts": null,
+            "duration_sec": 60, key: bad.clone()
+        })));
+        let want = problem_on(&sweep, key);
+        assert_eq!(problem_on(&soak, key), want, "{key} = {bad}:\n{soak}");
+        assert!(
+            want.starts_with("invalid value") || want.starts_with("wrong type"),
+            "{want}"
+        );
+    }
+}
+
+/// A soak's batch size is a count like every other: 0 is refused (it was run as 1).
+#[test]
+fn a_stability_batch_of_zero_is_refused() {
+    let fx = Fx::new();
+    let e = fx.errors(&one(json!({
+        "num_prompts": null, "duration_sec": 60, "num_prompts_per_batch": 0
+    })));
+    assert!(
+        e.contains(
+            "key `num_prompts_per_batch`: invalid value 0 (accepted: an integer from 1 to 1000000)"
+        ),
+        "{e}"
+    );
 }

@@ -32,7 +32,7 @@ fn each_entry_is_one_trial_of_its_scenarios() {
     let got: Vec<(&str, u64)> = plan
         .trials
         .iter()
-        .map(|t| (t.name.as_str(), t.step.num_prompts))
+        .map(|t| (t.name.as_str(), t.step.num_prompts.get()))
         .collect();
     let n = SCENARIOS.len() as u64;
     assert_eq!(

@@ -66,7 +66,10 @@ fn every_shape_reaches_the_plan() {
         }
     );
     let gated = load(json!({"open_loop_max_concurrency": 3, "saturation": "fail"}));
-    assert_eq!(gated.open_loop_max_concurrency, Some(3));
+    assert_eq!(
+        gated.open_loop_max_concurrency,
+        std::num::NonZeroU32::new(3)
+    );
     assert_eq!(gated.saturation, Saturation::Fail);
     let waiting = load(json!({"open_loop_max_concurrency": 3}));
     assert_eq!(waiting.saturation, Saturation::Wait);

@@ -74,7 +74,10 @@ fn disabled_entries_are_dropped_before_indices_are_assigned() {
     assert_eq!(names(&plan), ["t::case0::c1", "t::case1::qps0.5"]);
     assert_eq!(plan.trials[0].source.raw_entry_index, 1);
     assert_eq!(plan.trials[1].source.raw_entry_index, 2);
-    assert_eq!(plan.trials[1].step.num_prompts, 3);
+    assert_eq!(
+        plan.trials[1].step.num_prompts,
+        std::num::NonZeroU64::new(3).unwrap()
+    );
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn upstream_tts_trials_match_the_documented_identity_and_thresholds() {
         .find(|t| t.name == "test_qwen3_tts_base::voice_clone_throughput_seed-tts::c16")
         .expect("documented example trial exists");
     assert_eq!(t.step.index, 1);
-    assert_eq!(t.step.num_prompts, 128);
+    assert_eq!(t.step.num_prompts, std::num::NonZeroU64::new(128).unwrap());
     let th: Vec<(&str, f64)> = t
         .thresholds
         .items

@@ -32,7 +32,7 @@ fn a_kebab_case_stability_file_loads_as_diffusion_soaks() {
             (
                 t.step.label.clone(),
                 t.step.kind,
-                t.step.num_prompts,
+                t.step.num_prompts.get(),
                 t.entry.is_diffusion_soak(),
             )
         })
@@ -42,7 +42,9 @@ fn a_kebab_case_stability_file_loads_as_diffusion_soaks() {
         [
             (
                 "c2".to_string(),
-                StepKind::Concurrency { max_concurrency: 2 },
+                StepKind::Concurrency {
+                    max_concurrency: std::num::NonZeroU32::new(2).unwrap()
+                },
                 4,
                 true
             ),

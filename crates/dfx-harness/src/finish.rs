@@ -3,7 +3,7 @@
 //! ([`crate::interrupt`]), whichever claims the [`CloseGate`] first; the other waits for
 //! it to finish.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use dfx_core::fsutil::write_json_atomic;
@@ -17,7 +17,8 @@ use crate::wiring;
 /// A planned trial as the closing needs it.
 #[derive(Debug, Clone)]
 pub(crate) struct TrialRef {
-    pub trial: Trial,
+    /// Shared with the [`crate::select::PlannedTrial`] it was made from.
+    pub trial: Arc<Trial>,
     /// Folder name under `trials/`.
     pub dir_name: String,
 }

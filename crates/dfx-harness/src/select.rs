@@ -3,6 +3,7 @@
 //! which server group it belongs to, and its results folder name.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use dfx_core::bench::Bench;
 use dfx_core::config::DIFFUSION_UNSUPPORTED;
@@ -74,7 +75,9 @@ pub(crate) enum Disposition {
 
 /// A plan trial with everything decided before the run.
 pub(crate) struct PlannedTrial {
-    pub trial: Trial,
+    /// The plan's trial, copied once here and shared from then on (the closing's
+    /// [`crate::finish::TrialRef`], the runner, the bench context).
+    pub trial: Arc<Trial>,
     pub disposition: Disposition,
     /// 1-based number of the run of consecutive trials sharing one server
     /// configuration (trials with the same number can share a live server).
@@ -150,7 +153,7 @@ pub(crate) fn plan_trials(
     let mut out = Vec::with_capacity(plan.trials.len());
     for (trial, &group) in plan.trials.iter().zip(&groups) {
         out.push(PlannedTrial {
-            trial: trial.clone(),
+            trial: Arc::new(trial.clone()),
             disposition: decide(trial, launcher, benches),
             server_group: group,
             dir_name: unique_dir_name(&trial.name, &mut used),

@@ -247,7 +247,7 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         trials: planned
             .iter()
             .map(|p| TrialRef {
-                trial: p.trial.clone(),
+                trial: Arc::clone(&p.trial),
                 dir_name: p.dir_name.clone(),
             })
             .collect(),

@@ -82,7 +82,7 @@ fn trial(test: &str, suffix: &str, kind: StepKind, label: String, n: u64) -> Tri
         step: SweepStep {
             kind,
             index: 0,
-            num_prompts: n,
+            num_prompts: std::num::NonZeroU64::new(n).unwrap(),
             label,
         },
         thresholds: Thresholds::default(),
@@ -95,7 +95,9 @@ pub fn concurrency_trial(test: &str, suffix: &str, c: u32, n: u64) -> Trial {
     trial(
         test,
         suffix,
-        StepKind::Concurrency { max_concurrency: c },
+        StepKind::Concurrency {
+            max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+        },
         format!("c{c}"),
         n,
     )

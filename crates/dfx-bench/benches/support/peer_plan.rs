@@ -28,7 +28,7 @@ impl Client {
     /// floor at 64 or 256 streams would be this crate's client again).
     pub(crate) fn runs(self, s: &Scenario) -> bool {
         let floor_runs = match s.kind {
-            StepKind::Concurrency { max_concurrency } => max_concurrency == 1,
+            StepKind::Concurrency { max_concurrency } => max_concurrency.get() == 1,
             StepKind::RequestRate { .. } => true,
         };
         !matches!(self, Client::FloorPooled | Client::FloorFresh) || floor_runs
@@ -64,7 +64,9 @@ pub(crate) fn parse_kind(s: &str) -> StepKind {
 }
 
 pub(crate) fn scenarios(mode: &str) -> Vec<Scenario> {
-    let closed = |c: u32| StepKind::Concurrency { max_concurrency: c };
+    let closed = |c: u32| StepKind::Concurrency {
+        max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+    };
     let open = |r: f64| StepKind::RequestRate { request_rate: r };
     if mode == "smoke" {
         return vec![

@@ -2,6 +2,7 @@
 //! (upstream appended each step's flags to the previous step's list).
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
 use dfx_core::bench::BenchContext;
@@ -69,7 +70,7 @@ pub(super) fn build_batch(
     ctx: &BenchContext<'_>,
     inputs: &CommandInputs<'_>,
     batch: usize,
-    n: u64,
+    n: NonZeroU64,
 ) -> BenchCommand {
     let trial = ctx.trial;
     let mut step = trial.step.clone();

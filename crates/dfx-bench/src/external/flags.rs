@@ -170,7 +170,7 @@ mod tests {
         let step = |index, rate| SweepStep {
             kind: StepKind::RequestRate { request_rate: rate },
             index,
-            num_prompts: 10,
+            num_prompts: std::num::NonZeroU64::new(10).unwrap(),
             label: String::new(),
         };
         let raw = map(json!({"request_rate": [2.0, 4, 0.5]}));

@@ -86,7 +86,8 @@ pub(super) fn run(
     let mut batches: Vec<Batch> = Vec::new();
     while started.elapsed().as_secs_f64() < plan.seconds && batches.len() < MAX_BATCHES {
         let i = batches.len();
-        let n = plan.batch as u64;
+        // The plan's batch is the step's `num_prompts` (`soak::plan`).
+        let n = ctx.trial.step.num_prompts;
         let cmd = bench.with_inputs(ctx, &stamp, |inputs| {
             command::build_batch(ctx, inputs, i, n)
         });
@@ -101,7 +102,7 @@ pub(super) fn run(
         let o = super::outcome(exit, &cmd, &log_path);
         batches.push(Batch {
             started_s,
-            sent: n,
+            sent: n.get(),
             doc: o.result,
             failure: o.exit,
         });

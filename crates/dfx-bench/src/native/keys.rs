@@ -5,6 +5,7 @@
 //! per-request figures; numpy semantics come from [`super::stats`].
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 
 use serde_json::{Map, Value};
 
@@ -34,7 +35,7 @@ pub struct StepHeader {
     pub burstiness: f64,
     /// The step's in-flight cap: `max_concurrency`, or a rate step's
     /// `open_loop_max_concurrency` (upstream writes the `--max-concurrency` it ran with).
-    pub max_concurrency: Option<u32>,
+    pub max_concurrency: Option<NonZeroU32>,
 }
 
 impl StepHeader {
@@ -149,7 +150,8 @@ fn put_step_header(d: &mut ResultDoc, h: &StepHeader, t: &Totals) {
     d.insert("burstiness".into(), num(h.burstiness));
     d.insert(
         "max_concurrency".into(),
-        h.max_concurrency.map_or(Value::Null, Value::from),
+        h.max_concurrency
+            .map_or(Value::Null, |c| Value::from(c.get())),
     );
     d.insert("duration".into(), num(t.duration));
     d.insert("completed".into(), Value::from(t.completed));

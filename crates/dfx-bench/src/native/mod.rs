@@ -47,6 +47,7 @@ pub mod stats;
 pub mod summary;
 pub(crate) mod unimplemented;
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -291,8 +292,7 @@ fn run_prepared(
     };
     let warmups = std::mem::take(&mut p.warmups);
     let measured = std::mem::take(&mut p.measured);
-    if !warmups.is_empty() {
-        let concurrency = warmups.len();
+    if let Some(concurrency) = NonZeroUsize::new(warmups.len()) {
         let warm = engine.run(warmups, Load::Closed { concurrency }, true, &mut out);
         if let Some(mut why) = warm.stalled {
             why.why = format!("in the warmups: {}", why.why);
@@ -448,7 +448,7 @@ impl NativeBench {
         peak_inflight: usize,
     ) -> BenchOutcome {
         let measured = measured_of(records, log);
-        let n = ctx.trial.step.num_prompts;
+        let n = ctx.trial.step.num_prompts.get();
         self.conclude_measured(ctx, log, p, &measured, n, peak_inflight)
     }
 

@@ -2,12 +2,13 @@
 //! token, load shape. Errors here leave no result (the harness writes the fallback).
 
 use std::collections::HashMap;
+use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use dfx_core::bench::BenchContext;
 use dfx_core::models;
-use dfx_core::plan::{BenchEntry, Saturation, Trial};
+use dfx_core::plan::{BenchEntry, Saturation, StepKind, Trial};
 
 use super::NativeSettings;
 use super::client::Target;
@@ -187,17 +188,17 @@ pub(crate) fn load_shape(
 ) -> Result<(Load, String), BenchError> {
     let (entry, step) = (&ctx.trial.entry, &ctx.trial.step);
     let burstiness = entry.burstiness.unwrap_or(1.0);
-    Ok(match step.request_rate() {
-        None => {
-            let c = step.max_concurrency().unwrap_or(1) as usize;
+    Ok(match step.kind {
+        StepKind::Concurrency { max_concurrency } => {
+            let c = slots(max_concurrency);
             (
                 Load::Closed { concurrency: c },
                 format!("closed loop at concurrency {c}"),
             )
         }
-        Some(rate) => {
+        StepKind::RequestRate { request_rate: rate } => {
             let load = &entry.load;
-            let cap = load.in_flight_cap(step).map(|c| c as usize);
+            let cap = load.in_flight_cap(step).map(slots);
             let what = format!(
                 "open loop: {}, burstiness {burstiness}{}",
                 load.shape.describe(n as u64, rate),
@@ -224,6 +225,12 @@ pub(crate) fn load_shape(
     })
 }
 
+/// A validated count of requests in flight as the schedulers hold it (a `u32` always fits
+/// a `usize` on the 32- and 64-bit targets dfx-perf builds for).
+pub(crate) fn slots(n: NonZeroU32) -> NonZeroUsize {
+    NonZeroUsize::try_from(n).unwrap_or(NonZeroUsize::MAX)
+}
+
 /// Prepares one step of `ctx.trial`.
 pub(crate) fn prepare(
     settings: &NativeSettings,
@@ -245,7 +252,7 @@ pub(crate) fn prepare(
     let source = RowSource {
         kind,
         rows: &ds.rows,
-        n: trial.step.num_prompts as usize,
+        n: trial.step.num_prompts.get() as usize,
         warmups: entry.warmups(&trial.step) as usize,
         seed: entry.seed.unwrap_or(settings.seed),
         prefix: request_id_prefix(entry),

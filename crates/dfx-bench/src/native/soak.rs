@@ -11,6 +11,7 @@
 //! error rate, the server group's resident memory from `/proc` when it runs on this
 //! machine). Request ids carry the batch: `<prefix>b<batch>-<i>`.
 
+use std::num::NonZeroU64;
 use std::time::Instant;
 
 use dfx_core::plan::{BenchEntry, SoakKeys};
@@ -36,10 +37,11 @@ pub(crate) struct SoakPlan {
 
 /// The soak of a stability entry: its `duration_sec` × `scale` and `random_input_len`
 /// (parsed and bounded at load, [`SoakKeys`]); the batch is the step's `num_prompts`.
-pub(crate) fn plan(keys: &SoakKeys, batch: u64, scale: f64) -> SoakPlan {
+pub(crate) fn plan(keys: &SoakKeys, batch: NonZeroU64, scale: f64) -> SoakPlan {
     SoakPlan {
         seconds: keys.duration_s * scale,
-        batch: usize::try_from(batch.max(1)).unwrap_or(1),
+        // At most `MAX_PROMPTS` (a million): lossless on every target.
+        batch: batch.get() as usize,
         words: keys.words,
     }
 }
@@ -239,11 +241,10 @@ mod tests {
             duration_s: dfx_core::runner_keys::DEFAULT_SOAK_DURATION_S,
             words: (1, dfx_core::runner_keys::MAX_SOAK_WORDS),
         };
-        let p = plan(&keys, 50, 0.001);
+        let p = plan(&keys, NonZeroU64::new(50).unwrap(), 0.001);
         assert_eq!(p.words, (1, 4000));
         assert_eq!(p.batch, 50);
         assert!((p.seconds - 0.3).abs() < 1e-9);
-        assert_eq!(plan(&keys, 0, 1.0).batch, 1);
     }
 
     #[test]

@@ -255,7 +255,7 @@ pub(crate) fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial 
         step: SweepStep {
             kind,
             index: 0,
-            num_prompts,
+            num_prompts: std::num::NonZeroU64::new(num_prompts).unwrap(),
             label,
         },
         thresholds: Default::default(),

@@ -140,16 +140,18 @@ pub(crate) fn steps(raw: &Map<String, Value>) -> Vec<SweepStep> {
         out.push(SweepStep {
             kind: StepKind::RequestRate { request_rate: rate },
             index,
-            num_prompts: n.as_u64().unwrap(),
+            num_prompts: std::num::NonZeroU64::new(n.as_u64().unwrap()).unwrap(),
             label: format!("qps{}", python_float_str(rate)),
         });
     }
     for (index, (c, n)) in conc.iter().zip(&prompts).enumerate() {
         let c = c.as_u64().unwrap() as u32;
         out.push(SweepStep {
-            kind: StepKind::Concurrency { max_concurrency: c },
+            kind: StepKind::Concurrency {
+                max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+            },
             index,
-            num_prompts: n.as_u64().unwrap(),
+            num_prompts: std::num::NonZeroU64::new(n.as_u64().unwrap()).unwrap(),
             label: format!("c{c}"),
         });
     }

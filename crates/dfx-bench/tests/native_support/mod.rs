@@ -226,7 +226,9 @@ impl Default for TrialSpec<'_> {
             dataset_name: "seed-tts-text",
             dataset_path: "ds",
             config_file: PathBuf::from("perf-configs/test.json"),
-            kind: StepKind::Concurrency { max_concurrency: 2 },
+            kind: StepKind::Concurrency {
+                max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+            },
             num_prompts: 3,
             num_warmups: Some(0),
             extra_body: None,
@@ -300,7 +302,7 @@ pub(crate) fn trial(s: TrialSpec<'_>) -> Trial {
         step: SweepStep {
             kind: s.kind,
             index: 0,
-            num_prompts: s.num_prompts,
+            num_prompts: std::num::NonZeroU64::new(s.num_prompts).unwrap(),
             label,
         },
         thresholds: Default::default(),

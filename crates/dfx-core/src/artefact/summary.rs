@@ -177,7 +177,7 @@ impl SummaryEntry {
     pub fn new(trial: &Trial, outcome: Outcome) -> Self {
         let (kind, max_concurrency, request_rate) = match trial.step.kind {
             crate::plan::StepKind::Concurrency { max_concurrency } => {
-                (StepKind::Concurrency, Some(max_concurrency), None)
+                (StepKind::Concurrency, Some(max_concurrency.get()), None)
             }
             crate::plan::StepKind::RequestRate { request_rate } => {
                 (StepKind::RequestRate, None, Some(request_rate))
@@ -192,7 +192,7 @@ impl SummaryEntry {
             kind: Some(kind),
             max_concurrency,
             request_rate,
-            num_prompts: Some(trial.step.num_prompts),
+            num_prompts: Some(trial.step.num_prompts.get()),
             marks: trial.marks.clone(),
             outcome,
             interrupted: false,

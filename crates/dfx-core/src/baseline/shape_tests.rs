@@ -15,7 +15,7 @@ fn steps(rates: &[f64], concs: &[u32]) -> Vec<SweepStep> {
     let step = |kind, index, label| SweepStep {
         kind,
         index,
-        num_prompts: 10,
+        num_prompts: std::num::NonZeroU64::new(10).unwrap(),
         label,
     };
     let rate_steps = rates.iter().enumerate().map(|(i, &r)| {
@@ -24,7 +24,9 @@ fn steps(rates: &[f64], concs: &[u32]) -> Vec<SweepStep> {
     });
     let conc_steps = concs.iter().enumerate().map(|(i, &c)| {
         step(
-            StepKind::Concurrency { max_concurrency: c },
+            StepKind::Concurrency {
+                max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
+            },
             i,
             format!("c{c}"),
         )

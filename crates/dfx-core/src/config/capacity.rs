@@ -3,6 +3,8 @@
 //! here, once, at load; the entry becomes one trial (step label `capacity`) whose
 //! `num_prompts` is the size of every probe.
 
+use std::num::{NonZeroU32, NonZeroU64};
+
 use serde_json::{Map, Value};
 
 use crate::bounds::{MAX_PROMPTS, MAX_RATE, MIN_RATE};
@@ -65,6 +67,9 @@ pub(crate) fn capacity_key(
         }
     };
     let rate = |f: f64| (MIN_RATE..=MAX_RATE).contains(&f);
+    let boundary_repeats = num("boundary_repeats", Some(3.0), &|f| {
+        f.fract() == 0.0 && (1.0..=20.0).contains(&f)
+    });
     let spec = CapacitySpec {
         max_p99_ttfp_ms: num("max_p99_ttfp_ms", None, &|f| f > 0.0 && f <= 3.6e6),
         min_continuity: num("min_continuity", Some(0.95), &|f| (0.0..=1.0).contains(&f)),
@@ -72,9 +77,8 @@ pub(crate) fn capacity_key(
         min_rate: num("min_rate", Some(MIN_RATE.max(0.01)), &rate),
         max_rate: num("max_rate", Some(1024.0), &rate),
         tolerance: num("tolerance", Some(0.1), &|f| (0.01..=1.0).contains(&f)),
-        boundary_repeats: num("boundary_repeats", Some(3.0), &|f| {
-            f.fract() == 0.0 && (1.0..=20.0).contains(&f)
-        }) as u32,
+        // Refused (NaN, so 0): the error is pushed and no spec is returned below.
+        boundary_repeats: NonZeroU32::new(boundary_repeats as u32).unwrap_or(NonZeroU32::MIN),
         max_probes: num("max_probes", Some(24.0), &|f| {
             f.fract() == 0.0 && (4.0..=64.0).contains(&f)
         }) as u32,
@@ -118,7 +122,7 @@ pub(crate) fn capacity_step(
         Some(v) => v.as_u64(),
         None => None,
     };
-    let Some(n) = n.filter(|n| (1..=MAX_PROMPTS).contains(n)) else {
+    let Some(n) = n.filter(|n| *n <= MAX_PROMPTS).and_then(NonZeroU64::new) else {
         errs.push(ctx.err(
             "num_prompts",
             "a capacity entry needs the size of each probe",

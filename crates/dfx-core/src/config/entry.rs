@@ -1,6 +1,8 @@
 //! One `benchmark_params` element → a draft [`BenchEntry`] with its sweep steps and its
 //! parsed baseline. The index and suffix are filled in once the whole test is known.
 
+use std::num::{NonZeroU32, NonZeroU64};
+
 use serde_json::{Map, Value};
 
 use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
@@ -210,9 +212,9 @@ fn omni_entry(
 }
 
 /// The entry key `repeats`: an integer from 1 to [`bounds::MAX_REPEATS`].
-fn repeats_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<u32> {
-    let range = (1, bounds::MAX_REPEATS);
-    super::value::opt_uint_in(ctx, "repeats", v, range, errs).and_then(|n| u32::try_from(n).ok())
+fn repeats_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<NonZeroU32> {
+    let n = super::value::opt_count(ctx, "repeats", v, bounds::MAX_REPEATS, errs)?;
+    NonZeroU32::try_from(n).ok()
 }
 
 /// Diffusion entries are read leniently (they run only when the diffusion driver is
@@ -254,11 +256,13 @@ fn diffusion_entry(
             None => None,
         };
         vec![SweepStep {
-            kind: StepKind::Concurrency { max_concurrency: 1 },
+            kind: StepKind::Concurrency {
+                max_concurrency: NonZeroU32::MIN,
+            },
             index: 0,
             num_prompts: first(raw.num_prompts.as_ref())
-                .filter(|n| *n > 0)
-                .unwrap_or(1),
+                .and_then(NonZeroU64::new)
+                .unwrap_or(NonZeroU64::MIN),
             label: "c1".into(),
         }]
     });

@@ -3,11 +3,13 @@
 //! an error naming the key and what is accepted; and the schedule bound of every
 //! request-rate step under that shape.
 
+use std::num::NonZeroU32;
+
 use serde_json::Value;
 
 use super::raw::RawOmniEntry;
 use super::sweep::schedule_too_long;
-use super::value::{opt_bool, opt_f64_in, opt_uint};
+use super::value::{opt_bool, opt_count, opt_f64_in, opt_uint};
 use crate::bounds::{
     MAX_COHORTS, MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE,
 };
@@ -28,21 +30,15 @@ pub(crate) fn load_spec(
     errs: &mut Errs,
 ) -> LoadSpec {
     let shape = shape(ctx, raw, errs);
-    let cap = opt_uint(
+    // `None`: no cap, rate steps run uncapped as upstream's do.
+    let cap = opt_count(
         ctx,
         "open_loop_max_concurrency",
         raw.open_loop_max_concurrency.as_ref(),
         MAX_CONCURRENCY,
         errs,
-    );
-    if cap == Some(0) {
-        errs.push(ctx.err(
-            "open_loop_max_concurrency",
-            "invalid value 0",
-            &format!("an integer from 1 to {MAX_CONCURRENCY}"),
-        ));
-    }
-    let cap = cap.filter(|&c| c > 0).and_then(|c| u32::try_from(c).ok());
+    )
+    .and_then(|c| NonZeroU32::try_from(c).ok());
     let saturation = saturation(ctx, raw.saturation.as_ref(), errs);
     if saturation == Some(Saturation::Fail) && cap.is_none() {
         errs.push(ctx.err(
@@ -264,7 +260,7 @@ fn shape_fits_step(ctx: &Ctx<'_>, shape: &LoadShape, s: &SweepStep, errs: &mut E
     match shape {
         LoadShape::Cohorts { cohorts } => {
             let sum: u64 = cohorts.iter().map(|c| c.num_prompts).sum();
-            if sum != s.num_prompts {
+            if sum != s.num_prompts.get() {
                 errs.push(ctx.err(
                     "cohorts",
                     format!(
@@ -275,7 +271,7 @@ fn shape_fits_step(ctx: &Ctx<'_>, shape: &LoadShape, s: &SweepStep, errs: &mut E
                 ));
             }
         }
-        LoadShape::Soak { duration_s } if s.num_prompts as f64 / duration_s > MAX_RATE => {
+        LoadShape::Soak { duration_s } if s.num_prompts.get() as f64 / duration_s > MAX_RATE => {
             errs.push(ctx.err(
                 "soak_duration_s",
                 format!(

@@ -8,12 +8,15 @@
 //! stability entries; the external bench refuses both with [`NATIVE_DUPLEX_EXTERNAL`] /
 //! its own reason.
 
+use std::num::{NonZeroU32, NonZeroU64};
+
 use serde_json::{Map, Value};
 
 use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
-use super::value::{opt_str, opt_uint};
+use super::sweep;
+use super::value::{opt_count, opt_str};
 use crate::baseline::shape::parse_baseline;
-use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_TIMEOUT_SECONDS, MIN_RATE};
+use crate::bounds::{self, MAX_CONCURRENCY, MAX_PROMPTS, MAX_TIMEOUT_SECONDS};
 use crate::diag::{Ctx, Errs};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
@@ -25,6 +28,9 @@ use crate::runner_keys::{
 pub const NATIVE_DUPLEX_EXTERNAL: &str = "native-duplex entries run upstream under \
 run_native_duplex_benchmark.py (realtime duplex sessions × turns, repeated), not under \
 `vllm bench serve --omni`; the native bench runs them (--bench native or auto)";
+
+/// `num_prompts_per_batch` of a stability entry without the key (upstream's default).
+const DEFAULT_SOAK_BATCH: NonZeroU64 = NonZeroU64::new(20).unwrap();
 
 /// Why the external bench does not run contract entries.
 pub const CONTRACT_EXTERNAL: &str = "contract entries are dfx-perf's own API contract \
@@ -92,7 +98,7 @@ fn draft(
     }
 }
 
-fn step(kind: StepKind, num_prompts: u64) -> SweepStep {
+fn step(kind: StepKind, num_prompts: NonZeroU64) -> SweepStep {
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
         StepKind::RequestRate { request_rate } => format!("qps{}", python_float_str(request_rate)),
@@ -123,24 +129,12 @@ pub(crate) fn native_duplex_entry(
         ));
     }
     opt_str(ctx, "workload", obj.get("workload"), errs);
-    let count = |key: &str, max: u64, errs: &mut Errs| -> Option<u64> {
-        match opt_uint(ctx, key, obj.get(key), max, errs) {
-            Some(0) => {
-                errs.push(ctx.err(
-                    key,
-                    "invalid value 0",
-                    &format!("an integer from 1 to {max}"),
-                ));
-                None
-            }
-            other => other,
-        }
-    };
-    let sessions = count("sessions", MAX_CONCURRENCY, errs).unwrap_or(1);
-    let turns = count("turns", 10_000, errs).unwrap_or(1);
+    let count = |key: &str, max: u64, errs: &mut Errs| opt_count(ctx, key, obj.get(key), max, errs);
+    let sessions = count("sessions", MAX_CONCURRENCY, errs);
+    let turns = count("turns", 10_000, errs);
     count("warmups", 1_000, errs);
     if let Some(r) = count("repeats", 1_000, errs)
-        && r < 2
+        && r.get() < 2
     {
         errs.push(ctx.err(
             "repeats",
@@ -148,16 +142,22 @@ pub(crate) fn native_duplex_entry(
             "at least 2 (upstream's rule)",
         ));
     }
-    let conc = u32::try_from(sessions).unwrap_or(1);
+    // A missing `sessions` or `turns` still loads: the native bench refuses the entry and
+    // says which key it needs (`DuplexKeys`); the trial's step then stands for one
+    // session of one turn (`c1`, one request).
+    let sessions = sessions.and_then(|s| NonZeroU32::try_from(s).ok());
+    let requests = sessions
+        .map_or(NonZeroU64::MIN, NonZeroU64::from)
+        .saturating_mul(turns.unwrap_or(NonZeroU64::MIN));
     let mut d = draft(
         raw_index,
         obj,
         Dialect::NativeDuplex,
         step(
             StepKind::Concurrency {
-                max_concurrency: conc,
+                max_concurrency: sessions.unwrap_or(NonZeroU32::MIN),
             },
-            (sessions * turns).min(MAX_PROMPTS),
+            requests.min(bounds::MAX_PROMPTS_NZ),
         ),
     );
     d.baseline = obj
@@ -177,15 +177,15 @@ pub(crate) fn stability_entry(
     errs: &mut Errs,
 ) -> Option<EntryDraft> {
     let n = errs.len();
-    let batch = opt_uint(
+    // 0 used to become 1 silently; it is refused like every other count.
+    let batch = opt_count(
         ctx,
         "num_prompts_per_batch",
         obj.get("num_prompts_per_batch"),
         MAX_PROMPTS,
         errs,
     )
-    .unwrap_or(20)
-    .max(1);
+    .unwrap_or(DEFAULT_SOAK_BATCH);
     let duration = obj.get("duration_sec");
     let duration_s =
         super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs)
@@ -193,28 +193,20 @@ pub(crate) fn stability_entry(
     let words = soak_words_key(ctx, obj.get("random_input_len"), errs);
     let (conc_key, conc) = either_spelling(ctx, obj, "max_concurrency", errs);
     let (rate_key, rate) = either_spelling(ctx, obj, "request_rate", errs);
+    // The sweep's own checks and messages, for one value instead of a list.
     let kind = match (conc, rate) {
-        (Some(c), None) => match c.as_u64().filter(|c| (1..=MAX_CONCURRENCY).contains(c)) {
-            Some(c) => Some(StepKind::Concurrency {
-                max_concurrency: u32::try_from(c).unwrap_or(1),
-            }),
-            None => {
-                errs.push(ctx.err(
-                    conc_key,
-                    format!("invalid value {c}"),
-                    &format!("an integer from 1 to {MAX_CONCURRENCY}"),
-                ));
+        (Some(c), None) => match sweep::concurrency(c) {
+            Ok(max_concurrency) => Some(StepKind::Concurrency { max_concurrency }),
+            Err(problem) => {
+                let accepted = sweep::concurrency_accepted(false);
+                errs.push(ctx.err(conc_key, problem.to_string(), &accepted));
                 None
             }
         },
-        (None, Some(r)) => match r.as_f64().filter(|r| (MIN_RATE..=MAX_RATE).contains(r)) {
-            Some(r) => Some(StepKind::RequestRate { request_rate: r }),
-            None => {
-                errs.push(ctx.err(
-                    rate_key,
-                    format!("invalid value {r}"),
-                    &format!("a number from {MIN_RATE} to {MAX_RATE}"),
-                ));
+        (None, Some(r)) => match sweep::rate(r) {
+            Ok(request_rate) => Some(StepKind::RequestRate { request_rate }),
+            Err(problem) => {
+                errs.push(ctx.err(rate_key, problem.to_string(), &sweep::rate_accepted(false)));
                 None
             }
         },
@@ -334,16 +326,20 @@ pub(crate) fn contract_entry(
         .iter()
         .map(|s| s.name)
         .collect();
-    let count = scenarios.len() as u64;
-    if count == 0 {
+    let Some(count) = NonZeroU64::new(scenarios.len() as u64) else {
         errs.push(ctx.err(
             "voice_lifecycle",
             "the entry selects no scenario",
             "at least one scenario",
         ));
         return None;
-    }
-    let mut st = step(StepKind::Concurrency { max_concurrency: 1 }, count);
+    };
+    let mut st = step(
+        StepKind::Concurrency {
+            max_concurrency: NonZeroU32::MIN,
+        },
+        count,
+    );
     st.label = "contract".into();
     let mut d = draft(raw_index, obj, Dialect::Contract, st);
     d.entry.runner = RunnerKeys::Contract(ContractKeys {

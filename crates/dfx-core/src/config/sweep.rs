@@ -8,6 +8,7 @@
 //! steps. An entry without any sweep key is an error (upstream silently ran nothing).
 
 use std::collections::HashMap;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::Value;
 
@@ -35,7 +36,11 @@ pub enum SweepError {
 }
 
 /// Expands validated sweep lists into steps with their labels.
-pub fn expand(rates: &[f64], concs: &[u32], prompts: &[u64]) -> Result<Vec<SweepStep>, SweepError> {
+pub fn expand(
+    rates: &[f64],
+    concs: &[NonZeroU32],
+    prompts: &[NonZeroU64],
+) -> Result<Vec<SweepStep>, SweepError> {
     let l = rates.len().max(concs.len());
     if l == 0 {
         return Err(SweepError::NoSweep);
@@ -75,7 +80,7 @@ pub fn expand(rates: &[f64], concs: &[u32], prompts: &[u64]) -> Result<Vec<Sweep
     Ok(steps)
 }
 
-fn step(kind: StepKind, index: usize, num_prompts: u64) -> SweepStep {
+fn step(kind: StepKind, index: usize, num_prompts: NonZeroU64) -> SweepStep {
     SweepStep {
         kind,
         index,
@@ -140,33 +145,20 @@ pub(crate) fn expand_unbounded(
     keys: &SweepKeys<'_>,
 ) -> Result<Vec<SweepStep>, Vec<ConfigError>> {
     let mut errs = Vec::new();
-    let rates = to_list(
-        ctx,
-        keys.rate,
-        &mut errs,
-        positive_rate,
-        &format!("numbers from {MIN_RATE} to {MAX_RATE} (requests per second)"),
-    );
+    let rates = to_list(ctx, keys.rate, &mut errs, rate, &rate_accepted(true));
     let concs = to_list(
         ctx,
         keys.conc,
         &mut errs,
-        |x| {
-            positive_int(x, MAX_CONCURRENCY).and_then(|n| {
-                u32::try_from(n).map_err(|_| StepValueError::CountOutOfRange {
-                    value: x.clone(),
-                    max: MAX_CONCURRENCY,
-                })
-            })
-        },
-        &format!("integers from 1 to {MAX_CONCURRENCY}"),
+        concurrency,
+        &concurrency_accepted(true),
     );
     let prompts = to_list(
         ctx,
         keys.prompts,
         &mut errs,
         |x| positive_int(x, MAX_PROMPTS),
-        &format!("integers from 1 to {MAX_PROMPTS}"),
+        &format!("integers from 1 to {MAX_PROMPTS}, or a list of them"),
     );
     if !errs.is_empty() {
         return Err(errs);
@@ -185,7 +177,7 @@ pub(crate) fn schedule_too_long(
     let StepKind::RequestRate { request_rate } = s.kind else {
         return None;
     };
-    let span = shape.expected_span(s.num_prompts, request_rate);
+    let span = shape.expected_span(s.num_prompts.get(), request_rate);
     (span > MAX_SCHEDULE_SECONDS).then(|| {
         ctx.err(
             key,
@@ -193,7 +185,7 @@ pub(crate) fn schedule_too_long(
                 "step {}: {} requests at {} would take {span:.0} s to send",
                 s.label,
                 s.num_prompts,
-                shape.describe(s.num_prompts, request_rate)
+                shape.describe(s.num_prompts.get(), request_rate)
             ),
             &format!(
                 "a rate and count whose schedule spans at most {MAX_SCHEDULE_SECONDS} s \
@@ -262,7 +254,9 @@ pub(crate) enum StepValueError {
     WrongType(&'static str),
 }
 
-fn positive_rate(x: &Value) -> Result<f64, StepValueError> {
+/// One `request_rate` value, the one check of every dialect's rate key: a number from
+/// [`MIN_RATE`] to [`MAX_RATE`].
+pub(crate) fn rate(x: &Value) -> Result<f64, StepValueError> {
     match x.as_f64() {
         Some(r) if (MIN_RATE..=MAX_RATE).contains(&r) => Ok(r),
         Some(r) if r > 0.0 => Err(StepValueError::RateOutOfRange(x.clone())),
@@ -271,9 +265,38 @@ fn positive_rate(x: &Value) -> Result<f64, StepValueError> {
     }
 }
 
-fn positive_int(x: &Value, max: u64) -> Result<u64, StepValueError> {
-    match (x.as_u64(), x.as_f64()) {
-        (Some(n), _) if n >= 1 && n <= max => Ok(n),
+/// What [`rate`] accepts; `lists` when the dialect also takes a list of values.
+pub(crate) fn rate_accepted(lists: bool) -> String {
+    let one = format!("numbers from {MIN_RATE} to {MAX_RATE} (requests per second)");
+    or_lists(one, lists)
+}
+
+/// One `max_concurrency` value, the one check of every dialect's concurrency key: an
+/// integer from 1 to [`MAX_CONCURRENCY`], carried as a type that cannot be zero.
+pub(crate) fn concurrency(x: &Value) -> Result<NonZeroU32, StepValueError> {
+    let n = positive_int(x, MAX_CONCURRENCY)?;
+    NonZeroU32::try_from(n).map_err(|_| StepValueError::CountOutOfRange {
+        value: x.clone(),
+        max: MAX_CONCURRENCY,
+    })
+}
+
+/// What [`concurrency`] accepts; `lists` when the dialect also takes a list of values.
+pub(crate) fn concurrency_accepted(lists: bool) -> String {
+    or_lists(format!("integers from 1 to {MAX_CONCURRENCY}"), lists)
+}
+
+fn or_lists(one: String, lists: bool) -> String {
+    if lists {
+        format!("{one}, or a list of them")
+    } else {
+        one
+    }
+}
+
+fn positive_int(x: &Value, max: u64) -> Result<NonZeroU64, StepValueError> {
+    match (x.as_u64().and_then(NonZeroU64::new), x.as_f64()) {
+        (Some(n), _) if n.get() <= max => Ok(n),
         (_, Some(f)) if f.fract() != 0.0 => Err(StepValueError::NotWhole(x.clone())),
         (_, Some(_)) => Err(StepValueError::CountOutOfRange {
             value: x.clone(),
@@ -305,11 +328,7 @@ fn to_list<T>(
     for (k, x) in items {
         match parse(x) {
             Ok(t) => out.push(t),
-            Err(problem) => errs.push(ctx.err(
-                &k,
-                problem.to_string(),
-                &format!("{accepted}, or a list of them"),
-            )),
+            Err(problem) => errs.push(ctx.err(&k, problem.to_string(), accepted)),
         }
     }
     out
@@ -327,7 +346,15 @@ mod tests {
     }
 
     fn ok(r: &[f64], c: &[u32], n: &[u64]) -> Vec<String> {
-        brief(&expand(r, c, n).unwrap())
+        brief(&expand(r, &nz(c), &nz64(n)).unwrap())
+    }
+
+    fn nz64(n: &[u64]) -> Vec<NonZeroU64> {
+        n.iter().map(|&n| NonZeroU64::new(n).unwrap()).collect()
+    }
+
+    fn nz(c: &[u32]) -> Vec<NonZeroU32> {
+        c.iter().map(|&c| NonZeroU32::new(c).unwrap()).collect()
     }
 
     #[test]
@@ -374,11 +401,11 @@ mod tests {
 
     #[test]
     fn expansion_errors() {
-        assert_eq!(expand(&[], &[], &[10]), Err(SweepError::NoSweep));
+        assert_eq!(expand(&[], &[], &nz64(&[10])), Err(SweepError::NoSweep));
         assert_eq!(expand(&[], &[], &[]), Err(SweepError::NoSweep));
-        assert_eq!(expand(&[], &[1], &[]), Err(SweepError::NoPrompts));
+        assert_eq!(expand(&[], &nz(&[1]), &[]), Err(SweepError::NoPrompts));
         assert_eq!(
-            expand(&[], &[1, 2, 3], &[1, 2]),
+            expand(&[], &nz(&[1, 2, 3]), &nz64(&[1, 2])),
             Err(SweepError::Mismatch {
                 prompts: 2,
                 rates: 0,
@@ -386,7 +413,7 @@ mod tests {
             })
         );
         assert_eq!(
-            expand(&[1.0, 2.0], &[], &[1, 2, 3]),
+            expand(&[1.0, 2.0], &[], &nz64(&[1, 2, 3])),
             Err(SweepError::Mismatch {
                 prompts: 3,
                 rates: 2,

@@ -1,6 +1,8 @@
 //! Typed reads of raw JSON values: each pushes a [`ConfigError`](crate::diag::ConfigError) naming the key and what
 //! is accepted when the value has the wrong type, and returns `None`.
 
+use std::num::NonZeroU64;
+
 use serde_json::{Map, Value};
 
 use crate::bounds::MAX_NAME_CHARS;
@@ -77,6 +79,18 @@ pub(crate) fn opt_uint(
     errs: &mut Errs,
 ) -> Option<u64> {
     opt_uint_in(ctx, key, v, (0, max), errs)
+}
+
+/// An optional count from 1 to `max`, as a type that cannot be zero: `None` when absent
+/// or refused (the refusal pushed, `invalid value 0 (accepted: an integer from 1 to max)`).
+pub(crate) fn opt_count(
+    ctx: &Ctx<'_>,
+    key: &str,
+    v: Option<&Value>,
+    max: u64,
+    errs: &mut Errs,
+) -> Option<NonZeroU64> {
+    opt_uint_in(ctx, key, v, (1, max), errs).and_then(NonZeroU64::new)
 }
 
 /// An optional integer from `lo` to `hi`.

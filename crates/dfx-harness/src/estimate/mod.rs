@@ -37,15 +37,16 @@ pub fn trial_seconds(trial: &Trial) -> f64 {
         return 0.0;
     }
     let warmups = u64::from(trial.entry.warmups(&trial.step));
-    let repeats = u64::from(trial.entry.repeats.unwrap_or(1).max(1));
+    let repeats = u64::from(trial.entry.repeats(None).get());
     let n = trial
         .step
         .num_prompts
+        .get()
         .saturating_add(warmups)
         .saturating_mul(repeats) as f64;
     let load = match trial.step.kind {
         StepKind::Concurrency { max_concurrency } => {
-            (n / f64::from(max_concurrency.max(1))).ceil() * PER_REQUEST_S
+            (n / f64::from(max_concurrency.get())).ceil() * PER_REQUEST_S
         }
         StepKind::RequestRate { request_rate } if request_rate > 0.0 => {
             (n - 1.0).max(0.0) / request_rate + PER_REQUEST_S

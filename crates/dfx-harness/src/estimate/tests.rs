@@ -21,7 +21,7 @@ fn concurrency_steps_take_rounds_and_rate_steps_their_arrivals() {
     let mut w = concurrency_trial("t", "a", 1, 2);
     let mut entry = (*w.entry).clone();
     entry.num_warmups = Some(1);
-    entry.repeats = Some(2);
+    entry.repeats = std::num::NonZeroU32::new(2);
     w.entry = Arc::new(entry);
     assert_eq!(trial_seconds(&w), TRIAL_OVERHEAD_S + 6.0 * PER_REQUEST_S);
     // A trial that cannot run costs nothing.

@@ -17,7 +17,7 @@ fn closing(dir: &std::path::Path) -> Closing {
     let run = RunDir::create(dir, "H100", now).unwrap();
     let trials = (1..=4)
         .map(|c| {
-            let trial = concurrency_trial("test_a", "s", c, 8);
+            let trial = std::sync::Arc::new(concurrency_trial("test_a", "s", c, 8));
             TrialRef {
                 dir_name: format!("test_a__s__c{c}"),
                 trial,

@@ -231,7 +231,7 @@ fn a_capacity_trial_lists_its_search_not_a_sweep_step() {
         min_rate: 0.25,
         max_rate: 128.0,
         tolerance: 0.1,
-        boundary_repeats: 3,
+        boundary_repeats: std::num::NonZeroU32::new(3).unwrap(),
         max_probes: 24,
     });
     t.entry = std::sync::Arc::new(e);

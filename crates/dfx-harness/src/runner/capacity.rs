@@ -5,6 +5,7 @@
 //! probe's document with `capacity_request_rate` and a `capacity` section listing every
 //! probe; with `--gpu-hour-price`, the cost per million input characters at that rate.
 
+use std::num::NonZeroU32;
 use std::path::Path;
 
 use dfx_core::bench::{Bench, BenchContext};
@@ -18,7 +19,7 @@ use super::repeat::{self, Piece, QualityStep};
 /// One probe: its rate, how it went and where its files are.
 struct Probe {
     rate: f64,
-    repeats: u32,
+    repeats: NonZeroU32,
     dir: String,
     /// Why it did not meet the criteria; `None` when it did.
     miss: Option<String>,
@@ -29,7 +30,7 @@ struct Probe {
 pub(super) struct Search<'a> {
     pub spec: CapacitySpec,
     /// Runs of every probe (`repeats` / `--repeats`, default 1), judged on medians.
-    pub repeats: u32,
+    pub repeats: NonZeroU32,
     pub base_seed: u64,
     pub label: &'a str,
     pub cmd: Option<&'a crate::quality::QualityHook>,
@@ -41,10 +42,10 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
     let spec = s.spec;
     // Every probe runs `each` times; the boundary is confirmed by at least
     // `boundary_repeats` (already done when every probe runs that often).
-    let each = s.repeats.max(1);
+    let each = s.repeats;
     let confirm = spec.boundary_repeats.max(each);
     let mut probes: Vec<Probe> = Vec::new();
-    let mut probe = |rate: f64, repeats: u32, probes: &mut Vec<Probe>| -> bool {
+    let mut probe = |rate: f64, repeats: NonZeroU32, probes: &mut Vec<Probe>| -> bool {
         let p = run_probe(bench, ctx, &mut s, probes.len() + 1, rate, repeats);
         let passed = p.miss.is_none();
         probes.push(p);
@@ -81,7 +82,7 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
             } else {
                 hi = Some(mid);
             }
-        } else if confirm > 1 && !confirmed(&probes, l, confirm) {
+        } else if confirm.get() > 1 && !confirmed(&probes, l, confirm) {
             if !probe(l, confirm, &mut probes) {
                 hi = Some(l);
                 lo = passes_below(&probes, l);
@@ -91,7 +92,7 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
         }
     }
     if let (Some(l), None) = (lo, hi)
-        && confirm > 1
+        && confirm.get() > 1
         && probes.len() < budget
         && !confirmed(&probes, l, confirm)
         && !probe(l, confirm, &mut probes)
@@ -102,7 +103,7 @@ pub(super) fn run(bench: &dyn Bench, ctx: &BenchContext<'_>, mut s: Search<'_>) 
 }
 
 /// Whether a probe at `rate` with at least `confirm` repeats already passed.
-fn confirmed(probes: &[Probe], rate: f64, confirm: u32) -> bool {
+fn confirmed(probes: &[Probe], rate: f64, confirm: NonZeroU32) -> bool {
     probes
         .iter()
         .any(|p| p.rate == rate && p.repeats >= confirm && p.miss.is_none())
@@ -123,7 +124,7 @@ fn run_probe(
     s: &mut Search<'_>,
     index: usize,
     rate: f64,
-    repeats: u32,
+    repeats: NonZeroU32,
 ) -> Probe {
     let dir = format!("probe-{index:02}");
     let out_dir = ctx.out_dir.join(&dir);
@@ -139,7 +140,7 @@ fn run_probe(
         said: &mut *s.said,
     };
     let piece = repeat::run(bench, &pctx, s.label, repeats, s.base_seed, quality);
-    let miss = miss(&s.spec, &piece, trial.step.num_prompts);
+    let miss = miss(&s.spec, &piece, trial.step.num_prompts.get());
     Probe {
         rate,
         repeats,
@@ -252,7 +253,7 @@ fn conclude(
 
 fn probe_json(p: &Probe) -> Value {
     let num = |k: &str| p.piece.doc.get(k).cloned().unwrap_or(Value::Null);
-    json!({"rate": p.rate, "repeats": p.repeats, "dir": p.dir, "passed": p.miss.is_none(),
+    json!({"rate": p.rate, "repeats": p.repeats.get(), "dir": p.dir, "passed": p.miss.is_none(),
            "miss": p.miss, "completed": num("completed"), "failed": num("failed"),
            "p99_audio_ttfp_ms": num("p99_audio_ttfp_ms"),
            "audio_continuity_ok_rate": num("audio_continuity_ok_rate"),

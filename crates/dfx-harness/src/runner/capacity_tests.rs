@@ -60,7 +60,7 @@ fn spec() -> CapacitySpec {
         min_rate: 0.1,
         max_rate: 64.0,
         tolerance: 0.1,
-        boundary_repeats: 3,
+        boundary_repeats: std::num::NonZeroU32::new(3).unwrap(),
         max_probes: 24,
     }
 }
@@ -92,7 +92,7 @@ fn search_with(
     };
     let mut f = fixture(vec![t], Box::new(bench), false);
     f.session.gpu_hour_price = Some(3.6);
-    f.session.repeats = flag;
+    f.session.repeats = flag.and_then(std::num::NonZeroU32::new);
     let out = f.session.run_trial(0).map_err(|e| e.to_string());
     let doc = Value::Object(result_json(&f, 0));
     let seen = rates.lock().unwrap().clone();

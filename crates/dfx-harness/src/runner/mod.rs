@@ -3,6 +3,7 @@
 //! and `verdict.json`, and record the summary entry. A trial that fails still writes its
 //! result (the template fallback when the bench left none).
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -70,7 +71,7 @@ pub(crate) struct Session {
     /// When the running trial started (the `upstream/` file name's time).
     pub trial_started: chrono::DateTime<chrono::Local>,
     /// `--repeats`: runs of each step, over the entries' `repeats` key.
-    pub repeats: Option<u32>,
+    pub repeats: Option<NonZeroU32>,
     /// The run's seed (`--seed`, default 0), the first repeat's when the entry has none.
     pub seed: u64,
     /// `--gpu-hour-price`: price of one GPU-hour, for a capacity search's cost.
@@ -352,8 +353,8 @@ impl Session {
                 .get("num_prompts")
                 .and_then(Value::as_u64)
                 .filter(|n| *n > 0)
-                .unwrap_or(trial.step.num_prompts),
-            _ => trial.step.num_prompts,
+                .unwrap_or(trial.step.num_prompts.get()),
+            _ => trial.step.num_prompts.get(),
         };
         let verdict = if p.judged {
             let mut v = judge(
@@ -367,7 +368,7 @@ impl Session {
                 v.failures.extend(checks::fixed_length_failures(
                     &trial.entry,
                     &doc,
-                    trial.step.num_prompts,
+                    trial.step.num_prompts.get(),
                 ));
                 v.failures
                     .extend(checks::tpot_failures(&trial.thresholds, &doc));

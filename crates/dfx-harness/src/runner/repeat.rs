@@ -2,6 +2,8 @@
 //! whole step on the same server into `repeat-<k>/` of the trial folder with seed
 //! `seed + k − 1`, and the trial's result is [`dfx_core::repeats::combine`] of theirs.
 
+use std::borrow::Cow;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -36,11 +38,12 @@ pub(super) fn run(
     bench: &dyn Bench,
     ctx: &BenchContext<'_>,
     label: &str,
-    repeats: u32,
+    repeats: NonZeroU32,
     base_seed: u64,
     quality: QualityStep<'_>,
 ) -> Piece {
-    if repeats <= 1 {
+    let repeats = repeats.get();
+    if repeats == 1 {
         return piece(bench.run(ctx), label, ctx, quality);
     }
     let QualityStep { cmd, said } = quality;
@@ -122,17 +125,20 @@ pub(super) fn run(
 
 /// The trial as repeat `k` runs it: the entry's seed set to `seed` (also in the raw
 /// entry, which the external bench turns into `--seed`) from the second repeat on.
-fn reseeded(trial: &Trial, k: u32, seed: u64) -> Trial {
-    let mut t = trial.clone();
-    if k > 1 {
-        let mut entry = (*t.entry).clone();
-        entry.seed = Some(seed);
-        if entry.raw.contains_key("seed") {
-            entry.raw.insert("seed".into(), json!(seed));
-        }
-        t.entry = Arc::new(entry);
+/// The first repeat runs the trial itself; a later one needs a trial of its own.
+fn reseeded(trial: &Trial, k: u32, seed: u64) -> Cow<'_, Trial> {
+    if k == 1 {
+        return Cow::Borrowed(trial);
     }
-    t
+    let mut entry = (*trial.entry).clone();
+    entry.seed = Some(seed);
+    if entry.raw.contains_key("seed") {
+        entry.raw.insert("seed".into(), json!(seed));
+    }
+    Cow::Owned(Trial {
+        entry: Arc::new(entry),
+        ..trial.clone()
+    })
 }
 
 /// One bench outcome as the trial sees it: the document (or the fallback and why), the

@@ -44,7 +44,7 @@ impl Bench for SeededBench {
 fn repeated_trial(repeats: u32, ttfp_bound: f64) -> dfx_core::plan::Trial {
     let mut t = concurrency_trial("test_a", "clone", 1, 4);
     let mut e: BenchEntry = (*t.entry).clone();
-    e.repeats = Some(repeats);
+    e.repeats = std::num::NonZeroU32::new(repeats);
     e.seed = Some(7);
     t.entry = Arc::new(e);
     t.thresholds.items.push(threshold(
@@ -145,7 +145,7 @@ fn the_flag_wins_over_the_entry() {
         lose_seed: None,
     };
     let mut f = fixture(vec![repeated_trial(3, 1000.0)], Box::new(bench), true);
-    f.session.repeats = Some(2);
+    f.session.repeats = std::num::NonZeroU32::new(2);
     assert!(matches!(f.session.run_trial(0), Ok(Ran::Passed)));
     assert_eq!(seen.lock().unwrap().len(), 2);
     assert_eq!(result_json(&f, 0)["repeats"]["count"], json!(2));

@@ -2,6 +2,7 @@
 //! [`SuiteConfig`] the rest of the harness uses. Nothing downstream re-validates flags.
 
 use std::fmt;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -78,7 +79,7 @@ pub(crate) struct SuiteConfig {
     /// `--quality-cmd`: the evaluator of `seed_tts_wer_eval` entries' kept audio.
     pub quality_cmd: Option<String>,
     /// `--repeats`: runs of each sweep step (1 to [`dfx_core::bounds::MAX_REPEATS`]).
-    pub repeats: Option<u32>,
+    pub repeats: Option<NonZeroU32>,
     /// `--gpu-hour-price`: a positive finite price.
     pub gpu_hour_price: Option<f64>,
     pub list_verbose: bool,
@@ -200,10 +201,11 @@ impl SuiteConfig {
 }
 
 /// `--repeats`: 1 to [`dfx_core::bounds::MAX_REPEATS`].
-fn repeats_flag(n: Option<u32>, errors: &mut Vec<FlagError>) -> Option<u32> {
+fn repeats_flag(n: Option<u32>, errors: &mut Vec<FlagError>) -> Option<NonZeroU32> {
     let max = dfx_core::bounds::MAX_REPEATS;
-    match n {
-        Some(k) if k == 0 || u64::from(k) > max => {
+    match n.map(|k| (k, NonZeroU32::new(k))) {
+        Some((_, Some(k))) if u64::from(k.get()) <= max => Some(k),
+        Some((k, _)) => {
             let accepted = format!("an integer from 1 to {max}");
             errors.push(err(
                 "--repeats",
@@ -214,7 +216,7 @@ fn repeats_flag(n: Option<u32>, errors: &mut Vec<FlagError>) -> Option<u32> {
             ));
             None
         }
-        other => other,
+        None => None,
     }
 }
 

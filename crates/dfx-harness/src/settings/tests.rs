@@ -128,7 +128,7 @@ fn repeats_is_bounded() {
     let dir = with_configs();
     assert_eq!(
         config(dir.path(), &["--repeats", "5"]).unwrap().repeats,
-        Some(5)
+        std::num::NonZeroU32::new(5)
     );
     for bad in ["0", "101"] {
         let e = config(dir.path(), &["--repeats", bad])

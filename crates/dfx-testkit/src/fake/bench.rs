@@ -139,9 +139,9 @@ impl Bench for FakeBench {
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {
         let step = &ctx.trial.step;
-        let n = step.num_prompts;
+        let n = step.num_prompts.get();
         let (c, rate) = match step.kind {
-            StepKind::Concurrency { max_concurrency } => (max_concurrency.max(1) as f64, None),
+            StepKind::Concurrency { max_concurrency } => (f64::from(max_concurrency.get()), None),
             StepKind::RequestRate { request_rate } => {
                 (request_rate.ceil().max(1.0), Some(request_rate))
             }

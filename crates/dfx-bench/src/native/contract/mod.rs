@@ -11,6 +11,7 @@ pub(crate) mod stream;
 pub(crate) mod voices;
 
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -169,7 +170,9 @@ pub fn run_all(t: &Target, scenarios: &[&'static Scenario]) -> Result<Vec<Outcom
             }
         }
     };
-    let one = Load::Closed { concurrency: 1 };
+    let one = Load::Closed {
+        concurrency: NonZeroUsize::MIN,
+    };
     tasks::run_phase(
         &rt,
         false,

@@ -11,6 +11,7 @@ pub(crate) mod tasks;
 
 use dfx_core::plan::Saturation;
 
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,12 +31,13 @@ pub(crate) struct Job {
 #[derive(Debug, Clone)]
 pub(crate) enum Load {
     /// `concurrency` requests in flight, each worker sending the next as one finishes.
-    Closed { concurrency: usize },
+    Closed { concurrency: NonZeroUsize },
     /// Each request at `base + offsets[i]` seconds; at most `cap` in flight when set,
     /// an arrival finding it full waiting or failing as `saturation` says.
     Open {
         offsets: Vec<f64>,
-        cap: Option<usize>,
+        /// `None`: no `open_loop_max_concurrency`, every arrival sent on time (upstream).
+        cap: Option<NonZeroUsize>,
         saturation: Saturation,
     },
 }
@@ -46,8 +48,8 @@ impl Load {
     /// mean rate (an estimate, for the file-descriptor budget).
     pub(crate) fn peak_in_flight(&self) -> usize {
         match self {
-            Load::Closed { concurrency } => *concurrency,
-            Load::Open { cap: Some(c), .. } => *c,
+            Load::Closed { concurrency } => concurrency.get(),
+            Load::Open { cap: Some(c), .. } => c.get(),
             Load::Open {
                 offsets, cap: None, ..
             } => {

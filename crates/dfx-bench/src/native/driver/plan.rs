@@ -6,6 +6,7 @@
 //! ask it what to send and tell it what ended.
 
 use std::collections::VecDeque;
+use std::num::NonZeroUsize;
 use std::time::Instant;
 
 use dfx_core::plan::Saturation;
@@ -67,7 +68,7 @@ impl<J> Plan<J> {
                 next: 0,
                 base: Instant::now(),
                 kind: Kind::Closed {
-                    workers: concurrency.clamp(1, n.max(1)),
+                    workers: concurrency.get().min(n),
                     started: 0,
                 },
             },
@@ -83,7 +84,7 @@ impl<J> Plan<J> {
                     base,
                     kind: Kind::Open {
                         planned,
-                        cap: cap.map(|c| c.max(1)),
+                        cap: cap.map(NonZeroUsize::get),
                         saturation,
                         waiting: VecDeque::new(),
                     },

@@ -58,7 +58,9 @@ fn phase(n: usize, load: Load, hold: Duration, stop_after: Option<usize>) -> (Ar
 fn a_closed_loop_holds_exactly_its_concurrency_and_runs_every_job() {
     let (seen, end) = phase(
         20,
-        Load::Closed { concurrency: 3 },
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(3).unwrap(),
+        },
         Duration::from_millis(10),
         None,
     );
@@ -74,7 +76,9 @@ fn a_closed_loop_holds_exactly_its_concurrency_and_runs_every_job() {
 fn one_worker_runs_the_jobs_in_order() {
     let (seen, end) = phase(
         8,
-        Load::Closed { concurrency: 1 },
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(1).unwrap(),
+        },
         Duration::from_millis(2),
         None,
     );
@@ -85,7 +89,7 @@ fn one_worker_runs_the_jobs_in_order() {
 fn burst(cap: usize, saturation: Saturation) -> Load {
     Load::Open {
         offsets: vec![0.0; 10],
-        cap: Some(cap),
+        cap: std::num::NonZeroUsize::new(cap),
         saturation,
     }
 }
@@ -124,7 +128,9 @@ fn the_saturation_gate_refuses_what_finds_the_cap_full() {
 fn once_stopped_nothing_more_is_sent() {
     let (seen, _) = phase(
         30,
-        Load::Closed { concurrency: 1 },
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(1).unwrap(),
+        },
         Duration::from_millis(2),
         Some(3),
     );

@@ -12,6 +12,7 @@ pub(crate) mod session;
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,8 +39,9 @@ pub(crate) const HANDSHAKE: Duration = Duration::from_secs(20);
 /// The entry's keys, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
-    /// Concurrent sessions per trial (entry key `sessions`, ≥ 1).
-    pub sessions: usize,
+    /// Concurrent sessions per trial (entry key `sessions`, ≥ 1): the scheduler's
+    /// concurrency.
+    pub sessions: NonZeroUsize,
     /// Spoken turns per session (`turns`, ≥ 1).
     pub turns: usize,
     /// Warmup trials before the measured ones (`warmups`, ≥ 1).
@@ -58,12 +60,15 @@ impl Params {
     /// `realtime_input` (default true), `timeout_s` (default 180 s); why not when one is
     /// missing or `timeout_s` cannot be used.
     pub fn of(keys: &DuplexKeys) -> Result<Params, BenchError> {
+        let need = |k: &str, min: u64| {
+            BenchError::Input(format!(
+                "native-duplex entry needs `{k}`, an integer ≥ {min}"
+            ))
+        };
         let n = |k: &str, v: Option<u64>, min: u64| -> Result<usize, BenchError> {
             match v {
                 Some(v) if v >= min => Ok(v as usize),
-                _ => Err(BenchError::Input(format!(
-                    "native-duplex entry needs `{k}`, an integer ≥ {min}"
-                ))),
+                _ => Err(need(k, min)),
             }
         };
         let timeout = keys
@@ -71,7 +76,10 @@ impl Params {
             .clone()
             .map_err(|v| BenchError::Input(format!("invalid timeout_s {v}: seconds > 0")))?;
         Ok(Params {
-            sessions: n("sessions", keys.sessions, 1)?,
+            sessions: keys
+                .sessions
+                .and_then(|v| NonZeroUsize::new(v as usize))
+                .ok_or_else(|| need("sessions", 1))?,
             turns: n("turns", keys.turns, 1)?,
             warmups: n("warmups", keys.warmups, 1)?,
             repeats: n("repeats", keys.repeats, 2)?,
@@ -128,8 +136,8 @@ fn run_trial(
     (trial, warmup): (usize, bool),
 ) -> (Vec<SessionOutcome>, f64) {
     let model = ctx.trial.server.model.clone();
-    let gate = Arc::new(tokio::sync::Barrier::new(p.sessions));
-    let specs: Vec<SessionSpec> = (0..p.sessions)
+    let gate = Arc::new(tokio::sync::Barrier::new(p.sessions.get()));
+    let specs: Vec<SessionSpec> = (0..p.sessions.get())
         .map(|s| {
             let session_id = format!("multi-{s}-{}", hex_id());
             SessionSpec {
@@ -144,7 +152,7 @@ fn run_trial(
             }
         })
         .collect();
-    let outcomes = Arc::new(std::sync::Mutex::new(Vec::with_capacity(p.sessions)));
+    let outcomes = Arc::new(std::sync::Mutex::new(Vec::with_capacity(p.sessions.get())));
     let sink = outcomes.clone();
     let load = Load::Closed {
         concurrency: p.sessions,
@@ -211,7 +219,7 @@ pub fn run(
     log: &mut BenchLog,
 ) -> Result<BenchOutcome, BenchError> {
     let p = Params::of(keys(&ctx.trial.entry)?)?;
-    if let Some(note) = super::fds::ensure(p.sessions)? {
+    if let Some(note) = super::fds::ensure(p.sessions.get())? {
         log.write(&note);
     }
     log.write(&format!(
@@ -231,7 +239,7 @@ pub fn run(
     let clip = Arc::new(protocol::turn_clip());
     let path = ctx.out_dir.join("records.jsonl");
     let mut file = std::fs::File::create(&path).ok();
-    let total = (p.warmups + p.repeats) * p.sessions * p.turns;
+    let total = (p.warmups + p.repeats) * p.sessions.get() * p.turns;
     let mut progress = Progress::new(&ctx.trial.name, total, settings.progress);
     let mut all: Vec<Measurement> = Vec::new();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -243,7 +251,12 @@ pub fn run(
         }
         let warmup = index < p.warmups;
         let (outcomes, elapsed) = run_trial(&rt, ctx, &p, &clip, (index, warmup));
-        let m = result::measure(&outcomes, (p.sessions, p.turns), elapsed, (index, warmup));
+        let m = result::measure(
+            &outcomes,
+            (p.sessions.get(), p.turns),
+            elapsed,
+            (index, warmup),
+        );
         for o in &outcomes {
             o.turns.iter().for_each(|t| progress.request_done(t.ok));
             if let Some((class, _)) = &o.error {
@@ -276,7 +289,7 @@ pub fn run(
     rt.shutdown_timeout(Duration::from_secs(5));
     let facts = DocFacts {
         hardware: ctx.hardware.clone(),
-        sessions: p.sessions,
+        sessions: p.sessions.get(),
         turns: p.turns,
         repeats: p.repeats,
         warmups: p.warmups,

@@ -41,7 +41,9 @@ fn a_trickling_body_fails_as_stalled_within_the_window() {
     let mut kept = Kept::default();
     let ran = e.run(
         vec![job("a")],
-        Load::Closed { concurrency: 1 },
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(1).unwrap(),
+        },
         false,
         &mut kept,
     );
@@ -82,7 +84,14 @@ fn a_server_that_stops_sending_ends_the_step_early() {
     let started = Instant::now();
     let mut kept = Kept::default();
     let jobs = (0..12).map(|i| job(&i.to_string())).collect();
-    let ran = e.run(jobs, Load::Closed { concurrency: 2 }, false, &mut kept);
+    let ran = e.run(
+        jobs,
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(2).unwrap(),
+        },
+        false,
+        &mut kept,
+    );
     let why = ran.stalled.expect("the server stalled");
     assert!(
         started.elapsed() < Duration::from_secs(20),

@@ -143,7 +143,14 @@ pub(super) fn job(id: &str) -> Job {
 fn run(engine: &mut Engine, ids: &[&str]) -> Vec<Exchange> {
     let mut kept = Kept::default();
     let jobs = ids.iter().map(|id| job(id)).collect();
-    engine.run(jobs, Load::Closed { concurrency: 1 }, false, &mut kept);
+    engine.run(
+        jobs,
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(1).unwrap(),
+        },
+        false,
+        &mut kept,
+    );
     kept.0.into_iter().map(|(_, x)| x).collect()
 }
 
@@ -458,7 +465,7 @@ fn open_loop_cap_waits_or_refuses() {
         let mut e = Engine::new(t.clone(), 24_000).unwrap();
         let load = Load::Open {
             offsets: vec![0.0, 0.01, 0.02, 0.2],
-            cap: Some(1),
+            cap: std::num::NonZeroUsize::new(1),
             saturation,
         };
         let mut kept = Kept::default();
@@ -489,7 +496,14 @@ fn closed_loop_keeps_its_workers_busy() {
     let mut e = engine(&url, true);
     let mut kept = Kept::default();
     let jobs = (0..40).map(|i| job(&format!("r{i}"))).collect();
-    let ran = e.run(jobs, Load::Closed { concurrency: 4 }, false, &mut kept);
+    let ran = e.run(
+        jobs,
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(4).unwrap(),
+        },
+        false,
+        &mut kept,
+    );
     assert_eq!(kept.0.len(), 40);
     assert!(kept.0.iter().all(|(_, x)| x.ok()));
     assert!(ran.peak_in_flight <= 4 && ran.peak_in_flight >= 1);
@@ -524,7 +538,14 @@ fn a_large_request_body_is_written_whole_over_several_events() {
         body: Bytes::from(body),
         ..job("big")
     };
-    e.run(vec![j], Load::Closed { concurrency: 1 }, false, &mut kept);
+    e.run(
+        vec![j],
+        Load::Closed {
+            concurrency: std::num::NonZeroUsize::new(1).unwrap(),
+        },
+        false,
+        &mut kept,
+    );
     let x = &kept.0[0].1;
     assert!(x.ok(), "{:?}", x.failure);
     assert_eq!(

@@ -17,6 +17,7 @@ pub(crate) mod sse;
 pub(crate) mod stream;
 pub(crate) mod summary;
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -96,7 +97,7 @@ fn template(trial: &Trial) -> Result<ChatTemplate, BenchError> {
 pub(crate) fn preflight(settings: &NativeSettings, trial: &Trial) -> Result<String, BenchError> {
     let entry = &trial.entry;
     template(trial)?;
-    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let plan = random::parse(entry, trial.step.num_prompts.get())?;
     let counter = counter(settings)?;
     Ok(describe(&plan, &counter))
 }
@@ -174,7 +175,7 @@ pub(crate) fn run(
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let sel = ChatSelection::of(&entry.percentiles);
     let template = Arc::new(template(trial)?);
-    let plan = random::parse(entry, trial.step.num_prompts)?;
+    let plan = random::parse(entry, trial.step.num_prompts.get())?;
     let counter = Arc::new(counter(settings)?);
     log.write(&describe(&plan, &counter));
     if !counter.is_real() {
@@ -186,7 +187,7 @@ pub(crate) fn run(
             sel.ignored.join(",")
         ));
     }
-    let n = trial.step.num_prompts as usize;
+    let n = trial.step.num_prompts.get() as usize;
     let seed = entry.seed.unwrap_or(settings.seed);
     let specs = plan.requests(&counter, n, seed);
     let ahead = lookahead(&specs);
@@ -232,7 +233,7 @@ pub(crate) fn run(
     let c2 = counter.clone();
     let watch = SharedWatch::new(settings.stall);
     let count: CountFn = Arc::new(move |s: &str| c2.count(s));
-    if warmups > 0 {
+    if let Some(concurrency) = NonZeroUsize::new(warmups) {
         let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(warmups);
         for _ in 0..warmups {
             let _ = tx.try_send((Ok(first.clone()), sample(first_spec, None, first.len())));
@@ -246,15 +247,7 @@ pub(crate) fn run(
             watch.clone(),
         );
         phase.lapse = settings.time_lapse;
-        driver::run_phase(
-            &rt,
-            &phase,
-            rx,
-            warmups,
-            Load::Closed {
-                concurrency: warmups,
-            },
-        );
+        driver::run_phase(&rt, &phase, rx, warmups, Load::Closed { concurrency });
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Ready>(ahead);
     let producer = {
@@ -320,7 +313,7 @@ fn conclude(
     let trial = ctx.trial;
     let measured = super::measured_of(records, log);
     let facts = ChatFacts {
-        header: StepHeader::of(trial, "", trial.step.num_prompts),
+        header: StepHeader::of(trial, "", trial.step.num_prompts.get()),
         peak_inflight: peak,
         real_tokenizer: real,
     };

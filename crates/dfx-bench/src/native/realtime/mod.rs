@@ -11,6 +11,7 @@ pub(crate) mod result;
 pub mod session;
 
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -213,8 +214,8 @@ pub fn run(
         log.write(n);
     }
     let sessions = match &p.load {
-        Load::Closed { concurrency } => *concurrency,
-        Load::Open { cap: Some(c), .. } => *c,
+        Load::Closed { concurrency } => concurrency.get(),
+        Load::Open { cap: Some(c), .. } => c.get(),
         Load::Open {
             offsets, cap: None, ..
         } => offsets.len(),
@@ -245,8 +246,7 @@ pub fn run(
         watch: SharedWatch::new(settings.stall),
     };
     let warmups = std::mem::take(&mut p.warmups);
-    if !warmups.is_empty() {
-        let c = warmups.len();
+    if let Some(c) = NonZeroUsize::new(warmups.len()) {
         run_jobs(&rt, &ph, true, warmups, Load::Closed { concurrency: c });
     }
     ph.inflight = Arc::new(InFlight::default());
@@ -292,7 +292,7 @@ fn conclude(
         warm.iter().filter(|r| !r.base.ok).count()
     ));
     let facts = aggregate::StepFacts {
-        header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts),
+        header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts.get()),
         sample_rate: metrics::FRAMES_RATE as u32,
         peak_inflight: peak,
     };
@@ -319,7 +319,7 @@ fn conclude(
     );
     let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
     log.step_problems(&errors, invalid_load.as_deref());
-    let exit = expected_turns(entry, &doc, trial.step.num_prompts);
+    let exit = expected_turns(entry, &doc, trial.step.num_prompts.get());
     if let Some(why) = &exit {
         log.write(why);
     }

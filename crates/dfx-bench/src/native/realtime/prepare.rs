@@ -180,7 +180,7 @@ pub(crate) fn prepare(
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
     let ds = load_dataset(settings, trial, kind, locale, &mut notes)?;
     let seed = entry.seed.unwrap_or(settings.seed);
-    let mut n = trial.step.num_prompts as usize;
+    let mut n = trial.step.num_prompts.get() as usize;
     if any_true(entry, &["no_oversample", "no-oversample"]) && ds.rows.len() < n * turns {
         n = ds.rows.len() / turns;
         notes.push(format!(

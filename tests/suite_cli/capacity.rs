@@ -7,7 +7,11 @@
 //! arrival pattern per probe against the model's median of several (either way), and
 //! what the model leaves out, which only ever slows the real server (client and HTTP
 //! time inside the measured TTFP, a loaded 2-core machine delaying the simulator's timers:
-//! 0.67 × the model was measured with two compilers running beside it).
+//! 0.67 × the model was measured with two compilers running beside it). The fixture asks
+//! no continuity (the model predicts first packets only; time-lapsed, continuity is judged
+//! on real-time chunk timing, where a loaded machine's delays count K-fold) and stops the
+//! search at `min_rate` 0.25 req/s, so a run that misses cannot probe ever slower rates
+//! (each probe of 40 requests takes 40 / rate seconds of the real-time scale).
 
 use libtest_mimic::Failed;
 use rand::{Rng, SeedableRng};

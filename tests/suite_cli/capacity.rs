@@ -27,8 +27,12 @@ const MAX_P99_TTFP_MS: f64 = 120.0;
 const PROBE: usize = 40;
 /// The suite's rate may lie this far below the model's (relative)…
 pub const BELOW: f64 = 0.45;
-/// …and this far above it.
-pub const ABOVE: f64 = 0.15;
+/// …and this far above it. Time-lapsed, the probes are the real-time experiment, so one
+/// probe's arrival pattern (the fixture's seed) against the model's median of nine reads
+/// high as often as low: two runs of the same fixture found 0.59 and 1.30 req/s against
+/// the model's 0.82 (a p99 of 40 first packets moves ±15 % between patterns). A wrong
+/// scale would be off by the simulator's speed (5×).
+pub const ABOVE: f64 = 0.7;
 
 fn texts() -> Result<Vec<String>, Failed> {
     let meta = root().join("perf-configs/datasets/seed_tts_smoke/en/meta.lst");

@@ -7,7 +7,7 @@ mod native_support;
 use std::sync::Arc;
 
 use dfx_bench::native::{NativeBench, NativeSettings};
-use dfx_core::bench::{Bench, BenchContext};
+use dfx_core::bench::Bench;
 use dfx_core::plan::{BenchEntry, StepKind, Trial};
 use native_support::{TrialSpec, read_records, trial};
 use serde_json::{Value, json};
@@ -87,17 +87,7 @@ fn native_realtime_client_against_the_simulator() {
     });
     bench.supports(&t.entry).unwrap();
     let out = dir.path().join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let ctx = BenchContext {
-        trial: &t,
-        base_url: sim.base_url(),
-        host: "127.0.0.1".into(),
-        port: sim.addr.port(),
-        out_dir: out.clone(),
-        hardware: "SIM".into(),
-        judge_url: None,
-        server_group: None,
-    };
+    let ctx = native_support::sim_context(&t, sim.base_url(), sim.addr.port(), &out);
     let outcome = bench.run(&ctx);
     assert!(
         outcome.errors.is_empty(),
@@ -276,17 +266,7 @@ fn open_loop_realtime_tts_with_text_rows() {
         ..NativeSettings::default()
     });
     let out = dir.path().join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let ctx = BenchContext {
-        trial: &t,
-        base_url: sim.base_url(),
-        host: "127.0.0.1".into(),
-        port: sim.addr.port(),
-        out_dir: out.clone(),
-        hardware: "SIM".into(),
-        judge_url: None,
-        server_group: None,
-    };
+    let ctx = native_support::sim_context(&t, sim.base_url(), sim.addr.port(), &out);
     let outcome = bench.run(&ctx);
     assert!(outcome.invalid_load.is_none(), "{:?}", outcome.invalid_load);
     let doc = outcome.result.unwrap();

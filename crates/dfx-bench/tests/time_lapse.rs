@@ -14,7 +14,7 @@ mod native_support;
 
 use dfx_bench::native::lapse::TimeLapse;
 use dfx_bench::native::{NativeBench, NativeSettings};
-use dfx_core::bench::{Bench, BenchContext};
+use dfx_core::bench::Bench;
 use dfx_core::plan::StepKind;
 use native_support::{TrialSpec, read_records, trial};
 use serde_json::{Map, Value};
@@ -75,17 +75,7 @@ fn run(kind: StepKind, n: u64, speed: f64) -> (Map<String, Value>, f64) {
         ..NativeSettings::default()
     });
     let out = dir.path().join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let ctx = BenchContext {
-        trial: &t,
-        base_url: sim.base_url(),
-        host: "127.0.0.1".into(),
-        port: sim.addr.port(),
-        out_dir: out.clone(),
-        hardware: "SIM".into(),
-        judge_url: None,
-        server_group: None,
-    };
+    let ctx = native_support::sim_context(&t, sim.base_url(), sim.addr.port(), &out);
     let started = std::time::Instant::now();
     let outcome = bench.run(&ctx);
     let wall = started.elapsed().as_secs_f64();

@@ -348,3 +348,24 @@ pub(crate) fn measured_records(dir: &Path) -> Vec<Value> {
     m.sort_by_key(|r| r["index"].as_u64());
     m
 }
+
+/// The context of a step against a simulator at `base_url` (loopback `port`), writing to
+/// `out` (created).
+pub(crate) fn sim_context<'a>(
+    trial: &'a Trial,
+    base_url: String,
+    port: u16,
+    out: &Path,
+) -> dfx_core::bench::BenchContext<'a> {
+    std::fs::create_dir_all(out).unwrap();
+    dfx_core::bench::BenchContext {
+        trial,
+        base_url,
+        host: "127.0.0.1".into(),
+        port,
+        out_dir: out.to_path_buf(),
+        hardware: "SIM".into(),
+        judge_url: None,
+        server_group: None,
+    }
+}

@@ -51,14 +51,7 @@ fn realtime(mut t: Trial, backend: &str, endpoint: &str, raw: Value) -> Trial {
 
 #[test]
 fn native_realtime_client_against_the_simulator() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = rt
-        .block_on(dfx_sim::spawn(dfx_sim::SimOptions::new(OMNI).speed(10.0)))
-        .unwrap();
+    let (rt, sim) = native_support::spawn_sim(OMNI, 10.0);
     let dir = tempfile::tempdir().unwrap();
     seed_tts(&dir.path().join("ds"), 6);
     let t = trial(TrialSpec {
@@ -236,14 +229,7 @@ fn supports_refuses_what_it_cannot_serve() {
 
 #[test]
 fn open_loop_realtime_tts_with_text_rows() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = rt
-        .block_on(dfx_sim::spawn(dfx_sim::SimOptions::new(OMNI).speed(10.0)))
-        .unwrap();
+    let (rt, sim) = native_support::spawn_sim(OMNI, 10.0);
     let dir = tempfile::tempdir().unwrap();
     native_support::text_dataset(
         &dir.path().join("ds"),

@@ -49,14 +49,7 @@ const KEYS: [&str; 5] = [
 /// Runs `kind` with `n` prompts against a simulator at `speed`, the bench time-lapsed by
 /// `speed`; returns the result document and the span of the measured sends (wall seconds).
 fn run(kind: StepKind, n: u64, speed: f64) -> (Map<String, Value>, f64) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = rt
-        .block_on(dfx_sim::spawn(dfx_sim::SimOptions::new(MODEL).speed(speed)))
-        .unwrap();
+    let (_rt, sim) = native_support::spawn_sim(MODEL, speed);
     let dir = tempfile::tempdir().unwrap();
     native_support::text_dataset(&dir.path().join("ds"), &TEXTS);
     let t = trial(TrialSpec {

@@ -369,3 +369,17 @@ pub(crate) fn sim_context<'a>(
         server_group: None,
     }
 }
+
+/// The simulator serving `model` at `speed`, in process, on a runtime of its own (keep
+/// the runtime alive as long as the simulator).
+pub(crate) fn spawn_sim(model: &str, speed: f64) -> (tokio::runtime::Runtime, dfx_sim::SimHandle) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = rt
+        .block_on(dfx_sim::spawn(dfx_sim::SimOptions::new(model).speed(speed)))
+        .unwrap();
+    (rt, sim)
+}

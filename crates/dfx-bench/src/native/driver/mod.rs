@@ -16,9 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::runtime::Runtime;
 
-use super::record::{Dispatch, Sample};
+use super::record::Sample;
 
 /// One request to send.
 #[derive(Debug, Clone)]
@@ -90,25 +89,6 @@ impl InFlight {
     pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
     }
-}
-
-/// Runs a phase of realtime sessions on a tokio runtime (the [`tasks`] executor of the one
-/// [`plan::Plan`]): `run(job, dispatch, base)` sends one request and records it (`base` is
-/// the phase's start); with a dispatch marked `saturated` it records the refusal and sends
-/// nothing. Returns the phase's start.
-pub(crate) fn run_phase_with<J, F, Fut>(
-    rt: &Runtime,
-    warmup: bool,
-    jobs: Vec<J>,
-    load: Load,
-    run: F,
-) -> Instant
-where
-    J: Send + 'static,
-    F: Fn(J, Dispatch, Instant) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    tasks::run_phase(rt, warmup, jobs, load, tasks::Direct, run, || false).base
 }
 
 /// An open loop's start and its planned sends (`offsets` seconds after the start). The

@@ -14,8 +14,22 @@ use tokio::sync::mpsc;
 
 use super::Load;
 use super::plan::{Admit, Arrival, Plan};
+use crate::native::BenchError;
 use crate::native::deadline::Deadlines;
 use crate::native::record::Dispatch;
+
+/// The runtime a protocol's phases run on: two worker threads named `name`.
+pub(crate) fn runtime(name: &str) -> Result<Runtime, BenchError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(|source| BenchError::Setup {
+            what: "cannot start the tokio runtime",
+            source,
+        })
+}
 
 /// Where a launched request's payload comes from, taken in the order the plan launches
 /// them (index order): the job itself, or a body built ahead by another thread.

@@ -227,15 +227,7 @@ pub fn run(
          {} ms of input per turn in {} ms appends",
         p.sessions, p.turns, p.warmups, p.repeats, p.realtime_input, protocol::TURN_MS, protocol::CHUNK_MS
     ));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("dfx-duplex")
-        .enable_all()
-        .build()
-        .map_err(|source| BenchError::Setup {
-            what: "cannot start the tokio runtime",
-            source,
-        })?;
+    let rt = tasks::runtime("dfx-duplex")?;
     let clip = Arc::new(protocol::turn_clip());
     let path = ctx.out_dir.join("records.jsonl");
     let mut file = std::fs::File::create(&path).ok();

@@ -220,15 +220,7 @@ pub(crate) fn run(
         first.len(),
         t.elapsed().as_secs_f64() * 1000.0
     ));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("dfx-native-chat")
-        .enable_all()
-        .build()
-        .map_err(|source| BenchError::Setup {
-            what: "cannot start the tokio runtime",
-            source,
-        })?;
+    let rt = crate::native::driver::tasks::runtime("dfx-native-chat")?;
     let sink = ChatSink::start(&ctx.out_dir.join("records.jsonl"))?;
     let c2 = counter.clone();
     let watch = SharedWatch::new(settings.stall);

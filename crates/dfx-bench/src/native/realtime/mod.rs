@@ -23,7 +23,7 @@ use self::metrics::{RealtimeRecord, TurnRecord, request_record};
 use self::prepare::RtJob;
 use self::session::TurnLimits;
 use super::deadline;
-use super::driver::{self, InFlight, Load};
+use super::driver::{InFlight, Load, tasks};
 use super::log::BenchLog;
 use super::progress::Progress;
 use super::record::Dispatch;
@@ -156,10 +156,11 @@ async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
 
 fn run_jobs(rt: &tokio::runtime::Runtime, ph: &Phase, warmup: bool, jobs: Vec<RtJob>, load: Load) {
     let ph = ph.clone();
-    driver::run_phase_with(rt, warmup, jobs, load, move |job, d, base| {
+    let run = move |job, d, base| {
         let ph = ph.clone();
         async move { run_request(&ph, job, d, base).await }
-    });
+    };
+    tasks::run_phase(rt, warmup, jobs, load, tasks::Direct, run, || false);
 }
 
 /// Writes each record to `records.jsonl` as it arrives and collects them (timelines
@@ -223,15 +224,7 @@ pub fn run(
     if let Some(note) = super::fds::ensure(sessions.max(p.warmups.len()))? {
         log.write(&note);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("dfx-realtime")
-        .enable_all()
-        .build()
-        .map_err(|source| BenchError::Setup {
-            what: "cannot start the tokio runtime",
-            source,
-        })?;
+    let rt = tasks::runtime("dfx-realtime")?;
     let (tx, rx) = mpsc::channel();
     let progress = Progress::new(&trial.name, p.measured.len(), settings.progress);
     let handle = writer(ctx.out_dir.join("records.jsonl"), rx, progress);

@@ -17,9 +17,10 @@ use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::Bench;
 use dfx_core::plan::StepKind;
 use native_support::{TrialSpec, read_records, trial};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 const MODEL: &str = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice";
+const OMNI: &str = "Qwen/Qwen3-Omni-30B-A3B-Instruct";
 /// The time-lapse factor (`DFX_TIME_LAPSE_K` overrides it to measure another, as
 /// BENCHMARKS.md does).
 fn k() -> f64 {
@@ -46,21 +47,49 @@ const KEYS: [&str; 5] = [
     "request_throughput",
 ];
 
+/// Which protocol a step speaks.
+#[derive(Clone, Copy)]
+enum Proto {
+    /// `/v1/audio/speech` of the TTS model.
+    Speech,
+    /// `/v1/realtime` of the omni model: sessions of two turns, input audio paced.
+    Realtime,
+}
+
 /// Runs `kind` with `n` prompts against a simulator at `speed`, the bench time-lapsed by
 /// `speed`; returns the result document and the span of the measured sends (wall seconds).
-fn run(kind: StepKind, n: u64, speed: f64) -> (Map<String, Value>, f64) {
-    let (_rt, sim) = native_support::spawn_sim(MODEL, speed);
+fn run(proto: Proto, kind: StepKind, n: u64, speed: f64) -> (Map<String, Value>, f64) {
+    let model = match proto {
+        Proto::Speech => MODEL,
+        Proto::Realtime => OMNI,
+    };
+    let (_rt, sim) = native_support::spawn_sim(model, speed);
     let dir = tempfile::tempdir().unwrap();
-    native_support::text_dataset(&dir.path().join("ds"), &TEXTS);
-    let t = trial(TrialSpec {
-        dataset_path: dir.path().join("ds").to_str().unwrap(),
+    let ds = dir.path().join("ds");
+    let spec = TrialSpec {
+        dataset_path: ds.to_str().unwrap(),
         kind,
         num_prompts: n,
         num_warmups: Some(1),
         percentile_metrics: Some("e2el,audio_ttfp,audio_rtf,audio_duration"),
-        model: MODEL,
+        model,
         ..TrialSpec::default()
-    });
+    };
+    let t = match proto {
+        Proto::Speech => {
+            native_support::text_dataset(&ds, &TEXTS);
+            trial(spec)
+        }
+        Proto::Realtime => {
+            native_support::seed_tts(&ds, 6);
+            let t = trial(TrialSpec {
+                dataset_name: "seed-tts",
+                ..spec
+            });
+            let turns = json!({"seed_tts_turns_per_session": 2});
+            native_support::realtime(t, "openai-realtime-duplex", "/v1/realtime", turns)
+        }
+    };
     let bench = NativeBench::new(NativeSettings {
         auth_token_env: None,
         progress: false,
@@ -117,14 +146,14 @@ fn a_concurrency_step_and_a_rate_step_time_lapsed_read_what_real_time_reads() {
     let kind = StepKind::Concurrency {
         max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
     };
-    let (real, real_wall) = run(kind, 12, 1.0);
-    let (fast, fast_wall) = run(kind, 12, k());
+    let (real, real_wall) = run(Proto::Speech, kind, 12, 1.0);
+    let (fast, fast_wall) = run(Proto::Speech, kind, 12, k());
     agree(&real, &fast, "c=2, 12 prompts");
     assert!(fast_wall < real_wall, "{fast_wall} s vs {real_wall} s");
 
     let kind = StepKind::RequestRate { request_rate: 3.0 };
-    let (real, real_wall) = run(kind, 12, 1.0);
-    let (fast, fast_wall) = run(kind, 12, k());
+    let (real, real_wall) = run(Proto::Speech, kind, 12, 1.0);
+    let (fast, fast_wall) = run(Proto::Speech, kind, 12, k());
     agree(&real, &fast, "3 req/s, 12 prompts");
     // The sends of 12 arrivals at 3/s span about 4 s on the real-time scale either way; the
     // sped-up step's whole wall time is well under the real-time step's (about 1/K).
@@ -132,4 +161,17 @@ fn a_concurrency_step_and_a_rate_step_time_lapsed_read_what_real_time_reads() {
         fast_wall < real_wall * 0.75,
         "{fast_wall} s vs {real_wall} s"
     );
+}
+
+/// Realtime sessions (two turns each, the input audio paced in 200 ms appends): a closed
+/// loop of two sessions read the same figures time-lapsed, in less wall time.
+#[test]
+fn realtime_sessions_time_lapsed_read_what_real_time_reads() {
+    let kind = StepKind::Concurrency {
+        max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+    };
+    let (real, real_wall) = run(Proto::Realtime, kind, 4, 1.0);
+    let (fast, fast_wall) = run(Proto::Realtime, kind, 4, k());
+    agree(&real, &fast, "realtime, c=2, 4 sessions of 2 turns");
+    assert!(fast_wall < real_wall, "{fast_wall} s vs {real_wall} s");
 }

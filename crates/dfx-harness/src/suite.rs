@@ -132,7 +132,9 @@ fn prepare(parsed: Parsed, project: &Project) -> Result<Prepared, ExitCode> {
     let simulated = matches!(cfg.server, ServerChoice::Sim { .. })
         || launcher.implied_hardware() == Some(hardware::SIM);
     let hw = match &cfg.server {
-        ServerChoice::Sim { speed, .. } if cfg.hardware.is_none() => hardware::sim_label(*speed),
+        ServerChoice::Sim { .. } if cfg.hardware.is_none() => {
+            hardware::sim_label(wiring::wall_clock_speed(&cfg))
+        }
         _ => hardware::detect(cfg.hardware.as_deref(), simulated),
     };
     let plan = load_plan(&LoadOptions {

@@ -135,18 +135,22 @@ pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, 
         label: "native",
         bench: Ok(Box::new(native_bench(cfg)) as Box<dyn dfx_core::bench::Bench + Send>),
     };
+    let lapse = time_lapse(cfg);
     let vllm = || BenchSlot {
         label: "vllm",
-        bench: Ok(Box::new(VllmBench::new(ExternalSettings {
-            vllm_bin: cfg.bench.vllm_bin.clone(),
-            tokenizer: cfg.bench.tokenizer.clone(),
-            seed: cfg.bench.seed.unwrap_or(0),
-            auth_token_env: cfg.bench.auth_token_env.clone(),
-            sample_rate: cfg.bench.sample_rate,
-            supervision: supervision(cfg, project),
-            duration_scale: cfg.bench.duration_scale.unwrap_or(1.0),
-            ..ExternalSettings::default()
-        })) as Box<dyn dfx_core::bench::Bench + Send>),
+        bench: match lapse {
+            Some(k) => Err(not_time_lapsed(k)),
+            None => Ok(Box::new(VllmBench::new(ExternalSettings {
+                vllm_bin: cfg.bench.vllm_bin.clone(),
+                tokenizer: cfg.bench.tokenizer.clone(),
+                seed: cfg.bench.seed.unwrap_or(0),
+                auth_token_env: cfg.bench.auth_token_env.clone(),
+                sample_rate: cfg.bench.sample_rate,
+                supervision: supervision(cfg, project),
+                duration_scale: cfg.bench.duration_scale.unwrap_or(1.0),
+                ..ExternalSettings::default()
+            })) as Box<dyn dfx_core::bench::Bench + Send>),
+        },
     };
     let diffusion_settings = DiffusionSettings {
         script: cfg.bench.diffusion_script.clone(),
@@ -167,21 +171,54 @@ pub(crate) fn benches(cfg: &SuiteConfig, project: &Project) -> Result<BenchSet, 
     if diffusion_settings.configured() {
         slots.push(BenchSlot {
             label: "diffusion",
-            bench: Ok(Box::new(DiffusionBench::new(diffusion_settings))),
+            bench: match lapse {
+                Some(k) => Err(not_time_lapsed(k)),
+                None => Ok(Box::new(DiffusionBench::new(diffusion_settings))),
+            },
         });
     }
     Ok(BenchSet { slots })
 }
 
+/// The time-lapse of this run: against the simulator at `--sim-speed K` (K ≠ 1) with the
+/// native bench (`--bench native` or `auto`), every trial runs time-lapsed by K and reports
+/// on the real-time scale; `None` otherwise (real time, a real server, `--bench vllm`).
+pub(crate) fn time_lapse(cfg: &SuiteConfig) -> Option<TimeLapse> {
+    match (&cfg.server, cfg.bench.tool) {
+        (ServerChoice::Sim { speed: Some(k), .. }, BenchTool::Native | BenchTool::Auto) => {
+            TimeLapse::new(*k).filter(|t| !t.is_real_time())
+        }
+        _ => None,
+    }
+}
+
+/// The simulator speed the run's figures are measured at on the wall clock: `None` for real
+/// time and for a time-lapsed run (its figures are on the real-time scale, so the `SIM`
+/// baselines judge it), `Some(K)` when a bench measures the sped-up simulator as it is.
+pub(crate) fn wall_clock_speed(cfg: &SuiteConfig) -> Option<f64> {
+    match &cfg.server {
+        ServerChoice::Sim { speed, .. } if time_lapse(cfg).is_none() => *speed,
+        _ => None,
+    }
+}
+
+/// Why a bench that does not time-lapse may not run a trial of a time-lapsed run: its
+/// figures would be wall-clock figures of the sped-up simulator, judged on the real-time
+/// scale.
+fn not_time_lapsed(k: TimeLapse) -> String {
+    format!(
+        "it does not time-lapse: at --sim-speed {} the native bench runs every trial on the \
+         real-time scale (label SIM); run this trial at real time or with --bench vllm",
+        k.factor()
+    )
+}
+
 /// The native bench for the suite's bench flags; unset flags keep the bench's defaults.
 /// Its progress line is only drawn when stderr is a terminal. Against the simulator at
-/// `--sim-speed K` it runs the workload time-lapsed by K ([`TimeLapse`]).
+/// `--sim-speed K` it runs the workload time-lapsed by K ([`TimeLapse`], [`time_lapse`]).
 pub(crate) fn native_bench(cfg: &SuiteConfig) -> NativeBench {
     let (o, d) = (&cfg.bench, NativeSettings::default());
-    let time_lapse = match cfg.server {
-        ServerChoice::Sim { speed: Some(k), .. } => TimeLapse::new(k).unwrap_or(d.time_lapse),
-        _ => d.time_lapse,
-    };
+    let time_lapse = time_lapse(cfg).unwrap_or(d.time_lapse);
     NativeBench::new(NativeSettings {
         dataset_roots: o.dataset_roots.clone(),
         seed: o.seed.unwrap_or(d.seed),

@@ -383,3 +383,39 @@ pub(crate) fn spawn_sim(model: &str, speed: f64) -> (tokio::runtime::Runtime, df
         .unwrap();
     (rt, sim)
 }
+
+/// `<dir>/en/meta.lst` with `n` seed-tts rows and their 16 kHz reference clips.
+pub(crate) fn seed_tts(dir: &std::path::Path, n: usize) {
+    let en = dir.join("en");
+    std::fs::create_dir_all(en.join("wavs")).unwrap();
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut meta = String::new();
+    for i in 0..n {
+        let path = en.join(format!("wavs/r{i}.wav"));
+        let mut w = hound::WavWriter::create(&path, spec).unwrap();
+        for k in 0..1600 {
+            w.write_sample(((k as f64 * 0.2).sin() * 5000.0) as i16)
+                .unwrap();
+        }
+        w.finalize().unwrap();
+        meta.push_str(&format!(
+            "r{i}|reference {i}|wavs/r{i}.wav|Sentence number {i} is spoken here.\n"
+        ));
+    }
+    std::fs::write(en.join("meta.lst"), meta).unwrap();
+}
+
+/// `t` as a realtime entry of `backend` at `endpoint` with the runner keys `raw`.
+pub(crate) fn realtime(mut t: Trial, backend: &str, endpoint: &str, raw: Value) -> Trial {
+    let mut e: BenchEntry = (*t.entry).clone();
+    e.backend = Some(backend.into());
+    e.endpoint = Some(endpoint.into());
+    e.raw = raw.as_object().cloned().unwrap_or_default();
+    t.entry = Arc::new(e);
+    t
+}

@@ -123,8 +123,10 @@ pub(crate) fn detect_with(
     UNKNOWN.into()
 }
 
-/// The label of a simulated run at `speed`: `SIM` in real time, `SIMx<K>` when sped up
-/// (`SIMx20`), so baselines measured at one speed are never applied at another.
+/// The label of a simulated run whose figures are on the scale of `speed`: `SIM` in real
+/// time (and for a time-lapsed run, whose figures are on the real-time scale: pass `None`),
+/// `SIMx<K>` when a bench measured the sped-up simulator on the wall clock (`SIMx20`), so
+/// baselines measured at one speed are never applied at another.
 pub fn sim_label(speed: Option<f64>) -> String {
     match speed {
         Some(k) if k != 1.0 => format!("{SIM}x{k}"),

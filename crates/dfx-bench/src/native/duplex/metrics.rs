@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use crate::native::lapse::TimeLapse;
+
 use serde::Serialize;
 
 use crate::metrics::{audio_duration, elapsed_ms, rtf, ttfp, ttft};
@@ -108,6 +110,8 @@ pub(crate) struct TurnAt {
     pub session: usize,
     pub turn: usize,
     pub base: Instant,
+    /// Observed times go to the real-time scale through it.
+    pub lapse: TimeLapse,
 }
 
 /// The record of a turn committed at `commit` whose response is `r` (`None` when none
@@ -118,6 +122,8 @@ pub(crate) fn turn_record(
     r: Option<&Resp>,
     error: Option<String>,
 ) -> TurnRecord {
+    let lapsed = r.map(|r| at.lapse.response(at.base, r));
+    let (commit, r) = (at.lapse.instant(at.base, commit), lapsed.as_ref());
     let rel = |t: Instant| t.saturating_duration_since(at.base).as_secs_f64();
     let since =
         |t: Option<Instant>, f: fn(Instant, Instant) -> f64| t.map(|t| round3(f(commit, t)));

@@ -16,6 +16,8 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::lapse::TimeLapse;
+
 use serde_json::Value;
 
 use dfx_core::bench::{BenchContext, BenchExit, BenchOutcome, Unsupported};
@@ -132,7 +134,7 @@ fn run_trial(
     rt: &tokio::runtime::Runtime,
     ctx: &BenchContext<'_>,
     p: &Params,
-    clip: &Arc<Vec<u8>>,
+    (clip, lapse): (&Arc<Vec<u8>>, TimeLapse),
     (trial, warmup): (usize, bool),
 ) -> (Vec<SessionOutcome>, f64) {
     let model = ctx.trial.server.model.clone();
@@ -149,6 +151,7 @@ fn run_trial(
                 timeout: p.timeout,
                 handshake: HANDSHAKE,
                 clip: clip.clone(),
+                lapse,
             }
         })
         .collect();
@@ -166,6 +169,7 @@ fn run_trial(
                 session: d.index,
                 turn: 0,
                 base,
+                lapse,
             };
             let o = session::run_session(&spec, at, gate).await;
             if let Ok(mut v) = sink.lock() {
@@ -176,7 +180,7 @@ fn run_trial(
     let end = tasks::run_phase(rt, warmup, specs, load, tasks::Direct, run, || false);
     let mut out = std::mem::take(&mut *outcomes.lock().unwrap_or_else(|e| e.into_inner()));
     out.sort_by_key(|o| o.session);
-    (out, end.base.elapsed().as_secs_f64())
+    (out, lapse.to_real_s(end.base.elapsed().as_secs_f64()))
 }
 
 /// `records.jsonl` lines of a trial: one per turn, then one per session.
@@ -242,7 +246,8 @@ pub fn run(
             break;
         }
         let warmup = index < p.warmups;
-        let (outcomes, elapsed) = run_trial(&rt, ctx, &p, &clip, (index, warmup));
+        let (outcomes, elapsed) =
+            run_trial(&rt, ctx, &p, (&clip, settings.time_lapse), (index, warmup));
         let m = result::measure(
             &outcomes,
             (p.sessions.get(), p.turns),

@@ -11,6 +11,8 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::Barrier;
 use tokio::time::Instant as TInstant;
+
+use crate::native::lapse::TimeLapse;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
@@ -40,6 +42,8 @@ pub(crate) struct SessionSpec {
     pub handshake: Duration,
     /// The clip of every turn (PCM16, 16 kHz).
     pub clip: Arc<Vec<u8>>,
+    /// `realtime_input` paces the clip at K times its rate when time-lapsed.
+    pub lapse: TimeLapse,
 }
 
 /// Everything one session did.
@@ -251,7 +255,7 @@ pub(crate) async fn run_session(
     let released = tokio::time::timeout(gate_wait, gate.wait()).await.is_ok();
     let mut c = match opened {
         Ok((c, s)) => {
-            out.handshake_s = Some(s);
+            out.handshake_s = Some(spec.lapse.to_real_s(s));
             c
         }
         Err(e) => {
@@ -324,7 +328,8 @@ async fn stream_clip(c: &mut Conn, spec: &SessionSpec) -> Result<Instant, WsErro
         end_ms += ms;
         c.send(p::append(chunk, ms, end_ms)).await?;
         if spec.realtime_input {
-            c.read_until(start + Duration::from_millis(end_ms)).await?;
+            c.read_until(start + spec.lapse.to_wall(Duration::from_millis(end_ms)))
+                .await?;
         }
     }
     let commit = Instant::now();

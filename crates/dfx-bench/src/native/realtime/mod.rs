@@ -24,6 +24,7 @@ use self::prepare::RtJob;
 use self::session::TurnLimits;
 use super::deadline;
 use super::driver::{InFlight, Load, tasks};
+use super::lapse::TimeLapse;
 use super::log::BenchLog;
 use super::progress::Progress;
 use super::record::Dispatch;
@@ -104,9 +105,11 @@ struct Phase {
     inflight: Arc<InFlight>,
     /// The step's stall rule: once it trips, no further session starts.
     watch: Arc<SharedWatch>,
+    /// Observed times go to the real-time scale through it.
+    lapse: TimeLapse,
 }
 
-async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
+async fn run_request(ph: &Phase, job: RtJob, mut d: Dispatch, base: Instant) {
     if ph.watch.stopped() {
         // The server stalled, or the run is being interrupted: the rest is not sent.
         return;
@@ -133,7 +136,8 @@ async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
         if let Some((session::TurnError::Stall, msg)) = &o.error {
             stall = Some(msg.clone());
         }
-        let (rec, stats) = TurnRecord::new(i, &t.utterance_id, &o, start);
+        ph.lapse.turn(base, &mut o);
+        let (rec, stats) = TurnRecord::new(i, &t.utterance_id, &o, ph.lapse.instant(base, start));
         pcm.get_or_insert(stats);
         let failed = !rec.ok;
         turns.push(rec);
@@ -150,7 +154,9 @@ async fn run_request(ph: &Phase, job: RtJob, d: Dispatch, base: Instant) {
     let ok = turns.iter().all(|t| t.ok);
     ph.watch.ended(stall.as_deref(), ok, ph.inflight.now());
     let pcm = pcm.unwrap_or_default();
-    let rec = request_record(&d, job.sample, job.label, turns, pcm, (start, end), base);
+    ph.lapse.dispatch(base, &mut d);
+    let span = (ph.lapse.instant(base, start), ph.lapse.instant(base, end));
+    let rec = request_record(&d, job.sample, job.label, turns, pcm, span, base);
     let _ = ph.records.send(rec);
 }
 
@@ -232,11 +238,19 @@ pub fn run(
         url: p.url.clone().into(),
         limits: TurnLimits {
             stall: settings.stall,
+            append_every: settings
+                .time_lapse
+                .to_wall(TurnLimits::default().append_every),
+            backoff: settings.time_lapse.to_wall(TurnLimits::default().backoff),
+            backoff_max: settings
+                .time_lapse
+                .to_wall(TurnLimits::default().backoff_max),
             ..TurnLimits::default()
         },
         records: tx,
         inflight: Arc::new(InFlight::default()),
         watch: SharedWatch::new(settings.stall),
+        lapse: settings.time_lapse,
     };
     let warmups = std::mem::take(&mut p.warmups);
     if let Some(c) = NonZeroUsize::new(warmups.len()) {

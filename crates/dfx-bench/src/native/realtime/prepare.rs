@@ -13,7 +13,6 @@ use crate::native::BenchError;
 use crate::native::NativeSettings;
 use crate::native::dataset::{self, DatasetKind, Row};
 use crate::native::driver::Load;
-use crate::native::lapse::TimeLapse;
 use crate::native::prepare::{dataset_kind, load_dataset, load_shape, request_id_prefix};
 use crate::native::record::Sample;
 use crate::native::request::{BodyTemplate, wav_data_url};
@@ -217,9 +216,7 @@ pub(crate) fn prepare(
     };
     let measured = pick(n, seed, true)?;
     let warmups = pick(w, seed ^ 0x7761_726d, false)?;
-    // Realtime sessions are not time-lapsed yet: their turn timing (audio paced at real
-    // time) and per-turn figures stay on the wall clock.
-    let (load, shape) = load_shape(ctx, measured.len(), seed, TimeLapse::REAL_TIME)?;
+    let (load, shape) = load_shape(ctx, measured.len(), seed, settings.time_lapse)?;
     let endpoint = entry.endpoint.as_deref().unwrap_or(super::ENDPOINT);
     let url = ws_url(&ctx.base_url, endpoint, model);
     notes.push(format!(

@@ -36,6 +36,9 @@ pub struct TurnLimits {
     pub backoff: Duration,
     /// Largest retry delay (2 s).
     pub backoff_max: Duration,
+    /// Wall time between two appends of 200 ms of input audio: 200 ms in real time, 200/K
+    /// ms time-lapsed ([`TimeLapse`](crate::native::lapse::TimeLapse)).
+    pub append_every: Duration,
     /// Appends at most (150 × 200 ms = 30 s of audio).
     pub max_appends: u64,
     /// Wait for `response.done` once the appends stopped (180 s).
@@ -58,6 +61,7 @@ impl Default for TurnLimits {
             retry_for: Duration::from_secs(120),
             backoff: Duration::from_millis(250),
             backoff_max: Duration::from_secs(2),
+            append_every: Duration::from_millis(APPEND_MS),
             max_appends: 150,
             wait_after: Duration::from_secs(180),
             close_wait: Duration::from_secs(30),
@@ -421,7 +425,7 @@ async fn stream_turn(
         if !appending && wait_until.is_none() {
             wait_until = Some(tokio::time::Instant::now() + lim.wait_after);
         }
-        let next_append = start_t + Duration::from_millis(APPEND_MS.saturating_mul(out.appends));
+        let next_append = start_t + lim.append_every.saturating_mul(sat_u32(out.appends));
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
         let stall_at = progress.due(&lim.stall).map(tokio::time::Instant::from_std);
         tokio::select! {
@@ -455,6 +459,11 @@ async fn stream_turn(
             }
         }
     }
+}
+
+/// `n` as a `u32` multiplier (appends are bounded by `max_appends`, far below).
+fn sat_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Decoded audio bytes of every response of the turn so far.

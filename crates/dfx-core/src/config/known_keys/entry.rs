@@ -226,7 +226,7 @@ pub(crate) const OPEN_LOOP_MAX_CONCURRENCY: KeySpec = KeySpec::new(
 });
 
 /// dfx-perf's own entry keys (omni dialect) besides those in [`RUNNER`]: the load
-/// shape, cap and gate of the native bench (`docs/config.md`). [`super::LOAD_KEYS`]
+/// shape, cap and gate of the native bench (`docs/config.md`). `LOAD_KEYS`
 /// lists their names.
 pub const LOAD_SHAPE: &[KeySpec] = &[
     KeySpec::new("ramp_start_rate", Number, "none", LOAD).bounded(Bound::Rule(|| {

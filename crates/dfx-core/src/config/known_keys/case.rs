@@ -89,6 +89,7 @@ pub(crate) const READY_TIMEOUT_S: KeySpec = KeySpec::new(
 .bounded(Bound::Number {
     min: 1.0,
     max: MAX_TIMEOUT_SECONDS,
+    unit: "s",
 });
 
 /// `server_params` keys (upstream's and dfx-perf's `ready_timeout_s`).

@@ -61,9 +61,9 @@ impl EntryKind {
         }
     }
 
-    /// The tables of the runner's and dfx-perf's own keys of this kind (besides the
+    /// The table parts of the runner's and dfx-perf's own keys of this kind (besides the
     /// bench's flags), in the order the suggestions list them.
-    fn tables(self) -> &'static [&'static [KeySpec]] {
+    fn parts(self) -> &'static [&'static [KeySpec]] {
         match self {
             EntryKind::Omni => &[RUNNER, LOAD_SHAPE, STABILITY, NEWER_FLAGS],
             EntryKind::Diffusion => &[RUNNER, DIFFUSION],
@@ -72,9 +72,9 @@ impl EntryKind {
         }
     }
 
-    /// The names of [`Self::tables`].
+    /// The names of [`Self::parts`].
     pub(super) fn own_keys(self) -> impl Iterator<Item = &'static str> {
-        self.tables().iter().flat_map(|t| t.iter().map(|k| k.name))
+        self.parts().iter().flat_map(|t| t.iter().map(|k| k.name))
     }
 
     /// A flag as configs of this kind write it: kebab-case for diffusion entries,

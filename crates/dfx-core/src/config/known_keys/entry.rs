@@ -159,6 +159,7 @@ pub(crate) const BURSTINESS: KeySpec = KeySpec::new(
 .bounded(Bound::Number {
     min: MIN_BURSTINESS,
     max: MAX_BURSTINESS,
+    unit: "",
 });
 
 /// `seed`: the entry check reads its largest value from this row.

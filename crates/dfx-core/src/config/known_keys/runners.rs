@@ -141,13 +141,18 @@ pub(crate) const CAP_MAX_P99: KeySpec =
 
 /// `capacity.min_continuity`: the check reads its range from this row.
 pub(crate) const CAP_CONTINUITY: KeySpec = KeySpec::new("min_continuity", Number, "0.95", SEARCH)
-    .bounded(Bound::Number { min: 0.0, max: 1.0 });
+    .bounded(Bound::Number {
+        min: 0.0,
+        max: 1.0,
+        unit: "",
+    });
 
 /// `capacity.tolerance`: the check reads its range from this row.
 pub(crate) const CAP_TOLERANCE: KeySpec =
     KeySpec::new("tolerance", Number, "0.1", SEARCH).bounded(Bound::Number {
         min: 0.01,
         max: 1.0,
+        unit: "",
     });
 
 /// `capacity.boundary_repeats`: the check reads its range from this row.

@@ -59,12 +59,14 @@ pub enum Bound {
         /// Largest accepted value.
         max: u64,
     },
-    /// A number from `min` to `max`; the check reads both from the row.
+    /// A number from `min` to `max` (in `unit`); the check reads both from the row.
     Number {
         /// Smallest accepted value.
         min: f64,
         /// Largest accepted value.
         max: f64,
+        /// Its unit, as the reference prints it (`s`; empty for a plain number).
+        unit: &'static str,
     },
     /// A number more than 0 and at most `max` (in `unit`); the check reads `max` from
     /// the row.
@@ -85,7 +87,8 @@ impl Bound {
         match *self {
             Bound::Integer { min, max: u64::MAX } => format!("{min} – 2^64 − 1"),
             Bound::Integer { min, max } => format!("{min} – {max}"),
-            Bound::Number { min, max } => format!("{min} – {max}"),
+            Bound::Number { min, max, unit: "" } => format!("{min} – {max}"),
+            Bound::Number { min, max, unit } => format!("{min} – {max} {unit}"),
             Bound::Positive { max, unit } => format!("more than 0, at most {max} {unit}"),
             Bound::Rule(text) => text(),
         }
@@ -157,7 +160,7 @@ impl KeySpec {
     /// `const` block).
     pub(crate) const fn num_range(&self) -> (f64, f64) {
         match self.bound {
-            Some(Bound::Number { min, max }) => (min, max),
+            Some(Bound::Number { min, max, .. }) => (min, max),
             _ => panic!("not a number-bounded key"),
         }
     }

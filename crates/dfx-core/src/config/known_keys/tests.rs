@@ -297,7 +297,7 @@ fn every_bound_is_printed_from_its_row() {
     assert_eq!(warmups, format!("0 – {}", crate::bounds::MAX_WARMUPS));
     assert_eq!(entry::SEED.bound.unwrap().text(), "0 – 2^64 − 1");
     let timeout = case::READY_TIMEOUT_S.bound.unwrap().text();
-    assert_eq!(timeout, "1 – 604800");
+    assert_eq!(timeout, "1 – 604800 s");
     for t in tables() {
         for k in t.rows() {
             if let Some(b) = k.bound {

@@ -97,16 +97,6 @@ pub struct LoadSpec {
     pub saturation: Saturation,
 }
 
-/// The entry keys of a [`LoadSpec`], for the benches that refuse them.
-pub(crate) const LOAD_KEYS: &[&str] = &[
-    "ramp_start_rate",
-    "burst",
-    "soak_duration_s",
-    "cohorts",
-    "saturation",
-    "open_loop_max_concurrency",
-];
-
 impl LoadSpec {
     /// Whether the entry uses none of the load keys (upstream's schedule, no cap).
     pub fn is_upstream(&self) -> bool {

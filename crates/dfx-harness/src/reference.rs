@@ -146,45 +146,58 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `config-keys.md`: every key name a perf-config may use, per place.
+/// `config-keys.md`: every key a perf-config may use, one table per dialect, with type,
+/// bound, default and consumer.
 pub fn config_keys_page() -> String {
     let mut out = format!(
-        "{GENERATED}\n\n# Config keys\n\nEvery name a perf-config may use, from dfx-core's key \
-tables (`dfx_core::config::known_keys::key_scopes`) and bounds \
-(`dfx_core::bounds::key_bounds`). Any other name is a config error with the closest known \
-names; a value outside its bounds is a config error naming the file, test, entry index and \
-key. The keys' meaning: [the config design](../config.md), [bad input](../guide/bad-input.md).\n"
+        "{GENERATED}\n\n# Config keys\n\nEvery key a perf-config may use, from dfx-core's key \
+tables (`dfx_core::config::known_keys::tables`), one per place: its type, the values the \
+plan accepts (written from the constants the checks read), its default and who reads it. \
+Any other name is a config error with the closest known names; a value outside its bounds \
+is a config error naming the file, test, entry index and key. A config file (or a `$ref` \
+file) is a regular file of at most {} MiB. The keys' meaning: [the config \
+design](../config.md), [bad input](../guide/bad-input.md).\n",
+        dfx_core::bounds::MAX_CONFIG_BYTES / (1024 * 1024)
     );
-    out.push_str(
-        "\n## Bounded keys\n\nFrom `dfx_core::bounds::key_bounds`, written from the \
-constants the checks use:\n\n| key | type | accepted | default |\n|---|---|---|---|\n",
-    );
-    for b in dfx_core::bounds::key_bounds() {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            key_cell(b.key),
-            b.kind,
-            cell(&b.accepted),
-            b.default
-        );
-    }
-    out.push_str("\n## Every known name, by place\n");
-    for (place, what, keys) in known_keys::key_scopes() {
-        let _ = write!(out, "\n### {place}: {what}\n\n");
-        let list: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
-        let _ = writeln!(out, "{}", list.join(", "));
+    for t in known_keys::tables() {
+        let _ = write!(out, "\n## {}\n\n{}.\n\n", t.place, cell(t.what));
+        out.push_str("| key | type | accepted | default | consumer |\n|---|---|---|---|---|\n");
+        for k in t.rows() {
+            let bound = k.bound.map_or_else(|| "—".to_string(), |b| cell(&b.text()));
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {bound} | {} | {} |",
+                k.name,
+                k.ty,
+                cell(k.default),
+                cell(k.consumer)
+            );
+        }
+        if let Some(group) = t.flags {
+            let _ = writeln!(out, "\n{}", flag_line(group));
+        }
     }
     out
 }
 
-/// `a, b` as `` `a`, `b` ``; a parenthesised description stays plain text.
-fn key_cell(keys: &str) -> String {
-    if keys.starts_with('(') {
-        return keys.to_string();
+/// The one line standing for a flag group's rows.
+fn flag_line(group: known_keys::FlagGroup) -> String {
+    let n = group.flags().len();
+    match group {
+        known_keys::FlagGroup::VllmBench => format!(
+            "Also any of the {n} long options of the tracked `vllm bench serve --omni` \
+(`crates/dfx-core/assets/vllm_bench_serve_flags.txt`), written with `_` or `-`: type \
+passed to vllm bench as `--flag`, no bound, vllm bench's default, consumer {} (the native \
+bench refuses those that change what is measured and that it does not implement).",
+            known_keys::EXTERNAL_VLLM
+        ),
+        known_keys::FlagGroup::Diffusion => format!(
+            "Also any of the {n} long options of upstream's diffusion benchmark script \
+(`crates/dfx-core/assets/diffusion_benchmark_flags.txt`), kebab-case, and the omni \
+entry's runner keys (the exclude set): type passed to the script as `--flag`, consumer {}.",
+            known_keys::EXTERNAL_DIFFUSION
+        ),
     }
-    let quoted: Vec<String> = keys.split(", ").map(|k| format!("`{k}`")).collect();
-    quoted.join(", ")
 }
 
 /// `metrics.md`: every metric of the registry with unit and direction.

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::config::known_keys::LOAD_KEYS;
 use crate::config::{CONTRACT_EXTERNAL, NATIVE_DUPLEX_EXTERNAL};
-use crate::load::LOAD_KEYS;
 use crate::plan::Dialect;
 
 /// Why a bench cannot run an entry. Each variant carries what its message names; the

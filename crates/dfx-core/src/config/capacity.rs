@@ -7,6 +7,9 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::{Map, Value};
 
+use super::known_keys::runners::{
+    CAP_BOUNDARY_REPEATS, CAP_CONTINUITY, CAP_MAX_P99, CAP_MAX_PROBES, CAP_TOLERANCE,
+};
 use crate::bounds::{MAX_PROMPTS, MAX_RATE, MIN_RATE};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{CapacitySpec, StepKind, SweepStep};
@@ -16,17 +19,6 @@ pub(super) const ACCEPTED: &str = "an object with max_p99_ttfp_ms (> 0) and opti
 min_continuity (0 to 1, default 0.95), start_rate, min_rate, max_rate (requests per second, \
 min_rate ≤ start_rate ≤ max_rate), tolerance (0.01 to 1, default 0.1), boundary_repeats \
 (1 to 20, default 3) and max_probes (4 to 64, default 24)";
-
-const KEYS: [&str; 8] = [
-    "max_p99_ttfp_ms",
-    "min_continuity",
-    "start_rate",
-    "min_rate",
-    "max_rate",
-    "tolerance",
-    "boundary_repeats",
-    "max_probes",
-];
 
 /// Reads `capacity`; `None` (with errors pushed) when it is not a valid search.
 pub(crate) fn capacity_key(
@@ -44,7 +36,12 @@ pub(crate) fn capacity_key(
         return None;
     };
     let before = errs.len();
-    for k in obj.keys().filter(|k| !KEYS.contains(&k.as_str())) {
+    let known = |k: &str| {
+        super::known_keys::runners::CAPACITY
+            .iter()
+            .any(|r| r.name == k)
+    };
+    for k in obj.keys().filter(|k| !known(k)) {
         errs.push(ctx.err(&format!("capacity.{k}"), "unknown key", ACCEPTED));
     }
     let mut num = |key: &str, default: Option<f64>, ok: &dyn Fn(f64) -> bool| -> f64 {
@@ -67,20 +64,39 @@ pub(crate) fn capacity_key(
         }
     };
     let rate = |f: f64| (MIN_RATE..=MAX_RATE).contains(&f);
-    let boundary_repeats = num("boundary_repeats", Some(3.0), &|f| {
-        f.fract() == 0.0 && (1.0..=20.0).contains(&f)
+    let boundary_repeats = num(CAP_BOUNDARY_REPEATS.name, Some(3.0), &|f| {
+        integer_in(
+            f,
+            const { CAP_BOUNDARY_REPEATS.int_min() },
+            const { CAP_BOUNDARY_REPEATS.int_max() },
+        )
     });
+    let in_row = |(lo, hi): (f64, f64)| move |f: f64| (lo..=hi).contains(&f);
     let spec = CapacitySpec {
-        max_p99_ttfp_ms: num("max_p99_ttfp_ms", None, &|f| f > 0.0 && f <= 3.6e6),
-        min_continuity: num("min_continuity", Some(0.95), &|f| (0.0..=1.0).contains(&f)),
+        max_p99_ttfp_ms: num(CAP_MAX_P99.name, None, &|f| {
+            f > 0.0 && f <= const { CAP_MAX_P99.positive_max() }
+        }),
+        min_continuity: num(
+            CAP_CONTINUITY.name,
+            Some(0.95),
+            &in_row(const { CAP_CONTINUITY.num_range() }),
+        ),
         start_rate: num("start_rate", Some(1.0), &rate),
         min_rate: num("min_rate", Some(MIN_RATE.max(0.01)), &rate),
         max_rate: num("max_rate", Some(1024.0), &rate),
-        tolerance: num("tolerance", Some(0.1), &|f| (0.01..=1.0).contains(&f)),
+        tolerance: num(
+            CAP_TOLERANCE.name,
+            Some(0.1),
+            &in_row(const { CAP_TOLERANCE.num_range() }),
+        ),
         // Refused (NaN, so 0): the error is pushed and no spec is returned below.
         boundary_repeats: NonZeroU32::new(boundary_repeats as u32).unwrap_or(NonZeroU32::MIN),
-        max_probes: num("max_probes", Some(24.0), &|f| {
-            f.fract() == 0.0 && (4.0..=64.0).contains(&f)
+        max_probes: num(CAP_MAX_PROBES.name, Some(24.0), &|f| {
+            integer_in(
+                f,
+                const { CAP_MAX_PROBES.int_min() },
+                const { CAP_MAX_PROBES.int_max() },
+            )
         }) as u32,
     };
     if errs.len() > before {
@@ -98,6 +114,11 @@ pub(crate) fn capacity_key(
         return None;
     }
     Some(spec)
+}
+
+/// Whether `f` is a whole number from `lo` to `hi`.
+fn integer_in(f: f64, lo: u64, hi: u64) -> bool {
+    f.fract() == 0.0 && (lo as f64..=hi as f64).contains(&f)
 }
 
 /// The one step of a capacity entry: its probes' size from `num_prompts` (one integer,

@@ -65,7 +65,7 @@ pub(crate) fn build_case(
     let ctx = base.test(draft.test_name.as_deref());
     let native_duplex = super::runners::is_native_duplex(&raw.other);
     let contract = super::runners::is_contract(&raw.other);
-    super::known_keys::check_keys(&ctx, ("", "case"), obj, super::known_keys::CASE_KEYS, errs);
+    super::known_keys::check_keys(&ctx, ("", "case"), obj, super::known_keys::case::CASE, errs);
     opt_str(&ctx, "description", raw.description.as_ref(), errs);
     draft.marks = parse_mark_field(&ctx, raw.mark.as_ref(), errs);
     let mut case_keys = case_keys(&ctx, &raw.other, errs);

@@ -6,6 +6,7 @@ use std::num::{NonZeroU32, NonZeroU64};
 use serde_json::{Map, Value};
 
 use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
+use super::known_keys::entry::{BURSTINESS, NUM_WARMUPS, REPEATS, SEED};
 use super::known_keys::{EntryKind, check_entry_keys};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
@@ -13,7 +14,6 @@ use super::runners;
 use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
 use super::value::{name_fits, opt_bool, opt_f64_in, opt_name, opt_object, opt_str, opt_uint};
 use crate::baseline::shape::parse_baseline;
-use crate::bounds::{self, MAX_BURSTINESS, MAX_WARMUPS, MIN_BURSTINESS};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{BenchEntry, CaseKeys, Dialect, StepKind, SweepStep};
 
@@ -169,21 +169,27 @@ fn omni_entry(
         extra_body: opt_object(ctx, "extra_body", raw.extra_body.as_ref(), errs),
         num_warmups: opt_uint(
             ctx,
-            "num_warmups",
+            NUM_WARMUPS.name,
             raw.num_warmups.as_ref(),
-            MAX_WARMUPS,
+            const { NUM_WARMUPS.int_max() },
             errs,
         )
         .and_then(|n| u32::try_from(n).ok()),
         repeats: repeats_key(ctx, raw.repeats.as_ref(), errs),
         burstiness: opt_f64_in(
             ctx,
-            "burstiness",
+            BURSTINESS.name,
             raw.burstiness.as_ref(),
-            (MIN_BURSTINESS, MAX_BURSTINESS),
+            const { BURSTINESS.num_range() },
             errs,
         ),
-        seed: opt_uint(ctx, "seed", raw.seed.as_ref(), u64::MAX, errs),
+        seed: opt_uint(
+            ctx,
+            SEED.name,
+            raw.seed.as_ref(),
+            const { SEED.int_max() },
+            errs,
+        ),
         task: task.clone(),
         eval_phase: eval_phase.clone(),
         name: n("name", &raw.name, errs),
@@ -211,9 +217,11 @@ fn omni_entry(
     })
 }
 
-/// The entry key `repeats`: an integer from 1 to [`bounds::MAX_REPEATS`].
+/// The entry key `repeats`: an integer from 1 to its row's bound
+/// ([`crate::bounds::MAX_REPEATS`]).
 fn repeats_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<NonZeroU32> {
-    let n = super::value::opt_count(ctx, "repeats", v, bounds::MAX_REPEATS, errs)?;
+    let max = const { REPEATS.int_max() };
+    let n = super::value::opt_count(ctx, REPEATS.name, v, max, errs)?;
     NonZeroU32::try_from(n).ok()
 }
 

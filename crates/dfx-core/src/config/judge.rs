@@ -12,14 +12,6 @@ use super::value::{opt_bool, opt_str, opt_str_list};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::server::{JudgeSpec, ServeArgs, ServerSpec, ServerType};
 
-const KEYS: [&str; 5] = [
-    "model",
-    "use_omni",
-    "cuda_visible_devices",
-    "extra_cli_args",
-    "required",
-];
-
 /// Parses the case's `judge_server_params` (`None` when absent or null).
 pub(crate) fn parse_judge(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Option<JudgeSpec> {
     let accepted = r#"{"model": "<id>", "use_omni": false, "cuda_visible_devices": "1", "extra_cli_args": [...], "required": true}"#;
@@ -36,7 +28,7 @@ pub(crate) fn parse_judge(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> 
         }
     };
     let at = ("judge_server_params", "judge_server_params");
-    super::known_keys::check_keys(ctx, at, obj, &KEYS, errs);
+    super::known_keys::check_keys(ctx, at, obj, super::known_keys::case::JUDGE, errs);
     let n = errs.len();
     let key = |k: &str| format!("judge_server_params.{k}");
     let model = opt_str(ctx, &key("model"), obj.get("model"), errs);

@@ -7,12 +7,11 @@ use std::num::NonZeroU32;
 
 use serde_json::Value;
 
+use super::known_keys::entry::OPEN_LOOP_MAX_CONCURRENCY;
 use super::raw::RawOmniEntry;
 use super::sweep::schedule_too_long;
 use super::value::{opt_bool, opt_count, opt_f64_in, opt_uint};
-use crate::bounds::{
-    MAX_COHORTS, MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE,
-};
+use crate::bounds::{MAX_COHORTS, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE};
 use crate::diag::{Ctx, Errs, json_type};
 use crate::load::{Cohort, LoadShape, LoadSpec, Saturation};
 use crate::plan::{StepKind, SweepStep};
@@ -33,9 +32,9 @@ pub(crate) fn load_spec(
     // `None`: no cap, rate steps run uncapped as upstream's do.
     let cap = opt_count(
         ctx,
-        "open_loop_max_concurrency",
+        OPEN_LOOP_MAX_CONCURRENCY.name,
         raw.open_loop_max_concurrency.as_ref(),
-        MAX_CONCURRENCY,
+        const { OPEN_LOOP_MAX_CONCURRENCY.int_max() },
         errs,
     )
     .and_then(|c| NonZeroU32::try_from(c).ok());

@@ -13,10 +13,15 @@ use std::num::{NonZeroU32, NonZeroU64};
 use serde_json::{Map, Value};
 
 use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
+use super::known_keys::KeySpec;
+use super::known_keys::entry::{SOAK_BATCH, SOAK_DURATION};
+use super::known_keys::runners::{
+    CONTRACT_TIMEOUT, DUPLEX_REPEATS, DUPLEX_SESSIONS, DUPLEX_TURNS, DUPLEX_WARMUPS,
+};
 use super::sweep;
 use super::value::{opt_count, opt_str};
 use crate::baseline::shape::parse_baseline;
-use crate::bounds::{self, MAX_CONCURRENCY, MAX_PROMPTS, MAX_TIMEOUT_SECONDS};
+use crate::bounds;
 use crate::diag::{Ctx, Errs};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
@@ -129,12 +134,14 @@ pub(crate) fn native_duplex_entry(
         ));
     }
     opt_str(ctx, "workload", obj.get("workload"), errs);
-    let count = |key: &str, max: u64, errs: &mut Errs| opt_count(ctx, key, obj.get(key), max, errs);
-    let sessions = count("sessions", MAX_CONCURRENCY, errs);
-    let turns = count("turns", 10_000, errs);
-    count("warmups", 1_000, errs);
-    if let Some(r) = count("repeats", 1_000, errs)
-        && r.get() < 2
+    let count = |row: KeySpec, max: u64, errs: &mut Errs| {
+        opt_count(ctx, row.name, obj.get(row.name), max, errs)
+    };
+    let sessions = count(DUPLEX_SESSIONS, const { DUPLEX_SESSIONS.int_max() }, errs);
+    let turns = count(DUPLEX_TURNS, const { DUPLEX_TURNS.int_max() }, errs);
+    count(DUPLEX_WARMUPS, const { DUPLEX_WARMUPS.int_max() }, errs);
+    if let Some(r) = count(DUPLEX_REPEATS, const { DUPLEX_REPEATS.int_max() }, errs)
+        && r.get() < const { DUPLEX_REPEATS.int_min() }
     {
         errs.push(ctx.err(
             "repeats",
@@ -180,16 +187,16 @@ pub(crate) fn stability_entry(
     // 0 used to become 1 silently; it is refused like every other count.
     let batch = opt_count(
         ctx,
-        "num_prompts_per_batch",
-        obj.get("num_prompts_per_batch"),
-        MAX_PROMPTS,
+        SOAK_BATCH.name,
+        obj.get(SOAK_BATCH.name),
+        const { SOAK_BATCH.int_max() },
         errs,
     )
     .unwrap_or(DEFAULT_SOAK_BATCH);
-    let duration = obj.get("duration_sec");
-    let duration_s =
-        super::value::check_seconds(ctx, "duration_sec", duration, MAX_TIMEOUT_SECONDS, errs)
-            .unwrap_or(DEFAULT_SOAK_DURATION_S);
+    let duration = obj.get(SOAK_DURATION.name);
+    let max = const { SOAK_DURATION.positive_max() };
+    let duration_s = super::value::check_seconds(ctx, SOAK_DURATION.name, duration, max, errs)
+        .unwrap_or(DEFAULT_SOAK_DURATION_S);
     let words = soak_words_key(ctx, obj.get("random_input_len"), errs);
     let (conc_key, conc) = either_spelling(ctx, obj, "max_concurrency", errs);
     let (rate_key, rate) = either_spelling(ctx, obj, "request_rate", errs);
@@ -290,15 +297,6 @@ fn stability_percentiles(
     percentile_keys(ctx, metrics.map(|(_, m)| m), percentiles, errs)
 }
 
-/// Keys a contract entry may carry.
-const CONTRACT_KEYS: [&str; 5] = [
-    "name",
-    "scenarios",
-    "voice_lifecycle",
-    "timeout_s",
-    "enabled",
-];
-
 /// A contract entry: `name`, `scenarios` (names of [`crate::contract::SCENARIOS`], no
 /// duplicates; absent = all), `voice_lifecycle` (boolean, `false` drops that scenario),
 /// `timeout_s` (per request, default 30). One trial whose `num_prompts` is the number of
@@ -314,11 +312,17 @@ pub(crate) fn contract_entry(
     let lifecycle =
         super::value::opt_bool(ctx, "voice_lifecycle", obj.get("voice_lifecycle"), errs);
     check_scenarios(ctx, obj.get("scenarios"), lifecycle, errs);
-    let timeout = obj.get("timeout_s");
-    let timeout_s =
-        super::value::check_seconds(ctx, "timeout_s", timeout, MAX_CONTRACT_TIMEOUT_S, errs)
-            .unwrap_or(DEFAULT_CONTRACT_TIMEOUT_S);
-    super::known_keys::check_keys(ctx, ("", "contract entry"), obj, &CONTRACT_KEYS, errs);
+    let timeout = obj.get(CONTRACT_TIMEOUT.name);
+    let max = const { CONTRACT_TIMEOUT.positive_max() };
+    let timeout_s = super::value::check_seconds(ctx, CONTRACT_TIMEOUT.name, timeout, max, errs)
+        .unwrap_or(DEFAULT_CONTRACT_TIMEOUT_S);
+    super::known_keys::check_keys(
+        ctx,
+        ("", "contract entry"),
+        obj,
+        super::known_keys::runners::CONTRACT,
+        errs,
+    );
     if errs.len() != n {
         return None;
     }

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::known_keys::case::READY_TIMEOUT_S;
 use super::raw::{RawServerParams, from_object};
 use super::value::{opt_bool, opt_f64_in, opt_object, opt_str, opt_str_list};
 use crate::bounds;
@@ -59,7 +60,7 @@ pub(crate) fn build_server(
         ctx,
         ("server_params", "server_params"),
         obj,
-        super::known_keys::SERVER_PARAMS_KEYS,
+        super::known_keys::case::SERVER_PARAMS,
         errs,
     );
     let n = errs.len();
@@ -115,7 +116,7 @@ pub(crate) fn build_server(
         ctx,
         "server_params.ready_timeout_s",
         raw.ready_timeout_s.as_ref(),
-        (1.0, bounds::MAX_TIMEOUT_SECONDS),
+        const { READY_TIMEOUT_S.num_range() },
         errs,
     )
     .and_then(bounds::timeout);

@@ -12,7 +12,13 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::Value;
 
-use crate::bounds::{MAX_CONCURRENCY, MAX_PROMPTS, MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE};
+use super::known_keys::entry::{MAX_CONCURRENCY_KEY, NUM_PROMPTS};
+use crate::bounds::{MAX_RATE, MAX_SCHEDULE_SECONDS, MIN_RATE};
+
+/// The largest `num_prompts` of a step: its key-table row's bound.
+const MAX_PROMPTS: u64 = NUM_PROMPTS.int_max();
+/// The largest `max_concurrency` of a step: its key-table row's bound.
+const MAX_CONCURRENCY: u64 = MAX_CONCURRENCY_KEY.int_max();
 use crate::diag::{ConfigError, Ctx, json_type};
 use crate::load::LoadShape;
 use crate::plan::{StepKind, SweepStep, python_float_str};

@@ -1,5 +1,7 @@
 use super::*;
+use crate::diag::{Ctx, Errs};
 use serde_json::json;
+use serde_json::{Map, Value};
 use std::path::Path;
 
 fn errors(kind: EntryKind, entry: Value) -> Vec<String> {
@@ -93,7 +95,7 @@ fn case_and_server_keys_are_checked_with_suggestions() {
         &ctx,
         ("", "case"),
         obj.as_object().unwrap(),
-        CASE_KEYS,
+        case::CASE,
         &mut errs,
     );
     let text = errs[0].to_string();
@@ -102,4 +104,205 @@ fn case_and_server_keys_are_checked_with_suggestions() {
             && text.contains("closest: server_params"),
         "{text}"
     );
+}
+
+/// The field names a raw serde struct reads (what its `Deserialize` asks for).
+fn fields_of<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    struct Fields(Option<&'static [&'static str]>);
+    impl<'de> serde::Deserializer<'de> for &mut Fields {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(serde::de::Error::custom("fields read"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    let mut f = Fields(None);
+    let _ = T::deserialize(&mut f);
+    f.0.expect("a struct")
+}
+
+#[test]
+fn every_key_the_loader_reads_is_in_its_table() {
+    use crate::config::raw::{RawDiffusionEntry, RawOmniEntry, RawServerParams};
+    let server: Vec<&str> = case::SERVER_PARAMS.iter().map(|k| k.name).collect();
+    for f in fields_of::<RawServerParams>() {
+        assert!(
+            server.contains(f),
+            "server_params.{f} is read but not in the table"
+        );
+    }
+    let mut omni = EntryKind::Omni
+        .own_keys()
+        .chain(entry::READ_FLAGS.iter().map(|k| k.name));
+    let omni: Vec<String> = omni.by_ref().map(as_flag).collect();
+    for f in fields_of::<RawOmniEntry>() {
+        let own = omni.contains(&as_flag(f));
+        assert!(own, "omni entry key {f} is read but not in the entry table");
+    }
+    for f in fields_of::<RawDiffusionEntry>() {
+        assert!(
+            EntryKind::Diffusion.knows(f),
+            "diffusion key {f} is read but unknown"
+        );
+    }
+}
+
+#[test]
+fn the_loader_accepts_every_row_and_nothing_else() {
+    for kind in [
+        EntryKind::Omni,
+        EntryKind::Diffusion,
+        EntryKind::NativeDuplex,
+        EntryKind::DiffusionSoak,
+    ] {
+        let rows: Vec<&str> = kind.own_keys().collect();
+        let entry: Map<String, Value> = rows.iter().map(|k| (k.to_string(), json!(1))).collect();
+        assert_eq!(
+            errors(kind, Value::Object(entry)),
+            Vec::<String>::new(),
+            "{kind:?}"
+        );
+        let e = errors(kind, json!({"zz_not_a_key": 1}));
+        assert!(
+            e.len() == 1 && e[0].contains("unknown entry key"),
+            "{kind:?}: {e:?}"
+        );
+    }
+    for t in tables()
+        .iter()
+        .filter(|t| t.flags.is_none() && t.place != "capacity")
+    {
+        let mut errs = Errs::new();
+        let ctx = Ctx::new(Path::new("t.json")).case(0);
+        let mut obj: Map<String, Value> =
+            t.rows().map(|k| (k.name.to_string(), json!(1))).collect();
+        check_keys(&ctx, ("", t.place), &obj, t.parts[0], &mut errs);
+        assert!(errs.is_empty(), "{}: {errs:?}", t.place);
+        obj.insert("zz_not_a_key".into(), json!(1));
+        check_keys(&ctx, ("", t.place), &obj, t.parts[0], &mut errs);
+        assert_eq!(errs.len(), 1, "{}", t.place);
+    }
+}
+
+#[test]
+fn the_flags_dfx_perf_reads_are_bench_flags_and_newer_ones_are_not() {
+    let flags = vllm_bench_flags();
+    for k in entry::READ_FLAGS {
+        assert!(
+            flags.contains(&k.name.replace('_', "-").as_str()),
+            "{}",
+            k.name
+        );
+    }
+    for k in entry::NEWER_FLAGS {
+        assert!(
+            !flags.contains(&k.name.replace('_', "-").as_str()),
+            "{}",
+            k.name
+        );
+    }
+}
+
+/// Every `.rs` file under `dir`, except the key tables themselves.
+fn sources(dir: &Path, out: &mut String) {
+    for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let p = e.path();
+        if p.ends_with("known_keys") {
+            continue;
+        }
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push_str(&std::fs::read_to_string(&p).unwrap());
+        }
+    }
+}
+
+/// The named rows of the key tables' sources: (constant, key), from
+/// `const NAME: KeySpec = KeySpec::new("key", …`.
+fn named_rows() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config/known_keys");
+    let mut rows = Vec::new();
+    for file in ["case.rs", "entry.rs", "runners.rs"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for part in text.split("const ").skip(1) {
+            let Some((ident, rest)) = part.split_once(": KeySpec =") else {
+                continue;
+            };
+            if let Some(key) = rest.split('"').nth(1) {
+                rows.push((ident.trim().to_string(), key.to_string()));
+            }
+        }
+    }
+    rows
+}
+
+#[test]
+fn every_row_names_a_key_some_code_reads() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut code = String::new();
+    for krate in ["dfx-core", "dfx-bench", "dfx-harness"] {
+        sources(&crates.join(krate).join("src"), &mut code);
+    }
+    let named = named_rows();
+    assert!(
+        named
+            .iter()
+            .any(|(c, k)| c == "NUM_WARMUPS" && k == "num_warmups")
+    );
+    // A read: the key as a literal, a raw struct's field, or a named row's `.name`.
+    let read = |key: &str| {
+        let field = format!("pub {}: Option<Value>", key.replace('-', "_"));
+        let by_row = named
+            .iter()
+            .any(|(c, k)| k == key && code.contains(&format!("{c}.name")));
+        code.contains(&format!("\"{key}\"")) || code.contains(&field) || by_row
+    };
+    for t in tables() {
+        // Upstream's keys and the flags an external bench passes on from the raw map are
+        // read by no dfx-perf code of their own.
+        let own = |k: &&KeySpec| {
+            ![UPSTREAM_ONLY, EXTERNAL_VLLM, EXTERNAL_DIFFUSION].contains(&k.consumer)
+        };
+        for k in t.rows().filter(own) {
+            assert!(
+                read(k.name),
+                "{} key `{}`: no code reads it (mark it UPSTREAM_ONLY or remove it)",
+                t.place,
+                k.name
+            );
+        }
+    }
+}
+
+#[test]
+fn every_bound_is_printed_from_its_row() {
+    let warmups = entry::NUM_WARMUPS.bound.unwrap().text();
+    assert_eq!(warmups, format!("0 – {}", crate::bounds::MAX_WARMUPS));
+    assert_eq!(entry::SEED.bound.unwrap().text(), "0 – 2^64 − 1");
+    let timeout = case::READY_TIMEOUT_S.bound.unwrap().text();
+    assert_eq!(timeout, "1 – 604800 s");
+    for t in tables() {
+        for k in t.rows() {
+            if let Some(b) = k.bound {
+                assert!(!b.text().is_empty(), "{}", k.name);
+            }
+        }
+    }
 }

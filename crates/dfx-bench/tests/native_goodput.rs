@@ -83,6 +83,10 @@ fn a_tight_slo_gives_no_goodput_and_a_loose_one_the_request_throughput() {
     assert!(throughput > 0.0);
     assert_eq!(goodput, throughput, "{doc:?}");
     assert_eq!(num(&doc, "slo_attainment"), 1.0);
+    // vllm's key in vllm's place; dfx-perf's after dfx-perf's other keys.
+    let at = |key: &str| doc.keys().position(|k| k == key).unwrap();
+    assert_eq!(at("request_goodput"), at("request_throughput") + 1);
+    assert!(at("slo_attainment") > at("result_source"));
     // vllm's line right after the request throughput.
     let at = log.find("Request throughput (req/s):").unwrap();
     let next = log[at..].lines().nth(1).unwrap();

@@ -105,8 +105,6 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
     let ps = &sel.percentiles;
     let mut d = Map::new();
     keys::put_upstream_head(&mut d, &f.header, &totals, ps);
-    let goodput = (f.goodput.as_ref()).map(|g| Goodput::count(g, measured.iter().map(slo_values)));
-    keys::put_goodput(&mut d, goodput, totals.duration);
     keys::put_sample_counts(
         &mut d,
         SampleCounts {
@@ -130,6 +128,9 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
         }
     }
     extras(&mut d, measured, &ok, f, sel);
+    // Last: `request_goodput` keeps vllm's place, `slo_attainment` follows dfx-perf's keys.
+    let goodput = (f.goodput.as_ref()).map(|g| Goodput::count(g, measured.iter().map(slo_values)));
+    keys::put_goodput(&mut d, goodput, totals.duration);
     d
 }
 

@@ -230,7 +230,7 @@ pub(crate) fn put_upstream_head(d: &mut ResultDoc, h: &StepHeader, t: &Totals, p
 }
 
 /// An entry with `goodput`: `request_goodput` (vllm's key, in place of its `null`) and
-/// dfx-perf's `slo_attainment` (appended). Without `goodput` the document is unchanged.
+/// dfx-perf's `slo_attainment` (appended: call it after the protocol's own keys). Without `goodput` the document is unchanged.
 pub(crate) fn put_goodput(d: &mut ResultDoc, g: Option<Goodput>, duration_s: f64) {
     let Some(g) = g else {
         return;

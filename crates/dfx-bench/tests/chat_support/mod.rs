@@ -209,6 +209,7 @@ pub(crate) fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial 
         .expect("valid percentile keys"),
         goodput: raw
             .get("goodput")
+            .filter(|g| !g.is_null())
             .map(|g| GoodputSpec::parse(g).expect("valid goodput")),
         extra_body: raw.get("extra_body").and_then(Value::as_object).cloned(),
         num_warmups: raw

@@ -91,6 +91,7 @@ pub(crate) fn entry_from_raw(
         .expect("valid percentile keys"),
         goodput: raw
             .get("goodput")
+            .filter(|g| !g.is_null())
             .map(|g| GoodputSpec::parse(g).expect("valid goodput")),
         extra_body: raw.get("extra_body").and_then(Value::as_object).cloned(),
         num_warmups: raw

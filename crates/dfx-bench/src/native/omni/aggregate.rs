@@ -179,8 +179,6 @@ pub(crate) fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelec
     let ps = &sel.percentiles;
     let mut d = Map::new();
     keys::put_upstream_head(&mut d, &f.header, &totals, ps);
-    let goodput = (f.goodput.as_ref()).map(|g| Goodput::count(g, measured.iter().map(slo_values)));
-    keys::put_goodput(&mut d, goodput, totals.duration);
     let tpots: Vec<f64> = ok.iter().filter_map(|r| r.tpot_s).collect();
     let itls: Vec<f64> = ok.iter().flat_map(|r| r.itl_s.iter().copied()).collect();
     keys::put_sample_counts(
@@ -225,6 +223,9 @@ pub(crate) fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelec
         }
     }
     extras(&mut d, measured, f);
+    // Last: `request_goodput` keeps vllm's place, `slo_attainment` follows dfx-perf's keys.
+    let goodput = (f.goodput.as_ref()).map(|g| Goodput::count(g, measured.iter().map(slo_values)));
+    keys::put_goodput(&mut d, goodput, totals.duration);
     d
 }
 

@@ -5,7 +5,7 @@
 
 mod native_support;
 
-use dfx_bench::native::{NativeBench, NativeSettings};
+use dfx_bench::native::NativeBench;
 use dfx_core::bench::Bench;
 use native_support::{TrialSpec, trial};
 use serde_json::{Map, Value};
@@ -32,11 +32,7 @@ fn run(sim: &dfx_sim::SimHandle, goodput: &str) -> (Map<String, Value>, String) 
         extra_body: Some(serde_json::json!({"voice": "Vivian"})),
         ..TrialSpec::default()
     });
-    let bench = NativeBench::new(NativeSettings {
-        auth_token_env: None,
-        progress: false,
-        ..NativeSettings::default()
-    });
+    let bench = NativeBench::new(native_support::quiet_settings());
     let out = dir.path().join("out");
     let ctx = native_support::sim_context(&t, sim.base_url(), sim.addr.port(), &out);
     assert_eq!(bench.preflight(&t).map(|_| ()), Ok(()));

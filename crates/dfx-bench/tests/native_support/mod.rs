@@ -377,6 +377,15 @@ pub(crate) fn sim_context<'a>(
     }
 }
 
+/// Native bench settings for a test: no progress bar, no auth token.
+pub(crate) fn quiet_settings() -> dfx_bench::native::NativeSettings {
+    dfx_bench::native::NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..Default::default()
+    }
+}
+
 /// The simulator serving `model` at `speed`, in process, on a runtime of its own (keep
 /// the runtime alive as long as the simulator).
 pub(crate) fn spawn_sim(model: &str, speed: f64) -> (tokio::runtime::Runtime, dfx_sim::SimHandle) {

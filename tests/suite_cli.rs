@@ -231,8 +231,8 @@ fn main() -> ExitCode {
             strict::mistyped_keys_are_config_errors_with_the_closest_keys,
         ),
         (
-            "goodput_on_a_native_bench_entry_needs_the_vllm_bench",
-            strict::goodput_on_a_native_bench_entry_needs_the_vllm_bench,
+            "goodput_slos_are_checked_and_measured_by_the_native_bench",
+            strict::goodput_slos_are_checked_and_measured_by_the_native_bench,
         ),
         (
             "require_thresholds_fails_unbaselined_trials_only",

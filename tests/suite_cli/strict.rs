@@ -1,6 +1,6 @@
-//! Issue #35 end to end: a typo in a hardware label or a key, a vllm-bench-only flag on a
-//! native-bench entry and `--require-thresholds`, through the real suite binary (fake
-//! server and bench unless said otherwise). Each error is exit 2 before anything starts:
+//! Issue #35 end to end: a typo in a hardware label or a key, `goodput` SLOs a bench
+//! cannot measure and `--require-thresholds`, through the real suite binary (fake server
+//! and bench unless said otherwise). Each error is exit 2 before anything starts:
 //! no run folder.
 
 use libtest_mimic::Failed;
@@ -91,19 +91,50 @@ pub fn mistyped_keys_are_config_errors_with_the_closest_keys() -> Result<(), Fai
     )
 }
 
-pub fn goodput_on_a_native_bench_entry_needs_the_vllm_bench() -> Result<(), Failed> {
-    let cases = json!([tts_case("test_g", json!({"goodput": ["e2el:500"]}))]);
-    let run = perf_on(cases.clone(), &["--bench", "native"])?;
+/// `goodput` (issue #38 item 5): an SLO name nobody knows is a config error at load; the
+/// native bench measures dfx-perf's speech SLOs against the simulator (`request_goodput`
+/// and `slo_attainment` in result.json); `vllm bench`, which would reject them, is refused
+/// before anything starts.
+pub fn goodput_slos_are_checked_and_measured_by_the_native_bench() -> Result<(), Failed> {
+    let typo = json!([tts_case(
+        "test_g",
+        json!({"goodput": "e2el:500 audio_ttft:300"})
+    )]);
     refused(
-        &run,
+        &perf_on(typo, &["--list"])?,
         &[
-            "test `test_g`, benchmark_params[0], key `goodput`",
-            "native bench does not implement: run this entry with --bench vllm",
+            "test `test_g`, benchmark_params[0], key `goodput`: unknown SLO name `audio_ttft`",
+            "closest: audio_ttfp",
         ],
     )?;
-    // The same config is fine for a bench that takes every vllm bench flag.
-    let run = perf_on(cases, &["--list"])?;
-    check(run.code() == Some(0), "the fake bench lists it", &run)
+    let entry = json!({"goodput": ["e2el:600000", "continuity:600000"],
+        "task": "default_voice", "dataset_name": "seed-tts-text",
+        "extra_body": {"voice": "Vivian", "language": "English", "task_type": "CustomVoice"}});
+    let mut speech = json!([tts_case("test_g", entry)]);
+    speech[0]["server_params"]["model"] = json!("Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice");
+    let fake = crate::support::fake_vllm_bin()?.display().to_string();
+    refused(
+        &perf_on(speech.clone(), &["--bench", "vllm", "--vllm-bin", &fake])?,
+        &[
+            "test `test_g`, benchmark_params[0], key `goodput`",
+            "`continuity` is dfx-perf's, measured by the native bench only",
+        ],
+    )?;
+    let run = perf_on(speech, &crate::support::SIM_NATIVE)?;
+    check(run.code() == Some(0), "the native bench runs it", &run)?;
+    let trials = run.run_dir()?.join("trials");
+    let dir = std::fs::read_dir(&trials)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .next()
+        .ok_or("no trial folder")?;
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json"))?)?;
+    check(
+        doc["request_goodput"].as_f64() == doc["request_throughput"].as_f64()
+            && doc["request_goodput"].as_f64() > Some(0.0)
+            && doc["slo_attainment"].as_f64() == Some(1.0),
+        "every request meets SLOs that loose",
+        &run,
+    )
 }
 
 pub fn require_thresholds_fails_unbaselined_trials_only() -> Result<(), Failed> {

@@ -228,3 +228,33 @@ fn settings_and_entry_overrides_shape_the_command() {
     );
     assert!(!cmd.env.contains_key("OPENAI_API_KEY"));
 }
+
+/// `goodput` reaches `vllm bench` one pair per argument; dfx-perf's speech SLOs, which
+/// vllm's `check_goodput_args` would reject, are refused at preflight naming the key.
+#[test]
+fn goodput_reaches_vllm_as_pairs_and_speech_slos_are_refused() {
+    use dfx_core::bench::Bench;
+    use dfx_core::plan::GoodputSpec;
+    let bench = snapshot_bench();
+    let mut trial = tts_trial();
+    let mut entry = (*trial.entry).clone();
+    entry
+        .raw
+        .insert("goodput".into(), json!("ttft:100 e2el:900"));
+    entry.goodput = Some(GoodputSpec::parse(&json!("ttft:100 e2el:900")).unwrap());
+    trial.entry = entry.clone().into();
+    assert_eq!(bench.preflight(&trial), Ok(None));
+    let cmd = bench.build_command(&context(&trial, &out_dir(&trial), "H100"), STAMP);
+    let at = cmd.args.iter().position(|a| a == "--goodput").unwrap();
+    assert_eq!(cmd.args[at + 1..at + 3], ["ttft:100", "e2el:900"]);
+
+    entry.goodput = Some(GoodputSpec::parse(&json!("e2el:900 audio_rtf:0.5")).unwrap());
+    trial.entry = entry.into();
+    let e = bench.preflight(&trial).unwrap_err();
+    assert_eq!(e.key(), "goodput");
+    assert!(
+        e.to_string().contains("`audio_rtf` is dfx-perf's")
+            && e.to_string().contains("accepts ttft, tpot, e2el"),
+        "{e}"
+    );
+}

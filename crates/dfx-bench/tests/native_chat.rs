@@ -403,3 +403,39 @@ fn a_stalled_stream_ends_the_step_early() {
     let doc = out.result.unwrap();
     assert_eq!(doc["error_counts"], json!({"stall": 1}));
 }
+
+/// `goodput` on a chat-omni step: the scripted stream (TTFT 150 ms, TPOT 50 ms, E2EL
+/// 550 ms, audio TTFP 380 ms, RTF 2.4) meets generous SLOs on every figure and misses an
+/// RTF of 1; without `goodput` the result keeps `null` and no `slo_attainment`.
+#[test]
+fn goodput_counts_chat_requests_meeting_every_slo() {
+    let server = ChatServer::start(text_audio_script());
+    let bench = NativeBench::new(settings());
+    let run = |goodput: Value| {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = chat_trial(
+            entry(json!({"goodput": goodput})),
+            StepKind::Concurrency {
+                max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+            },
+            2,
+        );
+        bench.preflight(&t).unwrap();
+        let out = bench.run(&ctx(&t, &server, tmp.path()));
+        assert_eq!(out.exit, None, "{}", out.log_tail);
+        out.result.unwrap()
+    };
+    let met = run(json!(
+        "ttft:2000 tpot:2000 e2el:10000 audio_ttfp:10000 audio_rtf:100"
+    ));
+    assert_eq!(met["completed"], 2);
+    assert_eq!(met["request_goodput"], met["request_throughput"]);
+    assert!(f(&met, "request_goodput") > 0.0);
+    assert_eq!(f(&met, "slo_attainment"), 1.0);
+    let missed = run(json!(["e2el:10000", "audio_rtf:1"]));
+    assert_eq!(f(&missed, "request_goodput"), 0.0);
+    assert_eq!(f(&missed, "slo_attainment"), 0.0);
+    let none = run(Value::Null);
+    assert!(none["request_goodput"].is_null());
+    assert!(!none.contains_key("slo_attainment"));
+}

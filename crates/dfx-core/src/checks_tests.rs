@@ -14,6 +14,7 @@ fn entry(raw: Value) -> BenchEntry {
         dataset_path: None,
         seed_tts_locale: None,
         percentiles: Default::default(),
+        goodput: None,
         extra_body: None,
         num_warmups: None,
         repeats: None,

@@ -21,6 +21,7 @@ pub mod diag;
 pub(crate) mod diffusion_keys;
 pub mod faults;
 pub mod fsutil;
+pub mod goodput;
 pub mod hardware;
 pub mod hash;
 pub mod lenient;

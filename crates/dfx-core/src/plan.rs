@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::baseline::Thresholds;
 use crate::server::ServerSpec;
 
+pub use crate::goodput::GoodputSpec;
 pub use crate::load::{Cohort, LoadShape, LoadSpec, Saturation};
 pub use crate::percentiles::PercentileKeys;
 pub use crate::runner_keys::{ContractKeys, DuplexKeys, RunnerKeys, SoakKeys};
@@ -88,6 +89,9 @@ pub struct BenchEntry {
     /// `percentile-metrics` / `percentile_metrics` and `metric-percentiles` /
     /// `metric_percentiles`, parsed at load (a bad percentile is a config error).
     pub percentiles: PercentileKeys,
+    /// `goodput`: the SLOs a request must meet to count as good, parsed at load
+    /// ([`crate::goodput`]); `None` when the entry has none.
+    pub goodput: Option<GoodputSpec>,
     /// `extra_body`: fields merged into every request body.
     pub extra_body: Option<Map<String, Value>>,
     /// `num_warmups` override (metadata, never a bench flag).

@@ -380,3 +380,61 @@ fn a_stability_batch_of_zero_is_refused() {
         "{e}"
     );
 }
+
+/// `goodput` is read once at load: a bad value is an error naming file, test, entry and
+/// key with the closest SLO names; a good one reaches the plan in either spelling.
+#[test]
+fn goodput_key_is_checked_and_reaches_the_plan() {
+    use dfx_core::goodput::Slo;
+    let fx = Fx::new();
+    let report = fx.errors(&one(json!({"goodput": "ttft:100 audio_ttft:300"})));
+    assert!(
+        report.contains(
+            "$TMP/cfg.json: test `test_a`, benchmark_params[0], key `goodput`: unknown SLO \
+             name `audio_ttft` (closest: audio_ttfp"
+        ) && report.contains("(accepted: \"KEY:VALUE\" pairs"),
+        "{report}"
+    );
+    for bad in [
+        json!("e2el:0"),
+        json!("e2el:-5"),
+        json!(["e2el"]),
+        json!(500),
+    ] {
+        let report = fx.errors(&one(json!({"goodput": bad})));
+        assert!(
+            report.contains("benchmark_params[0], key `goodput`"),
+            "{bad}: {report}"
+        );
+    }
+    for value in [
+        json!("e2el:500 continuity:100"),
+        json!(["e2el:500", "continuity:100"]),
+    ] {
+        let plan = fx.load(&one(json!({"goodput": value}))).unwrap();
+        let g = plan.trials[0].entry.goodput.as_ref().expect("parsed");
+        assert_eq!(g.bound(Slo::E2el), Some(500.0), "{value}");
+        assert_eq!(g.bound(Slo::Continuity), Some(100.0), "{value}");
+    }
+    let plan = fx.load(&one(json!({"goodput": null}))).unwrap();
+    assert_eq!(plan.trials[0].entry.goodput, None);
+}
+
+/// A baseline may gate on the goodput keys (registered, higher is better).
+#[test]
+fn a_baseline_may_gate_on_goodput() {
+    use dfx_core::metrics::{Direction, direction_of};
+    let fx = Fx::new();
+    let entry = json!({"goodput": "e2el:2000", "num_prompts": 8, "max_concurrency": 1,
+                       "baseline": {"request_goodput": 0.5, "slo_attainment": 0.9}});
+    let plan = fx.load(&one(entry)).unwrap();
+    assert_eq!(plan.trials.len(), 1);
+    for key in ["request_goodput", "slo_attainment"] {
+        assert_eq!(direction_of(key), Some(Direction::HigherIsBetter), "{key}");
+    }
+    assert!(
+        format!("{:?}", plan.trials[0].thresholds).contains("slo_attainment"),
+        "{:?}",
+        plan.trials[0].thresholds
+    );
+}

@@ -47,6 +47,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
             None,
         )
         .expect("valid percentile keys"),
+        goodput: None,
         extra_body: None,
         num_warmups: None,
         repeats: None,

@@ -52,6 +52,10 @@ pub(super) fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) ->
             continue;
         }
         let flag = flag_name(key);
+        if flag == "--goodput" {
+            goodput_flag(value, &mut args);
+            continue;
+        }
         match value {
             Value::Null | Value::Bool(false) => {}
             Value::Object(o) if o.is_empty() && is_extra_body(key) => {}
@@ -71,6 +75,25 @@ pub(super) fn entry_flags_except(raw: &Map<String, Value>, excluded: &[&str]) ->
         }
     }
     args
+}
+
+/// `--goodput` as vllm's `nargs="+"` reads it: one argument per `KEY:VALUE` pair, from a
+/// string of pairs or a list of them (the plan checked them at load); one argument of
+/// JSON or of several pairs would be a `vllm bench` format error. Nothing when unset.
+fn goodput_flag(value: &Value, args: &mut Vec<String>) {
+    let pairs: Vec<&str> = match value {
+        Value::String(s) => s.split_whitespace().collect(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .flat_map(str::split_whitespace)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !pairs.is_empty() {
+        args.push("--goodput".into());
+        args.extend(pairs.into_iter().map(String::from));
+    }
 }
 
 /// The step's flags: `--request-rate R --num-prompts N` for a rate step,
@@ -160,7 +183,8 @@ mod tests {
                 "--percentile-metrics",
                 "ttft,e2el",
                 "--goodput",
-                r#"["e2el:500","ttft:100"]"#,
+                "e2el:500",
+                "ttft:100",
             ]
         );
     }
@@ -186,6 +210,17 @@ mod tests {
         );
         // Not found as written: printed as a Python float.
         assert_eq!(flow_text(&Map::new(), &step(0, 3.0)), "3.0");
+    }
+
+    /// vllm's `--goodput` takes one argument per pair (`nargs="+"`), whichever form the
+    /// entry wrote.
+    #[test]
+    fn goodput_pairs_are_separate_arguments() {
+        for value in [json!("ttft:100  tpot:50"), json!(["ttft:100", "tpot:50"])] {
+            let raw = map(json!({"goodput": value}));
+            assert_eq!(entry_flags(&raw), ["--goodput", "ttft:100", "tpot:50"]);
+        }
+        assert!(entry_flags(&map(json!({"goodput": null}))).is_empty());
     }
 
     #[test]

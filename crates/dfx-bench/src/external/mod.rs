@@ -33,9 +33,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dfx_core::bench::{
-    Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, MissingProgram, Unsupported,
+    Bench, BenchContext, BenchExit, BenchKind, BenchOutcome, MissingProgram, PreflightError,
+    Unsupported,
 };
-use dfx_core::plan::{BenchEntry, Dialect};
+use dfx_core::plan::{BenchEntry, Dialect, GoodputSpec, Trial};
 
 pub use command::{BenchCommand, SAMPLE_RATE_ENV, TOKEN_ENV, stamp_now, upstream_file_name};
 pub use flags::EXCLUDED_KEYS;
@@ -230,6 +231,25 @@ impl Bench for VllmBench {
             .as_ref()
             .map(|_| ())
             .map_err(|why| Unsupported::Program(why.clone()))
+    }
+
+    /// `vllm bench serve --goodput` knows `ttft`, `tpot` and `e2el` only (its
+    /// `check_goodput_args`): dfx-perf's speech SLOs are refused before any server starts.
+    fn preflight(&self, trial: &Trial) -> Result<Option<String>, PreflightError> {
+        let speech = trial
+            .entry
+            .goodput
+            .as_ref()
+            .and_then(GoodputSpec::first_non_vllm);
+        match speech {
+            Some(slo) => Err(PreflightError::Goodput(format!(
+                "`goodput` SLO `{}` is dfx-perf's, measured by the native bench only: \
+                 `vllm bench serve --goodput` accepts ttft, tpot, e2el (run with --bench \
+                 native, or drop the SLO)",
+                slo.name()
+            ))),
+            None => Ok(None),
+        }
     }
 
     fn run(&self, ctx: &BenchContext<'_>) -> BenchOutcome {

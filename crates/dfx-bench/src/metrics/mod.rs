@@ -16,6 +16,7 @@ use std::time::Instant;
 pub(crate) mod audio_duration;
 pub(crate) mod continuity;
 pub(crate) mod e2el;
+pub(crate) mod goodput;
 pub(crate) mod itl;
 pub(crate) mod rtf;
 pub(crate) mod throughput;

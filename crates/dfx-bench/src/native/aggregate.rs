@@ -5,12 +5,14 @@
 
 use serde_json::{Map, Value};
 
+use dfx_core::plan::GoodputSpec;
 use dfx_core::result::ResultDoc;
 
 use super::keys::{self, SampleCounts, Totals, num};
 use super::record::RequestRecord;
 use super::selection::{AudioMetric, Metric, Selection};
 use super::stats::{self, Sorted};
+use crate::metrics::goodput::{Goodput, SloValues};
 
 pub use super::keys::StepHeader;
 
@@ -23,6 +25,8 @@ pub struct StepFacts {
     pub sample_rate: u32,
     /// Exact largest number of requests in flight at once.
     pub peak_inflight: usize,
+    /// The entry's `goodput` SLOs (`request_goodput` stays `null` without them).
+    pub goodput: Option<GoodputSpec>,
 }
 
 /// Per-metric samples over the successful requests (upstream definitions: an empty 200
@@ -69,6 +73,21 @@ pub fn upstream_continuity_ok_rate(measured: &[RequestRecord]) -> f64 {
     good as f64 / ok.len() as f64
 }
 
+/// A speech request's figures for the `goodput` SLOs, as the step's statistics read them
+/// (an empty 200: TTFP 0, RTF 0); `ttft` is the TTFP (speech has no tokens, and so a
+/// TPOT of 0); `None` for a failure.
+fn slo_values(r: &RequestRecord) -> Option<SloValues> {
+    let ttfp_ms = r.ttfp_s.unwrap_or(0.0) * 1000.0;
+    r.ok.then(|| SloValues {
+        ttft_ms: Some(ttfp_ms),
+        tpot_ms: Some(0.0),
+        e2el_ms: Some(r.e2el_s.unwrap_or(0.0) * 1000.0),
+        audio_ttfp_ms: Some(ttfp_ms),
+        audio_rtf: Some(r.rtf.unwrap_or(0.0)),
+        underrun_ms: r.underrun_s.map(|u| u * 1000.0),
+    })
+}
+
 /// The result document of the measured requests of one step.
 pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) -> ResultDoc {
     let ok: Vec<&RequestRecord> = measured.iter().filter(|r| r.ok).collect();
@@ -109,6 +128,9 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
         }
     }
     extras(&mut d, measured, &ok, f, sel);
+    // Last: `request_goodput` keeps vllm's place, `slo_attainment` follows dfx-perf's keys.
+    let goodput = (f.goodput.as_ref()).map(|g| Goodput::count(g, measured.iter().map(slo_values)));
+    keys::put_goodput(&mut d, goodput, totals.duration);
     d
 }
 

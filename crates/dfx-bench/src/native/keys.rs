@@ -14,6 +14,7 @@ use dfx_core::result::ResultDoc;
 
 use super::selection::percentile_word;
 use super::stats::Sorted;
+use crate::metrics::goodput::Goodput;
 use crate::metrics::throughput;
 
 /// The step's identity as the first keys of every native result (TTS and chat alike).
@@ -226,6 +227,19 @@ pub(crate) fn put_upstream_head(d: &mut ResultDoc, h: &StepHeader, t: &Totals, p
         Value::from(t.max_concurrent_requests),
     );
     d.insert("rtfx".into(), num(0.0));
+}
+
+/// An entry with `goodput`: `request_goodput` (vllm's key, in place of its `null`) and
+/// dfx-perf's `slo_attainment` (appended: call it after the protocol's own keys). Without `goodput` the document is unchanged.
+pub(crate) fn put_goodput(d: &mut ResultDoc, g: Option<Goodput>, duration_s: f64) {
+    let Some(g) = g else {
+        return;
+    };
+    d.insert("request_goodput".into(), num(g.request_goodput(duration_s)));
+    d.insert(
+        "slo_attainment".into(),
+        g.attainment().map_or(Value::Null, num),
+    );
 }
 
 /// Sample counts of upstream's `num_*_samples` keys.

@@ -237,6 +237,9 @@ impl Bench for NativeBench {
                 bench: "native",
             });
         }
+        if let Some(refused) = unimplemented::goodput_refusal(&trial.entry) {
+            return Err(refused);
+        }
         if trial.entry.dialect == Dialect::Stability {
             return soak::keys(&trial.entry)
                 .map(|k| soak::plan(k, trial.step.num_prompts, 1.0))
@@ -468,6 +471,7 @@ impl NativeBench {
             header: aggregate::StepHeader::of(trial, BACKEND, num_prompts),
             sample_rate: p.sample_rate,
             peak_inflight,
+            goodput: trial.entry.goodput.clone(),
         };
         let mut doc = aggregate::result_doc(measured, &facts, &p.selection);
         doc.insert(

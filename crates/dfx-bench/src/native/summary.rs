@@ -151,6 +151,10 @@ pub(crate) fn serving(doc: &ResultDoc, spec: &ServingSpec<'_>) -> String {
         "Request throughput (req/s):",
         f(doc, "request_throughput"),
     );
+    // vllm prints it only with `--goodput` (the key is `null` otherwise).
+    if let Some(g) = doc.get("request_goodput").and_then(Value::as_f64) {
+        row2(&mut o, "Request goodput (req/s):", g);
+    }
     peak_row(&mut o, doc);
     if let Some(s) = &spec.e2el {
         s.write(&mut o, doc, ps);
@@ -195,13 +199,21 @@ pub(crate) fn serving(doc: &ResultDoc, spec: &ServingSpec<'_>) -> String {
 pub(crate) type Row = (String, String);
 
 /// dfx-perf's extras block: the protocol's `lead` rows, the rows every protocol has
-/// (upstream's bucket peak, generator lag), the protocol's `tail` rows, the error
-/// classes.
+/// (the SLO attainment of an entry with `goodput`, upstream's bucket peak, generator
+/// lag), the protocol's `tail` rows, the error classes.
 pub(crate) fn extras(doc: &ResultDoc, lead: Vec<Row>, tail: Vec<Row>) -> String {
     let mut o = String::new();
     title(&mut o, " dfx-perf native extras ", '=');
     for (label, value) in lead {
         row(&mut o, &label, value);
+    }
+    if let Some(Value::Number(a)) = doc.get("slo_attainment") {
+        let pct = a.as_f64().unwrap_or(0.0) * 100.0;
+        row(
+            &mut o,
+            "SLO attainment (goodput SLOs):",
+            format!("{pct:.2}%"),
+        );
     }
     bucket_peak_row(&mut o, doc);
     row2(

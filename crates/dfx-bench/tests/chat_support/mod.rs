@@ -12,7 +12,9 @@ use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use base64::Engine;
-use dfx_core::plan::{BenchEntry, Dialect, PercentileKeys, SourceRef, StepKind, SweepStep, Trial};
+use dfx_core::plan::{
+    BenchEntry, Dialect, GoodputSpec, PercentileKeys, SourceRef, StepKind, SweepStep, Trial,
+};
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value, json};
 
@@ -205,6 +207,10 @@ pub(crate) fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial 
             s("metric-percentiles").as_deref(),
         )
         .expect("valid percentile keys"),
+        goodput: raw
+            .get("goodput")
+            .filter(|g| !g.is_null())
+            .map(|g| GoodputSpec::parse(g).expect("valid goodput")),
         extra_body: raw.get("extra_body").and_then(Value::as_object).cloned(),
         num_warmups: raw
             .get("num_warmups")

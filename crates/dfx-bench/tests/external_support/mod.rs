@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use dfx_bench::external::{ExternalSettings, VllmBench};
 use dfx_core::bench::BenchContext;
 use dfx_core::plan::{
-    BenchEntry, Dialect, PercentileKeys, StepKind, SweepStep, Trial, python_float_str,
+    BenchEntry, Dialect, GoodputSpec, PercentileKeys, StepKind, SweepStep, Trial, python_float_str,
 };
 use serde_json::{Map, Value};
 
@@ -89,6 +89,10 @@ pub(crate) fn entry_from_raw(
             s("metric-percentiles").as_deref(),
         )
         .expect("valid percentile keys"),
+        goodput: raw
+            .get("goodput")
+            .filter(|g| !g.is_null())
+            .map(|g| GoodputSpec::parse(g).expect("valid goodput")),
         extra_body: raw.get("extra_body").and_then(Value::as_object).cloned(),
         num_warmups: raw
             .get("num_warmups")

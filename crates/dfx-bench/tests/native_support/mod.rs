@@ -11,7 +11,8 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use dfx_core::plan::{
-    BenchEntry, Dialect, LoadSpec, PercentileKeys, SourceRef, StepKind, SweepStep, Trial,
+    BenchEntry, Dialect, GoodputSpec, LoadSpec, PercentileKeys, SourceRef, StepKind, SweepStep,
+    Trial,
 };
 use dfx_core::server::{ServeArgs, ServerSpec, ServerType};
 use serde_json::{Map, Value};
@@ -215,6 +216,8 @@ pub(crate) struct TrialSpec<'a> {
     pub burstiness: Option<f64>,
     pub percentile_metrics: Option<&'a str>,
     pub metric_percentiles: Option<&'a str>,
+    /// The entry's `goodput`, as written.
+    pub goodput: Option<&'a str>,
     pub model: &'a str,
     /// Load shape, open-loop cap and saturation gate of the entry.
     pub load: LoadSpec,
@@ -235,6 +238,7 @@ impl Default for TrialSpec<'_> {
             burstiness: None,
             percentile_metrics: Some("ttft,e2el,audio_rtf,audio_ttfp,audio_duration"),
             metric_percentiles: None,
+            goodput: None,
             model: "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
             load: LoadSpec::default(),
         }
@@ -255,6 +259,9 @@ pub(crate) fn trial(s: TrialSpec<'_>) -> Trial {
         seed_tts_locale: Some("en".into()),
         percentiles: PercentileKeys::parse(s.percentile_metrics, s.metric_percentiles)
             .expect("valid percentile keys"),
+        goodput: s
+            .goodput
+            .map(|g| GoodputSpec::parse(&Value::from(g)).expect("valid goodput")),
         extra_body,
         num_warmups: s.num_warmups,
         burstiness: s.burstiness,
@@ -367,6 +374,15 @@ pub(crate) fn sim_context<'a>(
         hardware: "SIM".into(),
         judge_url: None,
         server_group: None,
+    }
+}
+
+/// Native bench settings for a test: no progress bar, no auth token.
+pub(crate) fn quiet_settings() -> dfx_bench::native::NativeSettings {
+    dfx_bench::native::NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..Default::default()
     }
 }
 

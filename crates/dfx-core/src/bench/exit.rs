@@ -99,6 +99,9 @@ pub enum PreflightError {
     /// The dataset, the metric selection or another input of the step (its message).
     #[error("{0}")]
     Inputs(String),
+    /// A `goodput` SLO the bench does not measure (its message names the ones it does).
+    #[error("{0}")]
+    Goodput(String),
     /// An entry key (a `vllm bench serve` flag, as written) that changes what is measured
     /// and that this bench does not implement: ignoring it would report a result the
     /// entry did not ask for.
@@ -120,6 +123,7 @@ impl PreflightError {
     pub fn key(&self) -> &str {
         match self {
             PreflightError::UnimplementedKey { key, .. } => key,
+            PreflightError::Goodput(_) => "goodput",
             _ => "dataset_path",
         }
     }

@@ -166,6 +166,7 @@ fn omni_entry(
         dataset_path: s("dataset_path", &raw.dataset_path, errs),
         seed_tts_locale: s("seed_tts_locale", &raw.seed_tts_locale, errs),
         percentiles,
+        goodput: crate::goodput::goodput_key(ctx, raw.goodput.as_ref(), errs),
         extra_body: opt_object(ctx, "extra_body", raw.extra_body.as_ref(), errs),
         num_warmups: opt_uint(
             ctx,
@@ -307,6 +308,7 @@ fn diffusion_entry(
         dataset_path: None,
         seed_tts_locale: None,
         percentiles: Default::default(),
+        goodput: None,
         extra_body: None,
         num_warmups: None,
         repeats: None,

@@ -59,6 +59,7 @@ pub(crate) struct RawOmniEntry {
     #[serde(rename = "metric-percentiles")]
     pub metric_percentiles_dashed: Option<Value>,
     pub metric_percentiles: Option<Value>,
+    pub goodput: Option<Value>,
     pub extra_body: Option<Value>,
     pub seed_tts_wer_eval: Option<Value>,
     pub baseline: Option<Value>,

@@ -81,6 +81,7 @@ fn draft(
             // A stability entry's are set by `stability_entry`; the native-duplex runner
             // reports its own medians, no percentiles.
             percentiles: Default::default(),
+            goodput: None,
             extra_body: obj.get("extra_body").and_then(Value::as_object).cloned(),
             num_warmups: None,
             repeats: None,
@@ -228,9 +229,11 @@ pub(crate) fn stability_entry(
     };
     let connection = connection_key(ctx, obj.get("connection"), errs);
     let percentiles = stability_percentiles(ctx, obj, errs);
+    let goodput = crate::goodput::goodput_key(ctx, obj.get("goodput"), errs);
     let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
     d.entry.connection = connection;
     d.entry.percentiles = percentiles;
+    d.entry.goodput = goodput;
     d.entry.runner = RunnerKeys::Stability(SoakKeys { duration_s, words });
     (errs.len() == n).then_some(d)
 }

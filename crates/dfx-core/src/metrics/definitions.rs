@@ -17,7 +17,11 @@ const EXACT: &[(&str, &str)] = &[
     ),
     (
         "request_goodput",
-        "requests meeting the `goodput` SLOs / step duration (`vllm bench`)",
+        "successful requests meeting every `goodput` SLO (value <= bound) / step duration (`vllm bench`, native bench)",
+    ),
+    (
+        "slo_attainment",
+        "native bench, with `goodput`: requests meeting every SLO / measured requests (completed + failed), a fraction 0..1",
     ),
     (
         "max_output_tokens_per_s",

@@ -4,8 +4,8 @@
 //!
 //! The registry covers the result keys of `vllm bench serve --omni` (and dfx-perf's own
 //! extra keys) that make sense as thresholds:
-//! - higher is better: the throughputs, `rtfx`, `request_goodput`, `completed`,
-//!   `audio_continuity_ok_rate`;
+//! - higher is better: the throughputs, `rtfx`, `request_goodput`, `slo_attainment`,
+//!   `completed`, `audio_continuity_ok_rate`;
 //! - lower is better: `<stat>_<family>` for every stat in `mean`, `median`, `std`, `pNN`
 //!   (`p99`, `p99.9`) and every lower-is-better family of [`super::table::FAMILIES`]
 //!   (latencies, RTF, underrun, peak memory, video generation), plus `duration`, `failed`,
@@ -46,7 +46,7 @@ impl Direction {
 
 /// A short list of accepted names for error messages.
 pub const ACCEPTED_HINT: &str = "a result key with a known direction: audio_throughput, \
-request_throughput, output_throughput, total_token_throughput, request_goodput, \
+request_throughput, output_throughput, total_token_throughput, request_goodput, slo_attainment, \
 max_output_tokens_per_s, image_throughput, video_throughput, rtfx, completed, \
 audio_continuity_ok_rate, capacity_request_rate, median_responses_per_s, median_audio_seconds_per_s, \
 median_sessions_per_s, throughput_qps (higher is better); duration, failed, \
@@ -75,6 +75,7 @@ mod tests {
             "output_throughput",
             "total_token_throughput",
             "request_goodput",
+            "slo_attainment",
             "max_output_tokens_per_s",
             "image_throughput",
             "video_throughput",

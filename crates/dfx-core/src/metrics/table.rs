@@ -45,6 +45,8 @@ pub(crate) const EXACT: &[Metric] = &[
         "Total token throughput",
     ),
     m("request_goodput", Some(Higher), "req/s", "Request goodput"),
+    // the native bench's `goodput` (dfx-perf): good requests / all measured requests
+    m("slo_attainment", Some(Higher), "", "SLO attainment"),
     m(
         "max_output_tokens_per_s",
         Some(Higher),

@@ -6,10 +6,11 @@
 
 use serde_json::{Map, Value};
 
-use dfx_core::plan::PercentileKeys;
+use dfx_core::plan::{GoodputSpec, PercentileKeys};
 use dfx_core::result::ResultDoc;
 
 use super::record::ChatRecord;
+use crate::metrics::goodput::{Goodput, SloValues};
 use crate::metrics::throughput;
 use crate::native::keys::{self, SampleCounts, StepHeader, Totals, num};
 use crate::native::selection::AudioMetric;
@@ -101,6 +102,8 @@ pub(crate) struct ChatFacts {
     pub peak_inflight: usize,
     /// Whether token counts came from a real tokenizer.
     pub real_tokenizer: bool,
+    /// The entry's `goodput` SLOs (`request_goodput` stays `null` without them).
+    pub goodput: Option<GoodputSpec>,
 }
 
 /// Upstream's peak output throughput: every success's token times (send + TTFT, then
@@ -139,6 +142,19 @@ fn stage_summary(r: &ChatRecord) -> Value {
         out.insert(k.clone(), Value::Object(s));
     }
     Value::Object(out)
+}
+
+/// A chat request's figures for the `goodput` SLOs (TPOT 0 with at most one output
+/// token, as vllm; continuity is not measured here); `None` for a failure.
+fn slo_values(r: &ChatRecord) -> Option<SloValues> {
+    r.ok.then(|| SloValues {
+        ttft_ms: Some(r.ttft_s * 1000.0),
+        tpot_ms: Some(r.tpot_s.unwrap_or(0.0) * 1000.0),
+        e2el_ms: Some(r.e2el_s * 1000.0),
+        audio_ttfp_ms: Some(r.audio_ttfp_s * 1000.0),
+        audio_rtf: Some(r.audio_rtf),
+        underrun_ms: None,
+    })
 }
 
 /// The result document of the measured requests (sorted by index).
@@ -207,6 +223,9 @@ pub(crate) fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelec
         }
     }
     extras(&mut d, measured, f);
+    // Last: `request_goodput` keeps vllm's place, `slo_attainment` follows dfx-perf's keys.
+    let goodput = (f.goodput.as_ref()).map(|g| Goodput::count(g, measured.iter().map(slo_values)));
+    keys::put_goodput(&mut d, goodput, totals.duration);
     d
 }
 

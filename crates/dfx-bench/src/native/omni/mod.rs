@@ -308,6 +308,7 @@ fn conclude(
         header: StepHeader::of(trial, "", trial.step.num_prompts.get()),
         peak_inflight: peak,
         real_tokenizer: real,
+        goodput: trial.entry.goodput.clone(),
     };
     let doc = aggregate::result_doc(&measured, &facts, sel);
     let block = summary::serving_block(&doc, sel);

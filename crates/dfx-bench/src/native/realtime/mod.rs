@@ -302,6 +302,8 @@ fn conclude(
         header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts.get()),
         sample_rate: metrics::FRAMES_RATE as u32,
         peak_inflight: peak,
+        // preflight refuses `goodput` on realtime entries
+        goodput: None,
     };
     let rf = result::RealtimeFacts {
         ttft_selected: entry.percentiles.names("ttft"),

@@ -67,6 +67,17 @@ impl TimeLapse {
         }
     }
 
+    /// Observed seconds since a send on the real-time scale, the first `head` seconds (the
+    /// upload and the server's parsing, which do not shrink with the simulator) kept and
+    /// the rest × K.
+    pub(crate) fn after_head(self, head: f64, t: f64) -> f64 {
+        if t <= head {
+            t
+        } else {
+            head + self.to_real_s(t - head)
+        }
+    }
+
     /// Observed seconds of a timeline (each × K).
     pub(crate) fn timeline(self, ts: &mut [f64]) {
         if !self.is_real_time() {
@@ -178,6 +189,8 @@ mod tests {
         if let Some(e) = early {
             assert_eq!(base - k.instant(base, e), Duration::from_millis(10));
         }
+        assert_eq!(k.after_head(0.04, 0.03), 0.03);
+        assert!((k.after_head(0.04, 0.05) - 0.14).abs() < 1e-12);
         let mut tl = vec![0.001, 0.002];
         k.timeline(&mut tl);
         assert_eq!(tl, vec![0.01, 0.02]);

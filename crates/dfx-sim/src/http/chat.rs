@@ -28,6 +28,22 @@ pub(crate) async fn chat(
     super::respond(&st, result)
 }
 
+/// When the modelled work of a request that `arrived` and whose body is parsed now begins,
+/// at `speed`. In real time: on arrival, the parsing overlapped with the modelled prefill
+/// (it stands for vLLM's own preprocessing). Sped up K×, the parsing still costs its real
+/// wall time `p` (decoding media of up to hundreds of MB does not shrink), so it counts as
+/// `p` of the request's real-time life, not `K·p`: the modelled clock starts `p / K` before
+/// now. A time-lapsed client (which keeps the time to the headers, sent once the body is
+/// parsed, unscaled and stretches the rest by K) then reads what the real-time run reads.
+fn modelled_arrival(arrived: Instant, speed: f64) -> Instant {
+    let now = Instant::now();
+    if !(speed.is_finite() && speed > 1.0) {
+        return arrived;
+    }
+    let parsing = now.saturating_duration_since(arrived);
+    now.checked_sub(parsing.div_f64(speed)).unwrap_or(arrived)
+}
+
 async fn chat_inner(
     st: &Arc<AppState>,
     headers: &HeaderMap,
@@ -67,7 +83,7 @@ async fn chat_inner(
     let p = crate::omni::plan(cfg, o.seed, &req);
     let total_frames = p.job.audio_frames;
     let inflight = st.stats.enter();
-    let (id, mut rx) = engine.submit(p.job, arrived);
+    let (id, mut rx) = engine.submit(p.job, modelled_arrival(arrived, o.speed));
     let mut guard = OmniGuard {
         id,
         engine: engine.clone(),

@@ -59,6 +59,11 @@ impl ChatFailure {
 #[derive(Debug, Clone)]
 pub(crate) struct ChatExchange {
     pub send_at: Instant,
+    /// Seconds from the send to the response's headers: the upload of the body and the
+    /// server's parsing of it (the time-lapse keeps it unscaled, [`TimeLapse::chat`]).
+    ///
+    /// [`TimeLapse::chat`]: crate::native::lapse::TimeLapse
+    pub head_s: Option<f64>,
     pub end_at: Instant,
     pub status: Option<u16>,
     pub bytes: u64,
@@ -77,6 +82,7 @@ impl ChatExchange {
     pub(crate) fn failed(send_at: Instant, class: ChatFailure, msg: String) -> ChatExchange {
         ChatExchange {
             send_at,
+            head_s: None,
             end_at: send_at,
             status: None,
             bytes: 0,
@@ -177,6 +183,7 @@ impl ChatTarget {
             Ok(Ok(r)) => r,
         };
         let mut x = x;
+        x.head_s = Some(send_at.elapsed().as_secs_f64());
         let status = response.status();
         x.status = Some(status.as_u16());
         if status != reqwest::StatusCode::OK {

@@ -107,23 +107,29 @@ fn record(
     let _ = ctx.records.send(rec);
 }
 
-/// A chat exchange on the real-time scale ([`TimeLapse`]): send and end, and every time its
-/// stream noted (seconds since the send).
+/// A chat exchange on the real-time scale ([`TimeLapse`]): its send from the phase's
+/// `base`, and every time its stream noted (seconds since the send) with the time to the
+/// response's headers kept as it was: uploading a body of up to hundreds of MB and the
+/// server parsing it cost the same wall time at any simulator speed, so only what follows
+/// the headers (the simulator's modelled work) is stretched by K.
 fn lapse_chat(k: TimeLapse, base: Instant, x: &mut ChatExchange) {
     if k.is_real_time() {
         return;
     }
+    let head = x.head_s.unwrap_or(0.0);
+    let real = |t: f64| k.after_head(head, t);
+    let end = real(x.end_at.saturating_duration_since(x.send_at).as_secs_f64());
     x.send_at = k.instant(base, x.send_at);
-    x.end_at = k.instant(base, x.end_at);
+    x.end_at = x.send_at + std::time::Duration::from_secs_f64(end.max(0.0));
     let st = &mut x.stream;
-    let real = |v: Option<f64>| v.map(|t| k.to_real_s(t));
-    st.ttft_s = real(st.ttft_s);
-    st.audio_first_s = real(st.audio_first_s);
-    st.audio_last_s = real(st.audio_last_s);
-    st.last_msg_s = real(st.last_msg_s);
+    let opt = |v: Option<f64>| v.map(real);
+    st.ttft_s = opt(st.ttft_s);
+    st.audio_first_s = opt(st.audio_first_s);
+    st.audio_last_s = opt(st.audio_last_s);
+    st.last_msg_s = opt(st.last_msg_s);
     k.timeline(&mut st.itl_s);
-    k.timeline(&mut st.token_t_s);
-    k.timeline(&mut st.audio_t_s);
+    st.token_t_s.iter_mut().for_each(|t| *t = real(*t));
+    st.audio_t_s.iter_mut().for_each(|t| *t = real(*t));
 }
 
 /// The bodies of a phase, received in order from the generator thread; a body not ready

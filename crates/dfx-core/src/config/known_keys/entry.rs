@@ -209,6 +209,18 @@ pub const READ_FLAGS: &[KeySpec] = &[
         format!("up to {MAX_PERCENTILES} comma-separated numbers from 0 to 100")
     })),
     KeySpec::new("extra_body", Object, "none", "native bench request body"),
+    KeySpec::new(
+        "goodput",
+        AnyJson,
+        "none (no `request_goodput`)",
+        "goodput and SLO attainment (dfx_core::goodput; native bench, or `--goodput` of the external bench)",
+    )
+    .bounded(Bound::Rule(|| {
+        "`KEY:VALUE` pairs (a string or a list): `ttft`, `tpot`, `e2el` (ms), and for the \
+         native bench `audio_ttfp` (ms), `audio_rtf` (ratio), `continuity` (ms); each value a \
+         positive finite number, each name once"
+            .to_string()
+    })),
     KeySpec::new("seed_tts_wer_eval", Bool, "false", EXTERNAL_VLLM),
     BURSTINESS,
     SEED,

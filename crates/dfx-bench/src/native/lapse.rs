@@ -12,8 +12,6 @@
 use std::time::{Duration, Instant};
 
 use super::client::Exchange;
-use super::duplex::metrics::Resp;
-use super::realtime::session::TurnOutcome;
 use super::record::Dispatch;
 
 /// The factor K between the real-time scale and the wall clock (1 = real time).
@@ -108,49 +106,10 @@ impl TimeLapse {
     }
 }
 
-/// The observations of a realtime turn, mapped to the real-time scale from `base`.
 impl TimeLapse {
     /// Planned real-time time as a wall duration (÷ K; unchanged if it overflows).
     pub(crate) fn to_wall(self, real: Duration) -> Duration {
         Duration::try_from_secs_f64(real.as_secs_f64() / self.0).unwrap_or(real)
-    }
-
-    /// A realtime turn: its start, end, connection time, every response's first text and
-    /// audio, audio deltas and last audio, and the server's own TTFT (measured on the
-    /// sped-up simulator).
-    pub(crate) fn turn(self, base: Instant, o: &mut TurnOutcome) {
-        if self.is_real_time() {
-            return;
-        }
-        let at = |t: Instant| self.instant(base, t);
-        o.started = at(o.started);
-        o.end = at(o.end);
-        o.turn_start = o.turn_start.map(at);
-        o.connect_s = self.to_real_s(o.connect_s);
-        o.server_ttft_ms = o.server_ttft_ms.map(|ms| self.to_real_s(ms));
-        for r in &mut o.responses {
-            r.first_text = r.first_text.map(at);
-            r.first_audio = r.first_audio.map(at);
-            r.last_audio = r.last_audio.map(at);
-            r.deltas.iter_mut().for_each(|d| d.0 = at(d.0));
-        }
-    }
-}
-
-/// The observations of a native-duplex response, on the real-time scale from `base`.
-impl TimeLapse {
-    /// A copy of `r` with its creation, first text, first and last audio and completion
-    /// times mapped.
-    pub(crate) fn response(self, base: Instant, r: &Resp) -> Resp {
-        let at = |t: Instant| self.instant(base, t);
-        Resp {
-            created: at(r.created),
-            first_text: r.first_text.map(at),
-            first_audio: r.first_audio.map(at),
-            last_audio: r.last_audio.map(at),
-            done: r.done.map(at),
-            ..r.clone()
-        }
     }
 }
 

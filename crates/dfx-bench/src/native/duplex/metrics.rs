@@ -33,6 +33,20 @@ pub(crate) struct Resp {
 }
 
 impl Resp {
+    /// A copy on the real-time scale ([`TimeLapse`]) from `base`: its creation, first
+    /// text, first and last audio and completion times mapped.
+    pub(crate) fn lapsed(&self, k: TimeLapse, base: Instant) -> Resp {
+        let at = |t: Instant| k.instant(base, t);
+        Resp {
+            created: at(self.created),
+            first_text: self.first_text.map(at),
+            first_audio: self.first_audio.map(at),
+            last_audio: self.last_audio.map(at),
+            done: self.done.map(at),
+            ..self.clone()
+        }
+    }
+
     /// A response created at `at`.
     pub(crate) fn new(id: String, at: Instant, rate: u32) -> Self {
         Resp {
@@ -122,7 +136,7 @@ pub(crate) fn turn_record(
     r: Option<&Resp>,
     error: Option<String>,
 ) -> TurnRecord {
-    let lapsed = r.map(|r| at.lapse.response(at.base, r));
+    let lapsed = r.map(|r| r.lapsed(at.lapse, at.base));
     let (commit, r) = (at.lapse.instant(at.base, commit), lapsed.as_ref());
     let rel = |t: Instant| t.saturating_duration_since(at.base).as_secs_f64();
     let since =

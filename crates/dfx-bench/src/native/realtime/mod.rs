@@ -136,7 +136,7 @@ async fn run_request(ph: &Phase, job: RtJob, mut d: Dispatch, base: Instant) {
         if let Some((session::TurnError::Stall, msg)) = &o.error {
             stall = Some(msg.clone());
         }
-        ph.lapse.turn(base, &mut o);
+        o.lapse(ph.lapse, base);
         let (rec, stats) = TurnRecord::new(i, &t.utterance_id, &o, ph.lapse.instant(base, start));
         pcm.get_or_insert(stats);
         let failed = !rec.ok;

@@ -124,8 +124,8 @@ pub struct SuiteFlags {
     pub mark: Option<String>,
 
     /// Hardware label (H100, H20, …): picks hardware-nested baselines and
-    /// `baselines/<LABEL>.json`. Default: `SIM` for the simulator (`SIMx<K>` when sped up),
-    /// else detected from nvidia-smi, else `na`.
+    /// `baselines/<LABEL>.json`. Default: `SIM` for the simulator (time-lapsed runs too;
+    /// `SIMx<K>` when `--bench vllm` runs it sped up), else detected from nvidia-smi, else `na`.
     #[arg(long, value_name = "LABEL", env = "DFX_HARDWARE")]
     pub hardware: Option<String>,
 

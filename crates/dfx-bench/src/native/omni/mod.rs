@@ -17,6 +17,7 @@ pub(crate) mod sse;
 pub(crate) mod stream;
 pub(crate) mod summary;
 
+use crate::native::lapse::TimeLapse;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,8 +47,10 @@ pub(crate) const CHAT_DATASETS: [&str; 2] = ["random", "random-mm"];
 pub(crate) const CHAT_ENDPOINT: &str = "/v1/chat/completions";
 /// Encoded bodies the generator may hold ahead of the sends.
 pub(crate) const LOOKAHEAD_BYTES: u64 = 64 * 1024 * 1024;
+/// The most [`LOOKAHEAD_BYTES`] grows to in a time-lapsed step.
+pub(crate) const MAX_LOOKAHEAD_BYTES: u64 = 512 * 1024 * 1024;
 /// Most bodies queued ahead, whatever their size.
-pub(crate) const MAX_LOOKAHEAD: usize = 16;
+pub(crate) const MAX_LOOKAHEAD: usize = 32;
 
 /// Whether `entry` names a chat-omni backend.
 pub(crate) fn is_chat(entry: &BenchEntry) -> bool {
@@ -152,9 +155,10 @@ fn sample(spec: &RequestSpec, id: Option<String>, body_bytes: usize) -> ChatSamp
     }
 }
 
-/// How many bodies may wait ready: [`LOOKAHEAD_BYTES`] over the largest body, 1 to
-/// [`MAX_LOOKAHEAD`].
-pub(crate) fn lookahead(specs: &[RequestSpec]) -> usize {
+/// How many bodies may wait ready: [`LOOKAHEAD_BYTES`] (× K when time-lapsed, at most
+/// [`MAX_LOOKAHEAD_BYTES`]) over the largest body, 1 to [`MAX_LOOKAHEAD`]. A time-lapsed
+/// step asks its bodies K times as fast, so the generator gets K times the head start.
+pub(crate) fn lookahead(specs: &[RequestSpec], lapse: TimeLapse) -> usize {
     let largest = specs
         .iter()
         .map(|s| {
@@ -163,7 +167,8 @@ pub(crate) fn lookahead(specs: &[RequestSpec]) -> usize {
         })
         .max()
         .unwrap_or(1024);
-    ((LOOKAHEAD_BYTES / largest.max(1)) as usize).clamp(1, MAX_LOOKAHEAD)
+    let budget = (LOOKAHEAD_BYTES as f64 * lapse.factor().max(1.0)).min(MAX_LOOKAHEAD_BYTES as f64);
+    ((budget as u64 / largest.max(1)) as usize).clamp(1, MAX_LOOKAHEAD)
 }
 
 /// Runs one step of a chat entry.
@@ -190,7 +195,7 @@ pub(crate) fn run(
     let n = trial.step.num_prompts.get() as usize;
     let seed = entry.seed.unwrap_or(settings.seed);
     let specs = plan.requests(&counter, n, seed);
-    let ahead = lookahead(&specs);
+    let ahead = lookahead(&specs, settings.time_lapse);
     let (load, shape) = super::prepare::load_shape(ctx, n, seed, settings.time_lapse)?;
     let mut notes = Vec::new();
     let token = super::prepare::token(settings, &mut notes);

@@ -1,13 +1,17 @@
 //! The time-lapse: against the simulator at `--sim-speed K` the whole workload runs K times
 //! faster, so a sped-up run is the real-time experiment at 1/K of its duration. Every time
 //! the schedule plans is divided by K on the way to the wall clock (open-loop offsets of
-//! every load shape, soak durations), and every time the client observes is multiplied by
-//! K on the way back (send, end, chunk and token times, queueing, lag, connection set-up),
-//! so records, metrics and result keys are on the real-time scale: what the run at speed 1
-//! would report. What it cannot reproduce: costs that do not scale with the simulator
-//! (loopback, HTTP and the client's own CPU, about 0.3–0.8 ms per request in release) are
-//! multiplied by K too, and the wall-clock limits (request and read timeouts, the stall
-//! rule) stay in wall seconds.
+//! every load shape, soak durations, the realtime client's paced input audio and retry
+//! backoff, the duplex client's `realtime_input`), and every time the client observes is
+//! multiplied by K on the way back (send, end, chunk, token and turn times, queueing, lag,
+//! connection set-up), so records, metrics and result keys are on the real-time scale: what
+//! the run at speed 1 would report. One exception: a chat response's time to its headers
+//! (uploading the body and the server parsing it, up to hundreds of MB of media) costs the
+//! same wall time at any speed and is kept as it is ([`TimeLapse::after_head`]; the
+//! simulator counts its parsing the same way). What it cannot reproduce: other costs that
+//! do not scale with the simulator (loopback, HTTP and the client's own CPU, about 0.3–0.8
+//! ms per request in release) are multiplied by K too, and the wall-clock limits (request
+//! and read timeouts, the stall rule, handshakes) stay in wall seconds.
 
 use std::time::{Duration, Instant};
 

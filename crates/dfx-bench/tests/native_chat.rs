@@ -439,3 +439,53 @@ fn goodput_counts_chat_requests_meeting_every_slo() {
     assert!(none["request_goodput"].is_null());
     assert!(!none.contains_key("slo_attainment"));
 }
+
+/// The load keys on a chat step, on the one scheduler: a burst of 6 half-second streams
+/// against an open-loop cap of 2 with `saturation: "fail"`: 2 sent, 4 refused and
+/// recorded, the step failed with the gate's line, and the load keys written.
+#[test]
+fn a_chat_burst_meets_the_cap_and_the_saturation_gate() {
+    use dfx_core::plan::{LoadShape, LoadSpec, Saturation};
+    let server = ChatServer::start(text_only_script());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut t = chat_trial(
+        entry(json!({})),
+        StepKind::RequestRate { request_rate: 1.0 },
+        6,
+    );
+    let mut e = (*t.entry).clone();
+    e.load = LoadSpec {
+        shape: LoadShape::Burst,
+        open_loop_max_concurrency: std::num::NonZeroU32::new(2),
+        saturation: Saturation::Fail,
+    };
+    t.entry = std::sync::Arc::new(e);
+    let bench = NativeBench::new(settings());
+    bench.supports(&t.entry).expect("chat takes the load keys");
+    let out = bench.run(&ctx(&t, &server, tmp.path()));
+    let doc = out.result.unwrap();
+    assert_eq!(doc["completed"], 2, "{doc:?}");
+    assert_eq!(doc["failed"], 4);
+    assert_eq!(doc["load_shape"], "burst");
+    assert_eq!(doc["saturated_requests"], 4);
+    let first = "load generator saturated: 4 arrivals found max_concurrency=2 requests in flight";
+    assert_eq!(out.errors, vec![first.to_string()]);
+    let recs = read_records(tmp.path());
+    let refused = recs
+        .iter()
+        .filter(|r| r["error_class"] == "saturated")
+        .count();
+    assert_eq!(refused, 4, "{recs:?}");
+    // Without load keys a chat result keeps upstream's keys only.
+    let plain = chat_trial(
+        entry(json!({})),
+        StepKind::RequestRate { request_rate: 20.0 },
+        2,
+    );
+    let tmp2 = tempfile::tempdir().unwrap();
+    let doc = bench
+        .run(&ctx(&plain, &server, tmp2.path()))
+        .result
+        .unwrap();
+    assert!(doc.get("load_shape").is_none(), "{doc:?}");
+}

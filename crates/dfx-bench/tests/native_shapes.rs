@@ -261,7 +261,7 @@ fn without_the_gate_a_full_cap_makes_arrivals_wait() {
 }
 
 #[test]
-fn only_the_speech_backend_takes_the_load_keys() {
+fn speech_and_chat_take_the_load_keys_and_realtime_refuses_them() {
     let bench = NativeBench::new(NativeSettings::default());
     let mut t = trial(TrialSpec {
         kind: StepKind::RequestRate { request_rate: 1.0 },
@@ -274,10 +274,18 @@ fn only_the_speech_backend_takes_the_load_keys() {
     let mut chat = (*t.entry).clone();
     chat.backend = Some("openai-chat-omni".into());
     chat.endpoint = Some("/v1/chat/completions".into());
-    t.entry = std::sync::Arc::new(chat);
+    chat.dataset_name = Some("random".into());
+    t.entry = std::sync::Arc::new(chat.clone());
+    bench
+        .supports(&t.entry)
+        .expect("openai-chat-omni runs a burst on the same scheduler");
+    let mut rt = chat;
+    rt.backend = Some("openai-realtime-duplex".into());
+    rt.endpoint = Some("/v1/realtime".into());
+    t.entry = std::sync::Arc::new(rt);
     let why = bench.supports(&t.entry).unwrap_err().to_string();
     assert!(
-        why.contains("implemented for backend openai-audio-speech only"),
+        why.contains("implemented for backends openai-audio-speech and openai-chat-omni"),
         "{why}"
     );
 }

@@ -7,7 +7,7 @@ use dfx_core::result::ResultDoc;
 use serde_json::Value;
 
 use super::keys::num;
-use super::record::RequestRecord;
+use super::record::PhaseRecord;
 
 /// Arrivals per second between the first and the last of `times` (`(k - 1) / span`);
 /// `None` with fewer than two or a zero span (a burst: infinite).
@@ -23,14 +23,14 @@ pub(crate) fn rate_of(times: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 /// Measured requests the saturation gate did not send.
-pub(crate) fn saturated(measured: &[RequestRecord]) -> usize {
-    measured.iter().filter(|r| r.saturated).count()
+pub(crate) fn saturated<R: PhaseRecord>(measured: &[R]) -> usize {
+    measured.iter().filter(|r| r.saturated()).count()
 }
 
 /// Adds the load keys of `trial`'s step: the shape that ran (`closed_loop` for a
 /// concurrency step), the offered rate of the planned sends (open loop only), the
 /// achieved rate of the actual sends, and the saturated arrivals.
-pub(crate) fn insert(doc: &mut ResultDoc, trial: &Trial, measured: &[RequestRecord]) {
+pub(crate) fn insert<R: PhaseRecord>(doc: &mut ResultDoc, trial: &Trial, measured: &[R]) {
     let open = matches!(trial.step.kind, StepKind::RequestRate { .. });
     let shape = if open {
         trial.entry.load.shape.name()
@@ -38,13 +38,13 @@ pub(crate) fn insert(doc: &mut ResultDoc, trial: &Trial, measured: &[RequestReco
         "closed_loop"
     };
     let offered = open
-        .then(|| rate_of(measured.iter().map(|r| r.planned_send_s)))
+        .then(|| rate_of(measured.iter().map(|r| r.planned_send_s())))
         .flatten();
     let achieved = rate_of(
         measured
             .iter()
-            .filter(|r| !r.saturated)
-            .map(|r| r.actual_send_s),
+            .filter(|r| !r.saturated())
+            .map(|r| r.actual_send_s()),
     );
     let rate = |r: Option<f64>| r.map_or(Value::Null, num);
     doc.insert("load_shape".into(), Value::from(shape));
@@ -58,7 +58,7 @@ pub(crate) fn insert(doc: &mut ResultDoc, trial: &Trial, measured: &[RequestReco
 
 /// The failure line of a step whose gate refused arrivals: "load generator saturated: N
 /// arrivals found max_concurrency=M requests in flight".
-pub(crate) fn saturation_error(trial: &Trial, measured: &[RequestRecord]) -> Option<String> {
+pub(crate) fn saturation_error<R: PhaseRecord>(trial: &Trial, measured: &[R]) -> Option<String> {
     let n = saturated(measured);
     let cap = trial.entry.load.in_flight_cap(&trial.step)?;
     (n > 0).then(|| {

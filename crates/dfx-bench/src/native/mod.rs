@@ -177,10 +177,10 @@ impl Bench for NativeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
-        if !entry.load.is_upstream() && (realtime::is_realtime(entry) || omni::is_chat(entry)) {
+        if !entry.load.is_upstream() && realtime::is_realtime(entry) {
             return Err(Unsupported::LoadKeysBackend {
                 backend: entry.backend.clone(),
-                implemented: BACKEND,
+                implemented: "openai-audio-speech and openai-chat-omni",
             });
         }
         if realtime::is_realtime(entry) {

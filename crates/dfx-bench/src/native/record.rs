@@ -52,6 +52,12 @@ pub(crate) trait PhaseRecord {
     fn index(&self) -> usize;
     /// Whether it succeeded.
     fn ok(&self) -> bool;
+    /// When its schedule planned it, seconds from the phase's start.
+    fn planned_send_s(&self) -> f64;
+    /// When it was sent, seconds from the phase's start.
+    fn actual_send_s(&self) -> f64;
+    /// The saturation gate refused it (never sent).
+    fn saturated(&self) -> bool;
 }
 
 impl PhaseRecord for RequestRecord {
@@ -63,6 +69,15 @@ impl PhaseRecord for RequestRecord {
     }
     fn ok(&self) -> bool {
         self.ok
+    }
+    fn planned_send_s(&self) -> f64 {
+        self.planned_send_s
+    }
+    fn actual_send_s(&self) -> f64 {
+        self.actual_send_s
+    }
+    fn saturated(&self) -> bool {
+        self.saturated
     }
 }
 

@@ -17,7 +17,6 @@ pub(crate) mod sse;
 pub(crate) mod stream;
 pub(crate) mod summary;
 
-use crate::native::lapse::TimeLapse;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +37,8 @@ use super::random::{self, RequestSpec, text::Counter};
 use super::stall::SharedWatch;
 use crate::native::BenchError;
 use crate::native::aggregate::StepHeader;
+use crate::native::lapse::TimeLapse;
+use crate::native::record::PhaseRecord;
 
 /// Backends served here (`daily-omni` is upstream's alias of the chat function).
 pub(crate) const CHAT_BACKENDS: [&str; 2] = ["openai-chat-omni", "daily-omni"];
@@ -315,7 +316,11 @@ fn conclude(
         real_tokenizer: real,
         goodput: trial.entry.goodput.clone(),
     };
-    let doc = aggregate::result_doc(&measured, &facts, sel);
+    let mut doc = aggregate::result_doc(&measured, &facts, sel);
+    if !trial.entry.load.is_upstream() {
+        // The load keys only with dfx-perf's load keys: upstream's chat result is unchanged.
+        super::load_result::insert(&mut doc, trial, &measured);
+    }
     let block = summary::serving_block(&doc, sel);
     let extras = summary::extras_block(&doc);
     eprint!("{block}{extras}");
@@ -332,7 +337,13 @@ fn conclude(
     for n in notes {
         log.write(&format!("stream note: {n}"));
     }
-    let errors = super::distinct_errors(measured.iter().filter_map(|r| r.error.as_ref()));
+    let mut errors: Vec<String> = super::load_result::saturation_error(trial, &measured)
+        .into_iter()
+        .collect();
+    let sent = measured.iter().filter(|r| !r.saturated());
+    errors.extend(super::distinct_errors(
+        sent.filter_map(|r| r.error.as_ref()),
+    ));
     let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
     super::measured_step(doc, errors, &lags, (trial, settings), log)
 }

@@ -257,4 +257,13 @@ impl crate::native::record::PhaseRecord for ChatRecord {
     fn ok(&self) -> bool {
         self.ok
     }
+    fn planned_send_s(&self) -> f64 {
+        self.planned_send_s
+    }
+    fn actual_send_s(&self) -> f64 {
+        self.actual_send_s
+    }
+    fn saturated(&self) -> bool {
+        self.error_class.as_deref() == Some("saturated")
+    }
 }

@@ -238,3 +238,55 @@ fn open_loop_realtime_tts_with_text_rows() {
     );
     rt.block_on(sim.shutdown()).unwrap();
 }
+
+/// The load keys on realtime sessions, on the one scheduler: a burst of 4 sessions against
+/// an open-loop cap of 1 with `saturation: "fail"`: one session runs, three are refused
+/// and recorded (never sent), the step fails with the gate's line, and the load keys are
+/// written.
+#[test]
+fn a_realtime_burst_meets_the_cap_and_the_saturation_gate() {
+    use dfx_core::plan::{LoadShape, LoadSpec, Saturation};
+    let (_rt, sim) = native_support::spawn_sim(OMNI, 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    seed_tts(&dir.path().join("ds"), 4);
+    let t = trial(TrialSpec {
+        dataset_name: "seed-tts",
+        dataset_path: dir.path().join("ds").to_str().unwrap(),
+        kind: StepKind::RequestRate { request_rate: 1.0 },
+        num_prompts: 4,
+        num_warmups: Some(0),
+        model: OMNI,
+        ..TrialSpec::default()
+    });
+    let mut t = realtime(t, "openai-realtime-duplex", "/v1/realtime", json!({}));
+    let mut e = (*t.entry).clone();
+    e.load = LoadSpec {
+        shape: LoadShape::Burst,
+        open_loop_max_concurrency: std::num::NonZeroU32::new(1),
+        saturation: Saturation::Fail,
+    };
+    t.entry = Arc::new(e);
+    let bench = NativeBench::new(NativeSettings {
+        auth_token_env: None,
+        progress: false,
+        ..NativeSettings::default()
+    });
+    bench
+        .supports(&t.entry)
+        .expect("realtime takes the load keys");
+    let out = dir.path().join("out");
+    let ctx = native_support::sim_context(&t, sim.base_url(), sim.addr.port(), &out);
+    let outcome = bench.run(&ctx);
+    let doc = outcome.result.unwrap();
+    assert_eq!(doc["completed"], 1, "{}", outcome.log_tail);
+    assert_eq!(doc["failed"], 3);
+    assert_eq!(doc["load_shape"], "burst");
+    assert_eq!(doc["saturated_requests"], 3);
+    let first = "load generator saturated: 3 arrivals found max_concurrency=1 requests in flight";
+    assert_eq!(outcome.errors, vec![first.to_string()]);
+    let refused = read_records(&out)
+        .iter()
+        .filter(|r| r["saturated"] == true && r["error_class"] == "saturated")
+        .count();
+    assert_eq!(refused, 3);
+}

@@ -177,12 +177,6 @@ impl Bench for NativeBench {
     fn supports(&self, entry: &BenchEntry) -> Result<(), Unsupported> {
         let backend = entry.backend.as_deref();
         let dataset = entry.dataset_name.as_deref();
-        if !entry.load.is_upstream() && realtime::is_realtime(entry) {
-            return Err(Unsupported::LoadKeysBackend {
-                backend: entry.backend.clone(),
-                implemented: "openai-audio-speech and openai-chat-omni",
-            });
-        }
         if realtime::is_realtime(entry) {
             return realtime::supports(entry);
         }

@@ -13,18 +13,6 @@ use crate::plan::Dialect;
 /// lists (`accepted`, `implemented`) are the bench's own constants.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
-    /// Native bench: `load` keys on a realtime backend (its sessions do not honour the
-    /// saturation gate yet).
-    #[error(
-        "the load keys ({}) are implemented for backends {implemented}; got backend {}",
-        LOAD_KEYS.join(", "), none(.backend)
-    )]
-    LoadKeysBackend {
-        /// The entry's `backend`, if it sets one.
-        backend: Option<String>,
-        /// The backends the native load shapes support.
-        implemented: &'static str,
-    },
     /// External bench: `load` keys are dfx-perf's own.
     #[error(
         "the load keys ({}) are dfx-perf's own, run by the native bench only \

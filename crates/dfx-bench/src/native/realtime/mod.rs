@@ -114,6 +114,19 @@ async fn run_request(ph: &Phase, job: RtJob, mut d: Dispatch, base: Instant) {
         // The server stalled, or the run is being interrupted: the rest is not sent.
         return;
     }
+    if let Some(cap) = d.saturated {
+        // Refused by the saturation gate: recorded, never sent.
+        let now = Instant::now();
+        ph.lapse.dispatch(base, &mut d);
+        let span = (ph.lapse.instant(base, now), ph.lapse.instant(base, now));
+        let pcm = Default::default();
+        let mut rec = request_record(&d, job.sample, job.label, Vec::new(), pcm, span, base);
+        rec.base.ok = false;
+        rec.base.error_class = Some("saturated".into());
+        rec.base.error = Some(super::client::saturated_message(cap));
+        let _ = ph.records.send(rec);
+        return;
+    }
     ph.inflight.enter();
     let start = Instant::now();
     let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.turns.len());
@@ -314,18 +327,25 @@ fn conclude(
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false),
     };
-    let doc = result::result_doc(&measured, &facts, sel, rf);
+    let mut doc = result::result_doc(&measured, &facts, sel, rf);
     let base: Vec<_> = measured.iter().map(|r| r.base.clone()).collect();
+    if !entry.load.is_upstream() {
+        // The load keys only with dfx-perf's load keys: upstream's result is unchanged.
+        super::load_result::insert(&mut doc, trial, &base);
+    }
     let block = summary::serving_block(&doc, sel, aggregate::upstream_continuity_ok_rate(&base));
     let block = with_ttft(&block, &doc, &sel.percentiles);
     eprint!("{block}");
     log.write("output tokens: stage-0 num_tokens_out when the server sends stage metrics, else the transcript's word count");
     log.write(&block);
-    let errors = super::distinct_errors(
+    let mut errors: Vec<String> = super::load_result::saturation_error(trial, &base)
+        .into_iter()
+        .collect();
+    errors.extend(super::distinct_errors(
         base.iter()
             .filter(|r| !r.saturated)
             .filter_map(|r| r.error.as_ref()),
-    );
+    ));
     let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
     log.step_problems(&errors, invalid_load.as_deref());
     let exit = expected_turns(entry, &doc, trial.step.num_prompts.get());

@@ -46,6 +46,7 @@ pub mod stall;
 pub mod stats;
 pub mod summary;
 pub(crate) mod unimplemented;
+pub mod upstream_rng;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;

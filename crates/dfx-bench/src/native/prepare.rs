@@ -284,7 +284,8 @@ pub(crate) fn prepare_rows(
     let (kind, n, w, seed) = (source.kind, source.n, source.warmups, source.seed);
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
     let rows_measured = dataset::select(source.rows.len(), n, seed);
-    let rows_warm = dataset::select(source.rows.len(), w, seed ^ 0x7761_726d);
+    // vllm bench warms up with `w` copies of its first request (`test_input`).
+    let rows_warm = vec![rows_measured.first().copied().unwrap_or(0); w];
     let model = trial.server.model.as_str();
     let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
     let capture = entry.seed_tts_wer_eval();

@@ -23,6 +23,9 @@ pub struct StepFacts {
     pub sample_rate: u32,
     /// Exact largest number of requests in flight at once.
     pub peak_inflight: usize,
+    /// Prompt tokens of the successful requests, as vllm bench counts them
+    /// (`total_input_tokens`; 0 without a tokenizer).
+    pub input_tokens: u64,
 }
 
 /// Per-metric samples over the successful requests (upstream definitions: an empty 200
@@ -81,6 +84,7 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
         audio_s: stats::sum(&audio),
         audio_frames: ok.iter().map(|r| r.audio_frames).sum(),
         max_concurrent_requests: max_concurrent_requests(&ok),
+        input_tokens: f.input_tokens,
         ..Totals::default()
     };
     let ps = &sel.percentiles;

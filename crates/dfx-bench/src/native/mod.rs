@@ -469,6 +469,7 @@ impl NativeBench {
             header: aggregate::StepHeader::of(trial, BACKEND, num_prompts),
             sample_rate: p.sample_rate,
             peak_inflight,
+            input_tokens: p.input_tokens(measured),
         };
         let mut doc = aggregate::result_doc(measured, &facts, &p.selection);
         doc.insert(
@@ -485,7 +486,9 @@ impl NativeBench {
         // stderr: stdout belongs to libtest's output (`--format json` is a JSON stream);
         // eprint! rather than a raw handle so test harnesses capture it.
         eprint!("{block}{extras}");
-        log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
+        if p.prompt_tokens.is_none() {
+            log.write("token counts need a tokenizer (--tokenizer): total_input_tokens and token throughputs are written as 0");
+        }
         log.write(&block);
         log.write(&extras);
         let mut errors: Vec<String> = load_result::saturation_error(trial, measured)

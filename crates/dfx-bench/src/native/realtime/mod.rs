@@ -288,6 +288,7 @@ fn conclude(
         header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts.get()),
         sample_rate: metrics::FRAMES_RATE as u32,
         peak_inflight: peak,
+        input_tokens: 0,
     };
     let rf = result::RealtimeFacts {
         ttft_selected: entry.percentiles.names("ttft"),

@@ -47,7 +47,7 @@ if [[ "${PARITY_PROFILE:-}" == release ]]; then profile=(--release); sub=release
 out="${out:-$root/target/parity-matrix/$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$out"
 cd "$root"
-cargo build -q "${profile[@]}" -p dfx-sim --bin dfx-perf-sim
+cargo build -q "${profile[@]}" --bin dfx-perf-sim
 perf="$(cargo test -q "${profile[@]}" --test perf --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:

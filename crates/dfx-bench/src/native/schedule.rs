@@ -122,6 +122,17 @@ pub(crate) fn cohort_offsets(
     Ok(out)
 }
 
+/// A rate and a burstiness both positive and finite.
+fn check_rate(rate: f64, burstiness: f64) -> Result<(), ScheduleError> {
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(ScheduleError::Rate(rate));
+    }
+    if !(burstiness.is_finite() && burstiness > 0.0) {
+        return Err(ScheduleError::Burstiness(burstiness));
+    }
+    Ok(())
+}
+
 /// `vllm bench serve`'s schedule of `n` requests at `rate` (`get_request`), drawn from
 /// the same NumPy stream for the same seed: a Gamma(burstiness, 1 / (rate · burstiness))
 /// gap before every request, the first included, summed, then scaled so the last is
@@ -132,12 +143,7 @@ pub fn upstream_offsets(
     burstiness: f64,
     seed: u64,
 ) -> Result<Vec<f64>, ScheduleError> {
-    if !(rate.is_finite() && rate > 0.0) {
-        return Err(ScheduleError::Rate(rate));
-    }
-    if !(burstiness.is_finite() && burstiness > 0.0) {
-        return Err(ScheduleError::Burstiness(burstiness));
-    }
+    check_rate(rate, burstiness)?;
     let mut np = NpLegacy::new(seed);
     let theta = 1.0 / (rate * burstiness);
     let mut t = 0.0;
@@ -164,12 +170,7 @@ pub fn arrival_offsets(
     burstiness: f64,
     seed: u64,
 ) -> Result<Vec<f64>, ScheduleError> {
-    if !(rate.is_finite() && rate > 0.0) {
-        return Err(ScheduleError::Rate(rate));
-    }
-    if !(burstiness.is_finite() && burstiness > 0.0) {
-        return Err(ScheduleError::Burstiness(burstiness));
-    }
+    check_rate(rate, burstiness)?;
     let gamma = Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|source| {
         ScheduleError::Distribution {
             rate,

@@ -6,7 +6,8 @@
 # bench") shows a run.
 #
 # Usage:
-#   scripts/parity-matrix.sh [--rounds N] [--out DIR] [--only tts|omni] [--filter SUBSTR]
+#   scripts/parity-matrix.sh [--rounds N] [--out DIR] [--only tts|omni] [--filter GLOB]
+#   (--filter: a shell pattern matched against whole trial names, e.g. '*::c4')
 #
 # Needs vllm bench: vllm 0.30.0 + vllm-omni 0.30.0 in a venv (BENCHMARKS.md, "The native
 # bench beside vllm bench"), found through DFX_VLLM_BIN, else /work/vllm-venv/bin/vllm,
@@ -24,8 +25,8 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds="${2:?--rounds needs a number}"; shift 2 ;;
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
     --only) only="${2:?--only needs tts or omni}"; shift 2 ;;
-    --filter) filter="${2:?--filter needs a substring of a trial name}"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --filter) filter="${2:?--filter needs a pattern of trial names}"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -85,7 +86,8 @@ run_config() {
   echo "== $config against $model at $url (real time)" >&2
   mapfile -t trials < <("$perf" --list --test-config-file "$config" 2>/dev/null | sed -n 's/: test$//p')
   for t in "${trials[@]}"; do
-    [[ -z "$filter" || "$t" == *"$filter"* ]] || continue
+    # shellcheck disable=SC2053 # the filter is a pattern
+    [[ -z "$filter" || "$t" == $filter ]] || continue
     for r in $(seq 1 "$rounds"); do
       if (( r % 2 )); then order=(native vllm); else order=(vllm native); fi
       for b in "${order[@]}"; do

@@ -1,7 +1,9 @@
 """The parity table of a scripts/parity-matrix.sh run: per trial and key metric, the median
 over the rounds of each bench's value, native / vllm, and `!` beyond the tolerance.
 
-    python3 scripts/parity/table.py RUNS_DIR [--tolerance PCT]
+    python3 scripts/parity/table.py RUNS_DIR [--tolerance PCT] [--wide]
+
+--wide: one row per trial, each cell `native / vllm (ratio)` (BENCHMARKS.md's form).
 
 RUNS_DIR holds <trial>/r<round>-<native|vllm>/**/result.json (the matrix's layout).
 Standard library only.
@@ -41,6 +43,9 @@ def value(doc: dict, key: str):
 def main() -> int:
     args = sys.argv[1:]
     tolerance = 3.0
+    wide = "--wide" in args
+    if wide:
+        args.remove("--wide")
     if "--tolerance" in args:
         i = args.index("--tolerance")
         tolerance = float(args[i + 1])
@@ -52,15 +57,14 @@ def main() -> int:
     if not runs.is_dir():
         print(f"table.py: {runs} is not a folder", file=sys.stderr)
         return 2
-    print(f"| trial | metric | native | vllm | native / vllm | rounds |")
-    print("|---|---|---|---|---|---|")
-    marked = 0
+    rows = []
     for trial in sorted(p for p in runs.iterdir() if p.is_dir()):
         docs = {"native": [], "vllm": []}
         for run in sorted(p for p in trial.iterdir() if p.is_dir()):
             bench = run.name.split("-", 1)[-1]
             if bench in docs:
                 docs[bench].extend(results(run))
+        cells = {}
         for key, label in METRICS:
             vals = {b: [v for d in ds if (v := value(d, key)) is not None] for b, ds in docs.items()}
             if not vals["native"] or not vals["vllm"]:
@@ -70,10 +74,29 @@ def main() -> int:
                 continue
             ratio = n / v if v else float("inf")
             far = abs(ratio - 1) * 100 > tolerance and key != "completed"
-            marked += far
-            mark = " !" if far else ""
-            rounds = f"{len(vals['native'])}/{len(vals['vllm'])}"
-            print(f"| {trial.name} | {label} | {n:.4g} | {v:.4g} | {ratio:.3f}{mark} | {rounds} |")
+            cells[label] = (n, v, ratio, far, f"{len(vals['native'])}/{len(vals['vllm'])}")
+        rows.append((trial.name, cells))
+    marked = sum(c[3] for _, cells in rows for c in cells.values())
+    if wide:
+        labels = [label for _, label in METRICS if any(label in c for _, c in rows)]
+        print("| trial | " + " | ".join(labels) + " |")
+        print("|---" * (len(labels) + 1) + "|")
+        for name, cells in rows:
+            out = []
+            for label in labels:
+                if label not in cells:
+                    out.append("—")
+                    continue
+                n, v, ratio, far, _ = cells[label]
+                out.append(f"{n:.4g} / {v:.4g} ({ratio:.3f}{' !' if far else ''})")
+            print(f"| {name} | " + " | ".join(out) + " |")
+    else:
+        print("| trial | metric | native | vllm | native / vllm | rounds |")
+        print("|---|---|---|---|---|---|")
+        for name, cells in rows:
+            for label, (n, v, ratio, far, rounds) in cells.items():
+                mark = " !" if far else ""
+                print(f"| {name} | {label} | {n:.4g} | {v:.4g} | {ratio:.3f}{mark} | {rounds} |")
     print(f"\n{marked} metric(s) beyond ±{tolerance:g} %")
     return 0
 

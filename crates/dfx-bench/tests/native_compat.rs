@@ -184,6 +184,7 @@ fn facts(rate: Option<f64>, burstiness: f64, c: Option<u32>, n: u64) -> StepFact
         sample_rate: 24_000,
         peak_inflight: c.unwrap_or(4) as usize,
         goodput: None,
+        input_tokens: 0,
     }
 }
 

@@ -27,6 +27,9 @@ pub struct StepFacts {
     pub peak_inflight: usize,
     /// The entry's `goodput` SLOs (`request_goodput` stays `null` without them).
     pub goodput: Option<GoodputSpec>,
+    /// Prompt tokens of the successful requests, as vllm bench counts them
+    /// (`total_input_tokens`; 0 without a tokenizer).
+    pub input_tokens: u64,
 }
 
 /// Per-metric samples over the successful requests (upstream definitions: an empty 200
@@ -100,6 +103,7 @@ pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) ->
         audio_s: stats::sum(&audio),
         audio_frames: ok.iter().map(|r| r.audio_frames).sum(),
         max_concurrent_requests: max_concurrent_requests(&ok),
+        input_tokens: f.input_tokens,
         ..Totals::default()
     };
     let ps = &sel.percentiles;

@@ -5,9 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::native::BenchError;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use crate::native::upstream_rng::PyRandom;
 
 /// The datasets the native bench implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -400,18 +398,22 @@ pub(crate) fn check_clip(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Row indices for `n` requests: the rows shuffled with `seed`, then (when `n` exceeds the
-/// rows) further rows drawn uniformly with replacement.
+/// Row indices for `n` requests, as `vllm bench serve` picks them for the seed-tts
+/// datasets: the rows shuffled with Python's `random.Random(seed)`, the first `n` taken
+/// in that order; when `n` exceeds the rows, the rest drawn with `random.choice` from
+/// them after `random.seed(seed)` (`maybe_oversample_requests`).
 pub fn select(rows: usize, n: usize, seed: u64) -> Vec<usize> {
     if rows == 0 {
         return Vec::new();
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut order: Vec<usize> = (0..rows).collect();
-    order.shuffle(&mut rng);
+    PyRandom::new(seed).shuffle(&mut order);
     order.truncate(n);
+    let mut again = PyRandom::new(seed);
+    let base = order.len();
     while order.len() < n {
-        order.push(rng.random_range(0..rows));
+        let pick = order[again.choice(base)];
+        order.push(pick);
     }
     order
 }
@@ -466,6 +468,14 @@ mod tests {
         assert_eq!(sorted, (0..10).collect::<Vec<_>>());
         assert_eq!(a, select(10, 10, 7));
         assert_ne!(a, select(10, 10, 8));
+        // vllm bench's draw for 13 rows, 20 requests, seed 0 (CPython 3.11: the shuffle,
+        // then `random.seed(0)` and seven `random.choice`s of the first 13).
+        assert_eq!(
+            select(13, 20, 0),
+            [
+                1, 10, 9, 5, 11, 2, 3, 7, 8, 4, 0, 12, 6, 3, 6, 3, 1, 11, 8, 7
+            ]
+        );
         let b = select(3, 8, 1);
         assert_eq!(b.len(), 8);
         assert!(b.iter().all(|&i| i < 3));

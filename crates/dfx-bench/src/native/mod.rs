@@ -46,6 +46,7 @@ pub mod stall;
 pub mod stats;
 pub mod summary;
 pub(crate) mod unimplemented;
+pub mod upstream_rng;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -466,6 +467,7 @@ impl NativeBench {
             sample_rate: p.sample_rate,
             peak_inflight,
             goodput: trial.entry.goodput.clone(),
+            input_tokens: p.input_tokens(measured),
         };
         let mut doc = aggregate::result_doc(measured, &facts, &p.selection);
         doc.insert(
@@ -482,7 +484,9 @@ impl NativeBench {
         // stderr: stdout belongs to libtest's output (`--format json` is a JSON stream);
         // eprint! rather than a raw handle so test harnesses capture it.
         eprint!("{block}{extras}");
-        log.write("token counts need a tokenizer: total_input_tokens and token throughputs are written as 0");
+        if p.prompt_tokens.is_none() {
+            log.write("token counts need a tokenizer (--tokenizer): total_input_tokens and token throughputs are written as 0");
+        }
         log.write(&block);
         log.write(&extras);
         let mut errors: Vec<String> = load_result::saturation_error(trial, measured)

@@ -16,7 +16,8 @@ use super::dataset::{self, DatasetKind, Lookup, Row};
 use super::driver::{Job, Load};
 use super::lapse::TimeLapse;
 use super::quality::QualityRow;
-use super::record::Sample;
+use super::random::text::Counter;
+use super::record::{RequestRecord, Sample};
 use super::request::{BodyTemplate, base_headers, wav_data_url};
 use super::schedule;
 use super::selection::Selection;
@@ -32,8 +33,39 @@ pub(crate) struct Prepared {
     /// The time-lapse the records are mapped back with.
     pub lapse: TimeLapse,
     pub selection: Selection,
+    /// Each measured request's prompt tokens as vllm bench counts them
+    /// (`len(tokenizer.encode(text))`, special tokens included), when a tokenizer is set.
+    pub prompt_tokens: Option<Vec<u64>>,
     /// Lines for bench.log describing the choices made.
     pub notes: Vec<String>,
+}
+
+impl Prepared {
+    /// `total_input_tokens`: the prompt tokens of the successful measured requests.
+    pub(crate) fn input_tokens(&self, measured: &[RequestRecord]) -> u64 {
+        let Some(tokens) = &self.prompt_tokens else {
+            return 0;
+        };
+        measured
+            .iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| tokens.get(r.index))
+            .sum()
+    }
+}
+
+/// Each measured row's prompt tokens with the tokenizer of `settings`, if one is set.
+fn prompt_tokens(
+    settings: &NativeSettings,
+    rows: &[Row],
+    measured: &[usize],
+) -> Result<Option<Vec<u64>>, BenchError> {
+    let Some(path) = &settings.tokenizer else {
+        return Ok(None);
+    };
+    let counter = Counter::load(path)?;
+    let count = |r: &usize| counter.prompt_len(&rows[*r].text).unwrap_or(0);
+    Ok(Some(measured.iter().map(count).collect()))
 }
 
 /// The sample rate and where it came from.
@@ -284,7 +316,8 @@ pub(crate) fn prepare_rows(
     let (kind, n, w, seed) = (source.kind, source.n, source.warmups, source.seed);
     let locale = entry.seed_tts_locale.as_deref().unwrap_or("en");
     let rows_measured = dataset::select(source.rows.len(), n, seed);
-    let rows_warm = dataset::select(source.rows.len(), w, seed ^ 0x7761_726d);
+    // vllm bench warms up with `w` copies of its first request (`test_input`).
+    let rows_warm = vec![rows_measured.first().copied().unwrap_or(0); w];
     let model = trial.server.model.as_str();
     let template = BodyTemplate::new(model, kind, locale, &entry.raw, entry.extra_body.as_ref());
     let capture = entry.seed_tts_wer_eval();
@@ -296,6 +329,7 @@ pub(crate) fn prepare_rows(
         &source.prefix,
         capture.then_some(&quality_locale),
     )?;
+    let prompt_tokens = prompt_tokens(settings, source.rows, &rows_measured)?;
     let (load, shape) = load_shape(ctx, n, seed, settings.time_lapse)?;
     let sample_rate = sample_rate(settings, model, &mut notes);
     let token = token(settings, &mut notes);
@@ -322,6 +356,7 @@ pub(crate) fn prepare_rows(
         sample_rate,
         lapse: settings.time_lapse,
         selection,
+        prompt_tokens,
         notes,
     })
 }

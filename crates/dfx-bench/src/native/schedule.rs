@@ -6,6 +6,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
 
+use super::upstream_rng::NpLegacy;
+
 /// A load shape whose send times cannot be drawn.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
@@ -46,7 +48,7 @@ pub fn planned_offsets(
     seed: u64,
 ) -> Result<Vec<f64>, ScheduleError> {
     match shape {
-        LoadShape::Steady => arrival_offsets(n, rate, burstiness, seed),
+        LoadShape::Steady => upstream_offsets(n, rate, burstiness, seed),
         LoadShape::Ramp { start_rate } => ramp_offsets(n, *start_rate, rate, burstiness, seed),
         LoadShape::Burst => Ok(vec![0.0; n]),
         LoadShape::Soak { duration_s } => soak_offsets(n, *duration_s, burstiness, seed),
@@ -120,6 +122,44 @@ pub(crate) fn cohort_offsets(
     Ok(out)
 }
 
+/// A rate and a burstiness both positive and finite.
+fn check_rate(rate: f64, burstiness: f64) -> Result<(), ScheduleError> {
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(ScheduleError::Rate(rate));
+    }
+    if !(burstiness.is_finite() && burstiness > 0.0) {
+        return Err(ScheduleError::Burstiness(burstiness));
+    }
+    Ok(())
+}
+
+/// `vllm bench serve`'s schedule of `n` requests at `rate` (`get_request`), drawn from
+/// the same NumPy stream for the same seed: a Gamma(burstiness, 1 / (rate · burstiness))
+/// gap before every request, the first included, summed, then scaled so the last is
+/// due at `n / rate` (upstream's "stabilise the throughput" rescaling).
+pub fn upstream_offsets(
+    n: usize,
+    rate: f64,
+    burstiness: f64,
+    seed: u64,
+) -> Result<Vec<f64>, ScheduleError> {
+    check_rate(rate, burstiness)?;
+    let mut np = NpLegacy::new(seed);
+    let theta = 1.0 / (rate * burstiness);
+    let mut t = 0.0;
+    let mut out: Vec<f64> = (0..n)
+        .map(|_| {
+            t += np.gamma(burstiness, theta);
+            t
+        })
+        .collect();
+    if t > 0.0 {
+        let k = n as f64 / rate / t;
+        out.iter_mut().for_each(|x| *x *= k);
+    }
+    Ok(out)
+}
+
 /// Send offsets (seconds from the first scheduled send) of `n` open-loop requests at
 /// `rate` per second: the first at 0, then gaps drawn from
 /// Gamma(shape = burstiness, scale = 1 / (rate · burstiness)) (burstiness 1 = Poisson),
@@ -130,12 +170,7 @@ pub fn arrival_offsets(
     burstiness: f64,
     seed: u64,
 ) -> Result<Vec<f64>, ScheduleError> {
-    if !(rate.is_finite() && rate > 0.0) {
-        return Err(ScheduleError::Rate(rate));
-    }
-    if !(burstiness.is_finite() && burstiness > 0.0) {
-        return Err(ScheduleError::Burstiness(burstiness));
-    }
+    check_rate(rate, burstiness)?;
     let gamma = Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|source| {
         ScheduleError::Distribution {
             rate,

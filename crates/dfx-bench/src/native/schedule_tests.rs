@@ -98,8 +98,18 @@ fn cohorts_start_at_their_offsets_and_merge_in_time_order() {
 fn steady_is_upstream_and_shapes_are_seeded() {
     assert_eq!(
         planned_offsets(&LoadShape::Steady, 20, 4.0, 1.0, 3).unwrap(),
-        arrival_offsets(20, 4.0, 1.0, 3).unwrap()
+        upstream_offsets(20, 4.0, 1.0, 3).unwrap()
     );
+    // vllm bench's `get_request` for 20 requests at 4 req/s, seed 3 (NumPy 2.4): the
+    // first request waits its own gap, the last is due at n / rate.
+    let up = upstream_offsets(20, 4.0, 1.0, 3).unwrap();
+    for (got, want) in up
+        .iter()
+        .zip([0.2796863862666376, 0.7100794387185031, 0.8302201596670805])
+    {
+        assert!((got - want).abs() < 1e-12, "{up:?}");
+    }
+    assert!((up[19] - 5.0).abs() < 1e-12, "{up:?}");
     let ramp = LoadShape::Ramp { start_rate: 1.0 };
     assert_eq!(
         planned_offsets(&ramp, 20, 4.0, 1.0, 3),

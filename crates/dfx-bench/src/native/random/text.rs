@@ -75,6 +75,13 @@ impl Counter {
         }
     }
 
+    /// Tokens of `text` as Hugging Face's `tokenizer.encode(text)` counts them (special
+    /// tokens added: what vllm bench's seed-tts datasets record as `prompt_len`); `None`
+    /// for the approximation.
+    pub fn prompt_len(&self, text: &str) -> Option<u64> {
+        Some(self.count(text)? + self.special_added())
+    }
+
     /// Special tokens the tokenizer adds to a single sequence (0 for the approximation).
     fn special_added(&self) -> u64 {
         use tokenizers::PostProcessor;

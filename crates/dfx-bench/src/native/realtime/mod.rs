@@ -317,6 +317,7 @@ fn conclude(
         peak_inflight: peak,
         // preflight refuses `goodput` on realtime entries
         goodput: None,
+        input_tokens: 0,
     };
     let rf = result::RealtimeFacts {
         ttft_selected: entry.percentiles.names("ttft"),

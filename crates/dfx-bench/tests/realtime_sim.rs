@@ -14,32 +14,6 @@ use serde_json::{Value, json};
 
 const OMNI: &str = "Qwen/Qwen3-Omni-30B-A3B-Instruct";
 
-/// `<dir>/en/meta.lst` with `n` seed-tts rows and their 16 kHz reference clips.
-fn seed_tts(dir: &std::path::Path, n: usize) {
-    let en = dir.join("en");
-    std::fs::create_dir_all(en.join("wavs")).unwrap();
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 16_000,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut meta = String::new();
-    for i in 0..n {
-        let path = en.join(format!("wavs/r{i}.wav"));
-        let mut w = hound::WavWriter::create(&path, spec).unwrap();
-        for k in 0..1600 {
-            w.write_sample(((k as f64 * 0.2).sin() * 5000.0) as i16)
-                .unwrap();
-        }
-        w.finalize().unwrap();
-        meta.push_str(&format!(
-            "r{i}|reference {i}|wavs/r{i}.wav|Sentence number {i} is spoken here.\n"
-        ));
-    }
-    std::fs::write(en.join("meta.lst"), meta).unwrap();
-}
-
 fn realtime(mut t: Trial, backend: &str, endpoint: &str, raw: Value) -> Trial {
     let mut e: BenchEntry = (*t.entry).clone();
     e.backend = Some(backend.into());
@@ -53,7 +27,7 @@ fn realtime(mut t: Trial, backend: &str, endpoint: &str, raw: Value) -> Trial {
 fn native_realtime_client_against_the_simulator() {
     let (rt, sim) = native_support::spawn_sim(OMNI, 10.0);
     let dir = tempfile::tempdir().unwrap();
-    seed_tts(&dir.path().join("ds"), 6);
+    native_support::seed_tts(&dir.path().join("ds"), 6);
     let t = trial(TrialSpec {
         dataset_name: "seed-tts",
         dataset_path: dir.path().join("ds").to_str().unwrap(),

@@ -19,38 +19,11 @@ use super::{RunOut, Stats};
 /// Rows of the realtime dataset.
 const ROWS: usize = 8;
 
-/// A seed-tts dataset in `dir` (`en/meta.lst`, [`ROWS`] rows with 0.1 s 16 kHz reference
-/// clips: the realtime backends need one per row).
-fn seed_tts(dir: &Path) -> std::io::Result<()> {
-    let en = dir.join("en");
-    std::fs::create_dir_all(en.join("wavs"))?;
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 16_000,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut meta = String::new();
-    for i in 0..ROWS {
-        let path = en.join(format!("wavs/r{i}.wav"));
-        let mut w = hound::WavWriter::create(&path, spec).map_err(std::io::Error::other)?;
-        for k in 0..1600 {
-            let v = ((k as f64 * 0.2).sin() * 5000.0) as i16;
-            w.write_sample(v).map_err(std::io::Error::other)?;
-        }
-        w.finalize().map_err(std::io::Error::other)?;
-        meta.push_str(&format!(
-            "r{i}|reference {i}|wavs/r{i}.wav|Sentence number {i} is spoken here.\n"
-        ));
-    }
-    std::fs::write(en.join("meta.lst"), meta)
-}
-
 /// `trial` as an `openai-realtime-tts` entry of one turn per request, on a seed-tts
 /// dataset written into `dir`.
 pub(crate) fn realtime_trial(mut t: Trial, dir: &Path) -> Trial {
     let ds = dir.join("ds");
-    seed_tts(&ds).expect("write the realtime dataset");
+    super::native_support::seed_tts(&ds, ROWS);
     let mut e: BenchEntry = (*t.entry).clone();
     e.dataset_name = Some("seed-tts".into());
     e.dataset_path = Some(ds.to_string_lossy().into_owned());

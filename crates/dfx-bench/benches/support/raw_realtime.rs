@@ -113,15 +113,7 @@ async fn stats(State(s): State<Shared>) -> axum::Json<Value> {
 /// returns when stdin closes.
 pub(crate) fn serve() {
     use std::io::Read;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(async { dfx_sim::listen::listen_on(([127, 0, 0, 1], 0).into()) })
-        .unwrap();
-    println!("http://{}", listener.local_addr().unwrap());
+    let (rt, listener) = super::raw_server::bind();
     let pcm = super::native_support::pcm(DELTA_BYTES / 2, true, 0);
     let s = Shared {
         audio: base64::engine::general_purpose::STANDARD.encode(pcm).into(),

@@ -252,10 +252,9 @@ async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>, pace
     }
 }
 
-/// Serves on an ephemeral loopback port (2 runtime threads) at `pace`, prints
-/// `http://addr`, and returns when stdin closes.
-pub(crate) fn serve(pace: Pace) {
-    use std::io::Read;
+/// A server child's runtime (2 threads) and its listener on an ephemeral loopback port
+/// (uvicorn's backlog), whose `http://addr` it prints for [`super::server_child`].
+pub(crate) fn bind() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -265,6 +264,14 @@ pub(crate) fn serve(pace: Pace) {
         .block_on(async { dfx_sim::listen::listen_on(([127, 0, 0, 1], 0).into()) })
         .unwrap();
     println!("http://{}", listener.local_addr().unwrap());
+    (rt, listener)
+}
+
+/// Serves on an ephemeral loopback port (2 runtime threads) at `pace`, prints
+/// `http://addr`, and returns when stdin closes.
+pub(crate) fn serve(pace: Pace) {
+    use std::io::Read;
+    let (rt, listener) = bind();
     let marks: Marks = Arc::default();
     let counts: Arc<Counts> = Arc::default();
     rt.spawn(async move {

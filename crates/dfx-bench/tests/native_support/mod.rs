@@ -383,3 +383,29 @@ pub(crate) fn spawn_sim(model: &str, speed: f64) -> (tokio::runtime::Runtime, df
         .unwrap();
     (rt, sim)
 }
+
+/// `<dir>/en/meta.lst` with `n` seed-tts rows and their 16 kHz reference clips (0.1 s).
+pub(crate) fn seed_tts(dir: &Path, n: usize) {
+    let en = dir.join("en");
+    std::fs::create_dir_all(en.join("wavs")).unwrap();
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut meta = String::new();
+    for i in 0..n {
+        let path = en.join(format!("wavs/r{i}.wav"));
+        let mut w = hound::WavWriter::create(&path, spec).unwrap();
+        for k in 0..1600 {
+            w.write_sample(((k as f64 * 0.2).sin() * 5000.0) as i16)
+                .unwrap();
+        }
+        w.finalize().unwrap();
+        meta.push_str(&format!(
+            "r{i}|reference {i}|wavs/r{i}.wav|Sentence number {i} is spoken here.\n"
+        ));
+    }
+    std::fs::write(en.join("meta.lst"), meta).unwrap();
+}

@@ -275,7 +275,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let has = |a: &str| args.iter().any(|x| x == a);
     if has("--serve-raw") {
-        return raw_server::serve();
+        return raw_server::serve(raw_server::Pace::PACED);
     }
     if has("--serve-axum") {
         return serve_axum();

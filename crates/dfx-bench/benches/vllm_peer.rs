@@ -12,10 +12,13 @@
 //!
 //! `cargo bench -p dfx-bench --bench vllm_peer` (`-- quick`: one round, fewer requests;
 //! `only=TEXT` picks scenarios by name; `keep=DIR` keeps every run's folder).
+//! `-- scale` runs the scale search instead (`support/peer_scale.rs`): the most concurrent
+//! streams each client sustains on one core with TTFP overhead p99 ≤ 5 ms, against the raw
+//! server at zero delay.
 //! `vllm` is found through `DFX_VLLM_BIN` (or `DFX_VLLM`), else `vllm` on `PATH`; it needs a
 //! local tokenizer, `DFX_TOKENIZER` (default `/work/tok` when that folder exists). Without
 //! `vllm` it runs the native half and says so. Under `cargo test --all-targets` it runs a
-//! native-only smoke check (about a second).
+//! native-only smoke check (a few seconds; the scale search at c = 1 and 2 included).
 //!
 //! Each client runs in its own child process, reaped with `wait4`, whose rusage gives its
 //! CPU time (user + system, its reaped children included); its peak RSS is its own
@@ -34,18 +37,26 @@ mod floor_open;
 mod native_support;
 #[path = "support/peer_plan.rs"]
 mod peer_plan;
+#[path = "support/peer_realtime.rs"]
+mod peer_realtime;
 #[path = "support/peer_report.rs"]
 mod peer_report;
+#[path = "support/peer_scale.rs"]
+mod peer_scale;
+#[path = "support/pin.rs"]
+mod pin;
+#[path = "support/raw_realtime.rs"]
+mod raw_realtime;
 #[path = "support/raw_server.rs"]
 mod raw_server;
+#[path = "support/reaped.rs"]
+mod reaped;
 #[path = "support/server_child.rs"]
 mod server_child;
 
 use std::collections::HashMap;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use dfx_bench::native::stats::Sorted;
 use dfx_bench::native::{NativeBench, NativeSettings};
@@ -54,12 +65,11 @@ use dfx_core::plan::StepKind;
 use native_support::{TrialSpec, read_records, trial};
 use peer_plan::{Client, Scenario, kind_arg, parse_kind, scenarios};
 use peer_report::{Tally, print_ratios, print_row, row};
+use reaped::{run_child, vm_hwm_kib};
 use server_child::ServerChild;
 
 const CAPTURE_PY: &str = include_str!("support/vllm_capture.py");
 const MODEL: &str = "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice";
-/// The longest one client run may take before it is killed (its whole process group).
-const RUN_LIMIT: Duration = Duration::from_secs(900);
 
 fn dataset() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke")
@@ -78,11 +88,11 @@ struct RunOut {
     connections: u64,
 }
 
-/// The child side of a native run: `--run-native DIR BASE_URL KIND N WARMUPS pooled|fresh`.
-/// Writes `DIR/result.json`; the records are in `DIR/records.jsonl`.
+/// The child side of a native run: `--run-native DIR BASE_URL KIND N WARMUPS
+/// pooled|fresh|realtime` (realtime: `peer_realtime`'s one-turn sessions). Writes `DIR/result.json`; the records are in `DIR/records.jsonl`.
 fn run_native_child(args: &[String]) {
     let [dir, base, kind, n, warmups, conn] = args else {
-        panic!("--run-native DIR BASE_URL KIND N WARMUPS pooled|fresh");
+        panic!("--run-native DIR BASE_URL KIND N WARMUPS pooled|fresh|realtime");
     };
     let dir = PathBuf::from(dir);
     let ds = dataset();
@@ -93,6 +103,11 @@ fn run_native_child(args: &[String]) {
         num_warmups: Some(warmups.parse().unwrap()),
         ..TrialSpec::default()
     });
+    let t = if conn == "realtime" {
+        peer_realtime::realtime_trial(t, &dir)
+    } else {
+        t
+    };
     let port = base.rsplit(':').next().unwrap().parse().unwrap();
     let ctx = BenchContext {
         trial: &t,
@@ -138,85 +153,6 @@ fn run_floor_child(args: &[String]) {
     }
 }
 
-/// This process's peak RSS (`VmHWM` of /proc/self/status, KiB). Not `ru_maxrss` from
-/// `wait4`: a child spawned with `posix_spawn`/`vfork` starts on the parent's memory, and
-/// Linux carries that memory's high-water mark into the child's `ru_maxrss` at `exec`, so
-/// it would report at least the parent's RSS at spawn time.
-fn vm_hwm_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// A child in its own process group; killed (the group) when dropped before it was reaped.
-struct Reaped {
-    cpu_s: f64,
-    wall_s: f64,
-    status: i32,
-}
-
-// The child is reaped with wait4 (for its rusage), or killed and reaped by the guard.
-#[allow(clippy::zombie_processes)]
-fn run_child(mut cmd: Command, log: &Path) -> Reaped {
-    let out = std::fs::File::create(log).unwrap();
-    let err = out.try_clone().unwrap();
-    let t0 = Instant::now();
-    let child = cmd
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .expect("start a client child");
-    let pid = child.id() as libc::pid_t;
-    struct Guard(libc::pid_t, bool);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            if !self.1 {
-                // SAFETY: signals our own child's process group, then reaps the child.
-                unsafe {
-                    libc::kill(-self.0, libc::SIGKILL);
-                    libc::waitpid(self.0, std::ptr::null_mut(), 0);
-                }
-            }
-        }
-    }
-    let mut guard = Guard(pid, false);
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is valid; wait4 writes into the two locals.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-        if r == pid {
-            guard.1 = true;
-            break;
-        }
-        assert!(r == 0, "wait4 failed: {}", std::io::Error::last_os_error());
-        if t0.elapsed() > RUN_LIMIT {
-            drop(guard);
-            panic!(
-                "a client run took over {RUN_LIMIT:?}; killed (log: {})",
-                log.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Anything the client left in its group goes too.
-    // SAFETY: signals a process group we created; ESRCH when it is empty.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Reaped {
-        cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
-        wall_s: t0.elapsed().as_secs_f64(),
-        status,
-    }
-}
-
 #[derive(serde::Deserialize)]
 struct Stats {
     connections: u64,
@@ -240,7 +176,7 @@ fn run_native(
         .arg(n.to_string())
         .arg(s.warmups.to_string())
         .arg(if pooled { "pooled" } else { "fresh" });
-    let r = run_child(cmd, &dir.join("child.log"));
+    let r = run_child(cmd, &dir.join("child.log"), s.pin);
     assert_eq!(r.status, 0, "native child failed: {}", dir.display());
     let after: Stats = server.get("stats");
     let doc: serde_json::Value =
@@ -393,7 +329,7 @@ fn run_vllm(
     ] {
         cmd.env_remove(var);
     }
-    let r = run_child(cmd, &dir.join("bench.log"));
+    let r = run_child(cmd, &dir.join("bench.log"), s.pin);
     assert_eq!(
         r.status,
         0,
@@ -471,7 +407,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let has = |a: &str| args.iter().any(|x| x == a);
     if has("--serve-raw") {
-        return raw_server::serve();
+        return raw_server::serve(raw_server::Pace::PACED);
+    }
+    if has("--serve-realtime-zero") {
+        return raw_realtime::serve();
+    }
+    if has("--serve-raw-zero") {
+        return raw_server::serve(raw_server::Pace::default());
     }
     if let Some(i) = args.iter().position(|a| a == "--run-native") {
         return run_native_child(&args[i + 1..]);
@@ -512,6 +454,13 @@ fn main() {
     let root = opt("keep=")
         .map(PathBuf::from)
         .unwrap_or_else(|| tmp.path().to_path_buf());
+    if has("scale") {
+        return peer_scale::run(vllm.as_ref().ok(), &root, peer_scale::Limits::FULL);
+    }
+    if mode == "smoke" {
+        peer_scale::check_search();
+        peer_scale::run(None, &root, peer_scale::Limits::SMOKE);
+    }
     let only = opt("only=");
     let server = ServerChild::start("--serve-raw");
     let mut clients = vec![

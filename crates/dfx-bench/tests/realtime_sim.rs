@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::Bench;
-use dfx_core::plan::{BenchEntry, StepKind, Trial};
+use dfx_core::plan::StepKind;
 use native_support::{TrialSpec, read_records, realtime, seed_tts, trial};
 use serde_json::{Value, json};
 
@@ -18,7 +18,7 @@ const OMNI: &str = "Qwen/Qwen3-Omni-30B-A3B-Instruct";
 fn native_realtime_client_against_the_simulator() {
     let (rt, sim) = native_support::spawn_sim(OMNI, 10.0);
     let dir = tempfile::tempdir().unwrap();
-    seed_tts(&dir.path().join("ds"), 6);
+    native_support::seed_tts(&dir.path().join("ds"), 6);
     let t = trial(TrialSpec {
         dataset_name: "seed-tts",
         dataset_path: dir.path().join("ds").to_str().unwrap(),

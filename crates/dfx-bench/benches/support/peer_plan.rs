@@ -42,6 +42,8 @@ pub(crate) struct Scenario {
     /// The two request counts of each client run pair (marginal CPU = difference).
     pub(crate) n: (u64, u64),
     pub(crate) warmups: u32,
+    /// The one CPU the client runs on (scale mode), else wherever the kernel puts it.
+    pub(crate) pin: Option<usize>,
 }
 
 pub(crate) fn kind_arg(k: StepKind) -> String {
@@ -75,18 +77,21 @@ pub(crate) fn scenarios(mode: &str) -> Vec<Scenario> {
                 kind: closed(2),
                 n: (2, 4),
                 warmups: 2,
+                pin: None,
             },
             Scenario {
                 name: "closed loop c=1".into(),
                 kind: closed(1),
                 n: (1, 2),
                 warmups: 1,
+                pin: None,
             },
             Scenario {
                 name: "open loop 20 req/s".into(),
                 kind: open(20.0),
                 n: (2, 4),
                 warmups: 1,
+                pin: None,
             },
         ];
     }
@@ -97,30 +102,35 @@ pub(crate) fn scenarios(mode: &str) -> Vec<Scenario> {
             kind: closed(1),
             n: (20 / q.min(2), 60 / q.min(2)),
             warmups: 2,
+            pin: None,
         },
         Scenario {
             name: "closed loop c=64".into(),
             kind: closed(64),
             n: (256 / q, 1024 / q),
             warmups: 64,
+            pin: None,
         },
         Scenario {
             name: "closed loop c=256".into(),
             kind: closed(256),
             n: (1024 / q, 4096 / q),
             warmups: 256,
+            pin: None,
         },
         Scenario {
             name: "open loop 50 req/s".into(),
             kind: open(50.0),
             n: (100 / q, 400 / q),
             warmups: 2,
+            pin: None,
         },
         Scenario {
             name: "open loop 200 req/s".into(),
             kind: open(200.0),
             n: (400 / q, 1600 / q),
             warmups: 2,
+            pin: None,
         },
     ]
 }

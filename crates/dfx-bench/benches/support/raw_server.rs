@@ -10,9 +10,23 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-/// Delay between a request's arrival and its first chunk.
-pub(crate) const FIRST_DELAY: Duration = Duration::from_millis(100);
-const CHUNK_GAP: Duration = Duration::from_millis(50);
+/// How long the server waits before each chunk of a response; the default is no wait
+/// (every chunk as soon as the request is read: the scale benchmark's server).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Pace {
+    /// Between a request's arrival and its first chunk.
+    pub(crate) first: Duration,
+    /// Between one chunk and the next.
+    pub(crate) gap: Duration,
+}
+
+impl Pace {
+    /// A TTS-like stream: first chunk after 100 ms, then one every 50 ms.
+    pub(crate) const PACED: Pace = Pace {
+        first: Duration::from_millis(100),
+        gap: Duration::from_millis(50),
+    };
+}
 const CHUNK_BYTES: usize = 4800;
 
 /// CLOCK_MONOTONIC (shared by every process) of the request's arrival in the server's
@@ -144,7 +158,7 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>) {
+async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>, pace: Pace) {
     use std::sync::atomic::Ordering::Relaxed;
     let _ = sock.set_nodelay(true);
     {
@@ -217,7 +231,10 @@ async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>) {
         chunk.extend_from_slice(&pcm);
         chunk.extend_from_slice(b"\r\n");
         for i in 0..2 + text_len / 25 {
-            tokio::time::sleep(if i == 0 { FIRST_DELAY } else { CHUNK_GAP }).await;
+            let wait = if i == 0 { pace.first } else { pace.gap };
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
             if sock.write_all(&chunk).await.is_err() {
                 return;
             }
@@ -235,10 +252,9 @@ async fn connection(mut sock: TcpStream, marks: Marks, counts: Arc<Counts>) {
     }
 }
 
-/// Serves on an ephemeral loopback port (2 runtime threads), prints `http://addr`, and
-/// returns when stdin closes.
-pub(crate) fn serve() {
-    use std::io::Read;
+/// A server child's runtime (2 threads) and its listener on an ephemeral loopback port
+/// (uvicorn's backlog), whose `http://addr` it prints for [`super::server_child`].
+pub(crate) fn bind() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -248,11 +264,19 @@ pub(crate) fn serve() {
         .block_on(async { dfx_sim::listen::listen_on(([127, 0, 0, 1], 0).into()) })
         .unwrap();
     println!("http://{}", listener.local_addr().unwrap());
+    (rt, listener)
+}
+
+/// Serves on an ephemeral loopback port (2 runtime threads) at `pace`, prints
+/// `http://addr`, and returns when stdin closes.
+pub(crate) fn serve(pace: Pace) {
+    use std::io::Read;
+    let (rt, listener) = bind();
     let marks: Marks = Arc::default();
     let counts: Arc<Counts> = Arc::default();
     rt.spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(connection(sock, marks.clone(), counts.clone()));
+            tokio::spawn(connection(sock, marks.clone(), counts.clone(), pace));
         }
     });
     let _ = std::io::stdin().read_to_end(&mut Vec::new());

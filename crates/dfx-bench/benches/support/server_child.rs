@@ -15,7 +15,14 @@ pub(crate) struct ServerChild {
 impl ServerChild {
     /// Starts `<this binary> <arg>` and reads the `http://addr` line it prints.
     pub(crate) fn start(arg: &str) -> ServerChild {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        Self::start_with(arg, |_| {})
+    }
+
+    /// [`ServerChild::start`], with `configure` applied to the command first (e.g. pinning).
+    pub(crate) fn start_with(arg: &str, configure: impl FnOnce(&mut Command)) -> ServerChild {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        configure(&mut cmd);
+        let mut child = cmd
             .arg(arg)
             .process_group(0)
             .stdin(Stdio::piped())

@@ -400,8 +400,8 @@ pub(crate) fn spawn_sim(model: &str, speed: f64) -> (tokio::runtime::Runtime, df
     (rt, sim)
 }
 
-/// `<dir>/en/meta.lst` with `n` seed-tts rows and their 16 kHz reference clips.
-pub(crate) fn seed_tts(dir: &std::path::Path, n: usize) {
+/// `<dir>/en/meta.lst` with `n` seed-tts rows and their 16 kHz reference clips (0.1 s).
+pub(crate) fn seed_tts(dir: &Path, n: usize) {
     let en = dir.join("en");
     std::fs::create_dir_all(en.join("wavs")).unwrap();
     let spec = hound::WavSpec {

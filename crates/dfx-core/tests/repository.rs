@@ -152,8 +152,9 @@ fn crate_dir(file: &Path) -> Option<&Path> {
         .find(|d| d.join("Cargo.toml").is_file())
 }
 
-/// Markdown files dfx-perf writes into run folders: named in docs, never in the tree.
-const GENERATED: [&str; 3] = ["report.md", "compare.md", "history.md"];
+/// Markdown files dfx-perf writes into run folders (and the parity harness into its
+/// output folder): named in docs, never in the tree.
+const GENERATED: [&str; 4] = ["report.md", "compare.md", "history.md", "table.md"];
 
 #[test]
 fn every_doc_reference_resolves() {

@@ -7,7 +7,7 @@
 //! connection set-up), so records, metrics and result keys are on the real-time scale: what
 //! the run at speed 1 would report. One exception: a chat response's time to its headers
 //! (uploading the body and the server parsing it, up to hundreds of MB of media) costs the
-//! same wall time at any speed and is kept as it is ([`TimeLapse::after_head`]; the
+//! same wall time at any speed and is kept as it is (`TimeLapse::after_head`; the
 //! simulator counts its parsing the same way). What it cannot reproduce: other costs that
 //! do not scale with the simulator (loopback, HTTP and the client's own CPU, about 0.3–0.8
 //! ms per request in release) are multiplied by K too, and the wall-clock limits (request

@@ -38,8 +38,9 @@ pub enum ScheduleError {
 
 /// The planned send offsets (seconds from the step's start, sorted) of `n` requests of a
 /// request-rate step at `rate` under `shape` (`docs/bench.md` ("Load shapes")):
-/// steady = [`arrival_offsets`]; ramp = `ramp_offsets`; burst = all 0; soak =
-/// `soak_offsets`; cohorts = `cohort_offsets`.
+/// steady = [`upstream_offsets`] (vllm bench's own draws); ramp = `ramp_offsets`;
+/// burst = all 0; soak = `soak_offsets`; cohorts = `cohort_offsets` (these draw their gaps
+/// from [`arrival_offsets`]).
 pub fn planned_offsets(
     shape: &LoadShape,
     n: usize,

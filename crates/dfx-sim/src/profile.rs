@@ -7,7 +7,8 @@
 //! ("Performance model")) in queue order for 4 resident requests (fitted); chunks of 1
 //! then 25 frames with 72 frames of left context; both stages on one GPU.
 //! The fit (`examples/fit.rs`) scores the median over client arrival orders on two
-//! prompt sets, three audio-length draws and three arrival spreads. See BENCHMARKS.md
+//! prompt sets, three audio-length draws and three arrival spreads. See
+//! docs/benchmarks-history.md ("The model, and how it was fitted") and BENCHMARKS.md
 //! ("Simulator") for the fit and the measured result.
 //! The other profiles are derived or generic, and say so.
 

@@ -6,8 +6,8 @@
 //! Why not a dispatcher thread: a thread sleeping to each deadline and spawning from
 //! outside the runtime cost, per request, its own wake-up, a reactor wake-up (an `eventfd`
 //! write) and a second worker woken to look for work (a `futex` pair): about four of the
-//! eleven context switches per request of an open loop (BENCHMARKS.md). The runtime's own
-//! timers are no substitute: they round to whole milliseconds.
+//! eleven context switches per request of an open loop (docs/benchmarks-history.md). The
+//! runtime's own timers are no substitute: they round to whole milliseconds.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};

@@ -279,7 +279,7 @@ impl RequestRecord {
     /// Appends the record's JSON (no newline) to `out`: the same bytes as `serde_json`
     /// writes for the derived `Serialize`, with the keys written as literals. Escaping
     /// forty constant keys was a tenth of the native client's user-space instructions
-    /// per request (BENCHMARKS.md); a test keeps both forms equal.
+    /// per request (docs/benchmarks-history.md); a test keeps both forms equal.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         json_fields!(
             out,

@@ -7,7 +7,7 @@
 //! at least `COALESCE` ago (one `write` per request at low load). Under load the lines
 //! gather in a buffer and the loop writes them in one go `COALESCE` later, on a timeout of
 //! its own. The wake-up per request this saves was a third of the client's context
-//! switches at one stream (BENCHMARKS.md). Records that carry audio for the quality
+//! switches at one stream (docs/benchmarks-history.md). Records that carry audio for the quality
 //! capture go to the writer thread, which stores the audio off the loop's thread.
 //!
 //! A write on the loop's thread holds every stream's read timestamps while it lasts,
@@ -166,7 +166,7 @@ impl RecordTx {
     /// A request that ended while `others_in_flight` gets no such time: the next request
     /// to end writes its line (its send finds the buffer due). A timer costs the loop a
     /// wake-up of its own when nothing else wakes it (about one per request at 50 req/s,
-    /// BENCHMARKS.md); the last request in flight still gets one, so no line waits past
+    /// docs/benchmarks-history.md); the last request in flight still gets one, so no line waits past
     /// `COALESCE` once the requests stop ending.
     pub(crate) fn send(&self, rec: RequestRecord, others_in_flight: bool) -> Option<Instant> {
         self.take(rec, others_in_flight)

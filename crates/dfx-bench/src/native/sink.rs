@@ -166,8 +166,8 @@ impl RecordTx {
     /// A request that ended while `others_in_flight` gets no such time: the next request
     /// to end writes its line (its send finds the buffer due). A timer costs the loop a
     /// wake-up of its own when nothing else wakes it (about one per request at 50 req/s,
-    /// docs/benchmarks-history.md); the last request in flight still gets one, so no line waits past
-    /// `COALESCE` once the requests stop ending.
+    /// docs/benchmarks-history.md); the last request in flight still gets one, so no line
+    /// waits past `COALESCE` once the requests stop ending.
     pub(crate) fn send(&self, rec: RequestRecord, others_in_flight: bool) -> Option<Instant> {
         self.take(rec, others_in_flight)
             .then(|| Instant::now() + COALESCE)

@@ -160,7 +160,9 @@ pub struct SuiteFlags {
     )]
     pub ready_timeout: u64,
 
-    /// Simulator speed factor K: all simulated delays are divided by K (`--server sim`).
+    /// Simulator speed factor K: all simulated delays are divided by K (`--server sim`), and
+    /// the native bench runs the workload time-lapsed by K, reporting on the real-time scale
+    /// (label `SIM`; the main job uses 8).
     #[arg(long, value_name = "K", env = "DFX_SIM_SPEED")]
     pub sim_speed: Option<f64>,
 

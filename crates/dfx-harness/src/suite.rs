@@ -240,7 +240,9 @@ fn execute(p: Prepared, project: &Project) -> ExitCode {
         &selected,
     ));
     let known = history_durations(&planned, history_runs.as_deref().unwrap_or_default());
-    progress::lock(&progress).eta = run_eta(&progress, &planned, &selected).with_known(known);
+    let lapse = wiring::time_lapse(&cfg).map_or(1.0, |k| k.factor());
+    progress::lock(&progress).eta =
+        run_eta(&progress, &planned, &selected, lapse).with_known(known);
     let closing = Arc::new(Closing {
         run: run.clone(),
         info: info.clone(),
@@ -397,7 +399,14 @@ fn history_durations(
         .collect()
 }
 
-fn run_eta(progress: &SharedProgress, planned: &[PlannedTrial], selected: &[usize]) -> Eta {
+/// The run's progress estimate: each trial's plan bound, its load part ÷ `lapse` in a
+/// time-lapsed run (the schedule runs K times faster).
+fn run_eta(
+    progress: &SharedProgress,
+    planned: &[PlannedTrial],
+    selected: &[usize],
+    lapse: f64,
+) -> Eta {
     let entries = &progress::lock(progress).entries;
     let order = selected
         .iter()
@@ -407,7 +416,7 @@ fn run_eta(progress: &SharedProgress, planned: &[PlannedTrial], selected: &[usiz
     let names = planned.iter().map(|p| p.trial.name.clone()).collect();
     let estimates = planned
         .iter()
-        .map(|p| crate::estimate::trial_seconds(&p.trial))
+        .map(|p| crate::estimate::trial_seconds_lapsed(&p.trial, lapse))
         .collect();
     Eta::new(order, names, estimates)
 }

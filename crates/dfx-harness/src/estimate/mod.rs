@@ -33,9 +33,17 @@ pub const MAX_MINUTES: u32 = 24 * 60;
 
 /// Seconds one trial may take (without its server's start).
 pub fn trial_seconds(trial: &Trial) -> f64 {
+    trial_seconds_lapsed(trial, 1.0)
+}
+
+/// [`trial_seconds`] of a run time-lapsed by `k` (`--sim-speed K` with the native bench):
+/// the per-trial overhead as it is, the load part ÷ `k` (1 = real time; a `k` that is not
+/// finite and positive counts as 1).
+pub fn trial_seconds_lapsed(trial: &Trial, k: f64) -> f64 {
     if trial.unsupported.is_some() {
         return 0.0;
     }
+    let k = if k.is_finite() && k > 0.0 { k } else { 1.0 };
     let warmups = u64::from(trial.entry.warmups(&trial.step));
     let repeats = u64::from(trial.entry.repeats(None).get());
     let n = trial
@@ -53,7 +61,7 @@ pub fn trial_seconds(trial: &Trial) -> f64 {
         }
         StepKind::RequestRate { .. } => n * PER_REQUEST_S,
     };
-    TRIAL_OVERHEAD_S + load
+    TRIAL_OVERHEAD_S + load / k
 }
 
 /// The timeout in whole minutes for a shard of `server_groups` groups running `trials`.

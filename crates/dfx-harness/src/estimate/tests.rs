@@ -31,6 +31,17 @@ fn concurrency_steps_take_rounds_and_rate_steps_their_arrivals() {
 }
 
 #[test]
+fn a_time_lapsed_trial_keeps_its_overhead_and_divides_its_load() {
+    let r = rate_trial("t", "a", 2.0, 9);
+    let load = 5.0 + PER_REQUEST_S;
+    assert_eq!(trial_seconds_lapsed(&r, 8.0), TRIAL_OVERHEAD_S + load / 8.0);
+    assert_eq!(trial_seconds_lapsed(&r, 1.0), trial_seconds(&r));
+    for bad in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(trial_seconds_lapsed(&r, bad), trial_seconds(&r));
+    }
+}
+
+#[test]
 fn shard_minutes_doubles_rounds_up_and_clamps() {
     // Empty shard: the build alone, doubled = 60 min.
     assert_eq!(shard_minutes(0, []), 60);

@@ -15,7 +15,6 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use super::protocol::{self as p, APPEND_MS, OUTPUT_RATE_HZ};
 use crate::audio::onset::PcmAnalyzer;
 use crate::native::error::WsError;
-use crate::native::lapse::TimeLapse;
 use crate::native::stall::{Progress, StallRule};
 
 type Ws =
@@ -38,7 +37,7 @@ pub struct TurnLimits {
     /// Largest retry delay (2 s).
     pub backoff_max: Duration,
     /// Wall time between two appends of 200 ms of input audio: 200 ms in real time, 200/K
-    /// ms time-lapsed ([`TimeLapse`]).
+    /// ms time-lapsed ([`TimeLapse`](crate::native::lapse::TimeLapse)).
     pub append_every: Duration,
     /// Appends at most (150 × 200 ms = 30 s of audio).
     pub max_appends: u64,
@@ -167,27 +166,6 @@ pub struct TurnOutcome {
 }
 
 impl TurnOutcome {
-    /// The turn on the real-time scale ([`TimeLapse`]) from `base`: its start, end,
-    /// connection time, every response's first text and audio, audio deltas and last audio,
-    /// and the server's own TTFT (measured on the sped-up simulator).
-    pub(crate) fn lapse(&mut self, k: TimeLapse, base: Instant) {
-        if k.is_real_time() {
-            return;
-        }
-        let at = |t: Instant| k.instant(base, t);
-        self.started = at(self.started);
-        self.end = at(self.end);
-        self.turn_start = self.turn_start.map(at);
-        self.connect_s = k.to_real_s(self.connect_s);
-        self.server_ttft_ms = self.server_ttft_ms.map(|ms| k.to_real_s(ms));
-        for r in &mut self.responses {
-            r.first_text = r.first_text.map(at);
-            r.first_audio = r.first_audio.map(at);
-            r.last_audio = r.last_audio.map(at);
-            r.deltas.iter_mut().for_each(|d| d.0 = at(d.0));
-        }
-    }
-
     fn fail(&mut self, class: TurnError, msg: impl Into<String>) {
         if self.error.is_none() {
             self.error = Some((class, msg.into()));

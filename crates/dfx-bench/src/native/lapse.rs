@@ -46,6 +46,11 @@ impl TimeLapse {
         real_s / self.0
     }
 
+    /// Planned real-time time as a wall duration (÷ K; unchanged if it overflows).
+    pub(crate) fn to_wall(self, real: Duration) -> Duration {
+        Duration::try_from_secs_f64(real.as_secs_f64() / self.0).unwrap_or(real)
+    }
+
     /// Observed wall seconds on the real-time scale (× K).
     pub(crate) fn to_real_s(self, wall_s: f64) -> f64 {
         wall_s * self.0
@@ -107,13 +112,6 @@ impl TimeLapse {
         x.end_at = self.instant(base, x.end_at);
         x.chunks.iter_mut().for_each(|c| c.0 = self.to_real_s(c.0));
         x.connect = x.connect.map(|c| self.to_real(c));
-    }
-}
-
-impl TimeLapse {
-    /// Planned real-time time as a wall duration (÷ K; unchanged if it overflows).
-    pub(crate) fn to_wall(self, real: Duration) -> Duration {
-        Duration::try_from_secs_f64(real.as_secs_f64() / self.0).unwrap_or(real)
     }
 }
 

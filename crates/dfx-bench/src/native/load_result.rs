@@ -56,6 +56,15 @@ pub(crate) fn insert<R: PhaseRecord>(doc: &mut ResultDoc, trial: &Trial, measure
     );
 }
 
+/// A measured step's failure lines: the saturation gate's line (the refused arrivals
+/// counted once), then each distinct error of the requests that were sent.
+pub(crate) fn step_errors<R: PhaseRecord>(trial: &Trial, measured: &[R]) -> Vec<String> {
+    let mut errors: Vec<String> = saturation_error(trial, measured).into_iter().collect();
+    let sent = measured.iter().filter(|r| !r.saturated());
+    errors.extend(super::distinct_errors(sent.filter_map(|r| r.error())));
+    errors
+}
+
 /// The failure line of a step whose gate refused arrivals: "load generator saturated: N
 /// arrivals found max_concurrency=M requests in flight".
 pub(crate) fn saturation_error<R: PhaseRecord>(trial: &Trial, measured: &[R]) -> Option<String> {

@@ -489,11 +489,7 @@ impl NativeBench {
         }
         log.write(&block);
         log.write(&extras);
-        let mut errors: Vec<String> = load_result::saturation_error(trial, measured)
-            .into_iter()
-            .collect();
-        let sent = measured.iter().filter(|r| !r.saturated);
-        errors.extend(distinct_errors(sent.filter_map(|r| r.error.as_ref())));
+        let errors = load_result::step_errors(trial, measured);
         let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
         measured_step(doc, errors, &lags, (trial, &self.settings), log)
     }

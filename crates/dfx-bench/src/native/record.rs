@@ -58,6 +58,8 @@ pub(crate) trait PhaseRecord {
     fn actual_send_s(&self) -> f64;
     /// The saturation gate refused it (never sent).
     fn saturated(&self) -> bool;
+    /// Its failure message; `None` on success.
+    fn error(&self) -> Option<&String>;
 }
 
 impl PhaseRecord for RequestRecord {
@@ -78,6 +80,9 @@ impl PhaseRecord for RequestRecord {
     }
     fn saturated(&self) -> bool {
         self.saturated
+    }
+    fn error(&self) -> Option<&String> {
+        self.error.as_ref()
     }
 }
 

@@ -38,7 +38,6 @@ use super::stall::SharedWatch;
 use crate::native::BenchError;
 use crate::native::aggregate::StepHeader;
 use crate::native::lapse::TimeLapse;
-use crate::native::record::PhaseRecord;
 
 /// Backends served here (`daily-omni` is upstream's alias of the chat function).
 pub(crate) const CHAT_BACKENDS: [&str; 2] = ["openai-chat-omni", "daily-omni"];
@@ -337,13 +336,7 @@ fn conclude(
     for n in notes {
         log.write(&format!("stream note: {n}"));
     }
-    let mut errors: Vec<String> = super::load_result::saturation_error(trial, &measured)
-        .into_iter()
-        .collect();
-    let sent = measured.iter().filter(|r| !r.saturated());
-    errors.extend(super::distinct_errors(
-        sent.filter_map(|r| r.error.as_ref()),
-    ));
+    let errors = super::load_result::step_errors(trial, &measured);
     let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
     super::measured_step(doc, errors, &lags, (trial, settings), log)
 }

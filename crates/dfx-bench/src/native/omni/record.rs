@@ -266,4 +266,7 @@ impl crate::native::record::PhaseRecord for ChatRecord {
     fn saturated(&self) -> bool {
         self.error_class.as_deref() == Some("saturated")
     }
+    fn error(&self) -> Option<&String> {
+        self.error.as_ref()
+    }
 }

@@ -340,14 +340,7 @@ fn conclude(
     eprint!("{block}");
     log.write("output tokens: stage-0 num_tokens_out when the server sends stage metrics, else the transcript's word count");
     log.write(&block);
-    let mut errors: Vec<String> = super::load_result::saturation_error(trial, &base)
-        .into_iter()
-        .collect();
-    errors.extend(super::distinct_errors(
-        base.iter()
-            .filter(|r| !r.saturated)
-            .filter_map(|r| r.error.as_ref()),
-    ));
+    let errors = super::load_result::step_errors(trial, &base);
     let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
     log.step_problems(&errors, invalid_load.as_deref());
     let exit = expected_turns(entry, &doc, trial.step.num_prompts.get());

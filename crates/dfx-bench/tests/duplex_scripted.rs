@@ -175,7 +175,9 @@ fn duplex_trial(model: &str, raw: Value) -> Trial {
     e.endpoint = None;
     e.dataset_name = None;
     e.raw = raw.as_object().cloned().unwrap();
-    e.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(&e.raw));
+    let timeout_s = e.raw.get("timeout_s").and_then(|v| v.as_f64());
+    e.runner =
+        RunnerKeys::NativeDuplex(DuplexKeys::read(&e.raw, timeout_s.unwrap_or(180.0), false));
     let n = e.raw["sessions"].as_u64().unwrap() * e.raw["turns"].as_u64().unwrap();
     t.entry = Arc::new(e);
     t.step.num_prompts = std::num::NonZeroU64::new(n).unwrap();

@@ -64,9 +64,9 @@ pub struct SoakKeys {
 
 /// A native-duplex entry's keys as the native bench runs them. Their types and bounds
 /// are checked at load (`sessions`, `turns` positive, `warmups` positive, `repeats` at
-/// least 2); what only the native bench cannot run (a missing count, another `workload`,
-/// `profile_stages`, a `timeout_s` it cannot use) still loads and is its reason to refuse
-/// the entry (`dfx_bench::native::duplex::supports`).
+/// least 2, `timeout_s` seconds, `profile_stages` a list of strings); what only the native
+/// bench cannot run (a missing count, another `workload`, a non-empty `profile_stages`)
+/// still loads and is its reason to refuse the entry (`dfx_bench::native::duplex::supports`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DuplexKeys {
     /// `workload` (upstream's runner knows `native-duplex-audio` only).
@@ -81,25 +81,18 @@ pub struct DuplexKeys {
     pub repeats: Option<u64>,
     /// `realtime_input` (default true; a value that is not a boolean counts as true).
     pub realtime_input: bool,
-    /// `timeout_s` of each wait, seconds (default `DEFAULT_DUPLEX_TIMEOUT_S`); `Err`
-    /// with the value as written when it is not a number of seconds more than 0 and at
-    /// most `MAX_DUPLEX_TIMEOUT_S`.
-    pub timeout_s: Result<f64, String>,
+    /// `timeout_s` of each wait, seconds (default `DEFAULT_DUPLEX_TIMEOUT_S`; checked at
+    /// load: more than 0 and at most `MAX_DUPLEX_TIMEOUT_S`).
+    pub timeout_s: f64,
     /// `profile_stages` is a non-empty list.
     pub profile_stages: bool,
 }
 
 impl DuplexKeys {
-    /// Reads the keys of a native-duplex entry (its JSON object as written).
-    pub fn read(raw: &Map<String, Value>) -> DuplexKeys {
+    /// Reads the keys of a native-duplex entry (its JSON object as written), with
+    /// `timeout_s` and `profile_stages` as the loader checked them.
+    pub fn read(raw: &Map<String, Value>, timeout_s: f64, profile_stages: bool) -> DuplexKeys {
         let count = |k: &str| raw.get(k).and_then(Value::as_u64);
-        let timeout_s = match raw.get("timeout_s") {
-            None | Some(Value::Null) => Ok(DEFAULT_DUPLEX_TIMEOUT_S),
-            Some(v) => v
-                .as_f64()
-                .filter(|t| t.is_finite() && *t > 0.0 && *t <= MAX_DUPLEX_TIMEOUT_S)
-                .ok_or_else(|| v.to_string()),
-        };
         DuplexKeys {
             workload: raw
                 .get("workload")
@@ -114,10 +107,7 @@ impl DuplexKeys {
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
             timeout_s,
-            profile_stages: raw
-                .get("profile_stages")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty()),
+            profile_stages,
         }
     }
 }
@@ -201,22 +191,23 @@ mod tests {
     #[test]
     fn duplex_keys_as_the_native_bench_reads_them() {
         let raw = |v: Value| v.as_object().unwrap().clone();
-        let k = DuplexKeys::read(&raw(json!({"workload": "native-duplex-audio",
-            "sessions": 2, "turns": 3, "warmups": 1, "repeats": 2, "realtime_input": false,
-            "profile_stages": ["a"]})));
+        let k = DuplexKeys::read(
+            &raw(
+                json!({"workload": "native-duplex-audio", "sessions": 2, "turns": 3,
+                "warmups": 1, "repeats": 2, "realtime_input": false}),
+            ),
+            5.5,
+            true,
+        );
         assert_eq!(k.workload.as_deref(), Some("native-duplex-audio"));
         assert_eq!(
             (k.sessions, k.turns, k.warmups, k.repeats),
             (Some(2), Some(3), Some(1), Some(2))
         );
         assert!(!k.realtime_input && k.profile_stages);
-        assert_eq!(k.timeout_s, Ok(180.0));
-        let k = DuplexKeys::read(&raw(json!({"realtime_input": "no", "timeout_s": 0,
-            "profile_stages": []})));
+        assert_eq!(k.timeout_s, 5.5);
+        let k = DuplexKeys::read(&raw(json!({"realtime_input": "no"})), 180.0, false);
         assert_eq!((k.workload, k.sessions), (None, None));
         assert!(k.realtime_input && !k.profile_stages);
-        assert_eq!(k.timeout_s, Err("0".to_string()));
-        let k = DuplexKeys::read(&raw(json!({"timeout_s": 5.5})));
-        assert_eq!(k.timeout_s, Ok(5.5));
     }
 }

@@ -569,6 +569,35 @@ fn runner_entries_percentile_soak_and_contract_keys() {
         plan.trials[0].entry.percentiles,
         dfx_core::plan::PercentileKeys::default()
     );
+    let keys = plan.trials[0].entry.runner.duplex().unwrap();
+    assert_eq!((keys.timeout_s, keys.profile_stages), (180.0, false));
+    // Upstream's runner reads `timeout_s` and `profile_stages`: both load, checked once
+    // here (the native bench refuses an entry that profiles, with the reason).
+    let mut upstream = duplex.clone();
+    upstream["timeout_s"] = json!(60);
+    upstream["profile_stages"] = json!(["thinker", "talker"]);
+    let plan = fx.load(&case(Some("native-duplex"), upstream)).unwrap();
+    let keys = plan.trials[0].entry.runner.duplex().unwrap();
+    assert_eq!((keys.timeout_s, keys.profile_stages), (60.0, true));
+    for (key, value, says) in [
+        (
+            "timeout_s",
+            json!(0),
+            "key `timeout_s`: invalid value 0 (accepted: seconds > 0",
+        ),
+        (
+            "timeout_s",
+            json!("1m"),
+            "key `timeout_s`: invalid value \"1m\"",
+        ),
+        ("profile_stages", json!("thinker"), "key `profile_stages`: "),
+        ("profile_stages", json!([1]), "key `profile_stages[0]`: "),
+    ] {
+        let mut bad_entry = duplex.clone();
+        bad_entry[key] = value;
+        let bad = fx.errors(&case(Some("native-duplex"), bad_entry));
+        assert!(bad.contains(says), "{key}: {bad}");
+    }
     let mut with_percentiles = duplex;
     with_percentiles["metric-percentiles"] = json!("x");
     let bad = fx.errors(&case(Some("native-duplex"), with_percentiles));

@@ -16,17 +16,17 @@ use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
 use super::known_keys::KeySpec;
 use super::known_keys::entry::{SOAK_BATCH, SOAK_DURATION};
 use super::known_keys::runners::{
-    CONTRACT_TIMEOUT, DUPLEX_REPEATS, DUPLEX_SESSIONS, DUPLEX_TURNS, DUPLEX_WARMUPS,
+    CONTRACT_TIMEOUT, DUPLEX_REPEATS, DUPLEX_SESSIONS, DUPLEX_TIMEOUT, DUPLEX_TURNS, DUPLEX_WARMUPS,
 };
 use super::sweep;
-use super::value::{opt_count, opt_str};
+use super::value::{check_seconds, opt_count, opt_str, opt_str_list};
 use crate::baseline::shape::parse_baseline;
 use crate::bounds;
 use crate::diag::{Ctx, Errs};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
-    ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_SOAK_DURATION_S, DEFAULT_SOAK_WORDS,
-    DuplexKeys, RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys, soak_words,
+    ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_DUPLEX_TIMEOUT_S, DEFAULT_SOAK_DURATION_S,
+    DEFAULT_SOAK_WORDS, DuplexKeys, RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys, soak_words,
 };
 
 /// Why the external bench (`vllm bench serve --omni`) does not run native-duplex entries.
@@ -118,8 +118,8 @@ fn step(kind: StepKind, num_prompts: NonZeroU64) -> SweepStep {
 }
 
 /// A native-duplex entry: `name` (required), `sessions`, `turns` (positive), `warmups`,
-/// `repeats` (≥ 2 upstream), `workload`, `realtime_input`, `baseline` (with
-/// `regression_tolerance` buckets).
+/// `repeats` (≥ 2 upstream), `workload`, `realtime_input`, `timeout_s` (seconds > 0),
+/// `profile_stages` (a list of strings), `baseline` (with `regression_tolerance` buckets).
 pub(crate) fn native_duplex_entry(
     ctx: &Ctx<'_>,
     raw_index: usize,
@@ -150,6 +150,11 @@ pub(crate) fn native_duplex_entry(
             "at least 2 (upstream's rule)",
         ));
     }
+    let timeout_max = const { DUPLEX_TIMEOUT.positive_max() };
+    let timeout_s = check_seconds(ctx, "timeout_s", obj.get("timeout_s"), timeout_max, errs)
+        .unwrap_or(DEFAULT_DUPLEX_TIMEOUT_S);
+    let profile_stages = opt_str_list(ctx, "profile_stages", obj.get("profile_stages"), errs)
+        .is_some_and(|stages| !stages.is_empty());
     // A missing `sessions` or `turns` still loads: the native bench refuses the entry and
     // says which key it needs (`DuplexKeys`); the trial's step then stands for one
     // session of one turn (`c1`, one request).
@@ -171,7 +176,7 @@ pub(crate) fn native_duplex_entry(
     d.baseline = obj
         .get("baseline")
         .and_then(|b| parse_baseline(ctx, b, errs));
-    d.entry.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(obj));
+    d.entry.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(obj, timeout_s, profile_stages));
     (errs.len() == n).then_some(d)
 }
 

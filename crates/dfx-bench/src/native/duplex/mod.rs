@@ -59,8 +59,8 @@ pub struct Params {
 impl Params {
     /// The run's parameters from the entry's keys (parsed at load): `sessions`, `turns`,
     /// `warmups`, `repeats` (upstream: sessions, turns > 0, warmups ≥ 1, repeats ≥ 2),
-    /// `realtime_input` (default true), `timeout_s` (default 180 s); why not when one is
-    /// missing or `timeout_s` cannot be used.
+    /// `realtime_input` (default true), `timeout_s` (default 180 s); why not when a count
+    /// is missing.
     pub fn of(keys: &DuplexKeys) -> Result<Params, BenchError> {
         let need = |k: &str, min: u64| {
             BenchError::Input(format!(
@@ -73,10 +73,6 @@ impl Params {
                 _ => Err(need(k, min)),
             }
         };
-        let timeout = keys
-            .timeout_s
-            .clone()
-            .map_err(|v| BenchError::Input(format!("invalid timeout_s {v}: seconds > 0")))?;
         Ok(Params {
             sessions: keys
                 .sessions
@@ -86,7 +82,7 @@ impl Params {
             warmups: n("warmups", keys.warmups, 1)?,
             repeats: n("repeats", keys.repeats, 2)?,
             realtime_input: keys.realtime_input,
-            timeout: Duration::from_secs_f64(timeout),
+            timeout: Duration::from_secs_f64(keys.timeout_s),
         })
     }
 }

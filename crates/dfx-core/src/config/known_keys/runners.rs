@@ -38,6 +38,19 @@ pub(crate) const DUPLEX_WARMUPS: KeySpec =
 pub(crate) const DUPLEX_REPEATS: KeySpec =
     KeySpec::new("repeats", Integer, "none", DUPLEX).bounded(Bound::Integer { min: 2, max: 1_000 });
 
+/// `timeout_s` of a native-duplex entry (every wait of a turn): the check reads its
+/// longest value from this row.
+pub(crate) const DUPLEX_TIMEOUT: KeySpec = KeySpec::new(
+    "timeout_s",
+    Number,
+    "180",
+    "native bench (native duplex: every wait of a turn)",
+)
+.bounded(Bound::Positive {
+    max: crate::runner_keys::MAX_DUPLEX_TIMEOUT_S,
+    unit: "s",
+});
+
 /// Keys of upstream's native-duplex runner entries (`run_native_duplex_benchmark.py`).
 pub const NATIVE_DUPLEX: &[KeySpec] = &[
     KeySpec::new("name", String, "none (required)", "trial name").bounded(Bound::Rule(name_chars)),
@@ -47,6 +60,14 @@ pub const NATIVE_DUPLEX: &[KeySpec] = &[
     DUPLEX_WARMUPS,
     DUPLEX_REPEATS,
     KeySpec::new("realtime_input", Bool, "true", DUPLEX),
+    DUPLEX_TIMEOUT,
+    KeySpec::new(
+        "profile_stages",
+        StringList,
+        "[]",
+        "native bench: a non-empty list makes it refuse the entry (upstream profiles the \
+         first measured trial with it)",
+    ),
     KeySpec::new(
         "baseline",
         Object,

@@ -2,7 +2,7 @@
 //! output of `vllm bench serve --omni` (`tests/reference/vllm-bench/` of the repository).
 
 use dfx_bench::native::aggregate::{self, StepFacts, StepHeader};
-use dfx_bench::native::record::RequestRecord;
+use dfx_bench::native::record::{Ending, Identity, RequestRecord, Sending};
 use dfx_bench::native::selection::Selection;
 use dfx_bench::native::summary;
 use dfx_core::result::ResultDoc;
@@ -123,23 +123,29 @@ fn rec(index: usize, ok: bool, audio_s: f64, send: f64, ttfp: f64, e2el: f64) ->
     let chunk_t: Vec<f64> = (0..chunks).map(|i| ttfp + 0.1 * i as f64).collect();
     let continuous = (ok && chunks > 0).then_some(true);
     RequestRecord {
-        index,
-        warmup: false,
-        request_id: Some(format!("bench-test-{index}")),
+        id: Identity {
+            index,
+            warmup: false,
+            request_id: Some(format!("bench-test-{index}")),
+        },
         sample_id: format!("s{index}"),
         text_len: 26,
-        planned_send_s: send,
-        actual_send_s: send,
-        queue_s: 0.0,
-        saturated: false,
-        lag_s: 0.0001,
+        sent: Sending {
+            planned_send_s: send,
+            actual_send_s: send,
+            queue_s: 0.0,
+            saturated: false,
+            lag_s: 0.0001,
+        },
         dispatch_lag_s: 0.00005,
         connect_s: None,
-        end_s: send + e2el,
-        status: Some(if ok { 200 } else { 500 }),
-        ok,
-        error_class: (!ok).then(|| "http_500".into()),
-        error: (!ok).then(|| "HTTP 500 Internal Server Error: Internal Fake Error".into()),
+        end: Ending {
+            end_s: send + e2el,
+            status: Some(if ok { 200 } else { 500 }),
+            ok,
+            error_class: (!ok).then(|| "http_500".into()),
+            error: (!ok).then(|| "HTTP 500 Internal Server Error: Internal Fake Error".into()),
+        },
         empty: ok && frames == 0,
         bytes: frames * 2,
         sample_rate: 24_000,
@@ -371,7 +377,7 @@ fn max_concurrent_requests_uses_one_second_buckets() {
         rec(3, true, 0.5, 2.5, 0.1, 0.1),
         rec(4, false, 0.0, 0.0, 0.0, 3.0),
     ];
-    let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.ok).collect();
+    let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.end.ok).collect();
     assert_eq!(aggregate::max_concurrent_requests(&ok), 2);
     assert_eq!(aggregate::max_concurrent_requests(&[]), 0);
     // Five back-to-back requests inside the first second: 5, although none overlapped.

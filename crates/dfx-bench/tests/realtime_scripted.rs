@@ -253,7 +253,7 @@ fn request_of_two_turns_sums_durations_and_means_latencies() {
         (start, end),
         start,
     );
-    assert!(r.base.ok);
+    assert!(r.base.end.ok);
     assert_eq!(r.base.audio_s, 0.4);
     assert_eq!(r.base.audio_frames, 9600);
     near(r.base.ttfp_s.unwrap(), 0.25, 0.025, "mean ttfp");

@@ -57,7 +57,7 @@ fn samples(ok: &[&RequestRecord], m: Metric) -> (Sorted, f64) {
 pub fn max_concurrent_requests(ok: &[&RequestRecord]) -> u64 {
     let spans: Vec<(f64, f64)> = ok
         .iter()
-        .map(|r| (r.actual_send_s, r.e2el_s.unwrap_or(0.0)))
+        .map(|r| (r.sent.actual_send_s, r.e2el_s.unwrap_or(0.0)))
         .collect();
     keys::bucket_peak(&spans)
 }
@@ -65,7 +65,7 @@ pub fn max_concurrent_requests(ok: &[&RequestRecord]) -> u64 {
 /// Upstream's continuity OK rate as printed in the stdout block: successes whose stream
 /// never starved beyond 0.1 s, empty streams counted as continuous.
 pub fn upstream_continuity_ok_rate(measured: &[RequestRecord]) -> f64 {
-    let ok: Vec<&RequestRecord> = measured.iter().filter(|r| r.ok).collect();
+    let ok: Vec<&RequestRecord> = measured.iter().filter(|r| r.end.ok).collect();
     if ok.is_empty() {
         return 0.0;
     }
@@ -81,7 +81,7 @@ pub fn upstream_continuity_ok_rate(measured: &[RequestRecord]) -> f64 {
 /// TPOT of 0); `None` for a failure.
 fn slo_values(r: &RequestRecord) -> Option<SloValues> {
     let ttfp_ms = r.ttfp_s.unwrap_or(0.0) * 1000.0;
-    r.ok.then(|| SloValues {
+    r.end.ok.then(|| SloValues {
         ttft_ms: Some(ttfp_ms),
         tpot_ms: Some(0.0),
         e2el_ms: Some(r.e2el_s.unwrap_or(0.0) * 1000.0),
@@ -93,13 +93,13 @@ fn slo_values(r: &RequestRecord) -> Option<SloValues> {
 
 /// The result document of the measured requests of one step.
 pub fn result_doc(measured: &[RequestRecord], f: &StepFacts, sel: &Selection) -> ResultDoc {
-    let ok: Vec<&RequestRecord> = measured.iter().filter(|r| r.ok).collect();
+    let ok: Vec<&RequestRecord> = measured.iter().filter(|r| r.end.ok).collect();
     let completed = ok.len();
     let audio: Vec<f64> = ok.iter().map(|r| r.audio_s).collect();
     let totals = Totals {
         completed,
         failed: measured.len() - completed,
-        duration: measured.iter().map(|r| r.end_s).fold(0.0, f64::max),
+        duration: measured.iter().map(|r| r.end.end_s).fold(0.0, f64::max),
         audio_s: stats::sum(&audio),
         audio_frames: ok.iter().map(|r| r.audio_frames).sum(),
         max_concurrent_requests: max_concurrent_requests(&ok),
@@ -180,13 +180,13 @@ fn extras(
     } else {
         keys::put_stats(d, "ttfa_audible_ms", &audible, 1000.0, ps);
     }
-    keys::put_load_health(d, f.peak_inflight, measured.iter().map(|r| r.lag_s));
+    keys::put_load_health(d, f.peak_inflight, measured.iter().map(|r| r.sent.lag_s));
     d.insert(
         "num_empty_audio".into(),
         Value::from(ok.iter().filter(|r| r.empty).count()),
     );
-    let failed = measured.iter().filter(|r| !r.ok);
-    keys::put_error_counts(d, failed.map(|r| r.error_class.as_deref()));
+    let failed = measured.iter().filter(|r| !r.end.ok);
+    keys::put_error_counts(d, failed.map(|r| r.end.error_class.as_deref()));
     d.insert("audio_sample_rate".into(), Value::from(f.sample_rate));
     d.insert("result_source".into(), Value::from("native"));
 }

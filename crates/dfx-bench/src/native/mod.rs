@@ -47,6 +47,7 @@ pub mod stats;
 pub mod summary;
 pub(crate) mod unimplemented;
 pub mod upstream_rng;
+pub(crate) mod ws;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -490,7 +491,7 @@ impl NativeBench {
         log.write(&block);
         log.write(&extras);
         let errors = load_result::step_errors(trial, measured);
-        let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
+        let lags: Vec<f64> = measured.iter().map(|r| r.sent.lag_s).collect();
         measured_step(doc, errors, &lags, (trial, &self.settings), log)
     }
 }

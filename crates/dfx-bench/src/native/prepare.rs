@@ -48,8 +48,8 @@ impl Prepared {
         };
         measured
             .iter()
-            .filter(|r| r.ok)
-            .filter_map(|r| tokens.get(r.index))
+            .filter(|r| r.end.ok)
+            .filter_map(|r| tokens.get(r.id.index))
             .sum()
     }
 }

@@ -44,62 +44,32 @@ pub struct Sample {
     pub quality: Option<Arc<QualityRow>>,
 }
 
-/// What a step's closing reads of any protocol's per-request record.
-pub(crate) trait PhaseRecord {
-    /// A warmup request.
-    fn warmup(&self) -> bool;
-    /// Index within its phase.
-    fn index(&self) -> usize;
-    /// Whether it succeeded.
-    fn ok(&self) -> bool;
-    /// When its schedule planned it, seconds from the phase's start.
-    fn planned_send_s(&self) -> f64;
-    /// When it was sent, seconds from the phase's start.
-    fn actual_send_s(&self) -> f64;
-    /// The saturation gate refused it (never sent).
-    fn saturated(&self) -> bool;
-    /// Its failure message; `None` on success.
-    fn error(&self) -> Option<&String>;
-}
-
-impl PhaseRecord for RequestRecord {
-    fn warmup(&self) -> bool {
-        self.warmup
-    }
-    fn index(&self) -> usize {
-        self.index
-    }
-    fn ok(&self) -> bool {
-        self.ok
-    }
-    fn planned_send_s(&self) -> f64 {
-        self.planned_send_s
-    }
-    fn actual_send_s(&self) -> f64 {
-        self.actual_send_s
-    }
-    fn saturated(&self) -> bool {
-        self.saturated
-    }
-    fn error(&self) -> Option<&String> {
-        self.error.as_ref()
-    }
-}
-
-/// One request, as written to `records.jsonl`. Times are seconds relative to the start of
-/// the request's phase (warmup or measured).
+/// Where a request stands in its phase: the first keys of every protocol's record.
 #[derive(Debug, Clone, Serialize)]
-pub struct RequestRecord {
+pub struct Identity {
     /// Index within its phase (measured requests: the `x-request-id` suffix).
     pub index: usize,
     /// A warmup request (not counted in the metrics).
     pub warmup: bool,
     /// `x-request-id` sent with it; null for warmups.
     pub request_id: Option<String>,
-    /// The row's utterance id from the dataset's `meta.lst`.
-    pub sample_id: String,
-    /// Length of the text sent, in characters.
-    pub text_len: usize,
+}
+
+impl Identity {
+    /// The identity of the request `d` scheduled.
+    pub fn new(d: &Dispatch, request_id: Option<String>) -> Self {
+        Identity {
+            index: d.index,
+            warmup: d.warmup,
+            request_id,
+        }
+    }
+}
+
+/// When a request was planned and sent: seconds from the start of its phase (warmup or
+/// measured), the same keys in every protocol's record.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sending {
     /// When the schedule wanted it sent.
     pub planned_send_s: f64,
     /// When it was sent (the clock read right before sending).
@@ -111,22 +81,147 @@ pub struct RequestRecord {
     pub saturated: bool,
     /// Send lag not explained by queueing: actual − planned − queue.
     pub lag_s: f64,
+}
+
+impl Sending {
+    /// The schedule of the request `d` dispatched and the transport sent at `send_at`.
+    pub fn new(d: &Dispatch, send_at: Instant, base: Instant) -> Self {
+        let queue_s = d.slot.saturating_duration_since(d.dispatched).as_secs_f64();
+        let lag_s = (send_at.saturating_duration_since(d.planned).as_secs_f64() - queue_s).max(0.0);
+        Sending {
+            planned_send_s: since(base, d.planned),
+            actual_send_s: since(base, send_at),
+            queue_s,
+            saturated: d.saturated.is_some(),
+            lag_s,
+        }
+    }
+}
+
+/// How a request ended: the same keys in every protocol's record.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ending {
+    /// When the request ended (end of body, or the failure), seconds from its phase's start.
+    pub end_s: f64,
+    /// HTTP status of the response; null when no response head arrived (or no HTTP).
+    pub status: Option<u16>,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// `error_counts` key of the failure; null on success.
+    pub error_class: Option<String>,
+    /// Failure message; null on success.
+    pub error: Option<String>,
+}
+
+impl Ending {
+    /// The end at `end_at` with `status`, failed with `(class key, message)` or not.
+    pub fn new(
+        end_at: Instant,
+        base: Instant,
+        status: Option<u16>,
+        failure: Option<(String, String)>,
+    ) -> Self {
+        let (error_class, error) = failure.unzip();
+        Ending {
+            end_s: since(base, end_at),
+            status,
+            ok: error.is_none(),
+            error_class,
+            error,
+        }
+    }
+}
+
+/// Seconds from `base` to `t` (0 when `t` is earlier).
+fn since(base: Instant, t: Instant) -> f64 {
+    t.saturating_duration_since(base).as_secs_f64()
+}
+
+/// What a step's closing reads of any protocol's per-request record: the parts every
+/// record shares.
+pub(crate) trait PhaseRecord {
+    /// Where it stands in its phase.
+    fn identity(&self) -> &Identity;
+    /// When it was planned and sent.
+    fn sending(&self) -> &Sending;
+    /// How it ended.
+    fn ending(&self) -> &Ending;
+    /// A warmup request.
+    fn warmup(&self) -> bool {
+        self.identity().warmup
+    }
+    /// Index within its phase.
+    fn index(&self) -> usize {
+        self.identity().index
+    }
+    /// Whether it succeeded.
+    fn ok(&self) -> bool {
+        self.ending().ok
+    }
+    /// When its schedule planned it, seconds from the phase's start.
+    fn planned_send_s(&self) -> f64 {
+        self.sending().planned_send_s
+    }
+    /// When it was sent, seconds from the phase's start.
+    fn actual_send_s(&self) -> f64 {
+        self.sending().actual_send_s
+    }
+    /// The saturation gate refused it (never sent).
+    fn saturated(&self) -> bool {
+        self.sending().saturated
+    }
+    /// Its failure message; `None` on success.
+    fn error(&self) -> Option<&String> {
+        self.ending().error.as_ref()
+    }
+}
+
+/// Implements [`PhaseRecord`] for a record type with the shared parts as its fields `id`,
+/// `sent` and `end`.
+macro_rules! phase_record {
+    ($record:ty) => {
+        impl $crate::native::record::PhaseRecord for $record {
+            fn identity(&self) -> &$crate::native::record::Identity {
+                &self.id
+            }
+            fn sending(&self) -> &$crate::native::record::Sending {
+                &self.sent
+            }
+            fn ending(&self) -> &$crate::native::record::Ending {
+                &self.end
+            }
+        }
+    };
+}
+pub(crate) use phase_record;
+
+phase_record!(RequestRecord);
+
+/// One request, as written to `records.jsonl`. Times are seconds relative to the start of
+/// the request's phase (warmup or measured).
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestRecord {
+    /// Index, warmup, request id.
+    #[serde(flatten)]
+    pub id: Identity,
+    /// The row's utterance id from the dataset's `meta.lst`.
+    pub sample_id: String,
+    /// Length of the text sent, in characters.
+    pub text_len: usize,
+    /// The schedule: planned and actual send, queueing, the gate, lag.
+    #[serde(flatten)]
+    pub sent: Sending,
     /// Part of the lag before the request reached the runtime (open loop: the dispatcher
     /// thread woke late); the rest is the runtime picking the request up.
     pub dispatch_lag_s: f64,
     /// Connection set-up when this request opened a connection, else null.
     pub connect_s: Option<f64>,
-    /// When the request ended: end of body, or the failure.
-    pub end_s: f64,
-    /// HTTP status of the response; null when no response head arrived.
-    pub status: Option<u16>,
-    /// Success: HTTP 200 and the whole raw-PCM body read (an empty body included).
-    pub ok: bool,
-    /// `error_counts` key of the failure (`http_500`, `transport`, `stall`, `timeout`,
-    /// `oversize`, `not_pcm`, `saturated`); null on success.
-    pub error_class: Option<String>,
-    /// Failure message (status and body excerpt, or the transport error); null on success.
-    pub error: Option<String>,
+    /// The end: time, HTTP status (null when no response head arrived), success (HTTP
+    /// 200 and the whole raw-PCM body read, an empty body included), the `error_counts` key
+    /// (`http_500`, `transport`, `stall`, `timeout`, `oversize`, `not_pcm`, `saturated`) and
+    /// message of a failure.
+    #[serde(flatten)]
+    pub end: Ending,
     /// A 200 with an empty body (a success with zero audio, upstream compatible).
     pub empty: bool,
     /// Body bytes received.
@@ -187,10 +282,6 @@ pub struct RequestRecord {
 impl RequestRecord {
     /// Builds the record of a finished request; `base` is its phase's start.
     pub fn new(d: &Dispatch, s: Sample, x: &Exchange, base: Instant, sample_rate: u32) -> Self {
-        let rel = |t: Instant| t.saturating_duration_since(base).as_secs_f64();
-        let queue_s = d.slot.saturating_duration_since(d.dispatched).as_secs_f64();
-        let lag_s =
-            (x.send_at.saturating_duration_since(d.planned).as_secs_f64() - queue_s).max(0.0);
         let ok = x.ok();
         let audio_frames = if ok {
             audio_duration::frames(x.bytes, CHANNELS)
@@ -213,26 +304,23 @@ impl RequestRecord {
             .map(|w| w[1].0 - w[0].0)
             .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))));
         RequestRecord {
-            index: d.index,
-            warmup: d.warmup,
-            request_id: s.request_id,
+            id: Identity::new(d, s.request_id),
             sample_id: s.sample_id,
             text_len: s.text_len,
-            planned_send_s: rel(d.planned),
-            actual_send_s: rel(x.send_at),
-            queue_s,
-            saturated: d.saturated.is_some(),
-            lag_s,
+            sent: Sending::new(d, x.send_at, base),
             dispatch_lag_s: d
                 .dispatched
                 .saturating_duration_since(d.planned)
                 .as_secs_f64(),
             connect_s: x.connect.map(|c| c.as_secs_f64()),
-            end_s: rel(x.end_at),
-            status: x.status,
-            ok,
-            error_class: x.failure.as_ref().map(|f| f.class.key()),
-            error: x.failure.as_ref().map(|f| f.message.clone()),
+            end: Ending::new(
+                x.end_at,
+                base,
+                x.status,
+                x.failure
+                    .as_ref()
+                    .map(|f| (f.class.key(), f.message.clone())),
+            ),
             empty: ok && x.bytes == 0,
             bytes: x.bytes,
             sample_rate,
@@ -267,16 +355,13 @@ impl RequestRecord {
     }
 }
 
-/// `{"a":<a>,"b":<b>,…}` of the named fields of `$r`, each value as `serde_json` writes it.
+/// `,"a":<a>,"b":<b>…` of the named fields of `$r`, each value as `serde_json` writes it.
 macro_rules! json_fields {
-    ($out:ident, $r:ident, $first:ident $(, $name:ident)* $(,)?) => {{
-        $out.extend_from_slice(concat!("{\"", stringify!($first), "\":").as_bytes());
-        serde_json::to_writer(&mut *$out, &$r.$first)?;
+    ($out:ident, $r:expr; $($name:ident),+ $(,)?) => {{
         $(
             $out.extend_from_slice(concat!(",\"", stringify!($name), "\":").as_bytes());
             serde_json::to_writer(&mut *$out, &$r.$name)?;
-        )*
-        $out.push(b'}');
+        )+
     }};
 }
 
@@ -286,26 +371,16 @@ impl RequestRecord {
     /// forty constant keys was a tenth of the native client's user-space instructions
     /// per request (docs/benchmarks-history.md); a test keeps both forms equal.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(b"{\"index\":");
+        serde_json::to_writer(&mut *out, &self.id.index)?;
+        json_fields!(out, self.id; warmup, request_id);
+        json_fields!(out, self; sample_id, text_len);
+        json_fields!(out, self.sent; planned_send_s, actual_send_s, queue_s, saturated, lag_s);
+        json_fields!(out, self; dispatch_lag_s, connect_s);
+        json_fields!(out, self.end; end_s, status, ok, error_class, error);
         json_fields!(
             out,
-            self,
-            index,
-            warmup,
-            request_id,
-            sample_id,
-            text_len,
-            planned_send_s,
-            actual_send_s,
-            queue_s,
-            saturated,
-            lag_s,
-            dispatch_lag_s,
-            connect_s,
-            end_s,
-            status,
-            ok,
-            error_class,
-            error,
+            self;
             empty,
             bytes,
             sample_rate,
@@ -331,6 +406,7 @@ impl RequestRecord {
             chunk_t_s,
             chunk_bytes,
         );
+        out.push(b'}');
         Ok(())
     }
 }
@@ -398,7 +474,7 @@ mod tests {
             ),
         ];
         let mut odd = records[0].clone();
-        (odd.pcm_peak, odd.pcm_rms, odd.lag_s) = (f64::NAN, f64::INFINITY, 5e-324);
+        (odd.pcm_peak, odd.pcm_rms, odd.sent.lag_s) = (f64::NAN, f64::INFINITY, 5e-324);
         odd.gap_max_s = Some(f64::NEG_INFINITY);
         records.push(odd);
         for r in &records {

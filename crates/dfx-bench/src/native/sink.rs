@@ -224,8 +224,8 @@ impl State {
                 .get_or_insert_with(|| format!("cannot write {}: {e}", path.display()));
         }
         self.buf.push(b'\n');
-        if !rec.warmup {
-            self.progress.request_done(rec.ok);
+        if !rec.id.warmup {
+            self.progress.request_done(rec.end.ok);
         }
         // The chunk timeline is in records.jsonl now; the statistics need none of it, so a
         // step's memory does not grow with its chunks.
@@ -362,12 +362,12 @@ impl Shared {
         for rec in &mut batch {
             if let (Some(q), Some(audio), Some(row)) =
                 (quality.as_deref_mut(), rec.audio.take(), rec.quality.take())
-                && rec.ok
-                && !rec.warmup
+                && rec.end.ok
+                && !rec.id.warmup
             {
                 let kept = super::quality::Kept {
-                    index: rec.index,
-                    request_id: rec.request_id.as_deref(),
+                    index: rec.id.index,
+                    request_id: rec.id.request_id.as_deref(),
                     sample_id: &rec.sample_id,
                     sample_rate: rec.sample_rate,
                 };

@@ -86,7 +86,7 @@ pub(crate) const KIND: DatasetKind = DatasetKind::SeedTtsText;
 
 /// The batch a measured request belongs to, from its id `<prefix>b<batch>-<i>`.
 pub(crate) fn batch_of(r: &RequestRecord) -> Option<usize> {
-    let id = r.request_id.as_deref()?;
+    let id = r.id.request_id.as_deref()?;
     let tail = &id[id.rfind('b')? + 1..];
     tail.split('-').next()?.parse().ok()
 }
@@ -99,15 +99,15 @@ pub(crate) fn rebase(records: &mut [RequestRecord], offsets: &[f64]) {
             .and_then(|b| offsets.get(b))
             .copied()
             .unwrap_or(0.0);
-        r.planned_send_s += off;
-        r.actual_send_s += off;
-        r.end_s += off;
+        r.sent.planned_send_s += off;
+        r.sent.actual_send_s += off;
+        r.end.end_s += off;
     }
 }
 
 /// Figures of one group of requests: count, failures, error rate, TTFP and RTF medians.
 fn figures(rs: &[&RequestRecord]) -> Value {
-    let ok: Vec<&&RequestRecord> = rs.iter().filter(|r| r.ok).collect();
+    let ok: Vec<&&RequestRecord> = rs.iter().filter(|r| r.end.ok).collect();
     let med = |xs: Vec<f64>| {
         if xs.is_empty() {
             Value::Null

@@ -110,9 +110,9 @@ impl NativeBench {
             log.write(&format!("warning: {problem}"));
         }
         let p = last.ok_or(BenchError::NoBatch)?;
-        let mut measured: Vec<_> = records.into_iter().filter(|r| !r.warmup).collect();
+        let mut measured: Vec<_> = records.into_iter().filter(|r| !r.id.warmup).collect();
         soak::rebase(&mut measured, &started);
-        measured.sort_by(|a, b| a.actual_send_s.total_cmp(&b.actual_send_s));
+        measured.sort_by(|a, b| a.sent.actual_send_s.total_cmp(&b.sent.actual_send_s));
         let section = soak::section(&plan, s.duration_scale, &measured, &started, &rss);
         write_batches(&ctx.out_dir, &section, log);
         let sent = measured.len() as u64;

@@ -14,14 +14,11 @@ use tokio::time::Instant as TInstant;
 
 use crate::native::lapse::TimeLapse;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::metrics::{Resp, TurnAt, TurnRecord, turn_record};
 use super::protocol as p;
 use crate::native::error::WsError;
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use crate::native::ws::{MAX_MESSAGE, Ws, connect};
 
 /// Responses tracked per session at most.
 const MAX_RESPONSES: usize = 4096;
@@ -216,24 +213,6 @@ impl Conn {
     }
 }
 
-async fn connect(url: &str, timeout: Duration) -> Result<Ws, WsError> {
-    let cfg = WebSocketConfig::default()
-        .max_message_size(Some(64 << 20))
-        .max_frame_size(Some(64 << 20));
-    let fut = tokio_tungstenite::connect_async_with_config(url, Some(cfg), true);
-    match tokio::time::timeout(timeout, fut).await {
-        Ok(Ok((ws, _))) => Ok(ws),
-        Ok(Err(e)) => Err(WsError::Open {
-            url: url.to_string(),
-            source: Box::new(e),
-        }),
-        Err(_) => Err(WsError::OpenTimeout {
-            url: url.to_string(),
-            timeout,
-        }),
-    }
-}
-
 /// Runs session `index` of a trial whose turns are timed from `base`; `gate` holds every
 /// session of the trial until all are created (upstream's synchronized start; bounded
 /// by `min(timeout, 30 s)`).
@@ -293,7 +272,7 @@ fn error_class(msg: &str) -> &'static str {
 
 async fn open(spec: &SessionSpec) -> Result<(Conn, f64), (&'static str, String)> {
     let t = Instant::now();
-    let ws = connect(&spec.url, spec.handshake)
+    let ws = connect(&spec.url, MAX_MESSAGE, spec.handshake)
         .await
         .map_err(|e| ("transport", e.to_string()))?;
     let mut c = Conn {

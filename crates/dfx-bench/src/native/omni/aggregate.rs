@@ -109,11 +109,11 @@ pub(crate) struct ChatFacts {
 /// Upstream's peak output throughput: every success's token times (send + TTFT, then
 /// + each ITL) in one-second buckets from the first send; the fullest bucket.
 pub(crate) fn max_output_tokens_per_s(ok: &[&ChatRecord]) -> f64 {
-    let Some(t0) = ok.iter().map(|r| r.actual_send_s).reduce(f64::min) else {
+    let Some(t0) = ok.iter().map(|r| r.sent.actual_send_s).reduce(f64::min) else {
         return 0.0;
     };
     let token_times = ok.iter().flat_map(|r| {
-        let first = r.actual_send_s - t0 + r.ttft_s;
+        let first = r.sent.actual_send_s - t0 + r.ttft_s;
         std::iter::once(first).chain(r.itl_s.iter().scan(first, |t, itl| {
             *t += itl;
             Some(*t)
@@ -147,7 +147,7 @@ fn stage_summary(r: &ChatRecord) -> Value {
 /// A chat request's figures for the `goodput` SLOs (TPOT 0 with at most one output
 /// token, as vllm; continuity is not measured here); `None` for a failure.
 fn slo_values(r: &ChatRecord) -> Option<SloValues> {
-    r.ok.then(|| SloValues {
+    r.end.ok.then(|| SloValues {
         ttft_ms: Some(r.ttft_s * 1000.0),
         tpot_ms: Some(r.tpot_s.unwrap_or(0.0) * 1000.0),
         e2el_ms: Some(r.e2el_s * 1000.0),
@@ -159,15 +159,18 @@ fn slo_values(r: &ChatRecord) -> Option<SloValues> {
 
 /// The result document of the measured requests (sorted by index).
 pub(crate) fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelection) -> ResultDoc {
-    let ok: Vec<&ChatRecord> = measured.iter().filter(|r| r.ok).collect();
+    let ok: Vec<&ChatRecord> = measured.iter().filter(|r| r.end.ok).collect();
     let completed = ok.len();
     let output: u64 = ok.iter().map(|r| r.output_len).sum();
     let audio: Vec<f64> = ok.iter().map(|r| r.audio_duration_s).collect();
-    let spans: Vec<(f64, f64)> = ok.iter().map(|r| (r.actual_send_s, r.e2el_s)).collect();
+    let spans: Vec<(f64, f64)> = ok
+        .iter()
+        .map(|r| (r.sent.actual_send_s, r.e2el_s))
+        .collect();
     let totals = Totals {
         completed,
         failed: measured.len() - completed,
-        duration: measured.iter().map(|r| r.end_s).fold(0.0, f64::max),
+        duration: measured.iter().map(|r| r.end.end_s).fold(0.0, f64::max),
         input_tokens: ok.iter().map(|r| r.prompt_len).sum(),
         output_tokens: output,
         audio_s: stats::sum(&audio),
@@ -231,10 +234,10 @@ pub(crate) fn result_doc(measured: &[ChatRecord], f: &ChatFacts, sel: &ChatSelec
 
 fn extras(d: &mut ResultDoc, measured: &[ChatRecord], f: &ChatFacts) {
     let waits = measured.iter().map(|r| r.body_wait_s).fold(0.0, f64::max);
-    keys::put_load_health(d, f.peak_inflight, measured.iter().map(|r| r.lag_s));
+    keys::put_load_health(d, f.peak_inflight, measured.iter().map(|r| r.sent.lag_s));
     d.insert("body_wait_max_ms".into(), num(waits * 1000.0));
-    let failed = measured.iter().filter(|r| !r.ok);
-    keys::put_error_counts(d, failed.map(|r| r.error_class.as_deref()));
+    let failed = measured.iter().filter(|r| !r.end.ok);
+    keys::put_error_counts(d, failed.map(|r| r.end.error_class.as_deref()));
     d.insert(
         "dfx_tokenizer".into(),
         Value::from(if f.real_tokenizer {

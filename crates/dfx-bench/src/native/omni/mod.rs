@@ -290,7 +290,7 @@ pub(crate) fn run(
     if let (true, Some(w)) = (open, super::deadline::fallback_warning()) {
         log.write(&w);
     }
-    let sent = records.iter().filter(|r| !r.warmup).count();
+    let sent = records.iter().filter(|r| !r.id.warmup).count();
     let mut outcome = conclude(settings, ctx, log, records, peak, &sel, counter.is_real());
     if let Some(why) = watch.outcome(n.saturating_sub(sent)) {
         super::stalled_step(&mut outcome, log, &why);
@@ -337,6 +337,6 @@ fn conclude(
         log.write(&format!("stream note: {n}"));
     }
     let errors = super::load_result::step_errors(trial, &measured);
-    let lags: Vec<f64> = measured.iter().map(|r| r.lag_s).collect();
+    let lags: Vec<f64> = measured.iter().map(|r| r.sent.lag_s).collect();
     super::measured_step(doc, errors, &lags, (trial, settings), log)
 }

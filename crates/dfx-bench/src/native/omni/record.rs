@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::client::ChatExchange;
 use crate::metrics::{e2el, rtf, tpot, ttfp, ttft};
 use crate::native::BenchError;
-use crate::native::record::Dispatch;
+use crate::native::record::{Dispatch, Ending, Identity, Sending};
 use crate::native::stats;
 
 /// Identity of a request.
@@ -33,24 +33,18 @@ pub(crate) struct ChatSample {
 /// `end_s` relative to the phase start, the timelines relative to the send.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ChatRecord {
-    pub index: usize,
-    pub warmup: bool,
-    pub request_id: Option<String>,
+    #[serde(flatten)]
+    pub id: Identity,
     pub items: String,
     pub body_bytes: u64,
     pub max_tokens: u64,
-    pub planned_send_s: f64,
-    pub actual_send_s: f64,
-    pub queue_s: f64,
-    pub lag_s: f64,
+    #[serde(flatten)]
+    pub sent: Sending,
     /// Time the body waited for its generator after the request was due (look-ahead
     /// starved); part of `lag_s`.
     pub body_wait_s: f64,
-    pub end_s: f64,
-    pub status: Option<u16>,
-    pub ok: bool,
-    pub error_class: Option<String>,
-    pub error: Option<String>,
+    #[serde(flatten)]
+    pub end: Ending,
     pub bytes: u64,
     pub reads: u64,
     /// Prompt tokens: the server's `usage.prompt_tokens` when positive, else the dataset's.
@@ -104,10 +98,6 @@ impl ChatRecord {
         body_wait_s: f64,
         count: &dyn Fn(&str) -> Option<u64>,
     ) -> Self {
-        let rel = |t: Instant| t.saturating_duration_since(base).as_secs_f64();
-        let queue_s = d.slot.saturating_duration_since(d.dispatched).as_secs_f64();
-        let lag_s =
-            (x.send_at.saturating_duration_since(d.planned).as_secs_f64() - queue_s).max(0.0);
         let ok = x.ok();
         let st = x.stream;
         let output_len = match st.output_tokens {
@@ -141,22 +131,18 @@ impl ChatRecord {
             None => (s.prompt_len, "dataset"),
         };
         ChatRecord {
-            index: d.index,
-            warmup: d.warmup,
-            request_id: s.request_id,
+            id: Identity::new(d, s.request_id),
             items: s.items,
             body_bytes: s.body_bytes,
             max_tokens: s.max_tokens,
-            planned_send_s: rel(d.planned),
-            actual_send_s: rel(x.send_at),
-            queue_s,
-            lag_s,
+            sent: Sending::new(d, x.send_at, base),
             body_wait_s,
-            end_s: rel(x.end_at),
-            status: x.status,
-            ok,
-            error_class: x.failure.as_ref().map(|f| f.0.key()),
-            error: x.failure.as_ref().map(|f| f.1.clone()),
+            end: Ending::new(
+                x.end_at,
+                base,
+                x.status,
+                x.failure.as_ref().map(|f| (f.0.key(), f.1.clone())),
+            ),
             bytes: x.bytes,
             reads: x.reads,
             prompt_len,
@@ -247,26 +233,4 @@ impl ChatSink {
     }
 }
 
-impl crate::native::record::PhaseRecord for ChatRecord {
-    fn warmup(&self) -> bool {
-        self.warmup
-    }
-    fn index(&self) -> usize {
-        self.index
-    }
-    fn ok(&self) -> bool {
-        self.ok
-    }
-    fn planned_send_s(&self) -> f64 {
-        self.planned_send_s
-    }
-    fn actual_send_s(&self) -> f64 {
-        self.actual_send_s
-    }
-    fn saturated(&self) -> bool {
-        self.error_class.as_deref() == Some("saturated")
-    }
-    fn error(&self) -> Option<&String> {
-        self.error.as_ref()
-    }
-}
+crate::native::record::phase_record!(ChatRecord);

@@ -233,7 +233,7 @@ pub fn request_record(
     let ttfts: Vec<f64> = ms.iter().filter_map(|m| m.ttft_ms).collect();
     let ttft_s = mean(&ttfts) / 1000.0;
     let ok = failed.is_none();
-    r.error_class = failed.and_then(|t| t.error_class.clone());
+    r.end.error_class = failed.and_then(|t| t.error_class.clone());
     r.connect_s = Some(turns.iter().map(|t| t.connect_s).sum());
     if ok {
         let dur_s: f64 = ms.iter().map(|m| m.audio_duration_ms).sum::<f64>() / 1000.0;

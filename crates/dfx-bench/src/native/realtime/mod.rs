@@ -122,9 +122,9 @@ async fn run_request(ph: &Phase, job: RtJob, mut d: Dispatch, base: Instant) {
         let span = (ph.lapse.instant(base, now), ph.lapse.instant(base, now));
         let pcm = Default::default();
         let mut rec = request_record(&d, job.sample, job.label, Vec::new(), pcm, span, base);
-        rec.base.ok = false;
-        rec.base.error_class = Some("saturated".into());
-        rec.base.error = Some(super::client::saturated_message(cap));
+        rec.base.end.ok = false;
+        rec.base.end.error_class = Some("saturated".into());
+        rec.base.end.error = Some(super::client::saturated_message(cap));
         let _ = ph.records.send(rec);
         return;
     }
@@ -207,8 +207,8 @@ fn writer(
                     file = None;
                 }
             }
-            if !rec.base.warmup {
-                progress.request_done(rec.base.ok);
+            if !rec.base.id.warmup {
+                progress.request_done(rec.base.end.ok);
             }
             for t in &mut rec.turns {
                 t.audio_t_s = Vec::new();
@@ -287,7 +287,7 @@ pub fn run(
     if let (Load::Open { .. }, Some(w)) = (&p.load, deadline::fallback_warning()) {
         log.write(&w);
     }
-    let sent = records.iter().filter(|r| !r.base.warmup).count();
+    let sent = records.iter().filter(|r| !r.base.id.warmup).count();
     let mut outcome = conclude(ctx, log, &sel, records, peak, settings);
     if let Some(why) = watch.outcome(n.saturating_sub(sent)) {
         super::stalled_step(&mut outcome, log, &why);
@@ -305,12 +305,13 @@ fn conclude(
 ) -> BenchOutcome {
     let trial = ctx.trial;
     let entry = &trial.entry;
-    let (warm, mut measured): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| r.base.warmup);
-    measured.sort_by_key(|r| r.base.index);
+    let (warm, mut measured): (Vec<_>, Vec<_>) =
+        records.into_iter().partition(|r| r.base.id.warmup);
+    measured.sort_by_key(|r| r.base.id.index);
     log.write(&format!(
         "warmups: {} sent, {} failed",
         warm.len(),
-        warm.iter().filter(|r| !r.base.ok).count()
+        warm.iter().filter(|r| !r.base.end.ok).count()
     ));
     let facts = aggregate::StepFacts {
         header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts.get()),
@@ -363,7 +364,7 @@ fn invalid_load(
 ) -> Option<String> {
     let rate = rate?;
     let th = threshold.as_secs_f64();
-    let late = measured.iter().filter(|r| r.lag_s > th).count();
+    let late = measured.iter().filter(|r| r.sent.lag_s > th).count();
     (late > 0).then(|| {
         format!("open-loop send lag beyond {:.0} ms on {late} request(s): the server was not offered {rate} req/s", th * 1000.0)
     })

@@ -56,7 +56,7 @@ pub(crate) fn result_doc(
 ) -> ResultDoc {
     let base: Vec<RequestRecord> = recs.iter().map(|r| r.base.clone()).collect();
     let mut d = aggregate::result_doc(&base, f, sel);
-    let ok: Vec<&RealtimeRecord> = recs.iter().filter(|r| r.base.ok).collect();
+    let ok: Vec<&RealtimeRecord> = recs.iter().filter(|r| r.base.end.ok).collect();
     let tokens: u64 = ok.iter().map(|r| r.output_tokens).sum();
     let duration = d.get("duration").and_then(Value::as_f64).unwrap_or(0.0);
     let per_s = |x: f64| throughput::per_s(x, duration);
@@ -101,12 +101,16 @@ pub(crate) fn result_doc(
 /// Peak output tokens in one 1-s bucket: each request's tokens at send + TTFT (the
 /// realtime path has no inter-token times).
 fn peak_tokens_per_s(ok: &[&RealtimeRecord]) -> f64 {
-    let Some(t0) = ok.iter().map(|r| r.base.actual_send_s).reduce(f64::min) else {
+    let Some(t0) = ok
+        .iter()
+        .map(|r| r.base.sent.actual_send_s)
+        .reduce(f64::min)
+    else {
         return 0.0;
     };
     let events = ok
         .iter()
-        .map(|r| (r.base.actual_send_s + r.ttft_s - t0, r.output_tokens));
+        .map(|r| (r.base.sent.actual_send_s + r.ttft_s - t0, r.output_tokens));
     throughput::fullest_second(events) as f64
 }
 
@@ -117,7 +121,7 @@ fn request_metrics(ok: &[&RealtimeRecord]) -> Vec<Value> {
             let Some(m) = &t.metrics else { continue };
             out.push(json!({
                 "session_id": r.duplex_session_id,
-                "request_index": r.base.index,
+                "request_index": r.base.id.index,
                 "utterance_id": t.utterance_id,
                 "response_id": m.response_id,
                 "source": m.source,

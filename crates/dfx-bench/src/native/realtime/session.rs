@@ -10,15 +10,12 @@ use base64::Engine as _;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::protocol::{self as p, APPEND_MS, OUTPUT_RATE_HZ};
 use crate::audio::onset::PcmAnalyzer;
 use crate::native::error::WsError;
 use crate::native::stall::{Progress, StallRule};
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use crate::native::ws::{Ws, connect};
 
 /// Responses tracked per turn at most (later `response.created`s are ignored).
 pub(crate) const MAX_RESPONSES: usize = 256;
@@ -65,7 +62,7 @@ impl Default for TurnLimits {
             max_appends: 150,
             wait_after: Duration::from_secs(180),
             close_wait: Duration::from_secs(30),
-            max_message: 64 * 1024 * 1024,
+            max_message: crate::native::ws::MAX_MESSAGE,
             max_deltas: 100_000,
             stall: StallRule::DEFAULT,
         }
@@ -300,24 +297,6 @@ pub(crate) async fn run_turn_with(
     out
 }
 
-async fn connect(url: &str, lim: &TurnLimits) -> Result<Ws, WsError> {
-    let cfg = WebSocketConfig::default()
-        .max_message_size(Some(lim.max_message))
-        .max_frame_size(Some(lim.max_message));
-    let fut = tokio_tungstenite::connect_async_with_config(url, Some(cfg), true);
-    match tokio::time::timeout(lim.handshake, fut).await {
-        Ok(Ok((ws, _))) => Ok(ws),
-        Ok(Err(e)) => Err(WsError::Open {
-            url: url.to_string(),
-            source: Box::new(e),
-        }),
-        Err(_) => Err(WsError::OpenTimeout {
-            url: url.to_string(),
-            timeout: lim.handshake,
-        }),
-    }
-}
-
 /// Opens the session; `None` (with the failure in `out`) when it could not be opened.
 async fn handshake(
     url: &str,
@@ -330,7 +309,7 @@ async fn handshake(
     loop {
         out.attempts += 1;
         let t = Instant::now();
-        let ws = match connect(url, lim).await {
+        let ws = match connect(url, lim.max_message, lim.handshake).await {
             Ok(ws) => ws,
             Err(e) => {
                 out.fail(TurnError::Transport, e.to_string());

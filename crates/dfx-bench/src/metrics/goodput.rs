@@ -8,6 +8,9 @@
 //! - `slo_attainment` = good requests / measured requests (completed + failed): a
 //!   fraction from 0 to 1 (`null` with no measured request); **higher is better**. It
 //!   answers how many of the step's users got the service the SLOs ask for.
+//! - A realtime step counts sessions (a user: one benchmark request of several turns):
+//!   a session is good when it succeeded and every turn meets every SLO with the turn's
+//!   own figures ([`Goodput::count_sessions`]; a request is a session of one part).
 //!
 //! The per-request figures are the ones the step's statistics use (`SloValues` below);
 //! `tpot` is 0 for a request with at most one output token (speech: always), as vllm

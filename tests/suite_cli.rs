@@ -17,6 +17,8 @@ mod contract;
 mod dfx_perf_cli;
 #[path = "suite_cli/failure_classes.rs"]
 mod failure_classes;
+#[path = "suite_cli/goodput.rs"]
+mod goodput;
 #[path = "suite_cli/gpu_samples.rs"]
 mod gpu_samples;
 #[path = "suite_cli/history_e2e.rs"]
@@ -233,6 +235,10 @@ fn main() -> ExitCode {
         (
             "goodput_slos_are_checked_and_measured_by_the_native_bench",
             strict::goodput_slos_are_checked_and_measured_by_the_native_bench,
+        ),
+        (
+            "goodput_of_a_realtime_entry_counts_sessions_whose_every_turn_meets_the_slos",
+            goodput::realtime_goodput_counts_sessions_whose_every_turn_meets_the_slos,
         ),
         (
             "require_thresholds_fails_unbaselined_trials_only",

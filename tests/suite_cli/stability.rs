@@ -2,7 +2,7 @@
 //! simulator with `--duration-scale` shortening its day to seconds: batches until the time
 //! is over, every request completed, per-batch figures in `batches.jsonl` and the result,
 //! the first-vs-last-quarter drift (with the simulator's resident memory read from
-//! `/proc`), batch-tagged request ids.
+//! `/proc`), batch-tagged request ids; `goodput` for the whole soak and per batch.
 
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
@@ -26,7 +26,8 @@ pub fn stability_soak_against_the_simulator() -> Result<(), Failed> {
             "random_range_ratio": 0.0,
             "extra_body": {"voice": "Vivian", "language": "English"},
             "ignore_eos": true,
-            "percentile-metrics": "ttft,e2el,audio_rtf,audio_ttfp,audio_duration"
+            "percentile-metrics": "ttft,e2el,audio_rtf,audio_ttfp,audio_duration",
+            "goodput": "e2el:600000 audio_ttfp:600000 continuity:600000"
         }]
     }]);
     let file = tmp.path().join("soak.json");
@@ -73,6 +74,23 @@ pub fn stability_soak_against_the_simulator() -> Result<(), Failed> {
                 .as_array()
                 .is_some_and(|b| b.len() as u64 == batches),
         &format!("several batches of 6, every request completed: {st}"),
+        &run,
+    )?;
+    // SLOs far above anything a simulated request takes: every request of every batch
+    // is good, so each batch's goodput is its requests over its duration.
+    let batch_goodput = |b: &Value| {
+        let d =
+            b["requests"].as_f64().unwrap_or(0.0) / b["request_goodput"].as_f64().unwrap_or(0.0);
+        b["slo_attainment"] == 1.0 && d.is_finite() && d > 0.0
+    };
+    check(
+        doc["slo_attainment"] == 1.0
+            && doc["request_goodput"] == doc["request_throughput"]
+            && st["batches"]
+                .as_array()
+                .is_some_and(|b| b.iter().all(batch_goodput))
+            && st["drift"]["slo_attainment_change"] == 0.0,
+        &format!("goodput of the soak and of every batch: {st}"),
         &run,
     )?;
     let drift = &st["drift"];

@@ -10,7 +10,7 @@ use crate::BASE_TRIALS;
 use crate::support::{Run, check, fixture, perf, run_dirs};
 
 /// An exit-2 run that names every `wants` and started nothing.
-fn refused(run: &Run, wants: &[&str]) -> Result<(), Failed> {
+pub fn refused(run: &Run, wants: &[&str]) -> Result<(), Failed> {
     check(run.code() == Some(2), "exit status 2", run)?;
     let err = run.stderr();
     for want in wants {
@@ -28,8 +28,8 @@ fn refused(run: &Run, wants: &[&str]) -> Result<(), Failed> {
     )
 }
 
-/// `perf` on `cases` written to a temporary config file.
-fn perf_on(cases: Value, args: &[&str]) -> Result<Run, Failed> {
+/// `perf` on `cases` written to a temporary config file (`strict.json`).
+pub fn perf_on(cases: Value, args: &[&str]) -> Result<Run, Failed> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = dir.path().join("strict.json");
     std::fs::write(&file, cases.to_string()).map_err(|e| e.to_string())?;

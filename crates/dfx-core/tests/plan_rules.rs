@@ -605,6 +605,26 @@ fn runner_entries_percentile_soak_and_contract_keys() {
         bad.contains("key `metric-percentiles`: unknown entry key"),
         "{bad}"
     );
+    // `goodput`: a stability entry's reaches the plan (its batches count good requests);
+    // the native-duplex and contract runners count none, so the key is refused there.
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "goodput": "e2el:500 continuity:100"});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    assert!(plan.trials[0].entry.goodput.is_some());
+    let mut with_goodput = json!({"name": "c1", "workload": "native-duplex-audio",
+                                  "sessions": 1, "turns": 1, "warmups": 1, "repeats": 2});
+    with_goodput["goodput"] = json!("e2el:500");
+    let bad = fx.errors(&case(Some("native-duplex"), with_goodput));
+    assert!(
+        bad.contains("benchmark_params[0], key `goodput`: unknown entry key"),
+        "{bad}"
+    );
+    let contract = json!({"name": "c", "goodput": "e2el:500"});
+    let bad = fx.errors(&case(Some("contract"), contract));
+    assert!(
+        bad.contains("benchmark_params[0], key `goodput`: unknown contract entry key"),
+        "{bad}"
+    );
 }
 
 #[test]

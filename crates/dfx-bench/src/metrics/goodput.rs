@@ -8,6 +8,9 @@
 //! - `slo_attainment` = good requests / measured requests (completed + failed): a
 //!   fraction from 0 to 1 (`null` with no measured request); **higher is better**. It
 //!   answers how many of the step's users got the service the SLOs ask for.
+//! - A realtime step counts sessions (a user: one benchmark request of several turns):
+//!   a session is good when it succeeded and every turn meets every SLO with the turn's
+//!   own figures ([`Goodput::count_sessions`]; a request is a session of one part).
 //!
 //! The per-request figures are the ones the step's statistics use (`SloValues` below);
 //! `tpot` is 0 for a request with at most one output token (speech: always), as vllm
@@ -62,6 +65,18 @@ impl SloValues {
     }
 }
 
+/// Whether a successful unit is good: at least one part, and every part meets every SLO.
+fn every_part_good(spec: &GoodputSpec, parts: impl IntoIterator<Item = SloValues>) -> bool {
+    let mut any = false;
+    for p in parts {
+        if !p.good(spec) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// The good requests of a step among its measured ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Goodput {
@@ -77,13 +92,23 @@ impl Goodput {
         spec: &GoodputSpec,
         requests: impl Iterator<Item = Option<SloValues>>,
     ) -> Self {
+        Self::count_sessions(spec, requests.map(|r| r.map(std::iter::once)))
+    }
+
+    /// Counts measured units of several parts (a realtime session of turns):
+    /// `Some(parts)` for a success, good when it has a part and every part meets every
+    /// SLO; `None` for a failure.
+    pub(crate) fn count_sessions<P: IntoIterator<Item = SloValues>>(
+        spec: &GoodputSpec,
+        sessions: impl Iterator<Item = Option<P>>,
+    ) -> Self {
         let mut g = Goodput {
             good: 0,
             measured: 0,
         };
-        for r in requests {
+        for s in sessions {
             g.measured += 1;
-            g.good += usize::from(r.is_some_and(|v| v.good(spec)));
+            g.good += usize::from(s.is_some_and(|parts| every_part_good(spec, parts)));
         }
         g
     }
@@ -167,6 +192,41 @@ mod tests {
         };
         assert!(fine.good(&spec("continuity:100 audio_rtf:0.5")));
         assert!(!fine.good(&spec("audio_rtf:0.49")));
+    }
+
+    /// A session is good when every turn meets every SLO: #0 both turns within
+    /// (one exactly on the bound), #1 its second turn misses ttfp by 1 µs, #2 failed,
+    /// #3 succeeded with no turn (nothing was measured, so nothing was met).
+    /// Good 1 of 4.
+    #[test]
+    fn a_session_is_good_when_every_turn_is() {
+        let s = spec("audio_ttfp:200 e2el:1000");
+        let turn = |ttfp: f64, e2el: f64| SloValues {
+            audio_ttfp_ms: Some(ttfp),
+            e2el_ms: Some(e2el),
+            ..SloValues::default()
+        };
+        let sessions = [
+            Some(vec![turn(200.0, 900.0), turn(10.0, 1000.0)]),
+            Some(vec![turn(10.0, 100.0), turn(200.001, 100.0)]),
+            None,
+            Some(vec![]),
+        ];
+        let g = Goodput::count_sessions(&s, sessions.into_iter());
+        assert_eq!(
+            g,
+            Goodput {
+                good: 1,
+                measured: 4
+            }
+        );
+        assert_eq!(g.attainment(), Some(0.25));
+        // One turn per session reads as the request count does.
+        let one = [Some(turn(1.0, 1.0)), Some(turn(300.0, 1.0)), None];
+        assert_eq!(
+            Goodput::count(&s, one.into_iter()),
+            Goodput::count_sessions(&s, one.map(|t| t.map(|t| [t])).into_iter())
+        );
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn upstream_continuity_ok_rate(measured: &[RequestRecord]) -> f64 {
 /// A speech request's figures for the `goodput` SLOs, as the step's statistics read them
 /// (an empty 200: TTFP 0, RTF 0); `ttft` is the TTFP (speech has no tokens, and so a
 /// TPOT of 0); `None` for a failure.
-fn slo_values(r: &RequestRecord) -> Option<SloValues> {
+pub(crate) fn slo_values(r: &RequestRecord) -> Option<SloValues> {
     let ttfp_ms = r.ttfp_s.unwrap_or(0.0) * 1000.0;
     r.end.ok.then(|| SloValues {
         ttft_ms: Some(ttfp_ms),

@@ -388,12 +388,12 @@ fn lower_thread_priority() {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::native::client::Exchange;
     use crate::native::record::{Dispatch, Sample};
 
-    pub(super) fn record(index: usize) -> RequestRecord {
+    pub(crate) fn record(index: usize) -> RequestRecord {
         let now = Instant::now();
         let d = Dispatch {
             index,

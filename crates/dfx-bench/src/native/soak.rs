@@ -9,19 +9,22 @@
 //! `stability` section: the batches with their own figures (also in `batches.jsonl`) and
 //! the drift between the first and the last quarter of the batches (TTFP and RTF medians,
 //! error rate, the server group's resident memory from `/proc` when it runs on this
-//! machine). Request ids carry the batch: `<prefix>b<batch>-<i>`.
+//! machine; with `goodput`, each batch's goodput and SLO attainment and the attainment's
+//! drift). Request ids carry the batch: `<prefix>b<batch>-<i>`.
 
 use std::num::NonZeroU64;
 use std::time::Instant;
 
-use dfx_core::plan::{BenchEntry, SoakKeys};
+use dfx_core::plan::{BenchEntry, GoodputSpec, SoakKeys};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
+use super::aggregate;
 use super::dataset::{DatasetKind, Row};
 use super::record::RequestRecord;
 use super::stats;
+use crate::metrics::goodput::Goodput;
 use crate::native::BenchError;
 
 /// A soak's parameters, read from the entry.
@@ -131,14 +134,34 @@ pub(crate) fn quarters(n: usize) -> (std::ops::Range<usize>, std::ops::Range<usi
     (0..q.min(n), n.saturating_sub(q)..n)
 }
 
+/// With `goodput`: a group's good requests (the speech rule,
+/// [`aggregate::slo_values`]) as `slo_attainment` in `v`, and, given the group's duration,
+/// `request_goodput`. The share of good requests of the group.
+fn put_goodput(
+    v: &mut Value,
+    spec: Option<&GoodputSpec>,
+    rs: &[&RequestRecord],
+    duration_s: Option<f64>,
+) -> Option<f64> {
+    let g = Goodput::count(spec?, rs.iter().map(|r| aggregate::slo_values(r)));
+    if let Some(d) = duration_s {
+        v["request_goodput"] = json!(g.request_goodput(d));
+    }
+    v["slo_attainment"] = json!(g.attainment());
+    g.attainment()
+}
+
 /// The `stability` section: every batch's figures and the first-vs-last-quarter drift.
-/// `rss_mb[b]` is the server group's resident memory after batch `b`, when it is local.
+/// `rss_mb[b]` is the server group's resident memory after batch `b`, when it is local;
+/// with the entry's `goodput`, each batch's `request_goodput` (good / the batch's
+/// duration, its start to its last end) and `slo_attainment`, each quarter's attainment.
 pub(crate) fn section(
     plan: &SoakPlan,
     scale: f64,
     measured: &[RequestRecord],
     started: &[f64],
     rss_mb: &[Option<f64>],
+    goodput: Option<&GoodputSpec>,
 ) -> Value {
     let n = started.len();
     let of = |b: usize| -> Vec<&RequestRecord> {
@@ -146,7 +169,10 @@ pub(crate) fn section(
     };
     let batches: Vec<Value> = (0..n)
         .map(|b| {
-            let mut v = figures(&of(b));
+            let rs = of(b);
+            let mut v = figures(&rs);
+            let end = rs.iter().map(|r| r.end.end_s).fold(started[b], f64::max);
+            put_goodput(&mut v, goodput, &rs, Some(end - started[b]));
             v["batch"] = json!(b);
             v["started_s"] = json!(started[b]);
             v["server_rss_mb"] = json!(rss_mb.get(b).copied().flatten());
@@ -156,7 +182,12 @@ pub(crate) fn section(
     let (head, tail) = quarters(n);
     let group =
         |range: std::ops::Range<usize>| -> Vec<&RequestRecord> { range.flat_map(of).collect() };
-    let (first, last) = (figures(&group(head.clone())), figures(&group(tail.clone())));
+    let (head_rs, tail_rs) = (group(head.clone()), group(tail.clone()));
+    let (mut first, mut last) = (figures(&head_rs), figures(&tail_rs));
+    let attained = (
+        put_goodput(&mut first, goodput, &head_rs, None),
+        put_goodput(&mut last, goodput, &tail_rs, None),
+    );
     let rss = |range: std::ops::Range<usize>| -> Value {
         let v: Vec<f64> = range
             .filter_map(|b| rss_mb.get(b).copied().flatten())
@@ -167,14 +198,26 @@ pub(crate) fn section(
             json!(stats::mean(&v))
         }
     };
-    let mut first = first;
-    let mut last = last;
     first["server_rss_mb"] = rss(head);
     last["server_rss_mb"] = rss(tail);
     let ratio = |k: &str| match (first[k].as_f64(), last[k].as_f64()) {
         (Some(a), Some(b)) if a > 0.0 => json!(b / a),
         _ => Value::Null,
     };
+    let mut drift = json!({
+        "first_quarter": first,
+        "last_quarter": last,
+        "ttfp_ratio": ratio("median_audio_ttfp_ms"),
+        "rtf_ratio": ratio("median_audio_rtf"),
+        "server_rss_ratio": ratio("server_rss_mb"),
+        "error_rate_change": last["error_rate"].as_f64().unwrap_or(0.0) - first["error_rate"].as_f64().unwrap_or(0.0),
+    });
+    if goodput.is_some() {
+        drift["slo_attainment_change"] = match attained {
+            (Some(a), Some(b)) => json!(b - a),
+            _ => Value::Null,
+        };
+    }
     json!({
         "duration_sec": plan.seconds / scale,
         "duration_scale": scale,
@@ -183,14 +226,7 @@ pub(crate) fn section(
         "random_input_words": [plan.words.0, plan.words.1],
         "batches_run": n,
         "batches": batches,
-        "drift": {
-            "first_quarter": first,
-            "last_quarter": last,
-            "ttfp_ratio": ratio("median_audio_ttfp_ms"),
-            "rtf_ratio": ratio("median_audio_rtf"),
-            "server_rss_ratio": ratio("server_rss_mb"),
-            "error_rate_change": last["error_rate"].as_f64().unwrap_or(0.0) - first["error_rate"].as_f64().unwrap_or(0.0),
-        }
+        "drift": drift,
     })
 }
 
@@ -245,6 +281,55 @@ mod tests {
         assert_eq!(p.words, (1, 4000));
         assert_eq!(p.batch, 50);
         assert!((p.seconds - 0.3).abs() < 1e-9);
+    }
+
+    /// A measured record of batch `b` ending at `end_s` on the soak's clock: a success
+    /// with that TTFP, or a failure (`None`).
+    fn rec(b: usize, i: usize, end_s: f64, ttfp_ms: Option<f64>) -> RequestRecord {
+        let mut r = crate::native::sink::tests::record(i);
+        r.id.request_id = Some(format!("x-b{b}-{i}"));
+        r.end.end_s = end_s;
+        r.end.ok = ttfp_ms.is_some();
+        r.ttfp_s = ttfp_ms.map(|t| t / 1000.0);
+        r.e2el_s = r.end.ok.then_some(0.5);
+        r.rtf = r.end.ok.then_some(0.2);
+        r
+    }
+
+    /// Hand-computed, SLO audio_ttfp ≤ 200 ms. Batch 0 (start 0): good at 100 ms (end
+    /// 1.0), missed at 300 ms (end 2.0), one failure: 1 of 3, 1 good / 2.0 s = 0.5 req/s.
+    /// Batch 1 (start 2.5): 100 and 200 ms (the bound meets it), ends 3.0 and 3.5: 2 of
+    /// 2, 2 / 1.0 s. Two batches: the first quarter is batch 0, the last batch 1.
+    #[test]
+    fn each_batch_has_its_goodput_and_the_drift_its_attainment() {
+        let p = SoakPlan {
+            seconds: 1.0,
+            batch: 3,
+            words: (1, 2),
+        };
+        let recs = [
+            rec(0, 0, 1.0, Some(100.0)),
+            rec(0, 1, 2.0, Some(300.0)),
+            rec(0, 2, 0.5, None),
+            rec(1, 0, 3.0, Some(100.0)),
+            rec(1, 1, 3.5, Some(200.0)),
+        ];
+        let slo = GoodputSpec::parse(&json!("audio_ttfp:200")).unwrap();
+        let s = section(&p, 1.0, &recs, &[0.0, 2.5], &[None, None], Some(&slo));
+        let b = &s["batches"];
+        assert_eq!(b[0]["slo_attainment"], json!(1.0 / 3.0));
+        assert_eq!(b[0]["request_goodput"], json!(0.5));
+        assert_eq!(b[1]["slo_attainment"], json!(1.0));
+        assert_eq!(b[1]["request_goodput"], json!(2.0));
+        let d = &s["drift"];
+        assert_eq!(d["first_quarter"]["slo_attainment"], json!(1.0 / 3.0));
+        assert_eq!(d["last_quarter"]["slo_attainment"], json!(1.0));
+        assert_eq!(d["slo_attainment_change"], json!(1.0 - 1.0 / 3.0));
+        // Without `goodput` none of these keys.
+        let s = section(&p, 1.0, &recs, &[0.0, 2.5], &[None, None], None);
+        assert!(s["batches"][0].get("slo_attainment").is_none(), "{s}");
+        assert!(s["batches"][0].get("request_goodput").is_none(), "{s}");
+        assert!(s["drift"].get("slo_attainment_change").is_none(), "{s}");
     }
 
     #[test]

@@ -113,7 +113,14 @@ impl NativeBench {
         let mut measured: Vec<_> = records.into_iter().filter(|r| !r.id.warmup).collect();
         soak::rebase(&mut measured, &started);
         measured.sort_by(|a, b| a.sent.actual_send_s.total_cmp(&b.sent.actual_send_s));
-        let section = soak::section(&plan, s.duration_scale, &measured, &started, &rss);
+        let section = soak::section(
+            &plan,
+            s.duration_scale,
+            &measured,
+            &started,
+            &rss,
+            entry.goodput.as_ref(),
+        );
         write_batches(&ctx.out_dir, &section, log);
         let sent = measured.len() as u64;
         let mut outcome = self.conclude_measured(ctx, log, &p, &measured, sent, peak);

@@ -2,12 +2,12 @@
 //! bench has no counterpart for. Run natively, such an entry would report a result it did
 //! not ask for (`ramp-up-strategy` → a steady rate), so preflight refuses it and names
 //! `--bench vllm`. Flags the native bench implements (sampling, dataset, load and
-//! percentile keys) or that change nothing measured are not listed. `goodput` is measured
-//! by the speech and chat-omni steps only ([`goodput_refusal`]).
+//! percentile keys) or that change nothing measured are not listed. A `goodput` SLO the
+//! entry's protocol has no figure for is refused too ([`goodput_refusal`]).
 
 use dfx_core::bench::PreflightError;
 use dfx_core::goodput::Slo;
-use dfx_core::plan::{BenchEntry, Dialect};
+use dfx_core::plan::BenchEntry;
 use serde_json::{Map, Value};
 
 /// The flags (as `vllm bench serve` spells them, without `--`).
@@ -32,30 +32,39 @@ pub(crate) fn unimplemented_flag(raw: &Map<String, Value>) -> Option<String> {
         .cloned()
 }
 
-/// Why the native bench cannot measure the entry's `goodput`: a soak or a realtime entry
-/// (only the speech and chat-omni steps count good requests) is refused like an
-/// unimplemented flag; a chat-omni entry asking `continuity` (its streams are not
-/// measured for continuity) names the SLOs it can measure.
+/// Why the native bench cannot measure the entry's `goodput`: an SLO its protocol has no
+/// figure for (chat-omni: `continuity`, its streams are not measured for continuity;
+/// realtime: `tpot`, no inter-token times), with the SLOs it accepts. Speech sweeps and
+/// soaks measure every SLO.
 pub(crate) fn goodput_refusal(entry: &BenchEntry) -> Option<PreflightError> {
     let g = entry.goodput.as_ref()?;
-    if entry.dialect == Dialect::Stability || super::realtime::is_realtime(entry) {
-        return Some(PreflightError::UnimplementedKey {
-            key: "goodput".into(),
-            bench: "native",
-        });
-    }
-    (super::omni::is_chat(entry) && g.bound(Slo::Continuity).is_some()).then(|| {
-        PreflightError::Goodput(
-            "`goodput` SLO `continuity`: the chat-omni bench does not measure stream \
-             continuity (accepted for chat-omni: ttft, tpot, e2el, audio_ttfp, audio_rtf)"
-                .into(),
+    let (protocol, unmeasured, why) = if super::realtime::is_realtime(entry) {
+        ("realtime", Slo::Tpot, "has no inter-token times")
+    } else if super::omni::is_chat(entry) {
+        (
+            "chat-omni",
+            Slo::Continuity,
+            "does not measure stream continuity",
         )
-    })
+    } else {
+        return None;
+    };
+    g.bound(unmeasured)?;
+    let accepted: Vec<&str> = (Slo::ALL.iter())
+        .filter(|s| **s != unmeasured)
+        .map(|s| s.name())
+        .collect();
+    Some(PreflightError::Goodput(format!(
+        "`goodput` SLO `{}`: the {protocol} bench {why} (accepted for {protocol}: {})",
+        unmeasured.name(),
+        accepted.join(", ")
+    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dfx_core::plan::Dialect;
     use serde_json::json;
 
     fn entry(raw: Value) -> Map<String, Value> {
@@ -76,7 +85,7 @@ mod tests {
     }
 
     #[test]
-    fn goodput_is_measured_by_speech_and_chat_steps_only() {
+    fn goodput_slos_a_protocol_cannot_measure_are_named() {
         use dfx_core::plan::GoodputSpec;
         let with = |backend: &str, dialect, slos: &str| {
             let mut e = dfx_testkit::trials::entry("g");
@@ -85,28 +94,37 @@ mod tests {
             e.goodput = Some(GoodputSpec::parse(&json!(slos)).unwrap());
             goodput_refusal(&e)
         };
-        let all = "ttft:100 e2el:900 audio_rtf:1 continuity:100";
+        let all = "ttft:100 tpot:5 e2el:900 audio_ttfp:100 audio_rtf:1 continuity:100";
         assert_eq!(with("openai-audio-speech", Dialect::Omni, all), None);
+        assert_eq!(with("openai-audio-speech", Dialect::Stability, all), None);
         assert_eq!(
-            with("openai-chat-omni", Dialect::Omni, "ttft:1 audio_rtf:1"),
+            with(
+                "openai-chat-omni",
+                Dialect::Omni,
+                "ttft:1 tpot:1 audio_rtf:1"
+            ),
             None
         );
+        let realtime = "ttft:1 e2el:1 audio_ttfp:1 audio_rtf:1 continuity:1";
+        for backend in ["openai-realtime-tts", "openai-realtime-duplex"] {
+            assert_eq!(with(backend, Dialect::Omni, realtime), None);
+        }
         let chat = with("openai-chat-omni", Dialect::Omni, "continuity:100").unwrap();
         assert_eq!(chat.key(), "goodput");
-        assert!(
-            chat.to_string()
-                .contains("does not measure stream continuity"),
-            "{chat}"
+        assert_eq!(
+            chat.to_string(),
+            "`goodput` SLO `continuity`: the chat-omni bench does not measure stream \
+             continuity (accepted for chat-omni: ttft, tpot, e2el, audio_ttfp, audio_rtf)"
         );
-        for refused in [
-            with("openai-audio-speech", Dialect::Stability, "e2el:1"),
-            with("openai-realtime-tts", Dialect::Omni, "e2el:1"),
-        ] {
-            let e = refused.unwrap();
-            assert!(e.to_string().contains("--bench vllm"), "{e}");
-        }
+        let rt = with("openai-realtime-tts", Dialect::Omni, "e2el:1 tpot:5").unwrap();
+        assert_eq!(rt.key(), "goodput");
+        assert_eq!(
+            rt.to_string(),
+            "`goodput` SLO `tpot`: the realtime bench has no inter-token times (accepted \
+             for realtime: ttft, e2el, audio_ttfp, audio_rtf, continuity)"
+        );
         let mut none = dfx_testkit::trials::entry("g");
-        none.dialect = Dialect::Stability;
+        none.backend = Some("openai-realtime-tts".into());
         assert_eq!(goodput_refusal(&none), None);
     }
 

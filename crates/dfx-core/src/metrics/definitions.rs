@@ -17,11 +17,11 @@ const EXACT: &[(&str, &str)] = &[
     ),
     (
         "request_goodput",
-        "successful requests meeting every `goodput` SLO (value <= bound) / step duration (`vllm bench`, native bench)",
+        "successful requests meeting every `goodput` SLO (value <= bound; realtime: sessions whose every turn does) / step duration (`vllm bench`, native bench)",
     ),
     (
         "slo_attainment",
-        "native bench, with `goodput`: requests meeting every SLO / measured requests (completed + failed), a fraction 0..1",
+        "native bench, with `goodput`: requests meeting every SLO (realtime: sessions whose every turn does) / measured requests (completed + failed), a fraction 0..1",
     ),
     (
         "max_output_tokens_per_s",

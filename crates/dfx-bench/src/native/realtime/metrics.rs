@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::session::{TurnError, TurnOutcome};
+use super::session::{Response, TurnError, TurnOutcome};
 use crate::audio::onset::PcmStats;
-use crate::metrics::{audio_duration, elapsed_ms, rtf, ttfa_audible, ttfp, ttft};
+use crate::metrics::{audio_duration, continuity, elapsed_ms, rtf, ttfa_audible, ttfp, ttft};
 use crate::native::client::{Exchange, Failure, FailureClass};
 use crate::native::record::{Dispatch, RequestRecord, Sample};
 
@@ -42,6 +42,10 @@ pub struct TurnMetrics {
     pub audio_duration_ms: f64,
     /// `audio_generation_ms / audio_duration_ms` (0 without audio), rounded to 1e-6.
     pub rtf: f64,
+    /// Largest playback underrun of the selected response's audio deltas, ms (the
+    /// continuity rule from the first delta at the response's rate); null when the
+    /// timeline was cut at `max_deltas` (not measured).
+    pub underrun_ms: Option<f64>,
     /// Stage-0 tokens from stage metrics, else the transcript's word count.
     pub output_tokens: u64,
     /// The selected response's transcript.
@@ -74,6 +78,7 @@ pub fn turn_metrics(o: &TurnOutcome) -> Result<TurnMetrics, (TurnError, String)>
         reported, r.bytes, r.rate,
     ));
     let rtf = rtf::round6(rtf::rtf(gen_ms, dur));
+    let underrun_ms = underrun_ms(r, start);
     let words = r.transcript.split_whitespace().count() as u64;
     Ok(TurnMetrics {
         response_id: r.id.clone(),
@@ -92,9 +97,28 @@ pub fn turn_metrics(o: &TurnOutcome) -> Result<TurnMetrics, (TurnError, String)>
         audio_generation_ms: gen_ms,
         audio_duration_ms: dur,
         rtf,
+        underrun_ms,
         output_tokens: o.stage_tokens.unwrap_or(words),
         transcript: r.transcript.clone(),
     })
+}
+
+/// The response's largest underrun (`metrics::continuity`, 16-bit mono at its rate), ms
+/// rounded to 0.001; `None` when its delta timeline is incomplete (capped) or has no
+/// audio.
+fn underrun_ms(r: &Response, start: Instant) -> Option<f64> {
+    let timeline: Vec<(f64, u64)> = r
+        .deltas
+        .iter()
+        .filter(|(_, b)| *b > 0)
+        .map(|(t, b)| (elapsed_ms(start, *t) / 1000.0, *b))
+        .collect();
+    let seen: u64 = timeline.iter().map(|(_, b)| b).sum();
+    if seen != r.bytes {
+        return None;
+    }
+    let c = continuity::analyse(&timeline, f64::from(r.rate) * 2.0)?;
+    Some(round3(c.max_underrun_s * 1000.0))
 }
 
 /// One turn in `records.jsonl`. Times are seconds from the request's start.
@@ -261,5 +285,55 @@ pub fn request_record(
         output_tokens,
         duplex_session_id: session_label,
         turns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audio::onset::PcmAnalyzer;
+    use std::time::Duration;
+
+    /// A response of 24 kHz audio whose deltas of `bytes` arrive at `at_s` after `start`.
+    fn response(start: Instant, deltas: &[(f64, u64)]) -> Response {
+        Response {
+            id: "r".into(),
+            first_text: None,
+            transcript: String::new(),
+            deltas: (deltas.iter())
+                .map(|(t, b)| (start + Duration::from_secs_f64(*t), *b))
+                .collect(),
+            bytes: deltas.iter().map(|(_, b)| b).sum(),
+            first_audio: None,
+            last_audio: None,
+            meta_ms: None,
+            rate: 24_000,
+            done: true,
+            pcm: PcmAnalyzer::new(24_000),
+        }
+    }
+
+    /// `metrics::continuity`'s worked example on a turn's deltas (0.1 s deltas of 4800 B
+    /// at 48 000 B/s): the delta at 0.9 s comes 0.5 s after the player ran dry. An empty
+    /// delta is no read; a timeline cut at `max_deltas` (fewer bytes than received) is
+    /// not measured.
+    #[test]
+    fn a_turn_underrun_is_the_continuity_rule_on_its_deltas() {
+        let start = Instant::now();
+        let tl = [
+            (0.10, 4800),
+            (0.15, 4800),
+            (0.2, 0),
+            (0.30, 4800),
+            (0.90, 4800),
+            (0.95, 4800),
+        ];
+        assert_eq!(underrun_ms(&response(start, &tl), start), Some(500.0));
+        let steady: Vec<(f64, u64)> = (0..5).map(|i| (0.1 * f64::from(i), 4800)).collect();
+        assert_eq!(underrun_ms(&response(start, &steady), start), Some(0.0));
+        let mut capped = response(start, &tl);
+        capped.bytes += 4800;
+        assert_eq!(underrun_ms(&capped, start), None);
+        assert_eq!(underrun_ms(&response(start, &[]), start), None);
     }
 }

@@ -317,7 +317,7 @@ fn conclude(
         header: aggregate::StepHeader::of(trial, "", trial.step.num_prompts.get()),
         sample_rate: metrics::FRAMES_RATE as u32,
         peak_inflight: peak,
-        // preflight refuses `goodput` on realtime entries
+        // Counted per session by `result::result_doc`, not per request by the TTS rule.
         goodput: None,
         input_tokens: 0,
     };
@@ -329,6 +329,7 @@ fn conclude(
             .and_then(|b| b.get("save_duplex_request_metrics"))
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false),
+        goodput: entry.goodput.clone(),
     };
     let mut doc = result::result_doc(&measured, &facts, sel, rf);
     let base: Vec<_> = measured.iter().map(|r| r.base.clone()).collect();
@@ -338,9 +339,12 @@ fn conclude(
     }
     let block = summary::serving_block(&doc, sel, aggregate::upstream_continuity_ok_rate(&base));
     let block = with_ttft(&block, &doc, &sel.percentiles);
-    eprint!("{block}");
+    // dfx-perf's extras as speech and chat print them (SLO attainment, lag, errors).
+    let extras = summary::extras(&doc, Vec::new(), Vec::new());
+    eprint!("{block}{extras}");
     log.write("output tokens: stage-0 num_tokens_out when the server sends stage metrics, else the transcript's word count");
     log.write(&block);
+    log.write(&extras);
     let errors = super::load_result::step_errors(trial, &base);
     let invalid_load = invalid_load(&base, trial.step.request_rate(), settings.lag_threshold);
     log.step_problems(&errors, invalid_load.as_deref());

@@ -2,13 +2,17 @@
 //! ([`crate::native::aggregate::result_doc`]) with the realtime differences — output
 //! tokens and throughputs, the TTFT block (when selected and tokens > 0), and with
 //! `save_duplex_request_metrics` the `duplex_request_metrics` / `duplex_session_metrics`
-//! lists after `num_audio_rtf_samples`.
+//! lists after `num_audio_rtf_samples`; with `goodput`, goodput and SLO attainment per
+//! session.
 
 use serde_json::{Map, Value, json};
 
 use dfx_core::result::ResultDoc;
 
-use super::metrics::{RealtimeRecord, round3};
+use dfx_core::plan::GoodputSpec;
+
+use super::metrics::{RealtimeRecord, TurnRecord, round3};
+use crate::metrics::goodput::{Goodput, SloValues};
 use crate::metrics::throughput;
 use crate::native::aggregate::{self, StepFacts};
 use crate::native::keys::{self, num};
@@ -17,12 +21,14 @@ use crate::native::selection::Selection;
 use crate::native::stats::Sorted;
 
 /// What the realtime document needs besides the records.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct RealtimeFacts {
     /// `percentile-metrics` contains `ttft`.
     pub ttft_selected: bool,
     /// `extra_body.save_duplex_request_metrics` is true.
     pub save_duplex: bool,
+    /// The entry's `goodput` SLOs, counted per session ([`session_slo_values`]).
+    pub goodput: Option<GoodputSpec>,
 }
 
 /// Inserts `block` before the first key for which `at` holds (at the end if none).
@@ -95,7 +101,38 @@ pub(crate) fn result_doc(
             hit
         });
     }
+    // Last, as the speech document: `request_goodput` in vllm's place, then dfx-perf's
+    // `slo_attainment`.
+    let goodput = (rf.goodput.as_ref())
+        .map(|g| Goodput::count_sessions(g, recs.iter().map(session_slo_values)));
+    keys::put_goodput(&mut d, goodput, duration);
     d
+}
+
+/// A session (a benchmark request: a user) for the `goodput` SLOs: `None` when it
+/// failed, else each turn's own figures, so the session is good when every turn met
+/// every SLO. A turn's e2el is its end − its start (connect, handshake, silence, close):
+/// with one turn per session, the session's E2EL.
+fn session_slo_values(r: &RealtimeRecord) -> Option<Vec<SloValues>> {
+    r.base
+        .end
+        .ok
+        .then(|| r.turns.iter().map(turn_slo_values).collect())
+}
+
+fn turn_slo_values(t: &TurnRecord) -> SloValues {
+    let Some(m) = &t.metrics else {
+        return SloValues::default();
+    };
+    SloValues {
+        ttft_ms: m.ttft_ms,
+        // No inter-token times on the realtime path (refused at preflight).
+        tpot_ms: None,
+        e2el_ms: Some((t.end_s - t.start_s) * 1000.0),
+        audio_ttfp_ms: Some(m.ttfp_ms),
+        audio_rtf: Some(m.rtf),
+        underrun_ms: m.underrun_ms,
+    }
 }
 
 /// Peak output tokens in one 1-s bucket: each request's tokens at send + TTFT (the
@@ -169,6 +206,123 @@ fn session_metrics(r: &RealtimeRecord) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::time::{Duration, Instant};
+
+    use crate::native::realtime::metrics::{TurnMetrics, request_record};
+    use crate::native::record::{Dispatch, Sample};
+
+    fn turn(i: usize, (start_s, end_s): (f64, f64), ttfp_ms: f64, ok: bool) -> TurnRecord {
+        let m = TurnMetrics {
+            response_id: "r".into(),
+            source: "client".into(),
+            measurement_origin: "turn_start".into(),
+            ttft_ms: None,
+            ttfp_ms,
+            audio_generation_ms: 500.0,
+            audio_duration_ms: 1000.0,
+            rtf: 0.5,
+            underrun_ms: Some(0.0),
+            output_tokens: 3,
+            transcript: "a b c".into(),
+        };
+        TurnRecord {
+            turn: i,
+            utterance_id: format!("u{i}"),
+            session_id: None,
+            attempts: 1,
+            connect_s: 0.0,
+            start_s,
+            turn_start_s: Some(start_s),
+            appends: 1,
+            end_s,
+            closed: true,
+            ok,
+            error_class: (!ok).then(|| "timeout".into()),
+            error: (!ok).then(|| "late".into()),
+            metrics: ok.then_some(m),
+            audio_t_s: Vec::new(),
+            audio_bytes: Vec::new(),
+        }
+    }
+
+    fn session(turns: Vec<TurnRecord>) -> RealtimeRecord {
+        let now = Instant::now();
+        let d = Dispatch {
+            index: 0,
+            warmup: false,
+            planned: now,
+            dispatched: now,
+            slot: now,
+            saturated: None,
+        };
+        let sample = Sample {
+            request_id: Some("r-0".into()),
+            sample_id: "s".into(),
+            text_len: 1,
+            quality: None,
+        };
+        let span = (now, now + Duration::from_secs(2));
+        request_record(&d, sample, "s".into(), turns, Default::default(), span, now)
+    }
+
+    /// Hand-made: two turns, 0.0–0.8 s (TTFP 100 ms) and 0.8–1.9 s (TTFP 120 ms). Each
+    /// turn's e2el is its own span (800 and 1100 ms), not the session's 2 s; a session
+    /// is good when every turn is: `e2el:1000` misses on the second turn although the
+    /// turns' mean is 950 ms, `audio_ttfp:120` holds (the bound meets it). A session with
+    /// a failed turn is a failure.
+    #[test]
+    fn a_session_is_read_turn_by_turn() {
+        let good = session(vec![
+            turn(0, (0.0, 0.8), 100.0, true),
+            turn(1, (0.8, 1.9), 120.0, true),
+        ]);
+        let v = session_slo_values(&good).unwrap();
+        let e2el: Vec<f64> = v.iter().map(|t| t.e2el_ms.unwrap()).collect();
+        assert!(
+            (e2el[0] - 800.0).abs() < 1e-9 && (e2el[1] - 1100.0).abs() < 1e-9,
+            "{e2el:?}"
+        );
+        assert_eq!(v[0].tpot_ms, None, "no inter-token times");
+        let failed = session(vec![
+            turn(0, (0.0, 0.8), 100.0, true),
+            turn(1, (0.8, 9.0), 0.0, false),
+        ]);
+        assert!(session_slo_values(&failed).is_none());
+        let count = |slos: &str| {
+            let spec = GoodputSpec::parse(&json!(slos)).unwrap();
+            Goodput::count_sessions(&spec, [&good, &failed].into_iter().map(session_slo_values))
+        };
+        assert_eq!(
+            count("e2el:1000"),
+            Goodput {
+                good: 0,
+                measured: 2
+            }
+        );
+        assert_eq!(
+            count("e2el:1100 audio_ttfp:120"),
+            Goodput {
+                good: 1,
+                measured: 2
+            }
+        );
+        assert_eq!(
+            count("audio_ttfp:119.9"),
+            Goodput {
+                good: 0,
+                measured: 2
+            }
+        );
+        // The turns have no TTFT: a `ttft` SLO is not met.
+        assert_eq!(
+            count("ttft:100000"),
+            Goodput {
+                good: 0,
+                measured: 2
+            }
+        );
+    }
 
     #[test]
     fn nearest_rank_summary() {

@@ -163,6 +163,37 @@ fn every_key_the_loader_reads_is_in_its_table() {
     }
 }
 
+/// The string literals of the function `name` in `file` (under `src/`), a body that ends
+/// at the first line `close` (`}` of a free function, `    }` of a method).
+fn literals_of(file: &str, name: &str, close: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(file);
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text.find(&format!("fn {name}(")).expect(name);
+    let body = &text[start..];
+    let end = body.find(&format!("\n{close}\n")).expect(close);
+    let mut parts = body[..end].split('"').skip(1).step_by(2);
+    std::iter::from_fn(|| parts.next())
+        .filter(|l| l.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(String::from)
+        .collect()
+}
+
+/// The native-duplex keys are read by hand from the raw entry (`native_duplex_entry`,
+/// `DuplexKeys::read`): every key those read is a row of the runner's table, so none is
+/// refused as unknown before it is read.
+#[test]
+fn every_native_duplex_key_read_is_in_its_table() {
+    let mut read = literals_of("config/runners.rs", "native_duplex_entry", "}");
+    read.extend(literals_of("runner_keys.rs", "read", "    }"));
+    assert!(read.iter().any(|k| k == "timeout_s") && read.iter().any(|k| k == "workload"));
+    for key in &read {
+        assert!(
+            EntryKind::NativeDuplex.knows(key),
+            "native-duplex key `{key}` is read but not in the table"
+        );
+    }
+}
+
 #[test]
 fn the_loader_accepts_every_row_and_nothing_else() {
     for kind in [

@@ -197,10 +197,16 @@ fn stop(orders: &Orders, suite: i32) -> ExitCode {
         remove_state_file(orders);
         return ExitCode::SUCCESS;
     }
+    // A suite that died before this guard ran leaves it to init (or a subreaper): no pid.
+    let who = if suite > 1 {
+        format!("the suite (pid {suite})")
+    } else {
+        "the suite".to_string()
+    };
     note(
         orders,
         &format!(
-            "the suite (pid {suite}) ended without stopping its {} (process group {pgid}); \
+            "{who} ended without stopping its {} (process group {pgid}); \
              stopping it: SIGTERM, SIGKILL after {:.1} s",
             orders.what,
             orders.grace.as_secs_f64()

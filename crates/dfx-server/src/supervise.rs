@@ -44,7 +44,18 @@ impl Supervision {
     /// Starts supervising the group `spec.leader` leads. Problems are printed as warnings
     /// and leave the group registered (torn down on SIGINT/SIGTERM and by its owner).
     pub fn watch(&self, spec: WatchSpec<'_>) -> Watch {
-        let (entry, problems) = self.entry(&spec);
+        // Registered before the guard starts (a fork and exec, slow on a loaded machine):
+        // a signal in between tears the group down with the rest and names it.
+        registry::register(
+            spec.leader,
+            Entry {
+                what: spec.what.to_string(),
+                grace: spec.grace,
+                guard: None,
+                state: None,
+            },
+        );
+        let (mut built, problems) = self.entry(&spec);
         for p in &problems {
             tracing::warn!(pgid = spec.leader, "{p}");
             eprintln!(
@@ -52,7 +63,14 @@ impl Supervision {
                 spec.what, spec.leader
             );
         }
-        registry::register(spec.leader, entry);
+        let attached = registry::with_entry(spec.leader, |e| {
+            e.guard = built.guard.take();
+            e.state = built.state.take();
+        });
+        if attached.is_none() {
+            // Torn down (and unregistered) by a signal meanwhile: nothing is left to guard.
+            built.finish();
+        }
         Watch {
             pgid: spec.leader,
             released: false,

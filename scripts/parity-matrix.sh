@@ -14,6 +14,9 @@
 # else `vllm` on PATH; and a tokenizer folder in DFX_TOKENIZER (make_tokenizer.py), which
 # both benches use to count input tokens. Without either it says so and exits 2.
 # PARITY_PROFILE=release builds and runs release binaries (default: the dev profile).
+# Per-request evidence: DFX_VLLM_BIN=scripts/parity/vllm-capture.sh keeps vllm's own
+# stamps per request; scripts/parity/chat_split.py splits each chat TTFT into the
+# simulator's share and the client's.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
     --only) only="${2:?--only needs tts or omni}"; shift 2 ;;
     --filter) filter="${2:?--filter needs a pattern of trial names}"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done

@@ -2,7 +2,9 @@
 //! TCP connections it accepts: fresh opens one per request (warmups included), pooled
 //! reuses them; `--connection` (here `with_connection_reuse`, which sets the same
 //! setting) wins over the entry's `connection` key, which wins over the default (fresh).
+//! Speech, chat-omni and soak steps alike.
 
+mod chat_support;
 mod native_support;
 
 use std::io::{Read, Write};
@@ -18,16 +20,16 @@ use dfx_core::runner_keys::{RunnerKeys, SoakKeys};
 use native_support::{TrialSpec, trial};
 use serde_json::{Map, Value};
 
-/// HTTP/1.1 keep-alive server on an ephemeral port: every request gets 4800 bytes of
-/// PCM with a `Content-Length`; `accepted` counts TCP connections. One thread per
-/// connection; a connection ends when the client closes it.
+/// HTTP/1.1 keep-alive server on an ephemeral port: every request gets the same body
+/// (4800 bytes of PCM, or a chat SSE stream) with a `Content-Length`; `accepted` counts
+/// TCP connections. One thread per connection; a connection ends when the client closes
+/// it.
 struct Counting {
     url: String,
     accepted: Arc<AtomicUsize>,
 }
 
-fn serve_connection(mut sock: TcpStream) {
-    let body = vec![0u8; 4800];
+fn serve_connection(mut sock: TcpStream, content_type: &str, body: &[u8]) {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     loop {
@@ -54,17 +56,32 @@ fn serve_connection(mut sock: TcpStream) {
         }
         buf.drain(..head_end + len);
         let h = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: audio/pcm\r\ncontent-length: {}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             body.len()
         );
-        if sock.write_all(h.as_bytes()).is_err() || sock.write_all(&body).is_err() {
+        if sock.write_all(h.as_bytes()).is_err() || sock.write_all(body).is_err() {
             return;
         }
     }
 }
 
 impl Counting {
+    /// Answers every request with 4800 bytes of PCM (speech).
     fn start() -> Counting {
+        Counting::serving("audio/pcm", vec![0u8; 4800])
+    }
+
+    /// Answers every request with a whole text-only chat stream.
+    fn chat() -> Counting {
+        let sse: Vec<u8> = chat_support::text_only_script()
+            .into_iter()
+            .flat_map(|(_, bytes)| bytes)
+            .collect();
+        Counting::serving("text/event-stream", sse)
+    }
+
+    fn serving(content_type: &'static str, body: Vec<u8>) -> Counting {
+        let body: Arc<[u8]> = body.into();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -73,7 +90,8 @@ impl Counting {
             for sock in listener.incoming() {
                 let Ok(sock) = sock else { return };
                 count.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || serve_connection(sock));
+                let body = body.clone();
+                std::thread::spawn(move || serve_connection(sock, content_type, &body));
             }
         });
         Counting { url, accepted }
@@ -167,6 +185,48 @@ fn default_is_fresh_the_entry_key_chooses_and_the_flag_wins() {
     assert_eq!(mode, "fresh");
     assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize);
     assert_eq!(step(Some(ConnectionMode::Fresh), Some(true)).1, "pooled");
+}
+
+/// A chat-omni step (`random`, c = 2, 6 requests, 2 warmups) under `entry_mode` and the
+/// flag: the connections the server accepted and the `connections:` line of `bench.log`.
+fn chat_step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize, String) {
+    let server = Counting::chat();
+    let raw = serde_json::json!({
+        "dataset_name": "random",
+        "random_input_len": 8,
+        "random_output_len": 4,
+        "num_warmups": WARMUPS,
+    });
+    let kind = StepKind::Concurrency {
+        max_concurrency: std::num::NonZeroU32::new(2).unwrap(),
+    };
+    let mut t = chat_support::chat_trial(raw, kind, N);
+    Arc::make_mut(&mut t.entry).connection = entry_mode;
+    let (_doc, dir) = run(&t, &server, flag_reuse);
+    let log = std::fs::read_to_string(dir.path().join("bench.log")).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("connections: "))
+        .unwrap_or_else(|| panic!("no connections line: {log}"))
+        .to_string();
+    (server.accepted.load(Ordering::SeqCst), line)
+}
+
+/// Chat steps follow the same setting (before, they always pooled): fresh by default, as
+/// vllm-omni's bench session (`force_close`), one connection per request.
+#[test]
+fn chat_steps_open_a_connection_per_request_unless_pooled() {
+    let (fresh, line) = chat_step(None, None);
+    assert!(line.starts_with("connections: fresh"), "{line}");
+    assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize, "one per request");
+    let (pooled, line) = chat_step(Some(ConnectionMode::Pooled), None);
+    assert!(line.starts_with("connections: pooled"), "{line}");
+    assert!(
+        pooled <= 4,
+        "pooled opened {pooled} connections for 8 requests"
+    );
+    let (fresh, _) = chat_step(Some(ConnectionMode::Pooled), Some(false));
+    assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize);
 }
 
 /// Runs a soak (stability entry, batches of 2, 2 warmups) for `seconds` with `mode`;

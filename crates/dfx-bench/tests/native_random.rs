@@ -88,6 +88,81 @@ fn real_tokenizer_counts_and_skips_special_tokens() {
     );
 }
 
+/// make_tokenizer.py's tokenizer (`w0` … `w1999` after three specials), written from the
+/// upstream fixture's layout with the larger vocabulary.
+fn words2000(dir: &std::path::Path) -> PathBuf {
+    let fixture = upstream_fixture().join("tokenizer.json");
+    let mut t: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    let mut vocab = Map::new();
+    for (i, s) in ["<unk>", "<s>", "</s>"].iter().enumerate() {
+        vocab.insert(s.to_string(), json!(i));
+    }
+    for i in 0..2000 {
+        vocab.insert(format!("w{i}"), json!(i + 3));
+    }
+    t["model"]["vocab"] = Value::Object(vocab);
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, t.to_string()).unwrap();
+    path
+}
+
+fn upstream_fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizer-upstream")
+}
+
+/// The prompts of vllm 0.30's `RandomDataset` with the same tokenizer and seed, taken once
+/// from the venv (`tests/fixtures/upstream_random_prompts.json`): text, prompt length and
+/// output length of every request, bit for bit. The fixture tokenizer has a token that
+/// re-encodes to three (`x-y`: truncation) and one that re-encodes to none (a space:
+/// padding with NumPy draws), and the cases cover a prefix, a range ratio and the parity
+/// config (100 in / 30 out, seed 0).
+#[test]
+fn upstream_random_prompts_bit_for_bit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refs: Value = serde_json::from_slice(
+        &std::fs::read(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/upstream_random_prompts.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let small = Counter::load(&upstream_fixture().join("tokenizer.json")).unwrap();
+    let words = Counter::load(&words2000(tmp.path())).unwrap();
+    let cases = refs["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    for c in cases {
+        let counter = match c["tokenizer"].as_str().unwrap() {
+            "words2000" => &words,
+            _ => &small,
+        };
+        let u = |k: &str| c[k].as_u64().unwrap();
+        let r = c["ratio"].as_f64().unwrap();
+        let cfg = TextConfig {
+            input_len: u("input"),
+            output_len: u("output"),
+            prefix_len: u("prefix"),
+            ratio_in: r,
+            ratio_out: r,
+        };
+        let got = prompts(&cfg, counter, u("n") as usize, u("seed"));
+        let want: Vec<(String, u64, u64)> = c["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let t = p[0].as_str().unwrap().to_string();
+                (t, p[1].as_u64().unwrap(), p[2].as_u64().unwrap())
+            })
+            .collect();
+        let got: Vec<(String, u64, u64)> = got
+            .into_iter()
+            .map(|p| (p.text, p.prompt_len, p.output_len))
+            .collect();
+        assert_eq!(got, want, "case {c}");
+    }
+}
+
 fn mm(raw: Value) -> Result<MmConfig, String> {
     MmConfig::parse(raw.as_object().unwrap()).map_err(|e| e.to_string())
 }

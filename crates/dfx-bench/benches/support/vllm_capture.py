@@ -24,6 +24,13 @@
 # At exit the file holds {"requests": [[id, start, ttfp, latency, ok], …],
 # "planned": {id: t}, "cpu_phase_s": s, "vm_hwm_kib": peak RSS}, written after the
 # benchmark finished.
+#
+# For `openai-chat-omni` (the parity evidence of BENCHMARKS.md's chat rows) it keeps, per
+# request, "chat": [[id, start, ttft, audio_ttfp, latency, ok, server_ttft_ms, itl], …]
+# (server_ttft_ms: the simulator's own stage-0 `vllm_ttft_ms`, from its arrival to its
+# first text write) and "loop_lag_ms": how late a 5 ms `asyncio.sleep` woke during the
+# measured phase, sampled by a task started with it (the event loop's busy time, which
+# every stamp the request function takes waits behind).
 
 import atexit
 import json
@@ -47,6 +54,27 @@ def _cpu_now():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 _orig_func = P.ASYNC_REQUEST_FUNCS["openai-audio-speech"]
+_orig_chat = P.ASYNC_REQUEST_FUNCS.get("openai-chat-omni")
+_chat_rows = []
+_loop_lag = []
+
+
+async def _chat(request_func_input, session, pbar=None, **kw):
+    out = await _orig_chat(request_func_input=request_func_input, session=session, pbar=pbar, **kw)
+    rid = request_func_input.request_id
+    if rid is not None:
+        s0 = (out.stage_metrics or {}).get("0") or {}
+        _chat_rows.append(
+            [rid, out.start_time, out.ttft, out.audio_ttfp, out.latency, bool(out.success), s0.get("vllm_ttft_ms"), list(out.itl)]
+        )
+    return out
+
+
+async def _probe_loop():
+    while True:
+        t = time.perf_counter()
+        await asyncio.sleep(0.005)
+        _loop_lag.append((time.perf_counter() - t - 0.005) * 1e3)
 _orig_get_request = P.get_request
 
 
@@ -67,7 +95,10 @@ async def _get_request(
     ramp_up_end_rps=None,
     self_timed=False,
 ):
-    _cpu.setdefault("start", _cpu_now())
+    if "start" not in _cpu:
+        _cpu["start"] = _cpu_now()
+        if os.environ.get("DFX_PEER_LOOP_PROBE"):
+            _cpu["probe"] = asyncio.ensure_future(_probe_loop())
     if ramp_up_strategy is not None or self_timed:
         async for item in _orig_get_request(
             input_requests,
@@ -108,6 +139,8 @@ async def _get_request(
 
 
 P.ASYNC_REQUEST_FUNCS["openai-audio-speech"] = _speech
+if _orig_chat is not None:
+    P.ASYNC_REQUEST_FUNCS["openai-chat-omni"] = _chat
 P.get_request = _get_request
 
 
@@ -117,7 +150,14 @@ def _dump():
         with open(path, "w") as f:
             phase = _cpu_now() - _cpu["start"] if "start" in _cpu else None
             json.dump(
-                {"requests": _rows, "planned": _planned, "cpu_phase_s": phase, "vm_hwm_kib": _vm_hwm_kib()},
+                {
+                    "requests": _rows,
+                    "chat": _chat_rows,
+                    "loop_lag_ms": _loop_lag,
+                    "planned": _planned,
+                    "cpu_phase_s": phase,
+                    "vm_hwm_kib": _vm_hwm_kib(),
+                },
                 f,
             )
 

@@ -99,7 +99,7 @@ pub struct NativeSettings {
     /// A local Hugging Face `tokenizer.json` (`--tokenizer`): token counts of the
     /// `random` datasets. Without it they are approximate (`dfx_tokenizer`).
     pub tokenizer: Option<PathBuf>,
-    /// `--connection fresh|pooled` (TTS and soak steps): wins over the entry's
+    /// `--connection fresh|pooled` (TTS, chat and soak steps): wins over the entry's
     /// `connection` key; neither gives [`ConnectionMode::DEFAULT`] (fresh).
     pub connection: Option<ConnectionMode>,
     /// The time-lapse factor (the simulator's `--sim-speed`; 1 against a real server):

@@ -4,7 +4,9 @@
 //! `random.Random(seed).shuffle`, and oversample with `random.choice` after
 //! `random.seed(seed)`) and NumPy's legacy `RandomState` (the open loop's gaps are
 //! `np.random.gamma(burstiness, theta)` after `np.random.seed(seed)`). Both are MT19937;
-//! they differ in seeding and in how a draw is made from the 32-bit words.
+//! they differ in seeding and in how a draw is made from the 32-bit words. The `random`
+//! dataset draws its lengths, offsets and padding from NumPy's `np.random.default_rng(seed)`
+//! ([`NpGenerator`]: PCG64 seeded through `SeedSequence`, `Generator.integers`).
 
 const N: usize = 624;
 const M: usize = 397;
@@ -229,6 +231,138 @@ impl NpLegacy {
     }
 }
 
+/// `SeedSequence(seed).generate_state(4, np.uint64)`: the entropy's 32-bit words hashed
+/// into a pool of four, then four 64-bit words drawn from the pool.
+fn seed_sequence_state(seed: u64) -> [u64; 4] {
+    const INIT_A: u32 = 0x43b0_d7e5;
+    const MULT_A: u32 = 0x931e_8875;
+    const INIT_B: u32 = 0x8b51_f9dd;
+    const MULT_B: u32 = 0x58f3_8ded;
+    let hashmix = |value: u32, h: &mut u32| {
+        let mut v = value ^ *h;
+        *h = h.wrapping_mul(MULT_A);
+        v = v.wrapping_mul(*h);
+        v ^ (v >> 16)
+    };
+    let mix = |x: u32, y: u32| {
+        let r = 0xca01_f9ddu32
+            .wrapping_mul(x)
+            .wrapping_sub(0x4973_f715u32.wrapping_mul(y));
+        r ^ (r >> 16)
+    };
+    let (lo, hi) = (seed as u32, (seed >> 32) as u32);
+    let entropy: &[u32] = if hi == 0 { &[lo] } else { &[lo, hi] };
+    let mut h = INIT_A;
+    let mut pool = [0u32; 4];
+    for (i, p) in pool.iter_mut().enumerate() {
+        *p = hashmix(entropy.get(i).copied().unwrap_or(0), &mut h);
+    }
+    for src in 0..4 {
+        for dst in 0..4 {
+            if src != dst {
+                pool[dst] = mix(pool[dst], hashmix(pool[src], &mut h));
+            }
+        }
+    }
+    let mut h = INIT_B;
+    let mut words = [0u32; 8];
+    for (i, w) in words.iter_mut().enumerate() {
+        let mut v = pool[i % 4] ^ h;
+        h = h.wrapping_mul(MULT_B);
+        v = v.wrapping_mul(h);
+        *w = v ^ (v >> 16);
+    }
+    std::array::from_fn(|i| u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32))
+}
+
+/// NumPy's `np.random.default_rng(seed)`: PCG64 (XSL-RR, 128-bit LCG) seeded through
+/// `SeedSequence`, and the draws `Generator.integers` makes from it.
+#[derive(Clone)]
+pub struct NpGenerator {
+    state: u128,
+    inc: u128,
+    /// The high half of the last 64-bit output, kept for the next 32-bit draw.
+    half: Option<u32>,
+}
+
+impl NpGenerator {
+    const MULT: u128 = 0x2360_ed05_1fc6_5da4_4385_df64_9fcc_f645;
+
+    /// `np.random.default_rng(seed)` for a non-negative integer seed below 2⁶⁴.
+    pub fn new(seed: u64) -> Self {
+        let s = seed_sequence_state(seed);
+        let init = (u128::from(s[0]) << 64) | u128::from(s[1]);
+        let seq = (u128::from(s[2]) << 64) | u128::from(s[3]);
+        let mut g = NpGenerator {
+            state: 0,
+            inc: (seq << 1) | 1,
+            half: None,
+        };
+        g.step();
+        g.state = g.state.wrapping_add(init);
+        g.step();
+        g
+    }
+
+    fn step(&mut self) {
+        self.state = self.state.wrapping_mul(Self::MULT).wrapping_add(self.inc);
+    }
+
+    /// `next_uint64`: one step, then the XSL-RR output.
+    fn next_u64(&mut self) -> u64 {
+        self.step();
+        let (hi, lo) = ((self.state >> 64) as u64, self.state as u64);
+        (hi ^ lo).rotate_right((self.state >> 122) as u32)
+    }
+
+    /// `next_uint32`: the low half of a fresh 64-bit output, then its high half.
+    fn next_u32(&mut self) -> u32 {
+        if let Some(h) = self.half.take() {
+            return h;
+        }
+        let v = self.next_u64();
+        self.half = Some((v >> 32) as u32);
+        v as u32
+    }
+
+    /// `integers(low, high)` (int64, `low < high`, `high − low ≤ 2⁶³`): Lemire's bounded
+    /// method on 32-bit draws when the range fits 32 bits, on 64-bit draws otherwise.
+    pub fn integers(&mut self, low: u64, high: u64) -> u64 {
+        let rng = high.saturating_sub(low).saturating_sub(1);
+        low + match rng {
+            0 => 0,
+            r if r == u64::from(u32::MAX) => u64::from(self.next_u32()),
+            r if r < u64::from(u32::MAX) => u64::from(self.lemire32(r as u32)),
+            u64::MAX => self.next_u64(),
+            r => self.lemire64(r),
+        }
+    }
+
+    fn lemire32(&mut self, rng: u32) -> u32 {
+        let excl = rng + 1;
+        let mut m = u64::from(self.next_u32()) * u64::from(excl);
+        if (m as u32) < excl {
+            let threshold = (u32::MAX - rng) % excl;
+            while (m as u32) < threshold {
+                m = u64::from(self.next_u32()) * u64::from(excl);
+            }
+        }
+        (m >> 32) as u32
+    }
+
+    fn lemire64(&mut self, rng: u64) -> u64 {
+        let excl = rng + 1;
+        let mut m = u128::from(self.next_u64()) * u128::from(excl);
+        if (m as u64) < excl {
+            let threshold = (u64::MAX - rng) % excl;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(excl);
+            }
+        }
+        (m >> 64) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,5 +429,71 @@ mod tests {
                 "gamma({shape}, {scale}) seed {seed}: {got:?}"
             );
         }
+    }
+
+    /// Values printed by the vllm 0.30 venv's NumPy 2.3.5: `SeedSequence(s).generate_state(4,
+    /// np.uint64)`, `default_rng(0).bit_generator.random_raw(3)` and `default_rng(0)`'s
+    /// `integers` over ranges of 32 bits, exactly 2³² and 40 bits, and a single value.
+    #[test]
+    fn numpy_default_rng_integers() {
+        let cases: [(u64, [u64; 4]); 3] = [
+            (
+                0,
+                [
+                    0xdb2c_d7e7_b0f4_78be,
+                    0xabf4_641a_2c71_ba49,
+                    0x20c6_ed6d_9d7b_8d41,
+                    0x2c40_99de_223c_39d4,
+                ],
+            ),
+            (
+                12345,
+                [
+                    0xb5ae_6482_a03d_837c,
+                    0xbbe2_996f_fa1f_7a2f,
+                    0x64e3_9a9f_3715_8f94,
+                    0x3ebb_0f96_a013_fd73,
+                ],
+            ),
+            (
+                (1 << 40) + 3,
+                [
+                    0x5418_c9b7_a646_74f4,
+                    0x6b87_af38_305b_b452,
+                    0x67a7_79a8_6253_d291,
+                    0x35c1_4f1e_d476_091f,
+                ],
+            ),
+        ];
+        for (seed, want) in cases {
+            assert_eq!(seed_sequence_state(seed), want, "SeedSequence({seed})");
+        }
+        let mut g = NpGenerator::new(0);
+        let raw = [0; 3].map(|_| g.next_u64());
+        assert_eq!(
+            raw,
+            [
+                0xa30f_ebcf_d9c2_825f,
+                0x4510_bdf8_82d9_d721,
+                0x0a7d_3da9_4ecd_e8b8
+            ]
+        );
+        let mut g = NpGenerator::new(0);
+        let ten: Vec<u64> = (0..10).map(|_| g.integers(0, 2003)).collect();
+        assert_eq!(ten, [1703, 1275, 1023, 540, 616, 82, 150, 33, 351, 1628]);
+        assert_eq!([0; 3].map(|_| g.integers(5, 6)), [5, 5, 5], "no draw");
+        assert_eq!(g.integers(0, 2003), 1300);
+        let full = [0; 3].map(|_| g.integers(0, 1 << 32));
+        assert_eq!(full, [3_920_255_353, 2_163_061_375, 2_605_480_817]);
+        let wide = [0; 3].map(|_| g.integers(0, 1 << 40));
+        assert_eq!(wide, [802_089_951_224, 597_721_999_265, 1_028_123_002_767]);
+        let mut g = NpGenerator::new(7);
+        let qwen: Vec<u64> = (0..10).map(|_| g.integers(0, 151_643)).collect();
+        assert_eq!(
+            qwen,
+            [
+                143_288, 94_791, 103_751, 136_056, 87_694, 117_627, 126_417, 34_151, 8420, 45_518
+            ]
+        );
     }
 }

@@ -118,18 +118,26 @@ pub(crate) struct ChatTarget {
 }
 
 impl ChatTarget {
-    /// A pooled HTTP/1.1 client (`TCP_NODELAY`) for `url`.
-    pub(crate) fn new(url: &str, headers: HeaderMap, limits: Limits) -> Result<Self, BenchError> {
+    /// An HTTP/1.1 client (`TCP_NODELAY`) for `url`: idle connections reused when `reuse`,
+    /// else a new connection per request (vllm-omni's bench session has `force_close`).
+    pub(crate) fn new(
+        url: &str,
+        headers: HeaderMap,
+        limits: Limits,
+        reuse: bool,
+    ) -> Result<Self, BenchError> {
         let url = reqwest::Url::parse(url).map_err(|e| BenchError::BadUrl {
             url: url.to_string(),
             why: e.to_string(),
         })?;
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .no_proxy()
             .http1_only()
-            .tcp_nodelay(true)
-            .build()
-            .map_err(BenchError::HttpClient)?;
+            .tcp_nodelay(true);
+        if !reuse {
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let client = builder.build().map_err(BenchError::HttpClient)?;
         Ok(ChatTarget {
             client,
             url,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use dfx_core::bench::{BenchContext, BenchOutcome, Unsupported};
-use dfx_core::plan::{BenchEntry, Trial};
+use dfx_core::plan::{BenchEntry, ConnectionMode, Trial};
 
 use self::aggregate::{ChatFacts, ChatSelection};
 use self::client::ChatTarget;
@@ -205,7 +205,10 @@ pub(crate) fn run(
     let headers = super::request::base_headers(token.as_deref())?;
     let url = super::endpoint_url(&ctx.base_url, CHAT_ENDPOINT);
     let limits = settings.limits();
-    let target = Arc::new(ChatTarget::new(&url, headers, limits)?);
+    let mode = ConnectionMode::resolve(settings.connection, entry.connection);
+    log.write(&super::connection_line(mode, settings, entry));
+    let reuse = mode == ConnectionMode::Pooled;
+    let target = Arc::new(ChatTarget::new(&url, headers, limits, reuse)?);
     let warmups = entry.warmups(&trial.step) as usize;
     let prefix = super::prepare::request_id_prefix(entry);
     log.write(&format!(

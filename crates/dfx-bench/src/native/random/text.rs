@@ -1,14 +1,15 @@
-//! Text prompts of the `random` datasets (vLLM's `RandomDataset` rules, seeded with
-//! ChaCha8 instead of numpy's PCG64, so the draws are not bit-identical to upstream's):
-//! each request is `prefix + allowed[(offset_i + i + k) mod len(allowed)]` for
-//! `k < input_len_i`, decoded to text. With a real tokenizer (`--tokenizer`) the text is
-//! decoded, re-encoded and adjusted up to 10 times, as upstream does; without one the
-//! tokens are words of a fixed vocabulary (about one token each), and every count is an
-//! approximation that the result says it is.
+//! Text prompts of the `random` datasets (vLLM's `RandomDataset` rules): each request is
+//! `prefix + allowed[(offset_i + i + k) mod len(allowed)]` for `k < input_len_i`, decoded
+//! to text. With a real tokenizer (`--tokenizer`) the draws are NumPy's
+//! (`np.random.default_rng(seed)`, [`NpGenerator`]) and the text is decoded, re-encoded and
+//! adjusted up to 10 times, as upstream does: the same prompts as vllm bench 0.30 with the
+//! same tokenizer. Without one the tokens are words of a fixed vocabulary (about one token
+//! each) drawn with ChaCha8, and every count is an approximation that the result says it is.
 
 use std::path::Path;
 
 use crate::native::BenchError;
+use crate::native::upstream_rng::NpGenerator;
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -160,6 +161,34 @@ pub struct Prompt {
     pub output_len: u64,
 }
 
+/// The closed ranges of the input and output lengths: `[floor(n(1−r)), ceil(n(1+r))]` with
+/// n the input length less the tokenizer's special tokens; outputs at least 1.
+fn length_bounds(cfg: &TextConfig, special: u64) -> ((u64, u64), (u64, u64)) {
+    let real_in = cfg.input_len.saturating_sub(special) as f64;
+    let (ri, ro) = (cfg.ratio_in, cfg.ratio_out);
+    let out = cfg.output_len as f64;
+    (
+        (
+            (real_in * (1.0 - ri)).floor() as u64,
+            (real_in * (1.0 + ri)).ceil() as u64,
+        ),
+        (
+            ((out * (1.0 - ro)).floor() as u64).max(1),
+            ((out * (1.0 + ro)).ceil() as u64).max(1),
+        ),
+    )
+}
+
+/// `n` prompts of `cfg`, seeded with `seed`. With a real tokenizer they are vllm bench
+/// 0.30's `RandomDataset` prompts, bit for bit ([`upstream`]); without one, words of the
+/// fixed vocabulary drawn with ChaCha8 ([`approximate`]).
+pub fn prompts(cfg: &TextConfig, counter: &Counter, n: usize, seed: u64) -> Vec<Prompt> {
+    match counter {
+        Counter::Real(t) => upstream(cfg, counter, t, n, seed),
+        Counter::Approximate => approximate(cfg, counter, n, seed),
+    }
+}
+
 fn range(rng: &mut ChaCha8Rng, lo: u64, hi: u64) -> u64 {
     if hi <= lo {
         lo
@@ -168,9 +197,9 @@ fn range(rng: &mut ChaCha8Rng, lo: u64, hi: u64) -> u64 {
     }
 }
 
-/// `n` prompts of `cfg`, seeded with `seed` (draw order as upstream: every input length,
-/// then every output length, then every offset).
-pub fn prompts(cfg: &TextConfig, counter: &Counter, n: usize, seed: u64) -> Vec<Prompt> {
+/// The word approximation: a prefix drawn once, then every input length, every output
+/// length and every offset, from ChaCha8; one word per "token".
+fn approximate(cfg: &TextConfig, counter: &Counter, n: usize, seed: u64) -> Vec<Prompt> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (vocab, allowed) = counter.allowed();
     if allowed.is_empty() {
@@ -179,64 +208,97 @@ pub fn prompts(cfg: &TextConfig, counter: &Counter, n: usize, seed: u64) -> Vec<
     let prefix: Vec<u32> = (0..cfg.prefix_len)
         .map(|_| allowed[rng.random_range(0..allowed.len())])
         .collect();
-    let real_in = cfg.input_len.saturating_sub(counter.special_added()) as f64;
-    let (ri, ro) = (cfg.ratio_in, cfg.ratio_out);
-    let in_lo = (real_in * (1.0 - ri)).floor() as u64;
-    let in_hi = (real_in * (1.0 + ri)).ceil() as u64;
-    let out = cfg.output_len as f64;
-    let out_lo = ((out * (1.0 - ro)).floor() as u64).max(1);
-    let out_hi = ((out * (1.0 + ro)).ceil() as u64).max(1);
+    let ((in_lo, in_hi), (out_lo, out_hi)) = length_bounds(cfg, 0);
     let ins: Vec<u64> = (0..n).map(|_| range(&mut rng, in_lo, in_hi)).collect();
     let outs: Vec<u64> = (0..n).map(|_| range(&mut rng, out_lo, out_hi)).collect();
     let offsets: Vec<u64> = (0..n)
         .map(|_| rng.random_range(0..u64::from(vocab.max(1))))
         .collect();
+    let len = allowed.len() as u64;
     (0..n)
         .map(|i| {
             let mut ids = prefix.clone();
-            let len = allowed.len() as u64;
             ids.extend((0..ins[i]).map(|k| allowed[((offsets[i] + i as u64 + k) % len) as usize]));
-            let target = ids.len();
-            let (text, prompt_len) = adjust(counter, ids, target, vocab, &mut rng);
             Prompt {
-                text,
-                prompt_len,
+                text: counter.decode(&ids),
+                prompt_len: ids.len() as u64,
                 output_len: outs[i],
             }
         })
         .collect()
 }
 
-/// Upstream's decode → re-encode loop: up to 10 rounds, padding with random ids when the
-/// re-encoded text is short, truncating when long.
-fn adjust(
+/// vllm 0.30's `RandomDataset.sample` from `np.random.default_rng(seed)`: every input
+/// length, every output length, every offset (below the vocabulary size), then the prefix
+/// (indices into `allowed`, fitted), then each request's ids fitted in turn; the fitting's
+/// padding draws from the same generator.
+fn upstream(
+    cfg: &TextConfig,
     counter: &Counter,
+    t: &tokenizers::Tokenizer,
+    n: usize,
+    seed: u64,
+) -> Vec<Prompt> {
+    let mut g = NpGenerator::new(seed);
+    let (vocab, allowed) = counter.allowed();
+    if allowed.is_empty() {
+        return Vec::new();
+    }
+    let ((in_lo, in_hi), (out_lo, out_hi)) = length_bounds(cfg, counter.special_added());
+    let ins: Vec<u64> = (0..n).map(|_| g.integers(in_lo, in_hi + 1)).collect();
+    let outs: Vec<u64> = (0..n).map(|_| g.integers(out_lo, out_hi + 1)).collect();
+    let offsets: Vec<u64> = (0..n).map(|_| g.integers(0, u64::from(vocab))).collect();
+    let len = allowed.len() as u64;
+    let prefix = if cfg.prefix_len == 0 {
+        Vec::new()
+    } else {
+        let ids = (0..cfg.prefix_len)
+            .map(|_| allowed[g.integers(0, len) as usize])
+            .collect();
+        fit(t, ids, cfg.prefix_len as usize, vocab, &mut g).1
+    };
+    (0..n)
+        .map(|i| {
+            let mut ids = prefix.clone();
+            ids.extend((0..ins[i]).map(|k| allowed[((offsets[i] + i as u64 + k) % len) as usize]));
+            let target = (cfg.prefix_len + ins[i]) as usize;
+            let (text, ids) = fit(t, ids, target, vocab, &mut g);
+            Prompt {
+                text,
+                prompt_len: ids.len() as u64,
+                output_len: outs[i],
+            }
+        })
+        .collect()
+}
+
+/// vllm's `gen_prompt_decode_to_target_len`: decode, re-encode (no special tokens); stop
+/// at `target` tokens or after 10 adjustments, else pad with ids drawn below `vocab` or
+/// truncate, and go again. Returns the last decoded text and its re-encoded ids.
+fn fit(
+    t: &tokenizers::Tokenizer,
     mut ids: Vec<u32>,
     target: usize,
     vocab: u32,
-    rng: &mut ChaCha8Rng,
-) -> (String, u64) {
-    let Counter::Real(t) = counter else {
-        return (counter.decode(&ids), target as u64);
-    };
-    for _ in 0..10 {
-        let text = counter.decode(&ids);
-        let Ok(enc) = t.encode_fast(text.as_str(), false) else {
-            break;
-        };
-        let mut re = enc.get_ids().to_vec();
-        if re.len() == target {
-            return (text, target as u64);
+    g: &mut NpGenerator,
+) -> (String, Vec<u32>) {
+    let mut tries = 10;
+    loop {
+        let text = t.decode(&ids, false).unwrap_or_default();
+        let mut re = t
+            .encode_fast(text.as_str(), false)
+            .map(|e| e.get_ids().to_vec())
+            .unwrap_or_default();
+        if tries == 0 || re.len() == target {
+            return (text, re);
         }
         if re.len() < target {
             let pad = target - re.len();
-            re.extend((0..pad).map(|_| rng.random_range(0..vocab.max(1))));
+            re.extend((0..pad).map(|_| g.integers(0, u64::from(vocab)) as u32));
         } else {
             re.truncate(target);
         }
         ids = re;
+        tries -= 1;
     }
-    let text = counter.decode(&ids);
-    let n = counter.count(&text).unwrap_or(ids.len() as u64);
-    (text, n)
 }

@@ -3,6 +3,7 @@
 //! instant. Used to fit the profile parameters (`examples/fit.rs`) and to check the model
 //! without timing noise.
 
+use crate::engine::drive::{Sends, drive};
 use crate::engine::{Emission, Engine, EngineConfig, Job, VTime, secs};
 
 /// One closed-loop sweep point.
@@ -156,51 +157,27 @@ pub fn replay(cfg: &EngineConfig, jobs: &[Job], sends_s: &[f64]) -> Outcome {
 fn simulate(
     cfg: &EngineConfig,
     jobs: &[Job],
-    mut sends: Vec<(VTime, usize)>,
+    sends: Vec<(VTime, usize)>,
     closed_loop: Option<VTime>,
 ) -> Outcome {
     let n = jobs.len();
-    let mut engine = Engine::new(cfg.clone());
-    let mut out: Vec<Emission> = Vec::new();
-    let mut next = sends.len();
-    let mut index_of_id = Vec::with_capacity(n);
-    let mut sent = vec![0; n];
     let mut first: Vec<Option<VTime>> = vec![None; n];
     let mut done = vec![0; n];
-    loop {
-        sends.sort();
-        let due_send = sends.first().map(|s| s.0);
-        let t = match (engine.next_event(), due_send) {
-            (None, None) => break,
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).expect("one is some"),
-        };
-        if due_send == Some(t) {
-            let (at, i) = sends.remove(0);
-            sent[i] = at;
-            index_of_id.push(i);
-            let job = Job {
-                id: index_of_id.len() as u64,
-                ..jobs[i].clone()
-            };
-            engine.submit(at, job, &mut out);
-        } else {
-            engine.advance(t, &mut out);
-        }
-        for e in out.drain(..) {
-            let i = index_of_id[e.id as usize - 1];
+    let sends = Sends {
+        planned: sends,
+        closed_loop,
+    };
+    let sent = drive(
+        Engine::new(cfg.clone()),
+        jobs,
+        sends,
+        |i, e: &Emission, last| {
             first[i].get_or_insert(e.at);
-            if e.last {
+            if last {
                 done[i] = e.at;
-                if let Some(turnaround) = closed_loop
-                    && next < n
-                {
-                    sends.push((e.at + turnaround, next));
-                    next += 1;
-                }
             }
-        }
-    }
+        },
+    );
     let ns = |v: VTime| v as f64 / 1e9;
     Outcome {
         ttfp_s: (0..n)

@@ -24,6 +24,7 @@
 
 mod chunking;
 mod codec;
+pub(crate) mod drive;
 mod model;
 mod talker;
 

@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use super::engine::{OmniEmission, OmniEngine, OmniEngineConfig, OmniJob, OmniOutput};
 use super::profile::OMNI_FRAME_RATE_HZ;
 use crate::engine::VTime;
+use crate::engine::drive::{Sends, drive};
 
 /// How requests are sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,66 +84,42 @@ struct Track {
     done: Option<VTime>,
 }
 
-/// Runs `jobs` (ids are reassigned 1..) under `load`; `seed` draws the Poisson gaps.
+/// Runs `jobs` (ids are reassigned 1.. in send order) under `load`; `seed` draws the
+/// Poisson gaps.
 pub fn run(cfg: &OmniEngineConfig, jobs: &[OmniJob], load: Load, seed: u64) -> Vec<Sample> {
-    let mut engine = OmniEngine::new(cfg.clone());
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut tracks: Vec<Track> = vec![Track::default(); jobs.len()];
-    let mut out = Vec::new();
-    let mut next = 0usize;
-    let mut t: VTime = 0;
-    let wants = |i: usize| jobs[i].audio_frames > 0;
-    let mut in_flight = 0usize;
-    let mut finished = 0usize;
-    while finished < jobs.len() {
-        // Send what is due.
-        let send_now = match load {
-            Load::Concurrency(c) => next < jobs.len() && in_flight < c.max(1),
-            Load::Rate(_) => next < jobs.len() && tracks[next].sent <= t,
-        };
-        if send_now {
-            let mut job = jobs[next].clone();
-            job.id = next as u64 + 1;
-            let at = match load {
-                Load::Concurrency(_) => t,
-                Load::Rate(_) => tracks[next].sent,
-            };
-            tracks[next].sent = at;
-            engine.submit(at, job, &mut out);
-            next += 1;
-            in_flight += 1;
-            if let Load::Rate(r) = load
-                && next < jobs.len()
-            {
-                let u: f64 = rng.random_range(f64::EPSILON..1.0);
-                let gap = -u.ln() / r.max(1e-9);
-                tracks[next].sent = at + crate::engine::secs(gap);
+    let sends = match load {
+        Load::Concurrency(c) => Sends {
+            planned: (0..c.max(1).min(jobs.len())).map(|i| (0, i)).collect(),
+            closed_loop: Some(0),
+        },
+        Load::Rate(r) => {
+            // Each gap is drawn after the previous send, from the seed, in send order.
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut at: VTime = 0;
+            let mut planned = Vec::with_capacity(jobs.len());
+            for i in 0..jobs.len() {
+                if i > 0 {
+                    let u: f64 = rng.random_range(f64::EPSILON..1.0);
+                    at += crate::engine::secs(-u.ln() / r.max(1e-9));
+                }
+                planned.push((at, i));
             }
-        } else {
-            let due = match load {
-                Load::Rate(_) if next < jobs.len() => Some(tracks[next].sent),
-                _ => None,
-            };
-            let ev = engine.next_event();
-            let until = match (ev, due) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => match a.or(b) {
-                    Some(x) => x,
-                    None => break,
-                },
-            };
-            engine.advance(until, &mut out);
-            t = until;
-        }
-        for e in out.drain(..) {
-            let i = (e.id - 1) as usize;
-            record(&mut tracks[i], &e);
-            if e.finishes(wants(i)) {
-                tracks[i].done = Some(e.at);
-                in_flight -= 1;
-                finished += 1;
+            Sends {
+                planned,
+                closed_loop: None,
             }
         }
+    };
+    let engine = OmniEngine::new(cfg.clone());
+    let sent = drive(engine, jobs, sends, |i, e: &OmniEmission, finishes| {
+        record(&mut tracks[i], e);
+        if finishes {
+            tracks[i].done = Some(e.at);
+        }
+    });
+    for (tr, at) in tracks.iter_mut().zip(sent) {
+        tr.sent = at;
     }
     tracks.iter().map(sample).collect()
 }

@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
+use dfx_core::plan::ConnectionMode;
 use reqwest::header::HeaderMap;
 
 use super::sse::{SseMessage, SseParser};
@@ -118,13 +119,14 @@ pub(crate) struct ChatTarget {
 }
 
 impl ChatTarget {
-    /// An HTTP/1.1 client (`TCP_NODELAY`) for `url`: idle connections reused when `reuse`,
-    /// else a new connection per request (vllm-omni's bench session has `force_close`).
+    /// An HTTP/1.1 client (`TCP_NODELAY`) for `url`: idle connections reused when
+    /// `Pooled`, a new connection per request when `Fresh` (vllm-omni's bench session has
+    /// `force_close`).
     pub(crate) fn new(
         url: &str,
+        mode: ConnectionMode,
         headers: HeaderMap,
         limits: Limits,
-        reuse: bool,
     ) -> Result<Self, BenchError> {
         let url = reqwest::Url::parse(url).map_err(|e| BenchError::BadUrl {
             url: url.to_string(),
@@ -134,7 +136,7 @@ impl ChatTarget {
             .no_proxy()
             .http1_only()
             .tcp_nodelay(true);
-        if !reuse {
+        if mode == ConnectionMode::Fresh {
             builder = builder.pool_max_idle_per_host(0);
         }
         let client = builder.build().map_err(BenchError::HttpClient)?;

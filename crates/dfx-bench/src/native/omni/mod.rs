@@ -207,8 +207,7 @@ pub(crate) fn run(
     let limits = settings.limits();
     let mode = ConnectionMode::resolve(settings.connection, entry.connection);
     log.write(&super::connection_line(mode, settings, entry));
-    let reuse = mode == ConnectionMode::Pooled;
-    let target = Arc::new(ChatTarget::new(&url, headers, limits, reuse)?);
+    let target = Arc::new(ChatTarget::new(&url, mode, headers, limits)?);
     let warmups = entry.warmups(&trial.step) as usize;
     let prefix = super::prepare::request_id_prefix(entry);
     log.write(&format!(

@@ -180,8 +180,8 @@ fn length_bounds(cfg: &TextConfig, special: u64) -> ((u64, u64), (u64, u64)) {
 }
 
 /// `n` prompts of `cfg`, seeded with `seed`. With a real tokenizer they are vllm bench
-/// 0.30's `RandomDataset` prompts, bit for bit ([`upstream`]); without one, words of the
-/// fixed vocabulary drawn with ChaCha8 ([`approximate`]).
+/// 0.30's `RandomDataset` prompts, bit for bit (`upstream`); without one, words of the
+/// fixed vocabulary drawn with ChaCha8 (`approximate`).
 pub fn prompts(cfg: &TextConfig, counter: &Counter, n: usize, seed: u64) -> Vec<Prompt> {
     match counter {
         Counter::Real(t) => upstream(cfg, counter, t, n, seed),

@@ -64,9 +64,10 @@ pub struct SoakKeys {
 
 /// A native-duplex entry's keys as the native bench runs them. Their types and bounds
 /// are checked at load (`sessions`, `turns` positive, `warmups` positive, `repeats` at
-/// least 2, `timeout_s` seconds, `profile_stages` a list of strings); what only the native
-/// bench cannot run (a missing count, another `workload`, a non-empty `profile_stages`)
-/// still loads and is its reason to refuse the entry (`dfx_bench::native::duplex::supports`).
+/// least 2, `timeout_s` seconds, `realtime_input` a boolean, `profile_stages` a list of
+/// strings); what only the native bench cannot run (a missing count, another `workload`,
+/// a non-empty `profile_stages`) still loads and is its reason to refuse the entry
+/// (`dfx_bench::native::duplex::supports`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DuplexKeys {
     /// `workload` (upstream's runner knows `native-duplex-audio` only).
@@ -79,7 +80,7 @@ pub struct DuplexKeys {
     pub warmups: Option<u64>,
     /// `repeats`: measured trials.
     pub repeats: Option<u64>,
-    /// `realtime_input` (default true; a value that is not a boolean counts as true).
+    /// `realtime_input` (default true; the loader refuses a value that is not a boolean).
     pub realtime_input: bool,
     /// `timeout_s` of each wait, seconds (default `DEFAULT_DUPLEX_TIMEOUT_S`; checked at
     /// load: more than 0 and at most `MAX_DUPLEX_TIMEOUT_S`).

@@ -592,6 +592,11 @@ fn runner_entries_percentile_soak_and_contract_keys() {
         ),
         ("profile_stages", json!("thinker"), "key `profile_stages`: "),
         ("profile_stages", json!([1]), "key `profile_stages[0]`: "),
+        (
+            "realtime_input",
+            json!("no"),
+            "key `realtime_input`: wrong type: got a string",
+        ),
     ] {
         let mut bad_entry = duplex.clone();
         bad_entry[key] = value;

@@ -19,7 +19,7 @@ use super::known_keys::runners::{
     CONTRACT_TIMEOUT, DUPLEX_REPEATS, DUPLEX_SESSIONS, DUPLEX_TIMEOUT, DUPLEX_TURNS, DUPLEX_WARMUPS,
 };
 use super::sweep;
-use super::value::{check_seconds, opt_count, opt_str, opt_str_list};
+use super::value::{check_seconds, opt_bool, opt_count, opt_str, opt_str_list};
 use crate::baseline::shape::parse_baseline;
 use crate::bounds;
 use crate::diag::{Ctx, Errs};
@@ -135,6 +135,7 @@ pub(crate) fn native_duplex_entry(
         ));
     }
     opt_str(ctx, "workload", obj.get("workload"), errs);
+    opt_bool(ctx, "realtime_input", obj.get("realtime_input"), errs);
     let count = |row: KeySpec, max: u64, errs: &mut Errs| {
         opt_count(ctx, row.name, obj.get(row.name), max, errs)
     };

@@ -6,7 +6,9 @@ use std::num::{NonZeroU32, NonZeroU64};
 use serde_json::{Map, Value};
 
 use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
-use super::known_keys::entry::{BURSTINESS, NUM_WARMUPS, REPEATS, SEED};
+use super::known_keys::entry::{
+    BURSTINESS, EXPECTED_DUPLEX_TURNS, MIN_IA_QTF1, NUM_WARMUPS, REPEATS, SEED,
+};
 use super::known_keys::{EntryKind, check_entry_keys};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
@@ -156,6 +158,13 @@ fn omni_entry(
         raw.seed_tts_wer_eval.as_ref(),
         errs,
     );
+    // Read again where they are checked (the realtime duplex turns, the OmniInteract
+    // gate); typed here so a mistyped value fails at load instead of skipping the check.
+    let (turns, ia_qtf1) = (EXPECTED_DUPLEX_TURNS.name, MIN_IA_QTF1.name);
+    let turns_max = const { EXPECTED_DUPLEX_TURNS.int_max() };
+    opt_uint(ctx, turns, obj.get(turns), turns_max, errs);
+    let ia_range = const { MIN_IA_QTF1.num_range() };
+    opt_f64_in(ctx, ia_qtf1, obj.get(ia_qtf1), ia_range, errs);
     let entry = BenchEntry {
         index: 0,
         suffix: String::new(),

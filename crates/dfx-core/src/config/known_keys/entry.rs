@@ -93,18 +93,8 @@ pub const RUNNER: &[KeySpec] = &[
         "false",
         "external bench (`--trust-remote-code` when truthy)",
     ),
-    KeySpec::new(
-        "expected_duplex_audio_turns_per_session",
-        Integer,
-        "none",
-        "native bench (realtime duplex)",
-    ),
-    KeySpec::new(
-        "omniinteract_min_ia_qtf1",
-        Number,
-        "no gate",
-        "OmniInteract gate (dfx_core::checks)",
-    ),
+    EXPECTED_DUPLEX_TURNS,
+    MIN_IA_QTF1,
     KeySpec::new(
         "omniinteract_aggregate_min_ia_qtf1",
         Number,
@@ -148,6 +138,32 @@ pub const RUNNER: &[KeySpec] = &[
         "capacity search (dfx_core::config::capacity)",
     ),
 ];
+
+/// `expected_duplex_audio_turns_per_session` (upstream's runner check of a realtime duplex
+/// step): the entry check reads its range from this row.
+pub(crate) const EXPECTED_DUPLEX_TURNS: KeySpec = KeySpec::new(
+    "expected_duplex_audio_turns_per_session",
+    Integer,
+    "none",
+    "native bench (realtime duplex)",
+)
+.bounded(Bound::Integer {
+    min: 0,
+    max: u32::MAX as u64,
+});
+
+/// `omniinteract_min_ia_qtf1` (an F1 score): the entry check reads its range from this row.
+pub(crate) const MIN_IA_QTF1: KeySpec = KeySpec::new(
+    "omniinteract_min_ia_qtf1",
+    Number,
+    "no gate",
+    "OmniInteract gate (dfx_core::checks)",
+)
+.bounded(Bound::Number {
+    min: 0.0,
+    max: 1.0,
+    unit: "",
+});
 
 /// `burstiness`: the entry check reads its range from this row.
 pub(crate) const BURSTINESS: KeySpec = KeySpec::new(

@@ -41,7 +41,8 @@ fn check(fx: &Fx, place: &str, case: impl Fn(&str, Value) -> Value) -> Vec<Strin
             Ok(_) => "loaded".to_string(),
             Err(e) => e.to_string(),
         };
-        if !errors.contains(&format!("key `{}`", k.name)) {
+        let named = |key: &str| errors.contains(&format!("key `{key}`"));
+        if !named(k.name) && !named(&format!("{place}.{}", k.name)) {
             silent.push(format!(
                 "{place}: `{}` = {v} ({:?}): {errors}",
                 k.name, k.ty
@@ -69,6 +70,19 @@ fn a_value_of_the_wrong_type_is_refused_naming_the_key() {
         e[key] = v;
         json!({"test_name": "k", "benchmark_runner": "contract",
                "server_params": {"model": "m"}, "benchmark_params": [e]})
+    }));
+    silent.extend(check(&fx, "case", |key, v| {
+        let mut c = tts_case("t", json!({}));
+        c[key] = v;
+        c
+    }));
+    silent.extend(check(&fx, "server_params", |key, v| {
+        let mut c = tts_case("t", json!({}));
+        c["server_params"][key] = v;
+        c
+    }));
+    silent.extend(check(&fx, "stability entry", |key, v| {
+        tts_case("t", json!({"duration_sec": 60, key: v}))
     }));
     assert!(
         silent.is_empty(),

@@ -603,6 +603,16 @@ fn runner_entries_percentile_soak_and_contract_keys() {
         let bad = fx.errors(&case(Some("native-duplex"), bad_entry));
         assert!(bad.contains(says), "{key}: {bad}");
     }
+    // A runner name the suite does not know is one error with the closest runner, not a
+    // list of the default runner's unknown keys.
+    let mut mistyped = case(Some("native-duplex"), duplex.clone());
+    mistyped = mistyped.replace("\"native-duplex\"", "\"native-duplx\"");
+    let bad = fx.errors(&mistyped);
+    assert!(
+        bad.contains("key `benchmark_runner`: unknown runner \"native-duplx\" (accepted: closest: native-duplex)")
+            && bad.matches(" - ").count() == 1,
+        "{bad}"
+    );
     let mut with_percentiles = duplex;
     with_percentiles["metric-percentiles"] = json!("x");
     let bad = fx.errors(&case(Some("native-duplex"), with_percentiles));

@@ -63,8 +63,9 @@ pub(crate) fn build_case(
     };
     draft.test_name = test_name(&base, raw.test_name.as_ref(), errs);
     let ctx = base.test(draft.test_name.as_deref());
-    let native_duplex = super::runners::is_native_duplex(&raw.other);
-    let contract = super::runners::is_contract(&raw.other);
+    let runner = super::runners::case_runner(&ctx, &raw.other, errs);
+    let native_duplex = runner == Ok(Some("native-duplex"));
+    let contract = runner == Ok(Some("contract"));
     super::known_keys::check_keys(&ctx, ("", "case"), obj, super::known_keys::case::CASE, errs);
     opt_str(&ctx, "description", raw.description.as_ref(), errs);
     draft.marks = parse_mark_field(&ctx, raw.mark.as_ref(), errs);
@@ -81,6 +82,9 @@ pub(crate) fn build_case(
         s.judge = judge.map(Box::new);
         Arc::new(s)
     });
+    if runner.is_err() {
+        return draft;
+    }
     let accepted = "a list of benchmark entry objects, or {\"$ref\": \"<file holding that list, relative to this config>\"}";
     let referenced = raw
         .benchmark_params

@@ -22,7 +22,7 @@ use super::sweep;
 use super::value::{check_seconds, opt_bool, opt_count, opt_str, opt_str_list};
 use crate::baseline::shape::parse_baseline;
 use crate::bounds;
-use crate::diag::{Ctx, Errs};
+use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
     ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_DUPLEX_TIMEOUT_S, DEFAULT_SOAK_DURATION_S,
@@ -45,14 +45,34 @@ scenarios (error replies, reference audio, disconnects, voice uploads), not a lo
 /// Longest `timeout_s` of a contract entry (per request), seconds.
 pub const MAX_CONTRACT_TIMEOUT_S: f64 = 600.0;
 
-/// `"benchmark_runner": "contract"` on the case (dfx-perf's own runner).
-pub(crate) fn is_contract(case_other: &Map<String, Value>) -> bool {
-    case_other.get("benchmark_runner").and_then(Value::as_str) == Some("contract")
-}
+/// The runners a case may name in `benchmark_runner`: upstream's native-duplex runner and
+/// dfx-perf's own contract runner (absent: upstream's `run_benchmark`).
+pub(crate) const RUNNERS: [&str; 2] = ["native-duplex", "contract"];
 
-/// The runner a case names (`benchmark_runner`), when it is one dfx-perf knows.
-pub(crate) fn is_native_duplex(case_other: &Map<String, Value>) -> bool {
-    case_other.get("benchmark_runner").and_then(Value::as_str) == Some("native-duplex")
+/// The runner a case names (`benchmark_runner`): `Ok(None)` when absent (upstream's
+/// `run_benchmark`), `Ok(Some(name))` for one of [`RUNNERS`]. Any other value is an error
+/// naming the closest runners, and `Err(())`: the case's entries are then not read, as
+/// the wrong runner's keys would only bury the typo under unknown-key errors.
+pub(crate) fn case_runner(
+    ctx: &Ctx<'_>,
+    case_other: &Map<String, Value>,
+    errs: &mut Errs,
+) -> Result<Option<&'static str>, ()> {
+    let key = "benchmark_runner";
+    let Some(v) = case_other.get(key) else {
+        return Ok(None);
+    };
+    let accepted = "\"native-duplex\" or \"contract\" (absent: upstream's run_benchmark)";
+    let Some(name) = v.as_str() else {
+        errs.push(ctx.err(key, format!("wrong type: got {}", json_type(v)), accepted));
+        return Err(());
+    };
+    if let Some(known) = RUNNERS.iter().find(|r| **r == name) {
+        return Ok(Some(known));
+    }
+    let hint = crate::suggest::hint(name, RUNNERS, accepted);
+    errs.push(ctx.err(key, format!("unknown runner {v}"), &hint));
+    Err(())
 }
 
 /// Whether an entry is a stability soak entry.

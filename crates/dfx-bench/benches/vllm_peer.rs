@@ -14,7 +14,8 @@
 //! `only=TEXT` picks scenarios by name; `keep=DIR` keeps every run's folder).
 //! `-- scale` runs the scale search instead (`support/peer_scale.rs`): the most concurrent
 //! streams each client sustains on one core with TTFP overhead p99 ≤ 5 ms, against the raw
-//! server at zero delay.
+//! server at zero delay, and the same for realtime sessions (the native client and vllm
+//! bench's `openai-realtime-tts`); `only=TEXT` there picks clients by label (`only=realtime`).
 //! `vllm` is found through `DFX_VLLM_BIN` (or `DFX_VLLM`), else `vllm` on `PATH`; it needs a
 //! local tokenizer, `DFX_TOKENIZER` (default `/work/tok` when that folder exists). Without
 //! `vllm` it runs the native half and says so. Under `cargo test --all-targets` it runs a
@@ -246,10 +247,45 @@ fn find_vllm() -> Result<Vllm, String> {
     Ok(Vllm { python, tokenizer })
 }
 
+/// What `vllm bench` drives: its backend and endpoint, and the dataset it reads.
+pub(crate) struct VllmLoad {
+    backend: &'static str,
+    endpoint: &'static str,
+    dataset_name: &'static str,
+    dataset: PathBuf,
+}
+
+impl VllmLoad {
+    /// `openai-audio-speech` on the shipped seed-tts smoke texts.
+    pub(crate) fn speech() -> VllmLoad {
+        VllmLoad {
+            backend: "openai-audio-speech",
+            endpoint: "/v1/audio/speech",
+            dataset_name: "seed-tts-text",
+            dataset: dataset(),
+        }
+    }
+
+    /// `openai-realtime-tts` (a WebSocket session per request, one turn) on the seed-tts
+    /// dataset at `dataset`.
+    pub(crate) fn realtime(dataset: PathBuf) -> VllmLoad {
+        VllmLoad {
+            backend: "openai-realtime-tts",
+            endpoint: "/v1/realtime",
+            dataset_name: "seed-tts",
+            dataset,
+        }
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct Capture {
     /// `[id, start, ttfp, latency, ok]` per measured request.
     requests: Vec<(String, f64, f64, f64, bool)>,
+    /// Realtime: per measured request, the session ids the server gave it (its timings'
+    /// keys); empty for speech, whose timings are keyed by request id.
+    #[serde(default)]
+    sessions: HashMap<String, Vec<String>>,
     planned: HashMap<String, f64>,
     /// CPU seconds from the measured phase's start to exit (see `vllm_capture.py`).
     cpu_phase_s: f64,
@@ -257,10 +293,13 @@ struct Capture {
     vm_hwm_kib: u64,
 }
 
+/// One run of `vllm bench` (`load`) in a child; its TTFP overhead per measured request is
+/// its own TTFP minus the server's timing of that request (speech) or of its one session
+/// (realtime).
 fn run_vllm(
     vllm: &Vllm,
     server: &ServerChild,
-    s: &Scenario,
+    (s, load): (&Scenario, &VllmLoad),
     n: u64,
     dir: &Path,
     tag: &str,
@@ -273,19 +312,14 @@ fn run_vllm(
     let before: Stats = server.get("stats");
     let mut cmd = Command::new(&vllm.python);
     cmd.arg(&script)
-        .args([
-            "bench",
-            "serve",
-            "--omni",
-            "--backend",
-            "openai-audio-speech",
-        ])
-        .args(["--endpoint", "/v1/audio/speech", "--host", "127.0.0.1"])
+        .args(["bench", "serve", "--omni"])
+        .args(["--backend", load.backend, "--endpoint", load.endpoint])
+        .args(["--host", "127.0.0.1"])
         .args(["--port", &server.port().to_string(), "--model", MODEL])
         .arg("--tokenizer")
         .arg(&vllm.tokenizer)
-        .args(["--dataset-name", "seed-tts-text", "--dataset-path"])
-        .arg(dataset())
+        .args(["--dataset-name", load.dataset_name, "--dataset-path"])
+        .arg(&load.dataset)
         .args(["--num-prompts", &n.to_string()]);
     match s.kind {
         StepKind::Concurrency { max_concurrency } => {
@@ -351,7 +385,12 @@ fn run_vllm(
     let overhead_ms: Vec<f64> = ok
         .iter()
         .map(|(id, _, ttfp, _, _)| {
-            let d = delays.get(id).expect("every request has a server timing");
+            let key = match cap.sessions.get(id).map(Vec::as_slice) {
+                Some([one]) => one,
+                Some(other) => panic!("{id}: {} sessions, one expected", other.len()),
+                None => id,
+            };
+            let d = delays.get(key).expect("every request has a server timing");
             (ttfp - d) * 1000.0
         })
         .collect();
@@ -454,14 +493,15 @@ fn main() {
     let root = opt("keep=")
         .map(PathBuf::from)
         .unwrap_or_else(|| tmp.path().to_path_buf());
+    let only = opt("only=");
     if has("scale") {
-        return peer_scale::run(vllm.as_ref().ok(), &root, peer_scale::Limits::FULL);
+        let lim = peer_scale::Limits::FULL;
+        return peer_scale::run(vllm.as_ref().ok(), &root, lim, only.as_deref());
     }
     if mode == "smoke" {
         peer_scale::check_search();
-        peer_scale::run(None, &root, peer_scale::Limits::SMOKE);
+        peer_scale::run(None, &root, peer_scale::Limits::SMOKE, None);
     }
-    let only = opt("only=");
     let server = ServerChild::start("--serve-raw");
     let mut clients = vec![
         Client::NativeFresh,
@@ -500,7 +540,14 @@ fn main() {
                         Client::FloorFresh => run_native(&server, s, n, (false, true), &dir),
                         Client::Vllm => {
                             let v = vllm.as_ref().unwrap();
-                            run_vllm(v, &server, s, n, &dir, &format!("{run_no}"))
+                            run_vllm(
+                                v,
+                                &server,
+                                (s, &VllmLoad::speech()),
+                                n,
+                                &dir,
+                                &format!("{run_no}"),
+                            )
                         }
                     };
                     eprintln!(

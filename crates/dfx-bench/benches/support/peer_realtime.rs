@@ -1,7 +1,8 @@
-//! The native realtime client in the scale benchmark: one `openai-realtime-tts` turn per
-//! request (a WebSocket session each) against `support/raw_realtime.rs`, its TTFP overhead
-//! per turn = the client's TTFP (from its first append) − the server's append-to-first-delta
-//! time, matched by session id.
+//! The realtime clients of the scale benchmark: the native client and `vllm bench`, one
+//! `openai-realtime-tts` turn per request (a WebSocket session each) on the same seed-tts
+//! rows, against `support/raw_realtime.rs`. Their TTFP overhead per turn = the client's TTFP
+//! (from its first append) − the server's append-to-first-delta time, matched by the
+//! session id the server gave the session.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +15,7 @@ use super::native_support::read_records;
 use super::peer_plan::{Scenario, kind_arg};
 use super::reaped::run_child;
 use super::server_child::ServerChild;
-use super::{RunOut, Stats};
+use super::{RunOut, Stats, Vllm, VllmLoad, run_vllm};
 
 /// Rows of the realtime dataset.
 const ROWS: usize = 8;
@@ -35,6 +36,20 @@ pub(crate) fn realtime_trial(mut t: Trial, dir: &Path) -> Trial {
         .unwrap_or_default();
     t.entry = Arc::new(e);
     t
+}
+
+/// One run of `vllm bench`'s `openai-realtime-tts` in a child, on the native client's rows
+/// (written into `dir`).
+pub(crate) fn run_vllm_realtime(
+    vllm: &Vllm,
+    server: &ServerChild,
+    s: &Scenario,
+    n: u64,
+    (dir, tag): (&Path, &str),
+) -> RunOut {
+    let ds = dir.join("ds");
+    super::native_support::seed_tts(&ds, ROWS);
+    run_vllm(vllm, server, (s, &VllmLoad::realtime(ds)), n, dir, tag)
 }
 
 /// One run of the native realtime client in a child (`--run-native … realtime`).

@@ -2,7 +2,9 @@
 //! sustains on one core with TTFP overhead p99 ≤ 5 ms and no failure, against the raw
 //! server at zero delay (every chunk as soon as the request is read), so a client is busy
 //! all the time and its overhead grows with the streams it juggles; the same for realtime
-//! sessions against `support/raw_realtime.rs` (`support/peer_realtime.rs`). The client
+//! sessions against `support/raw_realtime.rs` (`support/peer_realtime.rs`: the native
+//! client, and `vllm bench`'s `openai-realtime-tts`, whose turn also waits out its own
+//! 200 ms silence chunk, so its sessions last ≥ 200 ms however fast the server). The client
 //! child is pinned to one CPU, the server to the others, both at a raised priority
 //! (`support/pin.rs`). Per client the concurrency doubles from 1 until a probe fails, then
 //! bisects between the last pass and the first failure, in at most [`Limits::probes`]
@@ -15,9 +17,9 @@ use dfx_bench::native::stats::Sorted;
 use dfx_core::plan::StepKind;
 
 use super::peer_plan::{Client, Scenario};
-use super::peer_realtime::run_native_realtime;
+use super::peer_realtime::{run_native_realtime, run_vllm_realtime};
 use super::server_child::ServerChild;
-use super::{RunOut, Vllm, run_native, run_vllm};
+use super::{RunOut, Vllm, VllmLoad, run_native, run_vllm};
 
 /// The TTFP overhead p99 a sustained concurrency may reach.
 const CEILING_MS: f64 = 5.0;
@@ -168,9 +170,15 @@ struct Row {
     probes: Vec<Probe>,
 }
 
+/// The realtime rows' labels (the ratio is taken between them).
+const NATIVE_REALTIME: &str = "native realtime (a session per turn)";
+const VLLM_REALTIME: &str = "vllm bench realtime (a session per turn)";
+
 /// Runs the scale search for the native speech client (fresh and pooled connections),
-/// `vllm bench` when given, and the native realtime client; prints the table.
-pub(crate) fn run(vllm: Option<&Vllm>, root: &Path, lim: Limits) {
+/// `vllm bench` when given, the native realtime client and `vllm bench`'s realtime backend
+/// when given; prints the table. `only`: the clients whose label contains it.
+pub(crate) fn run(vllm: Option<&Vllm>, root: &Path, lim: Limits, only: Option<&str>) {
+    let chosen = |label: &str| only.is_none_or(|o| label.contains(o));
     let (client_cpu, server_cpus) = super::pin::split();
     eprintln!("scale: client on CPU {client_cpu}, zero-delay servers on CPUs {server_cpus:?}");
     let start =
@@ -181,12 +189,16 @@ pub(crate) fn run(vllm: Option<&Vllm>, root: &Path, lim: Limits) {
     if vllm.is_some() {
         clients.push(Client::Vllm);
     }
+    clients.retain(|c| chosen(c.label()));
     for client in clients {
         let mut tag = 0;
         let (best, probes) = search_client(client.label(), &lim, root, |s, n, dir| {
             tag += 1;
             match (client, vllm) {
-                (Client::Vllm, Some(v)) => run_vllm(v, &speech, s, n, dir, &format!("s{tag}")),
+                (Client::Vllm, Some(v)) => {
+                    let load = VllmLoad::speech();
+                    run_vllm(v, &speech, (s, &load), n, dir, &format!("s{tag}"))
+                }
                 (Client::NativePooled, _) => run_native(&speech, s, n, (true, false), dir),
                 _ => run_native(&speech, s, n, (false, false), dir),
             }
@@ -200,15 +212,26 @@ pub(crate) fn run(vllm: Option<&Vllm>, root: &Path, lim: Limits) {
     }
     drop(speech);
     let realtime = start("--serve-realtime-zero");
-    let label = "native realtime (a session per turn)";
-    let (best, probes) = search_client(label, &lim, root, |s, n, dir| {
-        run_native_realtime(&realtime, s, n, dir)
-    });
-    rows.push(Row {
-        label,
-        best,
-        probes,
-    });
+    let mut labels = vec![NATIVE_REALTIME];
+    if vllm.is_some() {
+        labels.push(VLLM_REALTIME);
+    }
+    labels.retain(|l| chosen(l));
+    for label in labels {
+        let mut tag = 0;
+        let (best, probes) = search_client(label, &lim, root, |s, n, dir| {
+            tag += 1;
+            match vllm.filter(|_| label == VLLM_REALTIME) {
+                Some(v) => run_vllm_realtime(v, &realtime, s, n, (dir, &format!("r{tag}"))),
+                None => run_native_realtime(&realtime, s, n, dir),
+            }
+        });
+        rows.push(Row {
+            label,
+            best,
+            probes,
+        });
+    }
     drop(realtime);
     print_table(&rows);
 }
@@ -237,17 +260,25 @@ fn print_table(rows: &[Row]) {
             r.probes.len()
         );
     }
-    let vllm = Client::Vllm.label();
-    if let Some(v) = rows.iter().find(|r| r.label == vllm) {
+    let find = |label: &str| rows.iter().find(|r| r.label == label);
+    if let Some(v) = find(Client::Vllm.label()) {
         for r in rows.iter().filter(|r| r.label.starts_with("native, ")) {
-            let ratio = if v.best == 0 {
-                "vllm bench sustains none".to_string()
-            } else {
-                format!("{:.1}×", f64::from(r.best) / f64::from(v.best))
-            };
-            eprintln!("{} / vllm bench: {ratio}", r.label);
+            print_ratio(r, v);
         }
     }
+    if let (Some(r), Some(v)) = (find(NATIVE_REALTIME), find(VLLM_REALTIME)) {
+        print_ratio(r, v);
+    }
+}
+
+/// Native's sustained streams over vllm bench's.
+fn print_ratio(native: &Row, vllm: &Row) {
+    let ratio = if vllm.best == 0 {
+        "vllm bench sustains none".to_string()
+    } else {
+        format!("{:.1}×", f64::from(native.best) / f64::from(vllm.best))
+    };
+    eprintln!("{} / {}: {ratio}", native.label, vllm.label);
 }
 
 /// The search against a known threshold: finds it within its resolution, stops when told.

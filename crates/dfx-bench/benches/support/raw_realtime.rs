@@ -4,7 +4,12 @@
 //! deltas, `response.done`); `session.closed` on `session.close`. Per session it keeps the
 //! time between reading that append and writing the first audio delta (`GET /timings`, by
 //! session id), so a client's TTFP minus it is the client's overhead (plus the WebSocket
-//! frame codec on the server, which is the same for every client).
+//! frame codec on the server, which is the same for every client). vllm bench 0.30's
+//! `openai-realtime-tts` needs nothing more (checked against its `DuplexClient`): it waits
+//! for `session.created` (its `session.id` is the key of the timings), appends 200 ms of
+//! silence, settles on `response.done`, sends `playback.ack` (ignored here, as by the
+//! simulator for a TTS session) and `session.close`; it stamps TTFP on its own clock, as
+//! no response carries a metrics event.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

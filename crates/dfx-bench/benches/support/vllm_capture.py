@@ -10,6 +10,11 @@
 #   id (`x-request-id`, `<--request-id-prefix><index>`). These are the values vLLM's own
 #   statistics are computed from; `--save-detailed` only keeps `start_times` and a `ttfts`
 #   list that is 0 for every TTS request.
+# - the `openai-realtime-tts` request function, the same way (its `audio_ttfp` is the
+#   mean TTFP of the request's turns, vLLM's own clock: first append sent to first audio
+#   delta received); and `_RealtimeTTSProbe.configure` (before the turn's clock starts),
+#   which notes the session id the server gave in `session.created`, so each request's
+#   sessions can be matched to the server's own timings.
 # - `get_request` (the open-loop scheduler) is replaced by a copy of vLLM 0.30's
 #   constant-rate branch (same numpy draws from the same global generator, same rescaling
 #   to n / rate, same time.time() sleeps) that also notes each request's planned send on
@@ -22,8 +27,8 @@
 # would swamp the difference of two request counts.
 #
 # At exit the file holds {"requests": [[id, start, ttfp, latency, ok], …],
-# "planned": {id: t}, "cpu_phase_s": s, "vm_hwm_kib": peak RSS}, written after the
-# benchmark finished.
+# "sessions": {id: [server session id, …]} (realtime), "planned": {id: t},
+# "cpu_phase_s": s, "vm_hwm_kib": peak RSS}, written after the benchmark finished.
 #
 # For `openai-chat-omni` (the parity evidence of BENCHMARKS.md's chat rows) it keeps, per
 # request, "chat": [[id, start, ttft, audio_ttfp, latency, ok, server_ttft_ms, itl], …]
@@ -41,6 +46,7 @@ import sys
 import time
 
 import asyncio
+import contextvars
 import numpy as np
 
 from vllm_omni.benchmarks.patch import patch as P
@@ -76,6 +82,32 @@ async def _probe_loop():
         await asyncio.sleep(0.005)
         _loop_lag.append((time.perf_counter() - t - 0.005) * 1e3)
 _orig_get_request = P.get_request
+_orig_realtime = P.ASYNC_REQUEST_FUNCS.get("openai-realtime-tts")
+_orig_configure = P._RealtimeTTSProbe.configure
+_sessions = {}
+# The server session ids of the request running in this task (each request is its own task).
+_request_sessions = contextvars.ContextVar("dfx_request_sessions", default=None)
+
+
+async def _configure(self, *args, **kwargs):
+    await _orig_configure(self, *args, **kwargs)
+    ids = _request_sessions.get()
+    if ids is not None:
+        ids.append(self._client.session_id)
+
+
+async def _realtime(request_func_input, session, pbar=None):
+    ids = []
+    token = _request_sessions.set(ids)
+    try:
+        out = await _orig_realtime(request_func_input=request_func_input, session=session, pbar=pbar)
+    finally:
+        _request_sessions.reset(token)
+    rid = request_func_input.request_id
+    if rid is not None:
+        _rows.append([rid, out.start_time, out.audio_ttfp, out.latency, bool(out.success)])
+        _sessions[rid] = ids
+    return out
 
 
 async def _speech(request_func_input, session, pbar=None):
@@ -142,6 +174,9 @@ P.ASYNC_REQUEST_FUNCS["openai-audio-speech"] = _speech
 if _orig_chat is not None:
     P.ASYNC_REQUEST_FUNCS["openai-chat-omni"] = _chat
 P.get_request = _get_request
+if _orig_realtime is not None:
+    P.ASYNC_REQUEST_FUNCS["openai-realtime-tts"] = _realtime
+    P._RealtimeTTSProbe.configure = _configure
 
 
 def _dump():
@@ -152,6 +187,7 @@ def _dump():
             json.dump(
                 {
                     "requests": _rows,
+                    "sessions": _sessions,
                     "chat": _chat_rows,
                     "loop_lag_ms": _loop_lag,
                     "planned": _planned,

@@ -393,6 +393,16 @@ async fn stream_turn(
     let start = Instant::now();
     out.turn_start = Some(start);
     let start_t = tokio::time::Instant::from_std(start);
+    // The first append goes at once: a timer whose deadline is already due still waits
+    // for the runtime's next millisecond tick (about 1 ms), which would sit inside every
+    // turn's TTFP (vllm bench's clock starts at its first append too).
+    if lim.max_appends > 0 {
+        out.appends = 1;
+        if let Err(e) = c.send(p::append(1)).await {
+            out.fail(TurnError::Transport, e.to_string());
+            return;
+        }
+    }
     let mut wait_until: Option<tokio::time::Instant> = None;
     let mut progress = Progress::default();
     loop {

@@ -9,6 +9,7 @@ use super::entry::{CaseFacts, build_entry};
 use super::entry_parts::EntryDraft;
 use super::marks::{CaseMarks, parse_mark_field};
 use super::raw::{RawCase, from_object};
+use super::runners::CaseRunner;
 use super::server::build_server;
 use super::value::{name_fits, opt_str};
 use crate::diag::{Ctx, Errs, json_type};
@@ -64,8 +65,8 @@ pub(crate) fn build_case(
     draft.test_name = test_name(&base, raw.test_name.as_ref(), errs);
     let ctx = base.test(draft.test_name.as_deref());
     let runner = super::runners::case_runner(&ctx, &raw.other, errs);
-    let native_duplex = runner == Ok(Some("native-duplex"));
-    let contract = runner == Ok(Some("contract"));
+    let native_duplex = runner == Some(CaseRunner::NativeDuplex);
+    let contract = runner == Some(CaseRunner::Contract);
     super::known_keys::check_keys(&ctx, ("", "case"), obj, super::known_keys::case::CASE, errs);
     opt_str(&ctx, "description", raw.description.as_ref(), errs);
     draft.marks = parse_mark_field(&ctx, raw.mark.as_ref(), errs);
@@ -82,7 +83,7 @@ pub(crate) fn build_case(
         s.judge = judge.map(Box::new);
         Arc::new(s)
     });
-    if runner.is_err() {
+    if runner.is_none() {
         return draft;
     }
     let accepted = "a list of benchmark entry objects, or {\"$ref\": \"<file holding that list, relative to this config>\"}";

@@ -45,34 +45,46 @@ scenarios (error replies, reference audio, disconnects, voice uploads), not a lo
 /// Longest `timeout_s` of a contract entry (per request), seconds.
 pub const MAX_CONTRACT_TIMEOUT_S: f64 = 600.0;
 
-/// The runners a case may name in `benchmark_runner`: upstream's native-duplex runner and
-/// dfx-perf's own contract runner (absent: upstream's `run_benchmark`).
-pub(crate) const RUNNERS: [&str; 2] = ["native-duplex", "contract"];
+/// The runner a case's entries belong to (`benchmark_runner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CaseRunner {
+    /// Absent: upstream's `run_benchmark` (the omni and diffusion dialects).
+    Upstream,
+    /// `"native-duplex"`: upstream's native-duplex runner.
+    NativeDuplex,
+    /// `"contract"`: dfx-perf's own contract runner.
+    Contract,
+}
 
-/// The runner a case names (`benchmark_runner`): `Ok(None)` when absent (upstream's
-/// `run_benchmark`), `Ok(Some(name))` for one of [`RUNNERS`]. Any other value is an error
-/// naming the closest runners, and `Err(())`: the case's entries are then not read, as
-/// the wrong runner's keys would only bury the typo under unknown-key errors.
+/// The names a case may write in `benchmark_runner`, with their runner.
+const RUNNERS: [(&str, CaseRunner); 2] = [
+    ("native-duplex", CaseRunner::NativeDuplex),
+    ("contract", CaseRunner::Contract),
+];
+
+/// The runner a case names (`benchmark_runner`). Any value but a name of [`RUNNERS`] is
+/// an error naming the closest runners, and `None`: the case's entries are then not read,
+/// as the wrong runner's keys would only bury the typo under unknown-key errors.
 pub(crate) fn case_runner(
     ctx: &Ctx<'_>,
     case_other: &Map<String, Value>,
     errs: &mut Errs,
-) -> Result<Option<&'static str>, ()> {
+) -> Option<CaseRunner> {
     let key = "benchmark_runner";
     let Some(v) = case_other.get(key) else {
-        return Ok(None);
+        return Some(CaseRunner::Upstream);
     };
     let accepted = "\"native-duplex\" or \"contract\" (absent: upstream's run_benchmark)";
     let Some(name) = v.as_str() else {
         errs.push(ctx.err(key, format!("wrong type: got {}", json_type(v)), accepted));
-        return Err(());
+        return None;
     };
-    if let Some(known) = RUNNERS.iter().find(|r| **r == name) {
-        return Ok(Some(known));
+    if let Some((_, runner)) = RUNNERS.iter().find(|(n, _)| *n == name) {
+        return Some(*runner);
     }
-    let hint = crate::suggest::hint(name, RUNNERS, accepted);
+    let hint = crate::suggest::hint(name, RUNNERS.iter().map(|(n, _)| *n), accepted);
     errs.push(ctx.err(key, format!("unknown runner {v}"), &hint));
-    Err(())
+    None
 }
 
 /// Whether an entry is a stability soak entry.

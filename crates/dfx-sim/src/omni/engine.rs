@@ -219,6 +219,15 @@ impl OmniEngine {
         job.text_tokens = job.text_tokens.max(1);
         let id = job.id;
         let ready = self.now + secs(job.preprocess_s * self.cfg.slowdown);
+        tracing::trace!(
+            id,
+            at_ms = ms(self.now),
+            ready_ms = ms(ready),
+            prefill_ms = job.prefill_s * 1e3,
+            text_tokens = job.text_tokens,
+            audio_frames = job.audio_frames,
+            "omni arrival"
+        );
         self.reqs.insert(
             id,
             ReqState {
@@ -307,6 +316,7 @@ impl OmniEngine {
     fn start_thinker(&mut self, now: VTime) {
         let p = &self.cfg.thinker;
         let mut prefill = 0.0;
+        let first_new = self.thinker.running.len();
         while self.thinker.running.len() < p.max_num_seqs.max(1) {
             let Some(id) = self.thinker.waiting.pop_front() else {
                 break;
@@ -322,6 +332,14 @@ impl OmniEngine {
         let cost = (p.step_base_s + p.step_per_seq_s * n + prefill)
             * self.factor(busy_other, p.contention);
         let d = secs(cost).max(1);
+        tracing::trace!(
+            at_ms = ms(now),
+            dur_ms = ms(d),
+            batch = self.thinker.running.len(),
+            admitted = ?&self.thinker.running[first_new..],
+            contended = busy_other,
+            "thinker step"
+        );
         self.thinker.busy = Some(now + d);
         self.thinker.busy_ns += d;
         self.thinker.steps += 1;
@@ -394,6 +412,14 @@ impl OmniEngine {
             + p.prefill_s * admitted as f64)
             * self.factor(self.thinker.busy.is_some(), p.contention);
         let d = secs(cost).max(1);
+        tracing::trace!(
+            at_ms = ms(now),
+            dur_ms = ms(d),
+            active = members.len(),
+            admitted,
+            contended = self.thinker.busy.is_some(),
+            "talker step"
+        );
         self.talker.busy = Some(now + d);
         self.talker.busy_ns += d;
         self.talker.steps += 1;
@@ -460,6 +486,13 @@ impl OmniEngine {
             .sum();
         let cost = (p.step_base_s + p.per_frame_s * frames as f64) * self.cfg.slowdown;
         let d = secs(cost).max(1);
+        tracing::trace!(
+            at_ms = ms(now),
+            dur_ms = ms(d),
+            chunks = batch.len(),
+            frames,
+            "code2wav step"
+        );
         self.codec_busy = Some(now + d);
         self.codec_busy_ns += d;
         self.codec_steps += 1;
@@ -504,6 +537,11 @@ impl OmniEngine {
             code2wav_busy_s: self.codec_busy_ns as f64 / 1e9,
         }
     }
+}
+
+/// Virtual nanoseconds as milliseconds, for the step trace.
+fn ms(v: VTime) -> f64 {
+    v as f64 / 1e6
 }
 
 impl Model for OmniEngine {

@@ -17,6 +17,8 @@
 # Per-request evidence: DFX_VLLM_BIN=scripts/parity/vllm-capture.sh keeps vllm's own
 # stamps per request; scripts/parity/chat_split.py splits each chat TTFT into the
 # simulator's share and the client's.
+# DFX_SIM_LOG=info,dfx_sim::omni::engine=trace keeps the simulator's step trace in
+# OUT/sim-*.log; scripts/parity/chat_modes.py tells each chat run's mode from it.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,7 +31,7 @@ while [[ $# -gt 0 ]]; do
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
     --only) only="${2:?--only needs tts or omni}"; shift 2 ;;
     --filter) filter="${2:?--filter needs a pattern of trial names}"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done

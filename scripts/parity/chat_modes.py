@@ -1,6 +1,9 @@
 """Which mode each chat run landed in, and why: per run of a parity trial, the first
-wave's arrival spread at the simulator, how the thinker admitted that wave, the server's
-own median ITL, and the bench's median ITL / TTFT / TTFP.
+wave's arrival spread at the simulator, which request came first (its audio frames), how
+the thinker admitted that wave, the share of ITL gaps made by full and nearly full
+batches, the server's own median ITL and TTFT (arrival to the step that made the first
+token) beside the bench's median ITL / TTFT / TTFP; then each bench against the server of
+its own run (BENCHMARKS.md, "Parity with vllm bench", chat c = 16).
 
     python3 scripts/parity/chat_modes.py OUT_DIR [--trial NAME] [--warmups W] [--prompts N]
         [--concurrency C]

@@ -2,8 +2,10 @@
 wave's arrival spread at the simulator, which request came first (its audio frames), how
 the thinker admitted that wave, the share of ITL gaps made by full and nearly full
 batches, the server's own median ITL and TTFT (arrival to the step that made the first
-token) beside the bench's median ITL / TTFT / TTFP; then each bench against the server of
-its own run (BENCHMARKS.md, "Parity with vllm bench", chat c = 16).
+token) and TTFP (arrival to the end of the code2wav step that decoded its first chunk;
+"—" in a trace without code2wav ids) beside the bench's median ITL / TTFT / TTFP; then
+each bench against the server of its own run (BENCHMARKS.md, "Parity with vllm bench",
+chat c = 16).
 
     python3 scripts/parity/chat_modes.py OUT_DIR [--trial NAME] [--warmups W] [--prompts N]
         [--concurrency C]
@@ -27,8 +29,13 @@ from pathlib import Path
 FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|\S+)")
 
 
+def ids_of(text: str) -> list[int]:
+    return [int(x) for x in text.strip("[]").split(",") if x.strip()]
+
+
 def trace(log: Path):
-    arrivals, steps = [], []
+    """Arrivals, thinker steps and each request's first decoded audio (virtual ms)."""
+    arrivals, steps, first_audio = [], [], {}
     for line in log.read_text(errors="replace").splitlines():
         if "omni arrival" in line:
             f = dict(FIELD.findall(line))
@@ -36,10 +43,14 @@ def trace(log: Path):
                              f.get("audio_frames", "—")))
         elif "thinker step" in line:
             f = dict(FIELD.findall(line))
-            ids = [int(x) for x in f["admitted"].strip("[]").split(",") if x.strip()]
+            ids = ids_of(f["admitted"])
             steps.append((float(f["at_ms"]), float(f["dur_ms"]), int(f["batch"]), ids,
                           f["contended"] == "true"))
-    return arrivals, steps
+        elif "code2wav step" in line:
+            f = dict(FIELD.findall(line))
+            for i in ids_of(f.get("ids", "[]")):
+                first_audio.setdefault(i, float(f["at_ms"]) + float(f["dur_ms"]))
+    return arrivals, steps, first_audio
 
 
 def token_times(steps, tokens_of):
@@ -83,7 +94,7 @@ def main() -> None:
     trials = [t for t in trials if t.is_dir() and (opt["--trial"] is None or t.name == opt["--trial"])]
     if len(logs) != 1 or len(trials) != 1:
         sys.exit(f"chat_modes.py: want one sim-*.log and one trial in {out}, found {len(logs)} and {len(trials)}")
-    arrivals, steps = trace(logs[0])
+    arrivals, steps, first_audio = trace(logs[0])
     if not steps:
         sys.exit("chat_modes.py: no step trace in the log (run with DFX_SIM_LOG=info,dfx_sim::omni::engine=trace)")
     rounds = sorted({int(p.name[1:].split("-")[0]) for p in trials[0].glob("r*-*") if p.is_dir()})
@@ -93,11 +104,11 @@ def main() -> None:
         sys.exit(f"chat_modes.py: {len(arrivals)} arrivals in the log, want {per_run} × {len(order)} runs")
     tokens_of = {i: t for i, _, t, _ in arrivals}
     times = token_times(steps, tokens_of)
-    ratios = {"native": {"ITL": [], "TTFT": []}, "vllm": {"ITL": [], "TTFT": []}}
+    ratios = {b: {"ITL": [], "TTFT": [], "TTFP": []} for b in ("native", "vllm")}
     print(f"| run | first wave spread ms | first arrival's audio frames | first wave admitted per step | gaps from batch {c} / {c - 1} / less, % "
           "| server median ITL ms | bench median ITL ms | server median TTFT ms | bench median TTFT ms "
-          "| bench median TTFP ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| server median TTFP ms | bench median TTFP ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for k, name in enumerate(order):
         run = arrivals[k * per_run : (k + 1) * per_run]
         measured = {i for i, _, _, _ in run[w:]}
@@ -110,22 +121,26 @@ def main() -> None:
         itl = [g for g, _ in gaps]
         at = {i: a for i, a, _, _ in run[w:]}
         ttft = [times[i][0][0] - at[i] for i in measured if times.get(i)]
+        ttfp = [first_audio[i] - at[i] for i in measured if i in first_audio]
+        s_ttfp = statistics.median(ttfp) if ttfp else None
         share = lambda keep: 100.0 * len([1 for _, m in gaps if keep(m)]) / max(len(gaps), 1)
         b_itl, b_ttft, b_ttfp = bench_metrics(trials[0] / name)
         bench = name.split("-", 1)[1]
         if b_itl is not None and b_ttft is not None:
             ratios[bench]["ITL"].append(b_itl / statistics.median(itl))
             ratios[bench]["TTFT"].append(b_ttft / statistics.median(ttft))
+        if b_ttfp is not None and s_ttfp:
+            ratios[bench]["TTFP"].append(b_ttfp / s_ttfp)
         fmt = lambda v: "—" if v is None else f"{v:.2f}" if v < 100 else f"{v:.1f}"
         mix = f"{share(lambda m: m >= c):.1f} / {share(lambda m: m == c - 1):.1f} / {share(lambda m: m < c - 1):.1f}"
         print(f"| {name} | {spread:.1f} | {wave[0][3]} | {admitted} | {mix} | {statistics.median(itl):.2f} | {fmt(b_itl)} "
-              f"| {statistics.median(ttft):.2f} | {fmt(b_ttft)} | {fmt(b_ttfp)} |")
+              f"| {statistics.median(ttft):.2f} | {fmt(b_ttft)} | {fmt(s_ttfp)} | {fmt(b_ttfp)} |")
     print()
     print("Each bench against the server of its own run (median over runs of bench ÷ server):")
     print()
     print("| metric | native ÷ server | vllm ÷ server | native ÷ vllm |")
     print("|---|---|---|---|")
-    for m in ("ITL", "TTFT"):
+    for m in ("ITL", "TTFT", "TTFP"):
         n, v = ratios["native"][m], ratios["vllm"][m]
         if n and v:
             a, b = statistics.median(n), statistics.median(v)

@@ -491,6 +491,7 @@ impl OmniEngine {
             dur_ms = ms(d),
             chunks = batch.len(),
             frames,
+            ids = ?batch.iter().map(|c| c.id).collect::<Vec<_>>(),
             "code2wav step"
         );
         self.codec_busy = Some(now + d);

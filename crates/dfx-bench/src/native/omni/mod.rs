@@ -318,6 +318,9 @@ fn conclude(
         goodput: trial.entry.goodput.clone(),
     };
     let mut doc = aggregate::result_doc(&measured, &facts, sel);
+    // As the speech result: which connection mode measured this step.
+    let mode = ConnectionMode::resolve(settings.connection, trial.entry.connection);
+    doc.insert("connection".into(), mode.as_str().into());
     if !trial.entry.load.is_upstream() {
         // The load keys only with dfx-perf's load keys: upstream's chat result is unchanged.
         super::load_result::insert(&mut doc, trial, &measured);

@@ -150,7 +150,8 @@ pub fn stability_soak_through_the_external_bench() -> Result<(), Failed> {
             "num_prompts_per_batch": 3,
             "random_input_len": 100,
             "random_output_len": 20,
-            "ignore_eos": true
+            "ignore_eos": true,
+            "goodput": "e2el:200"
         }]
     }]);
     let file = tmp.path().join("soak.json");
@@ -158,8 +159,10 @@ pub fn stability_soak_through_the_external_bench() -> Result<(), Failed> {
     let result = tmp.path().join("batch.json");
     std::fs::write(
         &result,
+        // Two of the three requests met the SLO: vllm's goodput 2 / 0.2 s.
         json!({"completed": 3, "failed": 0, "duration": 0.2, "median_e2el_ms": 150.0,
-               "median_ttft_ms": 40.0, "request_throughput": 15.0, "errors": ["", "", ""]})
+               "median_ttft_ms": 40.0, "request_throughput": 15.0, "request_goodput": 10.0,
+               "errors": ["", "", ""]})
         .to_string(),
     )
     .map_err(|e| e.to_string())?;
@@ -236,6 +239,18 @@ pub fn stability_soak_through_the_external_bench() -> Result<(), Failed> {
             && doc["stability"]["batches_run"] == n
             && doc["stability"]["drift"]["median_e2el_ms"]["ratio"] == 1.0,
         &format!("{n} batches added up: {doc:#}"),
+        &run,
+    )?;
+    let goodput_arg = calls.iter().all(|a| has(a, ["--goodput", "e2el:200"]));
+    let seconds = doc["duration"].as_f64().unwrap_or(0.0);
+    let rate = doc["request_goodput"].as_f64().unwrap_or(-1.0);
+    check(
+        goodput_arg
+            && doc["slo_attainment"].as_f64() == Some(2.0 / 3.0)
+            && (rate * seconds - 2.0 * n as f64).abs() < 1e-6
+            && doc["stability"]["batches"][0]["slo_attainment"].as_f64() == Some(2.0 / 3.0)
+            && doc["stability"]["drift"]["slo_attainment_change"] == 0.0,
+        &format!("every batch's 2 good of 3 counted over the soak's {seconds} s: {doc:#}"),
         &run,
     )?;
     Ok(())

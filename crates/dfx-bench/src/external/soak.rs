@@ -6,7 +6,9 @@
 //! the last batch may run past it). The result adds up `completed`, `failed` and the
 //! errors of every batch (upstream's `merge_batch_results`), with the wall time as
 //! `duration`, and a `stability` section with each batch's figures and the drift between
-//! the first and the last quarter of the batches.
+//! the first and the last quarter of the batches. With `goodput` (passed to every batch),
+//! the soak's `request_goodput` and `slo_attainment` come from every batch's good requests
+//! (its `request_goodput` × its `duration`, as vllm counted them), as the native soak's.
 
 use std::time::Instant;
 
@@ -15,6 +17,7 @@ use dfx_core::result::ResultDoc;
 use serde_json::{Value, json};
 
 use super::{VllmBench, command, process};
+use crate::metrics::goodput::Goodput;
 use crate::native::soak;
 use crate::native::stats::Sorted;
 
@@ -52,7 +55,25 @@ impl Batch {
         }
     }
 
-    fn row(&self, index: usize) -> Value {
+    /// The batch's good requests, when its result has `request_goodput` (vllm writes it
+    /// with `--goodput`): that rate × the batch's `duration`. A batch without a result has
+    /// none good of what it was to send.
+    fn goodput(&self) -> Option<Goodput> {
+        let measured = usize::try_from(self.completed() + self.failed()).unwrap_or(usize::MAX);
+        let Some(doc) = &self.doc else {
+            return Some(Goodput { good: 0, measured });
+        };
+        let rate = doc.get("request_goodput").and_then(Value::as_f64)?;
+        let seconds = doc.get("duration").and_then(Value::as_f64)?;
+        let good = (rate * seconds).round();
+        // A rate that does not come back to a count of this batch is not vllm's.
+        (good.is_finite() && good >= 0.0 && good <= measured as f64).then(|| Goodput {
+            good: good as usize,
+            measured,
+        })
+    }
+
+    fn row(&self, index: usize, with_goodput: bool) -> Value {
         let mut row = json!({"batch": index, "started_s": self.started_s, "requests": self.sent,
                              "completed": self.completed(), "failed": self.failed(),
                              "failure": self.failure.as_ref().map(ToString::to_string)});
@@ -60,8 +81,46 @@ impl Batch {
             let v = self.doc.as_ref().and_then(|d| d.get(*key)).cloned();
             row[*key] = v.unwrap_or(Value::Null);
         }
+        if with_goodput {
+            let g = self.goodput();
+            row["request_goodput"] = self
+                .doc
+                .as_ref()
+                .and_then(|d| d.get("request_goodput").cloned())
+                .unwrap_or(json!(0.0));
+            row["slo_attainment"] = json!(g.and_then(|g| g.attainment()));
+        }
         row
     }
+}
+
+/// The good requests of `batches` together, when every batch with a result counted them;
+/// `None` when no batch did (an entry without `goodput`).
+fn goodput_of(batches: &[Batch]) -> Option<Goodput> {
+    if !batches
+        .iter()
+        .any(|b| b.doc.is_some() && b.goodput().is_some())
+    {
+        return None;
+    }
+    sum_goodput(batches)
+}
+
+/// The good requests of `batches` summed; `None` when one of them has no count.
+fn sum_goodput(batches: &[Batch]) -> Option<Goodput> {
+    batches.iter().try_fold(
+        Goodput {
+            good: 0,
+            measured: 0,
+        },
+        |sum, b| {
+            let g = b.goodput()?;
+            Some(Goodput {
+                good: sum.good + g.good,
+                measured: sum.measured + g.measured,
+            })
+        },
+    )
 }
 
 /// Runs the soak of `ctx`'s stability entry.
@@ -156,12 +215,25 @@ fn merged(
     doc.insert("failed".into(), json!(failed));
     doc.insert("duration".into(), json!(seconds));
     doc.insert("errors".into(), json!(errors));
-    let rows: Vec<Value> = batches.iter().enumerate().map(|(i, b)| b.row(i)).collect();
+    let goodput = goodput_of(batches);
+    if let Some(g) = goodput {
+        doc.insert("request_goodput".into(), json!(g.request_goodput(seconds)));
+        doc.insert("slo_attainment".into(), json!(g.attainment()));
+    }
+    let rows: Vec<Value> = batches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| b.row(i, goodput.is_some()))
+        .collect();
+    let mut drift = drift(batches);
+    if goodput.is_some() {
+        drift["slo_attainment_change"] = attainment_change(batches);
+    }
     doc.insert(
         "stability".into(),
         json!({"duration_sec": plan.seconds / scale, "duration_scale": scale,
                "soak_seconds": seconds, "num_prompts_per_batch": plan.batch,
-               "batches_run": batches.len(), "batches": rows, "drift": drift(batches)}),
+               "batches_run": batches.len(), "batches": rows, "drift": drift}),
     );
     doc.insert("result_source".into(), Value::from("vllm"));
     BenchOutcome {
@@ -170,6 +242,16 @@ fn merged(
         log_tail,
         errors,
         invalid_load: None,
+    }
+}
+
+/// The last quarter's SLO attainment minus the first's (each over its batches' requests).
+fn attainment_change(batches: &[Batch]) -> Value {
+    let (head, tail) = soak::quarters(batches.len());
+    let of = |part: &[Batch]| sum_goodput(part).and_then(|g| g.attainment());
+    match (of(&batches[head]), of(&batches[tail])) {
+        (Some(a), Some(b)) => json!(b - a),
+        _ => Value::Null,
     }
 }
 
@@ -201,4 +283,86 @@ fn drift(batches: &[Batch]) -> Value {
         );
     }
     Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(started_s: f64, fields: Value) -> Batch {
+        let doc: ResultDoc = serde_json::from_value(fields).unwrap();
+        Batch {
+            started_s,
+            sent: 4,
+            doc: Some(doc),
+            failure: None,
+        }
+    }
+
+    fn plan() -> soak::SoakPlan {
+        soak::SoakPlan {
+            seconds: 10.0,
+            batch: 4,
+            words: (10, 20),
+        }
+    }
+
+    /// Four batches of 4 requests: 4, 3, 2 good (vllm's goodput × duration: 8 × 0.5,
+    /// 6 × 0.5, 1 × 2), and one batch without a result (4 sent, none good). The soak:
+    /// 9 good of 16 over its 10 s, so 0.9 req/s and 0.5625 attainment; the first quarter
+    /// (batch 0) attained 1.0, the last (batch 3) 0.0.
+    #[test]
+    fn the_soak_counts_every_batchs_good_requests() {
+        let mut batches = vec![
+            batch(
+                0.0,
+                json!({"completed": 4, "failed": 0, "duration": 0.5, "request_goodput": 8.0}),
+            ),
+            batch(
+                2.0,
+                json!({"completed": 4, "failed": 0, "duration": 0.5, "request_goodput": 6.0}),
+            ),
+            batch(
+                4.0,
+                json!({"completed": 3, "failed": 1, "duration": 2.0, "request_goodput": 1.0}),
+            ),
+        ];
+        batches.push(Batch {
+            started_s: 6.0,
+            sent: 4,
+            doc: None,
+            failure: Some(BenchExit::SoakRanNoBatch),
+        });
+        let out = merged(
+            &plan(),
+            1.0,
+            &batches,
+            10.0,
+            std::path::Path::new("/nonexistent"),
+        );
+        let doc = out.result.unwrap();
+        assert_eq!(doc.get("request_goodput"), Some(&json!(0.9)));
+        assert_eq!(doc.get("slo_attainment"), Some(&json!(0.5625)));
+        let st = &doc.get("stability").unwrap();
+        assert_eq!(st["batches"][1]["slo_attainment"], json!(0.75));
+        assert_eq!(st["batches"][3]["request_goodput"], json!(0.0));
+        assert_eq!(st["drift"]["slo_attainment_change"], json!(-1.0));
+    }
+
+    /// Without `goodput` vllm writes `request_goodput: null`: no goodput keys at all.
+    #[test]
+    fn a_soak_without_goodput_writes_none() {
+        let batches = vec![batch(
+            0.0,
+            json!({"completed": 4, "failed": 0, "duration": 0.5, "request_goodput": null}),
+        )];
+        let doc = merged(&plan(), 1.0, &batches, 1.0, std::path::Path::new("/x"))
+            .result
+            .unwrap();
+        assert_eq!(doc.get("request_goodput"), None);
+        assert_eq!(doc.get("slo_attainment"), None);
+        let st = doc.get("stability").unwrap();
+        assert_eq!(st["batches"][0].get("slo_attainment"), None);
+        assert_eq!(st["drift"].get("slo_attainment_change"), None);
+    }
 }

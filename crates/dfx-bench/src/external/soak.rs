@@ -67,7 +67,7 @@ impl Batch {
         let seconds = doc.get("duration").and_then(Value::as_f64)?;
         let good = (rate * seconds).round();
         // A rate that does not come back to a count of this batch is not vllm's.
-        (good.is_finite() && good >= 0.0 && good <= measured as f64).then(|| Goodput {
+        (good.is_finite() && good >= 0.0 && good <= measured as f64).then_some(Goodput {
             good: good as usize,
             measured,
         })

@@ -6,12 +6,18 @@
 //! [`BELOW`] / [`ABOVE`] of it: the search's own bracket (10 %, always below), one sampled
 //! arrival pattern per probe against the model's median of several (either way), and
 //! what the model leaves out, which only ever slows the real server (client and HTTP
-//! time inside the measured TTFP, a loaded 2-core machine delaying the simulator's timers:
-//! 0.67 × the model was measured with two compilers running beside it). The fixture asks
-//! no continuity (the model predicts first packets only; time-lapsed, continuity is judged
-//! on real-time chunk timing, where a loaded machine's delays count K-fold) and stops the
-//! search at `min_rate` 0.25 req/s, so a run that misses cannot probe ever slower rates
-//! (each probe of 40 requests takes 40 / rate seconds of the real-time scale).
+//! time inside the measured TTFP, a loaded 2-core machine delaying the simulator's timers).
+//! The fixture asks no continuity (the model predicts first packets only; time-lapsed,
+//! continuity is judged on real-time chunk timing, where a loaded machine's delays count
+//! K-fold).
+//!
+//! The bound, 250 ms, sits where queueing makes the p99 climb steeply (about 170 ms at
+//! 2 req/s, 540 ms at 4): far above the unloaded floor (about 75 ms), so one late timer
+//! cannot fail every rate. With 120 ms (2026-12-06) the search probed 0.5–0.9 req/s, took
+//! about 100 s, and beside two busy loops and a build found no rate at all twice in four
+//! runs: a 9 ms delay at 5× is 45 ms on the real-time scale. Now it passed 5 of 5 beside
+//! two busy loops (model 2.62 req/s, suite 2.83), in about 30 s; `min_rate` 0.5 stops a
+//! run that misses from probing ever slower rates.
 
 use libtest_mimic::Failed;
 use rand::{Rng, SeedableRng};
@@ -22,8 +28,9 @@ use crate::support::{check_schemas, output_text, root, sim_native};
 
 const MODEL: &str = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice";
 /// The fixture's bound (ms on the real-time scale: `sim_native` runs the simulator sped up,
-/// and the native bench time-lapses the search by the same factor) and probe size.
-const MAX_P99_TTFP_MS: f64 = 120.0;
+/// and the native bench time-lapses the search by the same factor; the module's comment
+/// says why 250) and probe size.
+const MAX_P99_TTFP_MS: f64 = 250.0;
 const PROBE: usize = 40;
 /// The suite's rate may lie this far below the model's (relative)…
 pub const BELOW: f64 = 0.45;
@@ -90,7 +97,7 @@ fn predicted_rate() -> Result<f64, Failed> {
                 .map_err(|e| Failed::from(format!("{e:?}")))
         })
         .collect::<Result<Vec<_>, Failed>>()?;
-    let mut rate: f64 = 0.05;
+    let mut rate: f64 = 0.25;
     while rate < 5000.0 {
         if model_p99(&cfg, &jobs, rate * 1.01) > MAX_P99_TTFP_MS {
             return Ok(rate);

@@ -167,9 +167,41 @@ fn sigkill_drill(whole_group: bool) -> Result<Duration, Failed> {
     took.ok_or_else(|| "unreachable".into())
 }
 
+/// A server process group this test started as a killed run's leftover: stopped when
+/// dropped, so a check that fails early leaves nothing behind either.
+struct Orphan {
+    child: Child,
+    reaped: bool,
+}
+
+impl Orphan {
+    fn pgid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The leader's exit status once it has ended (reaping it).
+    fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        let status = self.child.try_wait().ok().flatten();
+        self.reaped |= status.is_some();
+        status
+    }
+}
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        // Only while the group still has members: its id is then not another group's.
+        if !dfx_server::group_members(self.pgid()).is_empty() {
+            let _ = killpg(Pid::from_raw(self.pgid()), Signal::SIGKILL);
+        }
+        if !self.reaped {
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// `dfx-fake-server` serving on a free port, leading a group of its own (as a server that
 /// a killed run left behind), its output in `log`.
-fn orphan_server(log: &Path, stubborn: bool) -> Result<Child, Failed> {
+fn orphan_server(log: &Path, stubborn: bool) -> Result<Orphan, Failed> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?
@@ -186,7 +218,11 @@ fn orphan_server(log: &Path, stubborn: bool) -> Result<Child, Failed> {
         cmd.env("DFX_FAKE_IGNORE_SIGTERM", "1")
             .env("DFX_FAKE_GRANDCHILD", "1");
     }
-    Ok(cmd.spawn().map_err(|e| e.to_string())?)
+    let child = cmd.spawn().map_err(|e| e.to_string())?;
+    Ok(Orphan {
+        child,
+        reaped: false,
+    })
 }
 
 /// A process that has ended (a zombie until reaped): the owner of a crashed run.
@@ -230,9 +266,9 @@ pub fn the_next_run_stops_what_a_killed_run_left_behind() -> Result<(), Failed> 
             && announced_count(&logs.join("stranger.log")) == 1
     });
     check_plain(ready.is_some(), "the orphans never started")?;
-    let pgid = leftover.id() as i32;
-    let record = state_file_of(&leftover, &state, owner)?;
-    let mut wrong = state_file_of(&stranger, &state, owner)?;
+    let pgid = leftover.pgid();
+    let record = state_file_of(&leftover.child, &state, owner)?;
+    let mut wrong = state_file_of(&stranger.child, &state, owner)?;
     // Its pid, but not its start time: not a process the suite started.
     wrong.leader_start += 1;
     live::write(&state, &wrong).map_err(|e| e.to_string())?;
@@ -241,14 +277,12 @@ pub fn the_next_run_stops_what_a_killed_run_left_behind() -> Result<(), Failed> 
         .output()
         .map_err(|e| format!("cannot run perf: {e}"))?;
     let run = Run { out, results };
-    let stranger_alive = stranger.try_wait().ok().flatten().is_none();
-    let _ = stranger.kill();
-    let _ = stranger.wait();
-    let leftover_status = leftover.try_wait().ok().flatten();
-    if leftover_status.is_none() {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    }
-    let _ = leftover.wait();
+    let stranger_alive = stranger.try_wait().is_none();
+    drop(stranger);
+    let leftover_status = leftover.try_wait();
+    // Read before the drop, which would stop what the run left.
+    let leftover_gone = dfx_server::group_members(pgid).is_empty();
+    drop(leftover);
 
     check(run.code() == Some(0), "the next run passes", &run)?;
     let stopped = format!(
@@ -276,7 +310,7 @@ pub fn the_next_run_stops_what_a_killed_run_left_behind() -> Result<(), Failed> 
         &run,
     )?;
     check(
-        leftover_status.is_some() && dfx_server::group_members(pgid).is_empty(),
+        leftover_status.is_some() && leftover_gone,
         "the leftover group (server and grandchild) was stopped",
         &run,
     )?;

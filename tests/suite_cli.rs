@@ -57,6 +57,8 @@ mod reference_page;
 mod release_archive;
 #[path = "suite_cli/repeats.rs"]
 mod repeats;
+#[path = "suite_cli/schedule.rs"]
+mod schedule;
 #[path = "suite_cli/shard_merge.rs"]
 mod shard_merge;
 #[path = "suite_cli/sim_baseline.rs"]
@@ -79,13 +81,13 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use support::{NESTED, cargo_test, check, fixture, perf, perf_in, run_dirs};
 
-type Check = fn() -> Result<(), Failed>;
+use schedule::Check;
 
 fn main() -> ExitCode {
     let parsed = dfx_harness::cli::parse_env();
     let mut args = parsed.args.libtest.to_arguments();
-    // The checks build and run processes on a small machine: one at a time.
-    args.test_threads = Some(1);
+    // Most checks wait on processes rather than compute: several at once (schedule.rs).
+    args.test_threads = Some(schedule::threads(args.test_threads));
     if std::env::var_os(NESTED).is_some() {
         return libtest_mimic::run(&args, Vec::new()).exit_code();
     }
@@ -440,12 +442,27 @@ fn main() -> ExitCode {
     if !integrity::can_mount() {
         eprintln!("suite_cli: the full-disk check needs root (it mounts a small tmpfs): ignored");
     }
-    let trials = checks
+    let runnable: Vec<(&str, (Check, bool))> = checks
         .into_iter()
-        .map(|c| (c, true))
-        .chain(root_only.into_iter().map(|c| (c, integrity::can_mount())))
-        .map(|((name, f), runnable)| {
-            let trial = Trial::test(name, f).with_ignored_flag(!runnable);
+        .map(|(name, f)| (name, (f, true)))
+        .chain(
+            root_only
+                .into_iter()
+                .map(|(name, f)| (name, (f, integrity::can_mount()))),
+        )
+        .collect();
+    let runnable = match schedule::order(runnable) {
+        Ok(ordered) => ordered,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let trials = runnable
+        .into_iter()
+        .map(|(name, (f, runnable))| {
+            let trial =
+                Trial::test(name, move || schedule::run(name, f)).with_ignored_flag(!runnable);
             if suite_flags.is_empty() {
                 trial
             } else {

@@ -260,14 +260,15 @@ pub async fn run_turn(
     update: &serde_json::Map<String, Value>,
     lim: &TurnLimits,
 ) -> TurnOutcome {
-    run_turn_with(url, update, lim, &|_| {}).await
+    let update = p::EventText::new(update.clone());
+    run_turn_with(url, &update, lim, &|_| {}).await
 }
 
 /// [`run_turn`], telling `progressed` whenever the turn's audio made progress (the step's
 /// stall rule, `crate::native::stall`).
 pub(crate) async fn run_turn_with(
     url: &str,
-    update: &serde_json::Map<String, Value>,
+    update: &p::EventText,
     lim: &TurnLimits,
     progressed: &(dyn Fn(Instant) + Send + Sync),
 ) -> TurnOutcome {
@@ -300,7 +301,7 @@ pub(crate) async fn run_turn_with(
 /// Opens the session; `None` (with the failure in `out`) when it could not be opened.
 async fn handshake(
     url: &str,
-    update: &serde_json::Map<String, Value>,
+    update: &p::EventText,
     lim: &TurnLimits,
     out: &mut TurnOutcome,
 ) -> Option<Conn> {
@@ -347,10 +348,10 @@ async fn handshake(
 /// code and message.
 async fn await_created(
     c: &mut Conn,
-    update: &serde_json::Map<String, Value>,
+    update: &p::EventText,
     lim: &TurnLimits,
 ) -> Result<Option<String>, (String, String)> {
-    c.send(p::with_event_id(update.clone()))
+    c.send(update.with_event_id())
         .await
         .map_err(|e| (String::new(), e.to_string()))?;
     let deadline = tokio::time::Instant::now() + lim.handshake;

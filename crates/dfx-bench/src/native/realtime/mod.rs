@@ -4,6 +4,8 @@
 //! session on `/v1/realtime` that streams silence in real time while the server speaks the
 //! row's text on its own. Closed and open loop come from `crate::native::driver`.
 
+mod conn;
+mod event;
 mod lapse;
 pub mod metrics;
 pub(crate) mod prepare;

@@ -116,6 +116,14 @@ impl Conn {
             .map_err(|e| WsError::Send(Box::new(e)))
     }
 
+    /// Queues `text` to leave with the next [`Conn::send`], in the same write.
+    pub(super) async fn queue(&mut self, text: String) -> Result<(), WsError> {
+        self.ws
+            .feed(Message::Text(text.into()))
+            .await
+            .map_err(|e| WsError::Send(Box::new(e)))
+    }
+
     /// Sends the pending `session.event_ack`s.
     pub(super) async fn flush_acks(&mut self) -> Result<(), WsError> {
         for seq in std::mem::take(&mut self.rd.acks) {

@@ -549,7 +549,8 @@ async fn finish(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
             })
             .collect();
         for a in acks {
-            let _ = c.send(a).await;
+            // They leave with `session.close`: one write.
+            let _ = c.queue(a).await;
         }
     }
     if c.send(p::session_close()).await.is_ok() {

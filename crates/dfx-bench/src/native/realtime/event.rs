@@ -62,7 +62,8 @@ impl<'de> Visitor<'de> for QuickVisitor {
                 Key::Type => {
                     // A second `type` could name another event: the `Value` path decides.
                     let t = map.next_value::<Lenient<'de>>()?;
-                    if typed || !matches!(&t, Lenient::Str(s) if s == "response.output_audio.delta") {
+                    if typed || !matches!(&t, Lenient::Str(s) if s == "response.output_audio.delta")
+                    {
                         return Err(not_quick());
                     }
                     typed = true;
@@ -78,7 +79,11 @@ impl<'de> Visitor<'de> for QuickVisitor {
                 }
             }
         }
-        if typed { Ok(Quick(d)) } else { Err(not_quick()) }
+        if typed {
+            Ok(Quick(d))
+        } else {
+            Err(not_quick())
+        }
     }
 }
 

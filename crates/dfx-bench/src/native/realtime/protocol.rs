@@ -1,9 +1,9 @@
 //! Client events of the realtime protocol (`docs/bench.md` ("Realtime")), and the few
 //! server-event fields the client reads.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::fmt::Write as _;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -127,7 +127,9 @@ pub(crate) fn append(n: u64) -> String {
     static HEAD: OnceLock<String> = OnceLock::new();
     let head = HEAD.get_or_init(|| {
         let mut text = append_map(0).to_string();
-        let at = text.rfind("0,\"is_speech\"").expect("audio_end_ms precedes is_speech");
+        let at = text
+            .rfind("0,\"is_speech\"")
+            .expect("audio_end_ms precedes is_speech");
         text.truncate(at);
         text
     });

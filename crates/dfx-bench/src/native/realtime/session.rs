@@ -189,7 +189,6 @@ impl TurnOutcome {
     }
 }
 
-
 /// Runs one turn: `url` is the `ws://…/v1/realtime?…` address, `update` the
 /// `session.update` text without its event id (one is added per attempt).
 pub async fn run_turn(

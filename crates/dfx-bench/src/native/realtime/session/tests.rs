@@ -74,7 +74,10 @@ fn figures(out: &TurnOutcome) -> String {
 #[test]
 fn quick_audio_deltas_leave_the_outcome_of_the_value_path() {
     let lim = TurnLimits::default();
-    let (mut quick, mut reference) = (TurnOutcome::begin(Instant::now()), TurnOutcome::begin(Instant::now()));
+    let (mut quick, mut reference) = (
+        TurnOutcome::begin(Instant::now()),
+        TurnOutcome::begin(Instant::now()),
+    );
     let (mut rd, mut seen) = (Reader::default(), HashSet::new());
     let mut quick_reads = 0;
     for text in script() {
@@ -88,7 +91,9 @@ fn quick_audio_deltas_leave_the_outcome_of_the_value_path() {
             }
             Some(Ev::Ended(_)) | None => {}
         }
-        let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
         if let Some(seq) = v.get("server_event_seq").and_then(Value::as_u64)
             && !seen.insert(seq)
         {

@@ -187,8 +187,10 @@ fn run_jobs(rt: &tokio::runtime::Runtime, ph: &Phase, warmup: bool, jobs: Vec<Rt
 
 /// How long the records writer sleeps after writing what had arrived: a session's end
 /// wakes no thread (at thousands of sessions a second on one core, that wake-up and its
-/// write were a fifth of the client's context switches and system calls).
-const WRITE_EVERY: Duration = Duration::from_millis(20);
+/// write were a fifth of the client's context switches and system calls). Short, so that
+/// a batch (its records' serialization) stays well under a millisecond of the core the
+/// sessions share.
+const WRITE_EVERY: Duration = Duration::from_millis(2);
 
 /// Writes the records to `records.jsonl` as they arrive (what arrived within
 /// [`WRITE_EVERY`] in one write) and collects them (timelines dropped from the collected

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The native speech client's cost per request, counted rather than timed: instructions by
+# The native speech (or realtime) client's cost per request, counted rather than timed: instructions by
 # cachegrind (no hardware counters needed, and a shared machine's noise does not move
 # them), or system calls, or the kernel's software counters. The client of the peer
 # benchmark (`benches/vllm_peer.rs --run-native`) runs in its own process against that
@@ -8,9 +8,12 @@
 # cancels). BENCHMARKS.md, "Before and after the measurement core (#36)".
 #
 #   cargo bench -p dfx-bench --bench vllm_peer --no-run   # prints the bench binary's path
-#   [TOOL=cachegrind|strace|perf] scripts/cachegrind-peer.sh BIN OUT KIND pooled|fresh N1 N2 [WARMUPS]
+#   [TOOL=cachegrind|strace|perf] scripts/cachegrind-peer.sh BIN OUT KIND pooled|fresh|realtime N1 N2 [WARMUPS]
 #
 # KIND is c=64, c=1, r=50, …; WARMUPS defaults to the concurrency (1 for an open loop).
+# realtime: the native realtime client, one `openai-realtime-tts` turn (a WebSocket session)
+#   per request, against the zero-delay realtime server (`--serve-realtime-zero`); its body
+#   reads are the audio deltas. BENCHMARKS.md, "Scale: streams per core (#38 item 4)".
 # SERVER_BIN (default BIN) serves, so two builds' clients can meet one server.
 # TOOL=cachegrind (default): user-space instructions; keeps OUT/<kind>-<conn>-<n>.cg and
 #   the marginal count by function, OUT/<kind>-<conn>.marginal.cg (`cg_diff` of the two;
@@ -30,7 +33,11 @@ tool=${TOOL:-cachegrind}
 case $tool in cachegrind | strace | perf) ;; *) echo "TOOL is cachegrind, strace or perf, not $tool" >&2; exit 2 ;; esac
 mkdir -p "$out"
 
-coproc SERVER { exec "$server_bin" --serve-raw; }
+serve=--serve-raw reads_of='map(.chunk_bytes | length) | add'
+if [ "$conn" = realtime ]; then
+    serve=--serve-realtime-zero reads_of='map(.turns[].audio_bytes | length) | add'
+fi
+coproc SERVER { exec "$server_bin" "$serve"; }
 server_pid=$SERVER_PID
 trap 'exec {SERVER[1]}>&- 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
 read -r url <&"${SERVER[0]}"
@@ -68,7 +75,7 @@ for n in "$n1" "$n2"; do
     rm -rf "$dir" && mkdir -p "$dir"
     measure "$tag" "$bin" --run-native "$dir" "$url" "$kind" "$n" "$warm" "$conn"
     reqs[$n]=$(wc -l <"$dir/records.jsonl")
-    reads[$n]=$(jq -s 'map(.chunk_bytes | length) | add' "$dir/records.jsonl")
+    reads[$n]=$(jq -s "$reads_of" "$dir/records.jsonl")
     failed=$(jq -s 'map(select(.ok | not)) | length' "$dir/records.jsonl")
     [ "$failed" = 0 ] || { echo "$tag: $failed requests failed (see $dir)" >&2; exit 1; }
     echo "$tag: ${reqs[$n]} requests, ${reads[$n]} body reads" >&2

@@ -42,7 +42,17 @@ fn mono() -> f64 {
 }
 
 async fn upgrade(State(s): State<Shared>, ws: WebSocketUpgrade) -> Response {
-    ws.on_upgrade(move |socket| session(socket, s))
+    // tungstenite zero-fills its whole read buffer (128 KiB by default) before every read:
+    // the server's own cost per session would queue the clients' events behind it.
+    ws.read_buffer_size(32 << 10)
+        .on_upgrade(move |socket| session(socket, s))
+}
+
+/// The `type` of a client event (the rest is not read).
+#[derive(serde::Deserialize, Default)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: std::borrow::Cow<'a, str>,
 }
 
 async fn send(ws: &mut WebSocket, v: Value) -> bool {
@@ -56,8 +66,8 @@ async fn session(mut ws: WebSocket, s: Shared) {
     while let Some(Ok(msg)) = ws.recv().await {
         let Message::Text(t) = msg else { continue };
         let arrived = mono();
-        let v: Value = serde_json::from_str(t.as_str()).unwrap_or_default();
-        let ok = match v["type"].as_str().unwrap_or_default() {
+        let v: Kind<'_> = serde_json::from_str(t.as_str()).unwrap_or_default();
+        let ok = match &*v.kind {
             "session.update" => {
                 send(
                     &mut ws,
@@ -88,10 +98,14 @@ async fn respond(ws: &mut WebSocket, s: &Shared, id: &str, arrived: f64) -> bool
         return false;
     }
     for i in 0..DELTAS {
-        let delta = json!({"type": "response.output_audio.delta", "response_id": rid,
-            "delta": &*s.audio, "sample_rate_hz": 24000,
-            "metadata": {"audio_duration_ms": (i + 1) * 100}});
-        if !send(ws, delta).await {
+        // The text `json!` would give, without copying the audio into a `Value` and
+        // escaping it again for every delta (base64 needs no escapes; `rid` neither).
+        let delta = format!(
+            r#"{{"type":"response.output_audio.delta","response_id":"{rid}","delta":"{}","sample_rate_hz":24000,"metadata":{{"audio_duration_ms":{}}}}}"#,
+            s.audio,
+            (i + 1) * 100
+        );
+        if ws.send(Message::Text(delta.into())).await.is_err() {
             return false;
         }
         if i == 0 {

@@ -9,6 +9,12 @@ use super::error::WsError;
 
 /// The message and frame cap of a session unless it sets its own: 64 MiB.
 pub(crate) const MAX_MESSAGE: usize = 64 << 20;
+/// Bytes one socket read may take. tungstenite zero-fills that much of its read buffer
+/// before every read, also before a poll that finds nothing to read: at its default
+/// (128 KiB) that was half of a realtime session's instructions (BENCHMARKS.md, "Scale").
+/// 32 KiB still takes a realtime response of three 100 ms deltas (about 20 KiB) in one
+/// read; a longer message is read in several.
+const READ_BUFFER: usize = 32 << 10;
 
 /// An open client WebSocket.
 pub(crate) type Ws =
@@ -22,6 +28,7 @@ pub(crate) async fn connect(
     timeout: Duration,
 ) -> Result<Ws, WsError> {
     let cfg = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
         .max_message_size(Some(max_message))
         .max_frame_size(Some(max_message));
     let fut = tokio_tungstenite::connect_async_with_config(url, Some(cfg), true);

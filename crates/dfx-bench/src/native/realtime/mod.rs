@@ -4,6 +4,8 @@
 //! session on `/v1/realtime` that streams silence in real time while the server speaks the
 //! row's text on its own. Closed and open loop come from `crate::native::driver`.
 
+mod conn;
+mod event;
 mod lapse;
 pub mod metrics;
 pub(crate) mod prepare;
@@ -183,8 +185,16 @@ fn run_jobs(rt: &tokio::runtime::Runtime, ph: &Phase, warmup: bool, jobs: Vec<Rt
     tasks::run_phase(rt, warmup, jobs, load, tasks::Direct, run, || false);
 }
 
-/// Writes each record to `records.jsonl` as it arrives and collects them (timelines
-/// dropped from the collected copies).
+/// How long the records writer sleeps after writing what had arrived: a session's end
+/// wakes no thread (at thousands of sessions a second on one core, that wake-up and its
+/// write were a fifth of the client's context switches and system calls). Short, so that
+/// a batch (its records' serialization) stays well under a millisecond of the core the
+/// sessions share.
+const WRITE_EVERY: Duration = Duration::from_millis(2);
+
+/// Writes the records to `records.jsonl` as they arrive (what arrived within
+/// [`WRITE_EVERY`] in one write) and collects them (timelines dropped from the collected
+/// copies).
 fn writer(
     path: std::path::PathBuf,
     rx: mpsc::Receiver<RealtimeRecord>,
@@ -193,32 +203,44 @@ fn writer(
     std::thread::spawn(move || {
         let mut problem = None;
         let mut file = std::fs::File::create(&path)
-            .map(std::io::BufWriter::new)
+            .map(|f| std::io::BufWriter::with_capacity(1 << 16, f))
             .ok();
         if file.is_none() {
             problem = Some(format!("cannot write {}", path.display()));
         }
         let mut all = Vec::new();
-        for mut rec in rx {
-            if let Some(f) = file.as_mut() {
-                let line = serde_json::to_string(&rec).unwrap_or_default();
-                if writeln!(f, "{line}").and_then(|_| f.flush()).is_err() {
-                    problem = Some(format!("cannot write {}", path.display()));
-                    file = None;
+        while let Ok(first) = rx.recv() {
+            for rec in std::iter::once(first).chain(rx.try_iter()) {
+                if let Some(f) = file.as_mut() {
+                    let line = serde_json::to_string(&rec).unwrap_or_default();
+                    if writeln!(f, "{line}").is_err() {
+                        problem = Some(format!("cannot write {}", path.display()));
+                        file = None;
+                    }
                 }
+                collect(rec, &mut progress, &mut all);
             }
-            if !rec.base.id.warmup {
-                progress.request_done(rec.base.end.ok);
+            if file.as_mut().is_some_and(|f| f.flush().is_err()) {
+                problem = Some(format!("cannot write {}", path.display()));
+                file = None;
             }
-            for t in &mut rec.turns {
-                t.audio_t_s = Vec::new();
-                t.audio_bytes = Vec::new();
-            }
-            all.push(rec);
+            std::thread::sleep(WRITE_EVERY);
         }
         progress.finish();
         (all, problem)
     })
+}
+
+/// Counts `rec` in the progress line and keeps it without its timelines.
+fn collect(mut rec: RealtimeRecord, progress: &mut Progress, all: &mut Vec<RealtimeRecord>) {
+    if !rec.base.id.warmup {
+        progress.request_done(rec.base.end.ok);
+    }
+    for t in &mut rec.turns {
+        t.audio_t_s = Vec::new();
+        t.audio_bytes = Vec::new();
+    }
+    all.push(rec);
 }
 
 /// Runs one realtime step: warmups, then the measured requests; the result document.

@@ -29,8 +29,8 @@ Do not answer or transcribe the accompanying audio. Output only the supplied tex
 #[derive(Debug, Clone)]
 pub(crate) struct TurnSpec {
     pub utterance_id: String,
-    /// `session.update` without its event id.
-    pub update: Map<String, Value>,
+    /// `session.update` without its event id (serialized here, once per turn).
+    pub update: protocol::EventText,
 }
 
 /// One benchmark request: its turns, run one after the other, each in its own session.
@@ -151,7 +151,7 @@ fn job(
             let session = protocol::session_object(&t.model, instructions, extra);
             TurnSpec {
                 utterance_id: r.utt_id.clone(),
-                update: protocol::session_update(&session),
+                update: protocol::EventText::new(protocol::session_update(&session)),
             }
         })
         .collect();

@@ -1,8 +1,9 @@
 //! Client events of the realtime protocol (`docs/bench.md` ("Realtime")), and the few
 //! server-event fields the client reads.
 
+use std::fmt::Write as _;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -46,6 +47,48 @@ pub(crate) fn with_event_id(mut v: Map<String, Value>) -> String {
     Value::Object(v).to_string()
 }
 
+/// A client event serialized once, sent many times with a new event id each
+/// ([`with_event_id`]'s text, without copying and escaping the event again: a
+/// `session.update` holds the reference clip, an append 8.5 KB of silence).
+#[derive(Debug, Clone)]
+pub(crate) struct EventText(Head);
+
+#[derive(Debug, Clone)]
+enum Head {
+    /// The text up to its closing brace, without `event_id`.
+    Open(String),
+    /// An event that names its own `event_id` keeps that key's place: built per send.
+    Keyed(Map<String, Value>),
+}
+
+impl EventText {
+    /// `v` (without an event id, else that key keeps its place).
+    pub(crate) fn new(v: Map<String, Value>) -> Self {
+        if v.is_empty() || v.contains_key("event_id") {
+            return EventText(Head::Keyed(v));
+        }
+        let mut text = Value::Object(v).to_string();
+        text.pop(); // the closing brace
+        EventText(Head::Open(text))
+    }
+
+    /// The event's text with a new `event_id` last, as [`with_event_id`] writes it.
+    pub(crate) fn with_event_id(&self) -> String {
+        match &self.0 {
+            Head::Open(head) => {
+                let id = event_id(); // `evt_` and hex digits: nothing to escape
+                let mut s = String::with_capacity(head.len() + id.len() + 16);
+                s.push_str(head);
+                s.push_str(",\"event_id\":\"");
+                s.push_str(&id);
+                s.push_str("\"}");
+                s
+            }
+            Head::Keyed(v) => with_event_id(v.clone()),
+        }
+    }
+}
+
 /// The `session` object of `session.update`, keys in upstream order.
 pub(crate) fn session_object(
     model: &str,
@@ -78,31 +121,40 @@ pub(crate) fn session_update(session: &Value) -> Map<String, Value> {
     m
 }
 
-/// The base64 of one append's silence, encoded once.
-pub(crate) fn silence_b64() -> Arc<str> {
-    static S: OnceLock<Arc<str>> = OnceLock::new();
-    S.get_or_init(|| {
-        base64::engine::general_purpose::STANDARD
-            .encode(vec![0u8; APPEND_BYTES])
-            .into()
-    })
-    .clone()
+/// The `n`-th append (1-based): `audio_end_ms` = n × 200. Its text up to that value is
+/// built once (the 8.5 KB of silence are neither copied into a map nor escaped per append).
+pub(crate) fn append(n: u64) -> String {
+    static HEAD: OnceLock<String> = OnceLock::new();
+    let head = HEAD.get_or_init(|| {
+        let mut text = append_map(0).to_string();
+        let at = text
+            .rfind("0,\"is_speech\"")
+            .expect("audio_end_ms precedes is_speech");
+        text.truncate(at);
+        text
+    });
+    let id = event_id();
+    let mut s = String::with_capacity(head.len() + id.len() + 64);
+    s.push_str(head);
+    let _ = write!(s, "{}", n.saturating_mul(APPEND_MS));
+    s.push_str(",\"is_speech\":false,\"event_id\":\"");
+    s.push_str(&id);
+    s.push_str("\"}");
+    s
 }
 
-/// The `n`-th append (1-based): `audio_end_ms` = n × 200.
-pub(crate) fn append(n: u64) -> String {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::from("input_audio_buffer.append"));
-    m.insert("audio".into(), Value::from(&*silence_b64()));
-    m.insert("format".into(), Value::from("pcm16"));
-    m.insert("sample_rate_hz".into(), Value::from(INPUT_RATE_HZ));
-    m.insert("duration_ms".into(), Value::from(APPEND_MS));
-    m.insert(
-        "audio_end_ms".into(),
-        Value::from(n.saturating_mul(APPEND_MS)),
-    );
-    m.insert("is_speech".into(), Value::Bool(false));
-    with_event_id(m)
+/// The `n`-th append without its event id, as a JSON object (keys in upstream order).
+fn append_map(n: u64) -> Value {
+    let silence = base64::engine::general_purpose::STANDARD.encode([0u8; APPEND_BYTES]);
+    json!({
+        "type": "input_audio_buffer.append",
+        "audio": silence,
+        "format": "pcm16",
+        "sample_rate_hz": INPUT_RATE_HZ,
+        "duration_ms": APPEND_MS,
+        "audio_end_ms": n.saturating_mul(APPEND_MS),
+        "is_speech": false,
+    })
 }
 
 /// `playback.ack` of a response whose audio lasted `played_ms`.
@@ -205,6 +257,13 @@ mod tests {
                 "extra_body"
             ]
         );
+        for n in [1, 3, 150, u64::MAX] {
+            let text = append(n);
+            let mut want = append_map(n).as_object().unwrap().clone();
+            let id = serde_json::from_str::<Value>(&text).unwrap()["event_id"].clone();
+            want.insert("event_id".into(), id);
+            assert_eq!(text, Value::Object(want).to_string(), "append {n}");
+        }
         let a: Value = serde_json::from_str(&append(3)).unwrap();
         assert_eq!(a["audio_end_ms"], 600);
         assert_eq!(a["audio"].as_str().unwrap().len(), 8536);
@@ -213,6 +272,25 @@ mod tests {
         let p: Value = serde_json::from_str(&playback_ack("r1", 1500)).unwrap();
         assert_eq!(p["item_id"], "item_r1");
         assert_eq!(p["committed_ms"], 1500);
+    }
+
+    /// The id of an event's text, and the text with `id` in its place.
+    fn with_id(text: &str, id: &str) -> String {
+        let v: Value = serde_json::from_str(text).unwrap();
+        let own = v["event_id"].as_str().unwrap();
+        assert!(own.starts_with("evt_"), "{text}");
+        text.replace(own, id)
+    }
+
+    #[test]
+    fn event_text_is_with_event_id_text() {
+        let update = session_update(&session_object("m", "say \"hi\"\n", Map::new()));
+        let keyed = json!({"type": "x", "event_id": "mine", "z": 1});
+        let cases = [update, keyed.as_object().unwrap().clone(), Map::new()];
+        for m in cases {
+            let want = with_id(&with_event_id(m.clone()), "evt_0");
+            assert_eq!(with_id(&EventText::new(m).with_event_id(), "evt_0"), want);
+        }
     }
 
     #[test]

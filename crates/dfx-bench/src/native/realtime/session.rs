@@ -3,24 +3,19 @@
 //! server's own response is done, acknowledge playback, close and wait for
 //! `session.closed`. Every wait is bounded.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::Message;
 
+use super::conn::{AudioEv, Conn, Ev};
 use super::protocol::{self as p, APPEND_MS, OUTPUT_RATE_HZ};
 use crate::audio::onset::PcmAnalyzer;
-use crate::native::error::WsError;
 use crate::native::stall::{Progress, StallRule};
-use crate::native::ws::{Ws, connect};
+use crate::native::ws::connect;
 
 /// Responses tracked per turn at most (later `response.created`s are ignored).
 pub(crate) const MAX_RESPONSES: usize = 256;
-/// `server_event_seq`s remembered for duplicate detection (then forgotten and restarted).
-const MAX_SEQS: usize = 1 << 20;
 
 /// The bounds of a turn (upstream's values by default).
 #[derive(Debug, Clone, Copy)]
@@ -163,6 +158,25 @@ pub struct TurnOutcome {
 }
 
 impl TurnOutcome {
+    /// A turn beginning `now`: nothing observed yet.
+    fn begin(now: Instant) -> Self {
+        TurnOutcome {
+            started: now,
+            connect_s: 0.0,
+            attempts: 0,
+            session_id: None,
+            turn_start: None,
+            appends: 0,
+            responses: Vec::new(),
+            server_ttft_ms: None,
+            measurement_origin: None,
+            stage_tokens: None,
+            closed: false,
+            end: now,
+            error: None,
+        }
+    }
+
     fn fail(&mut self, class: TurnError, msg: impl Into<String>) {
         if self.error.is_none() {
             self.error = Some((class, msg.into()));
@@ -175,84 +189,6 @@ impl TurnOutcome {
     }
 }
 
-enum Ev {
-    Json(Value),
-    Ended(String),
-}
-
-struct Conn {
-    ws: Ws,
-    seen: HashSet<u64>,
-    /// `server_event_seq`s read but not yet acknowledged.
-    acks: Vec<u64>,
-}
-
-impl Conn {
-    fn new(ws: Ws) -> Self {
-        Conn {
-            ws,
-            seen: HashSet::new(),
-            acks: Vec::new(),
-        }
-    }
-
-    async fn send(&mut self, text: String) -> Result<(), WsError> {
-        self.ws
-            .send(Message::Text(text.into()))
-            .await
-            .map_err(|e| WsError::Send(Box::new(e)))
-    }
-
-    /// Sends the pending `session.event_ack`s.
-    async fn flush_acks(&mut self) -> Result<(), WsError> {
-        for seq in std::mem::take(&mut self.acks) {
-            self.send(p::event_ack(seq)).await?;
-        }
-        Ok(())
-    }
-
-    /// The next new JSON event; a numbered one queues its ack (sent by
-    /// [`Conn::flush_acks`]) and a seq seen before is dropped. Cancel-safe: its only await
-    /// is the socket read, so a `select!` losing the race loses no event.
-    async fn next(&mut self) -> Ev {
-        loop {
-            let v = match self.ws.next().await {
-                None => return Ev::Ended("connection closed by the server".into()),
-                Some(Err(e)) => return Ev::Ended(format!("connection lost: {e}")),
-                Some(Ok(Message::Text(t))) => match serde_json::from_str::<Value>(t.as_str()) {
-                    Ok(v) => v,
-                    Err(_) => continue,
-                },
-                Some(Ok(Message::Close(_))) => {
-                    return Ev::Ended("connection closed by the server".into());
-                }
-                Some(Ok(_)) => continue,
-            };
-            if let Some(seq) = v.get("server_event_seq").and_then(Value::as_u64) {
-                if self.acks.len() < 4096 {
-                    self.acks.push(seq);
-                }
-                if self.seen.len() >= MAX_SEQS {
-                    self.seen.clear();
-                }
-                if !self.seen.insert(seq) {
-                    continue;
-                }
-            }
-            return Ev::Json(v);
-        }
-    }
-
-    /// [`Conn::next`], then the acks it queued.
-    async fn next_acked(&mut self) -> Ev {
-        let ev = self.next().await;
-        match self.flush_acks().await {
-            Ok(()) => ev,
-            Err(e) => Ev::Ended(e.to_string()),
-        }
-    }
-}
-
 /// Runs one turn: `url` is the `ws://…/v1/realtime?…` address, `update` the
 /// `session.update` text without its event id (one is added per attempt).
 pub async fn run_turn(
@@ -260,33 +196,19 @@ pub async fn run_turn(
     update: &serde_json::Map<String, Value>,
     lim: &TurnLimits,
 ) -> TurnOutcome {
-    run_turn_with(url, update, lim, &|_| {}).await
+    let update = p::EventText::new(update.clone());
+    run_turn_with(url, &update, lim, &|_| {}).await
 }
 
 /// [`run_turn`], telling `progressed` whenever the turn's audio made progress (the step's
 /// stall rule, `crate::native::stall`).
 pub(crate) async fn run_turn_with(
     url: &str,
-    update: &serde_json::Map<String, Value>,
+    update: &p::EventText,
     lim: &TurnLimits,
     progressed: &(dyn Fn(Instant) + Send + Sync),
 ) -> TurnOutcome {
-    let now = Instant::now();
-    let mut out = TurnOutcome {
-        started: now,
-        connect_s: 0.0,
-        attempts: 0,
-        session_id: None,
-        turn_start: None,
-        appends: 0,
-        responses: Vec::new(),
-        server_ttft_ms: None,
-        measurement_origin: None,
-        stage_tokens: None,
-        closed: false,
-        end: now,
-        error: None,
-    };
+    let mut out = TurnOutcome::begin(Instant::now());
     if let Some(mut c) = handshake(url, update, lim, &mut out).await {
         stream_turn(&mut c, lim, &mut out, progressed).await;
         if !matches!(out.error, Some((TurnError::Transport, _))) {
@@ -300,7 +222,7 @@ pub(crate) async fn run_turn_with(
 /// Opens the session; `None` (with the failure in `out`) when it could not be opened.
 async fn handshake(
     url: &str,
-    update: &serde_json::Map<String, Value>,
+    update: &p::EventText,
     lim: &TurnLimits,
     out: &mut TurnOutcome,
 ) -> Option<Conn> {
@@ -347,10 +269,10 @@ async fn handshake(
 /// code and message.
 async fn await_created(
     c: &mut Conn,
-    update: &serde_json::Map<String, Value>,
+    update: &p::EventText,
     lim: &TurnLimits,
 ) -> Result<Option<String>, (String, String)> {
-    c.send(p::with_event_id(update.clone()))
+    c.send(update.with_event_id())
         .await
         .map_err(|e| (String::new(), e.to_string()))?;
     let deadline = tokio::time::Instant::now() + lim.handshake;
@@ -365,6 +287,7 @@ async fn await_created(
             })?;
         let v = match ev {
             Ev::Json(v) => v,
+            Ev::Audio(_) => continue,
             Ev::Ended(why) => return Err((String::new(), why)),
         };
         match v.get("type").and_then(Value::as_str) {
@@ -444,6 +367,13 @@ async fn stream_turn(
                         progressed(now);
                     }
                     if done { return; }
+                }
+                Ev::Audio(a) => {
+                    on_audio(&a, &c.rd.pcm, lim, out);
+                    let now = Instant::now();
+                    if progress.advance(&lim.stall, audio_bytes(out), now) {
+                        progressed(now);
+                    }
                 }
             }
         }
@@ -543,22 +473,51 @@ fn new_response(id: String) -> Response {
     }
 }
 
+/// [`on_event`] for an audio delta read without a `Value` (`super::event`, which leaves the
+/// events with server metrics to `on_event`); its decoded audio is `pcm[..a.pcm_len]`.
+fn on_audio(a: &AudioEv, pcm: &[u8], lim: &TurnLimits, out: &mut TurnOutcome) {
+    let Some(id) = a.response_id.as_deref() else {
+        return;
+    };
+    let Some(r) = out.responses.iter_mut().find(|r| r.id == id) else {
+        return;
+    };
+    let Some(n) = a.pcm_len else {
+        return;
+    };
+    let fields = (a.sample_rate_hz, a.meta_ms);
+    add_audio(r, &pcm[..n], fields, a.at, lim.max_deltas);
+}
+
 fn audio_delta(r: &mut Response, v: &Value, now: Instant, max_deltas: usize) {
     let b64 = v.get("delta").and_then(Value::as_str).unwrap_or_default();
     let Ok(pcm) = base64::engine::general_purpose::STANDARD.decode(b64) else {
         return;
     };
-    if let Some(rate) = v.get("sample_rate_hz").and_then(Value::as_u64)
+    let rate = v.get("sample_rate_hz").and_then(Value::as_u64);
+    let ms = v
+        .get("metadata")
+        .and_then(|m| m.get("audio_duration_ms"))
+        .and_then(Value::as_f64);
+    add_audio(r, &pcm, (rate, ms), now, max_deltas);
+}
+
+/// Adds a delta's decoded audio `pcm`, its `sample_rate_hz` and
+/// `metadata.audio_duration_ms` (when numbers) to `r`.
+fn add_audio(
+    r: &mut Response,
+    pcm: &[u8],
+    (rate, ms): (Option<u64>, Option<f64>),
+    now: Instant,
+    max_deltas: usize,
+) {
+    if let Some(rate) = rate
         && (1..=384_000).contains(&rate)
         && r.bytes == 0
     {
         r.rate = rate as u32;
         r.pcm = PcmAnalyzer::new(r.rate);
     }
-    let ms = v
-        .get("metadata")
-        .and_then(|m| m.get("audio_duration_ms"))
-        .and_then(Value::as_f64);
     if let Some(ms) = ms.filter(|m| m.is_finite() && *m >= 0.0) {
         r.meta_ms = Some(r.meta_ms.map_or(ms, |m| m.max(ms)));
     }
@@ -568,7 +527,7 @@ fn audio_delta(r: &mut Response, v: &Value, now: Instant, max_deltas: usize) {
     r.first_audio.get_or_insert(now);
     r.last_audio = Some(now);
     r.bytes += pcm.len() as u64;
-    r.pcm.feed(&pcm);
+    r.pcm.feed(pcm);
     if r.deltas.len() < max_deltas {
         r.deltas.push((now, pcm.len() as u64));
     }
@@ -589,7 +548,8 @@ async fn finish(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
             })
             .collect();
         for a in acks {
-            let _ = c.send(a).await;
+            // They leave with `session.close`: one write.
+            let _ = c.queue(a).await;
         }
     }
     if c.send(p::session_close()).await.is_ok() {
@@ -602,10 +562,13 @@ async fn finish(c: &mut Conn, lim: &TurnLimits, out: &mut TurnOutcome) {
                     out.closed = true;
                     break;
                 }
-                Ok(Ev::Json(_)) => {}
+                Ok(Ev::Json(_) | Ev::Audio(_)) => {}
                 Ok(Ev::Ended(_)) | Err(_) => break,
             }
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), c.ws.close(None)).await;
 }
+
+#[cfg(test)]
+mod tests;

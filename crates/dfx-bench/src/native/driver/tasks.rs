@@ -18,10 +18,14 @@ use crate::native::BenchError;
 use crate::native::deadline::Deadlines;
 use crate::native::record::Dispatch;
 
-/// The runtime a protocol's phases run on: two worker threads named `name`.
+/// The runtime a protocol's phases run on: two worker threads named `name`, or one when
+/// the process may run on one CPU only (its affinity or quota): two workers on one CPU
+/// preempt each other in the middle of handling an event, and that wait lands inside
+/// the measured first-packet times.
 pub(crate) fn runtime(name: &str) -> Result<Runtime, BenchError> {
+    let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(cpus.clamp(1, 2))
         .thread_name(name)
         .enable_all()
         .build()

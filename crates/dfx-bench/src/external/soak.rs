@@ -94,19 +94,9 @@ impl Batch {
     }
 }
 
-/// The good requests of `batches` together, when every batch with a result counted them;
-/// `None` when no batch did (an entry without `goodput`).
-fn goodput_of(batches: &[Batch]) -> Option<Goodput> {
-    if !batches
-        .iter()
-        .any(|b| b.doc.is_some() && b.goodput().is_some())
-    {
-        return None;
-    }
-    sum_goodput(batches)
-}
-
-/// The good requests of `batches` summed; `None` when one of them has no count.
+/// The good requests of `batches` summed; `None` when one of them has no count (an entry
+/// without `goodput`: vllm writes `request_goodput: null`). A batch without a result
+/// counts as none good; [`merged`] has returned before when no batch has one.
 fn sum_goodput(batches: &[Batch]) -> Option<Goodput> {
     batches.iter().try_fold(
         Goodput {
@@ -215,7 +205,7 @@ fn merged(
     doc.insert("failed".into(), json!(failed));
     doc.insert("duration".into(), json!(seconds));
     doc.insert("errors".into(), json!(errors));
-    let goodput = goodput_of(batches);
+    let goodput = sum_goodput(batches);
     if let Some(g) = goodput {
         doc.insert("request_goodput".into(), json!(g.request_goodput(seconds)));
         doc.insert("slo_attainment".into(), json!(g.attainment()));

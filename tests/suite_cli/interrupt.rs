@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use libtest_mimic::Failed;
 use serde_json::Value;
 
-use crate::BASE_TRIALS;
+use crate::command_line::BASE_TRIALS;
 use crate::support::{Run, check, fake_server_bin, fixture, perf_spawn, run_dirs};
 
 /// How long the suite may take to get to the trial, and to exit after the signal.

@@ -273,9 +273,12 @@ pub fn the_next_run_stops_what_a_killed_run_left_behind() -> Result<(), Failed> 
     wrong.leader_start += 1;
     live::write(&state, &wrong).map_err(|e| e.to_string())?;
 
-    let out = perf_cmd(results.path(), &["--exact", crate::BASE_TRIALS[0]])?
-        .output()
-        .map_err(|e| format!("cannot run perf: {e}"))?;
+    let out = perf_cmd(
+        results.path(),
+        &["--exact", crate::command_line::BASE_TRIALS[0]],
+    )?
+    .output()
+    .map_err(|e| format!("cannot run perf: {e}"))?;
     let run = Run { out, results };
     let stranger_alive = stranger.try_wait().is_none();
     drop(stranger);

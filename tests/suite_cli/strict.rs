@@ -6,7 +6,7 @@
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
 
-use crate::BASE_TRIALS;
+use crate::command_line::BASE_TRIALS;
 use crate::support::{Run, check, fixture, perf, run_dirs};
 
 /// An exit-2 run that names every `wants` and started nothing.

@@ -21,7 +21,7 @@ use std::path::Path;
 use dfx_bench::native::stats::Sorted;
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
-use dfx_core::plan::StepKind;
+use dfx_core::plan::{ConnectionMode, StepKind};
 use native_support::{Scripted, TrialSpec, read_records, trial};
 use server_child::ServerChild;
 
@@ -65,7 +65,7 @@ struct Scenario {
     kind: StepKind,
     n: u64,
     warmups: u32,
-    reuse: bool,
+    connection: ConnectionMode,
 }
 
 fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
@@ -94,7 +94,7 @@ fn run(server: &ServerChild, s: &Scenario, dir: &Path) -> Run {
         progress: false,
         ..NativeSettings::default()
     };
-    let bench = NativeBench::new(settings).with_connection_reuse(s.reuse);
+    let bench = NativeBench::new(settings).with_connection(s.connection);
     let cpu0 = cpu_seconds();
     let outcome = bench.run(&ctx);
     let cpu = cpu_seconds() - cpu0;
@@ -190,13 +190,13 @@ fn scenarios(mode: &str) -> Vec<Scenario> {
         max_concurrency: std::num::NonZeroU32::new(c).unwrap(),
     };
     let open = |r: f64| StepKind::RequestRate { request_rate: r };
-    let sc = |name: String, server, kind, n, warmups, reuse| Scenario {
+    let sc = |name: String, server, kind, n, warmups, connection| Scenario {
         name,
         server,
         kind,
         n,
         warmups,
-        reuse,
+        connection,
     };
     if mode == "smoke" {
         return vec![
@@ -206,7 +206,7 @@ fn scenarios(mode: &str) -> Vec<Scenario> {
                 closed(2),
                 4,
                 2,
-                true,
+                ConnectionMode::Pooled,
             ),
             sc(
                 "open loop 50 req/s, pooled".into(),
@@ -214,28 +214,42 @@ fn scenarios(mode: &str) -> Vec<Scenario> {
                 open(50.0),
                 5,
                 2,
-                true,
+                ConnectionMode::Pooled,
             ),
         ];
     }
     let scale = if mode == "quick" { 4 } else { 1 };
     let mut out = Vec::new();
-    for reuse in [true, false] {
-        let conn = if reuse { "pooled" } else { "fresh" };
+    for connection in [ConnectionMode::Pooled, ConnectionMode::Fresh] {
+        let conn = connection.as_str();
         for c in [1u32, 64, 256] {
             let n = (u64::from(c) * 16).max(200) / scale;
             let name = format!("closed loop c={c}, {conn}");
-            out.push(sc(name, Server::Raw, closed(c), n, c, reuse));
+            out.push(sc(name, Server::Raw, closed(c), n, c, connection));
         }
     }
     for rate in [50.0, 200.0] {
         let n = (rate * 5.0) as u64 / scale;
         let name = format!("open loop {rate} req/s, pooled");
-        out.push(sc(name, Server::Raw, open(rate), n, 2, true));
+        out.push(sc(
+            name,
+            Server::Raw,
+            open(rate),
+            n,
+            2,
+            ConnectionMode::Pooled,
+        ));
     }
     let n = 1024 / scale;
     let name = "closed loop c=256, pooled, axum server".to_string();
-    out.push(sc(name, Server::Axum, closed(256), n, 256, true));
+    out.push(sc(
+        name,
+        Server::Axum,
+        closed(256),
+        n,
+        256,
+        ConnectionMode::Pooled,
+    ));
     out
 }
 

@@ -62,7 +62,7 @@ use std::process::Command;
 use dfx_bench::native::stats::Sorted;
 use dfx_bench::native::{NativeBench, NativeSettings};
 use dfx_core::bench::{Bench, BenchContext};
-use dfx_core::plan::StepKind;
+use dfx_core::plan::{ConnectionMode, StepKind};
 use native_support::{TrialSpec, read_records, trial};
 use peer_plan::{Client, Scenario, kind_arg, parse_kind, scenarios};
 use peer_report::{Tally, print_ratios, print_row, row};
@@ -125,7 +125,11 @@ fn run_native_child(args: &[String]) {
         progress: false,
         ..NativeSettings::default()
     };
-    let bench = NativeBench::new(settings).with_connection_reuse(conn == "pooled");
+    let bench = NativeBench::new(settings).with_connection(if conn == "pooled" {
+        ConnectionMode::Pooled
+    } else {
+        ConnectionMode::Fresh
+    });
     let outcome = bench.run(&ctx);
     let doc = outcome
         .result

@@ -1,6 +1,6 @@
 //! Connection semantics of the native bench, against a loopback server that counts the
 //! TCP connections it accepts: fresh opens one per request (warmups included), pooled
-//! reuses them; `--connection` (here `with_connection_reuse`, which sets the same
+//! reuses them; `--connection` (here `with_connection`, which sets the same
 //! setting) wins over the entry's `connection` key, which wins over the default (fresh).
 //! Speech, chat-omni and soak steps alike.
 
@@ -98,12 +98,12 @@ impl Counting {
     }
 }
 
-/// Runs trial `t` against `server` (`flag_reuse`: as `--connection`); the result, which
+/// Runs trial `t` against `server` (`flag`: as `--connection`); the result, which
 /// must have no failed request, and the output folder.
 fn run(
     t: &Trial,
     server: &Counting,
-    flag_reuse: Option<bool>,
+    flag: Option<ConnectionMode>,
 ) -> (Map<String, Value>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
@@ -123,8 +123,8 @@ fn run(
         ..NativeSettings::default()
     };
     let mut bench = NativeBench::new(settings);
-    if let Some(reuse) = flag_reuse {
-        bench = bench.with_connection_reuse(reuse);
+    if let Some(mode) = flag {
+        bench = bench.with_connection(mode);
     }
     let outcome = bench.run(&ctx);
     let doc = outcome.result.expect("a result");
@@ -137,7 +137,7 @@ const WARMUPS: u32 = 2;
 
 /// Runs one closed-loop step (c = 2, 6 requests, 2 warmups) and returns the connections
 /// the server accepted and the result's `connection`.
-fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize, String) {
+fn step(entry_mode: Option<ConnectionMode>, flag: Option<ConnectionMode>) -> (usize, String) {
     let server = Counting::start();
     let ds =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../perf-configs/datasets/seed_tts_smoke");
@@ -151,7 +151,7 @@ fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize,
         ..TrialSpec::default()
     });
     Arc::make_mut(&mut t.entry).connection = entry_mode;
-    let (doc, dir) = run(&t, &server, flag_reuse);
+    let (doc, dir) = run(&t, &server, flag);
     let log = std::fs::read_to_string(dir.path().join("bench.log")).unwrap();
     assert!(log.contains("connections: "), "{log}");
     (
@@ -162,10 +162,10 @@ fn step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize,
 
 #[test]
 fn fresh_opens_one_connection_per_request_and_pooled_reuses_them() {
-    let (fresh, mode) = step(None, Some(false));
+    let (fresh, mode) = step(None, Some(ConnectionMode::Fresh));
     assert_eq!(mode, "fresh");
     assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize, "one per request");
-    let (pooled, mode) = step(None, Some(true));
+    let (pooled, mode) = step(None, Some(ConnectionMode::Pooled));
     assert_eq!(mode, "pooled");
     // The two warmups (sent together) open two; the measured requests reuse them. A
     // connection returned to the pool a moment late can make one more.
@@ -181,15 +181,18 @@ fn default_is_fresh_the_entry_key_chooses_and_the_flag_wins() {
     let (pooled, mode) = step(Some(ConnectionMode::Pooled), None);
     assert_eq!(mode, "pooled");
     assert!(pooled <= 4);
-    let (fresh, mode) = step(Some(ConnectionMode::Pooled), Some(false));
+    let (fresh, mode) = step(Some(ConnectionMode::Pooled), Some(ConnectionMode::Fresh));
     assert_eq!(mode, "fresh");
     assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize);
-    assert_eq!(step(Some(ConnectionMode::Fresh), Some(true)).1, "pooled");
+    assert_eq!(
+        step(Some(ConnectionMode::Fresh), Some(ConnectionMode::Pooled)).1,
+        "pooled"
+    );
 }
 
 /// A chat-omni step (`random`, c = 2, 6 requests, 2 warmups) under `entry_mode` and the
 /// flag: the connections the server accepted and the `connections:` line of `bench.log`.
-fn chat_step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (usize, String) {
+fn chat_step(entry_mode: Option<ConnectionMode>, flag: Option<ConnectionMode>) -> (usize, String) {
     let server = Counting::chat();
     let raw = serde_json::json!({
         "dataset_name": "random",
@@ -202,7 +205,7 @@ fn chat_step(entry_mode: Option<ConnectionMode>, flag_reuse: Option<bool>) -> (u
     };
     let mut t = chat_support::chat_trial(raw, kind, N);
     Arc::make_mut(&mut t.entry).connection = entry_mode;
-    let (_doc, dir) = run(&t, &server, flag_reuse);
+    let (_doc, dir) = run(&t, &server, flag);
     let log = std::fs::read_to_string(dir.path().join("bench.log")).unwrap();
     let line = log
         .lines()
@@ -225,7 +228,7 @@ fn chat_steps_open_a_connection_per_request_unless_pooled() {
         pooled <= 4,
         "pooled opened {pooled} connections for 8 requests"
     );
-    let (fresh, _) = chat_step(Some(ConnectionMode::Pooled), Some(false));
+    let (fresh, _) = chat_step(Some(ConnectionMode::Pooled), Some(ConnectionMode::Fresh));
     assert_eq!(fresh, (N + u64::from(WARMUPS)) as usize);
 }
 

@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use dfx_core::plan::ConnectionMode;
 use reqwest::header::HeaderMap;
 
 use super::http1::Endpoint;
@@ -104,19 +105,20 @@ pub(crate) struct Target {
     pub(crate) head: RequestHead,
     pub(crate) limits: Limits,
     /// Idle connections kept for later requests (pooled), else one per request (fresh).
-    pub(crate) reuse: bool,
+    pub(crate) connection: ConnectionMode,
     /// Every response body kept in [`Exchange::audio`] (quality capture).
     pub(crate) capture: bool,
 }
 
 impl Target {
-    /// `reuse` keeps idle connections for later requests (pooled); otherwise every
-    /// request opens a fresh connection. `url` must be a plain `http://` URL.
+    /// [`ConnectionMode::Pooled`] keeps idle connections for later requests; with
+    /// [`ConnectionMode::Fresh`] every request opens its own. `url` must be a plain
+    /// `http://` URL.
     pub(crate) fn new(
         url: &str,
         headers: HeaderMap,
         limits: Limits,
-        reuse: bool,
+        connection: ConnectionMode,
     ) -> Result<Self, BenchError> {
         let endpoint = Endpoint::parse(url).map_err(|e| match e {
             super::http1::Error::Url { url, why } => BenchError::BadUrl { url, why },
@@ -127,7 +129,7 @@ impl Target {
             endpoint,
             head,
             limits,
-            reuse,
+            connection,
             capture: false,
         })
     }

@@ -146,16 +146,12 @@ impl NativeBench {
         NativeBench { settings }
     }
 
-    /// Pooled (`true`: idle connections kept for later requests, the warmups open them)
-    /// or fresh (`false`: every request opens a connection, its set-up time recorded as
-    /// `connect_s`) for every step, whatever the entries say: sets
-    /// [`NativeSettings::connection`], as `--connection` does.
-    pub fn with_connection_reuse(mut self, reuse: bool) -> Self {
-        self.settings.connection = Some(if reuse {
-            ConnectionMode::Pooled
-        } else {
-            ConnectionMode::Fresh
-        });
+    /// Pooled (idle connections kept for later requests, the warmups open them) or fresh
+    /// (every request opens a connection, its set-up time recorded as `connect_s`) for
+    /// every step, whatever the entries say: sets [`NativeSettings::connection`], as
+    /// `--connection` does.
+    pub fn with_connection(mut self, mode: ConnectionMode) -> Self {
+        self.settings.connection = Some(mode);
         self
     }
 
@@ -396,7 +392,7 @@ impl NativeBench {
         }
         let mode = self.connection(&ctx.trial.entry);
         log.write(&connection_line(mode, &self.settings, &ctx.trial.entry));
-        let mut p = prepare::prepare(&self.settings, ctx, mode == ConnectionMode::Pooled)?;
+        let mut p = prepare::prepare(&self.settings, ctx, mode)?;
         for n in &p.notes {
             log.write(n);
         }

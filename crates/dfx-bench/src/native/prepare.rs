@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use dfx_core::bench::BenchContext;
 use dfx_core::models;
-use dfx_core::plan::{BenchEntry, Saturation, StepKind, Trial};
+use dfx_core::plan::{BenchEntry, ConnectionMode, Saturation, StepKind, Trial};
 
 use super::NativeSettings;
 use super::client::Target;
@@ -267,7 +267,7 @@ pub(crate) fn slots(n: NonZeroU32) -> NonZeroUsize {
 pub(crate) fn prepare(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
-    reuse: bool,
+    connection: ConnectionMode,
 ) -> Result<Prepared, BenchError> {
     let (trial, entry) = (ctx.trial, &ctx.trial.entry);
     let mut notes = Vec::new();
@@ -289,7 +289,7 @@ pub(crate) fn prepare(
         seed: entry.seed.unwrap_or(settings.seed),
         prefix: request_id_prefix(entry),
     };
-    prepare_rows(settings, ctx, reuse, &source, selection, notes)
+    prepare_rows(settings, ctx, connection, &source, selection, notes)
 }
 
 /// Where a step's requests come from: `n` measured and `warmups` warmup requests drawn
@@ -307,7 +307,7 @@ pub(crate) struct RowSource<'a> {
 pub(crate) fn prepare_rows(
     settings: &NativeSettings,
     ctx: &BenchContext<'_>,
-    reuse: bool,
+    connection: ConnectionMode,
     source: &RowSource<'_>,
     selection: Selection,
     mut notes: Vec<String>,
@@ -337,7 +337,7 @@ pub(crate) fn prepare_rows(
     let endpoint = entry.endpoint.as_deref().unwrap_or("/v1/audio/speech");
     let url = super::endpoint_url(&ctx.base_url, endpoint);
     let limits = settings.limits();
-    let target = Arc::new(Target::new(&url, headers, limits, reuse)?.capturing(capture));
+    let target = Arc::new(Target::new(&url, headers, limits, connection)?.capturing(capture));
     if capture {
         notes.push(
             "seed_tts_wer_eval: each measured request's audio is kept under quality/ \

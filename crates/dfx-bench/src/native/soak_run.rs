@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use dfx_core::bench::{BenchContext, BenchOutcome};
-use dfx_core::plan::ConnectionMode;
 
 use super::evloop::Engine;
 use super::log::BenchLog;
@@ -68,7 +67,7 @@ impl NativeBench {
             let mut p = prepare::prepare_rows(
                 s,
                 ctx,
-                self.connection(&ctx.trial.entry) == ConnectionMode::Pooled,
+                self.connection(&ctx.trial.entry),
                 &source,
                 selection.clone(),
                 Vec::new(),

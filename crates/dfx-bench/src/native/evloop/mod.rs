@@ -33,6 +33,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dfx_core::plan::ConnectionMode;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -307,7 +308,7 @@ impl Engine {
 
     /// Puts `req` on an idle pooled connection, or on a new one.
     fn send(&mut self, mut req: Request) {
-        if self.target.reuse
+        if self.target.connection == ConnectionMode::Pooled
             && let Some(k) = self.take_idle()
         {
             req.reused = true;
@@ -451,7 +452,7 @@ impl Engine {
         let Some(req) = s.req.take() else {
             return;
         };
-        if reusable && self.target.reuse && req.x.ok() {
+        if reusable && self.target.connection == ConnectionMode::Pooled && req.x.ok() {
             s.idle_since = Instant::now();
             s.going_idle();
             self.idle.push(k);

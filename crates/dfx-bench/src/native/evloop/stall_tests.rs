@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use super::tests::{Kept, LIMITS, engine_with, job, read_request, serve};
+use dfx_core::plan::ConnectionMode::Fresh;
+
 use crate::native::client::{FailureClass, Limits};
 use crate::native::driver::Load;
 use crate::native::stall::StallRule;
@@ -36,7 +38,7 @@ fn a_trickling_body_fails_as_stalled_within_the_window() {
             std::thread::sleep(Duration::from_millis(50));
         }
     });
-    let mut e = engine_with(&url, false, quick());
+    let mut e = engine_with(&url, Fresh, quick());
     let started = Instant::now();
     let mut kept = Kept::default();
     let ran = e.run(
@@ -80,7 +82,7 @@ fn a_server_that_stops_sending_ends_the_step_early() {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\nab");
         let _ = s.read(&mut [0u8; 1]);
     });
-    let mut e = engine_with(&url, false, quick());
+    let mut e = engine_with(&url, Fresh, quick());
     let started = Instant::now();
     let mut kept = Kept::default();
     let jobs = (0..12).map(|i| job(&i.to_string())).collect();

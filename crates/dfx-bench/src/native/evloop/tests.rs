@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use dfx_core::plan::ConnectionMode::{self, Fresh, Pooled};
 use dfx_core::plan::Saturation;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
@@ -86,23 +87,27 @@ pub(super) const LIMITS: Limits = Limits {
     max_body_bytes: 1 << 20,
 };
 
-fn target_with(url: &str, reuse: bool, limits: Limits) -> Arc<Target> {
+fn target_with(url: &str, connection: ConnectionMode, limits: Limits) -> Arc<Target> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Arc::new(Target::new(url, h, limits, reuse).unwrap().capturing(true))
+    Arc::new(
+        Target::new(url, h, limits, connection)
+            .unwrap()
+            .capturing(true),
+    )
 }
 
-fn target(url: &str, reuse: bool) -> Arc<Target> {
-    target_with(url, reuse, LIMITS)
+fn target(url: &str, connection: ConnectionMode) -> Arc<Target> {
+    target_with(url, connection, LIMITS)
 }
 
 /// An event loop for `url` (capturing bodies).
-pub(super) fn engine_with(url: &str, reuse: bool, limits: Limits) -> Engine {
-    Engine::new(target_with(url, reuse, limits), 24_000).unwrap()
+pub(super) fn engine_with(url: &str, connection: ConnectionMode, limits: Limits) -> Engine {
+    Engine::new(target_with(url, connection, limits), 24_000).unwrap()
 }
 
-fn engine(url: &str, reuse: bool) -> Engine {
-    engine_with(url, reuse, LIMITS)
+fn engine(url: &str, connection: ConnectionMode) -> Engine {
+    engine_with(url, connection, LIMITS)
 }
 
 /// A whole 200 response with a two-byte body.
@@ -177,7 +182,7 @@ fn chunked_body_split_across_reads_at_every_boundary() {
         std::thread::sleep(Duration::from_millis(3));
         let _ = s.write_all(b);
     });
-    let mut e = engine(&url, false);
+    let mut e = engine(&url, Fresh);
     for _ in 0..=CHUNKED.len() {
         let (status, data) = get(&mut e, "r").unwrap();
         assert_eq!((status, data.as_slice()), (200, &b"abcdefghij"[..]));
@@ -194,7 +199,7 @@ fn request_as_written_and_content_length_reuse() {
             let _ = s.write_all(reply.as_bytes());
         }
     });
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     let (status, echo) = get(&mut e, "id-1").unwrap();
     let echo = String::from_utf8(echo).unwrap();
     let authority = url.trim_start_matches("http://").split('/').next().unwrap();
@@ -223,7 +228,7 @@ fn request_as_written_and_content_length_reuse() {
 #[test]
 fn fresh_connections_and_connection_close_do_not_reuse() {
     let (url, accepted) = replying(OK, usize::MAX);
-    let mut e = engine(&url, false);
+    let mut e = engine(&url, Fresh);
     let xs = run(&mut e, &["a", "b"]);
     assert!(
         xs.iter().all(|x| x.ok() && x.connect.is_some()),
@@ -234,7 +239,7 @@ fn fresh_connections_and_connection_close_do_not_reuse() {
 
     let close = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok";
     let (url, accepted) = replying(close, usize::MAX);
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     assert!(run(&mut e, &["a", "b"]).iter().all(Exchange::ok));
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
@@ -248,7 +253,7 @@ fn body_until_close_and_interim_heads() {
             let _ = s.write_all(b"part two");
         }
     });
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     let x = run(&mut e, &["a"]).pop().unwrap();
     assert_eq!(x.audio.as_deref(), Some(&b"part one part two"[..]));
     assert_eq!(
@@ -266,7 +271,7 @@ fn body_until_close_and_interim_heads() {
 fn server_closed_idle_connection_is_not_reused() {
     // Answers one request per connection, then closes it at once.
     let (url, accepted) = replying(OK, 1);
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     get(&mut e, "a").unwrap();
     assert_eq!(e.idle.len(), 1);
     std::thread::sleep(Duration::from_millis(20));
@@ -289,7 +294,7 @@ fn unanswered_request_is_sent_again_once_on_a_new_connection() {
             let _ = s.write_all(OK);
         }
     });
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     // Both in one phase: the second goes out at once on the idle connection.
     let xs = run(&mut e, &["a", "b"]);
     assert!(xs[0].ok() && xs[1].ok(), "{:?}", xs[1].failure);
@@ -311,7 +316,7 @@ fn partly_answered_request_is_not_sent_again() {
             let _ = s.write_all(OK);
         }
     });
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     let xs = run(&mut e, &["a", "b"]);
     let f = xs[1].failure.clone().unwrap();
     assert_eq!(f.class, FailureClass::Transport);
@@ -325,7 +330,7 @@ fn partly_answered_request_is_not_sent_again() {
 
 /// A server that answers every request with `reply` and closes: the failure message.
 fn fails_with(reply: &'static [u8]) -> String {
-    let mut e = engine(&replying(reply, 1).0, false);
+    let mut e = engine(&replying(reply, 1).0, Fresh);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Transport, "{msg}");
     msg
@@ -361,7 +366,7 @@ fn oversize_head_is_an_error_not_an_allocation() {
             }
         }
     });
-    let mut e = engine(&url, false);
+    let mut e = engine(&url, Fresh);
     let (_, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(msg, format!("response head larger than {READ_BUF} bytes"));
 }
@@ -373,11 +378,11 @@ fn refused_connection_and_bad_urls() {
         .local_addr()
         .unwrap()
         .port();
-    let mut e = engine(&format!("http://127.0.0.1:{port}/x"), true);
+    let mut e = engine(&format!("http://127.0.0.1:{port}/x"), Pooled);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Transport);
     assert!(msg.starts_with("cannot connect to 127.0.0.1:"), "{msg}");
-    let err = Target::new("https://127.0.0.1/x", HeaderMap::new(), LIMITS, true)
+    let err = Target::new("https://127.0.0.1/x", HeaderMap::new(), LIMITS, Pooled)
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("bad server URL"), "{err}");
@@ -387,7 +392,7 @@ fn refused_connection_and_bad_urls() {
 fn error_status_keeps_an_excerpt_of_its_body() {
     let reply =
         b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 21\r\n\r\n{\"error\":  \"busy\"}\n\n";
-    let mut e = engine(&replying(reply, 1).0, false);
+    let mut e = engine(&replying(reply, 1).0, Fresh);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Http(503));
     assert_eq!(msg, "HTTP 503 Service Unavailable: {\"error\": \"busy\"}");
@@ -406,7 +411,7 @@ fn a_stalled_body_and_a_silent_server_end_by_their_timeouts() {
         read_timeout: Duration::from_millis(200),
         ..LIMITS
     };
-    let mut e = engine_with(&url, false, quick);
+    let mut e = engine_with(&url, Fresh, quick);
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Stall);
     assert_eq!(
@@ -422,7 +427,7 @@ fn a_stalled_body_and_a_silent_server_end_by_their_timeouts() {
         request_timeout: Duration::from_millis(150),
         ..LIMITS
     };
-    let mut e = engine_with(&url, false, total);
+    let mut e = engine_with(&url, Fresh, total);
     let started = Instant::now();
     let (class, msg) = get(&mut e, "a").unwrap_err();
     assert_eq!(class, FailureClass::Timeout);
@@ -443,10 +448,10 @@ fn a_body_over_the_cap_and_a_wav_body_fail_by_class() {
         max_body_bytes: 16,
         ..LIMITS
     };
-    let mut e = engine_with(&replying(big, 1).0, false, small);
+    let mut e = engine_with(&replying(big, 1).0, Fresh, small);
     assert_eq!(get(&mut e, "a").unwrap_err().0, FailureClass::Oversize);
     let wav = b"HTTP/1.1 200 OK\r\ncontent-length: 12\r\n\r\nRIFF\0\0\0\0WAVE";
-    let mut e = engine(&replying(wav, 1).0, false);
+    let mut e = engine(&replying(wav, 1).0, Fresh);
     assert_eq!(get(&mut e, "a").unwrap_err().0, FailureClass::NotPcm);
 }
 
@@ -460,7 +465,7 @@ fn open_loop_cap_waits_or_refuses() {
             let _ = s.write_all(OK);
         }
     });
-    let t = target(&url, true);
+    let t = target(&url, Pooled);
     for (saturation, refused) in [(Saturation::Fail, true), (Saturation::Wait, false)] {
         let mut e = Engine::new(t.clone(), 24_000).unwrap();
         let load = Load::Open {
@@ -493,7 +498,7 @@ fn open_loop_cap_waits_or_refuses() {
 #[test]
 fn closed_loop_keeps_its_workers_busy() {
     let (url, accepted) = replying(OK, usize::MAX);
-    let mut e = engine(&url, true);
+    let mut e = engine(&url, Pooled);
     let mut kept = Kept::default();
     let jobs = (0..40).map(|i| job(&format!("r{i}"))).collect();
     let ran = e.run(
@@ -531,7 +536,7 @@ fn a_large_request_body_is_written_whole_over_several_events() {
             let _ = s.write_all(reply);
         }
     });
-    let mut e = engine(&url, false);
+    let mut e = engine(&url, Fresh);
     let body: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
     let mut kept = Kept::default();
     let j = Job {

@@ -62,9 +62,7 @@ fn native_realtime_client_against_the_simulator() {
     let doc = outcome.result.unwrap();
     assert_eq!(doc["backend"], "openai-realtime-duplex");
     let mut strict = (*t.entry).clone();
-    strict
-        .raw
-        .insert("expected_duplex_audio_turns_per_session".into(), json!(3));
+    strict.gates.expected_duplex_turns = Some(3);
     let why = dfx_bench::native::realtime::expected_turns(&strict, &doc, 2).unwrap();
     assert!(
         why.contains("2 session(s) with another audio_turn_count"),

@@ -153,10 +153,7 @@ pub fn omniinteract_failures(entry: &BenchEntry, doc: &ResultDoc, num_prompts: u
         .and_then(Value::as_f64)
     {
         Some(f) if f.is_finite() => {
-            if let Some(min) = entry
-                .raw
-                .get("omniinteract_min_ia_qtf1")
-                .and_then(Value::as_f64)
+            if let Some(min) = entry.gates.min_ia_qtf1
                 && f < min
             {
                 out.push(format!(

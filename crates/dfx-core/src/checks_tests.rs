@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::plan::{BenchEntry, Dialect};
+use crate::plan::{BenchEntry, Dialect, ResultGates};
 
 fn entry(raw: Value) -> BenchEntry {
     BenchEntry {
@@ -30,6 +30,12 @@ fn entry(raw: Value) -> BenchEntry {
         connection: None,
         load: Default::default(),
         runner: Default::default(),
+        gates: ResultGates {
+            expected_duplex_turns: raw
+                .get("expected_duplex_audio_turns_per_session")
+                .and_then(Value::as_u64),
+            min_ia_qtf1: raw.get("omniinteract_min_ia_qtf1").and_then(Value::as_f64),
+        },
     }
 }
 

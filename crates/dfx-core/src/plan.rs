@@ -130,6 +130,19 @@ pub struct BenchEntry {
     /// Keys of the contract, stability and native-duplex runners, parsed at load
     /// ([`RunnerKeys::None`] for sweep entries).
     pub runner: RunnerKeys,
+    /// Upstream's runner checks of the entry's results, parsed at load.
+    pub gates: ResultGates,
+}
+
+/// Upstream's runner checks of an entry's results (runner-only keys, never bench flags),
+/// parsed at load so that a mistyped value is a config error rather than a skipped check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ResultGates {
+    /// `expected_duplex_audio_turns_per_session`: every session of a realtime duplex step
+    /// must report this many audio turns (in `duplex_session_metrics`).
+    pub expected_duplex_turns: Option<u64>,
+    /// `omniinteract_min_ia_qtf1`: the floor of the OmniInteract subset's IA-QTF1 score.
+    pub min_ia_qtf1: Option<f64>,
 }
 
 /// A capacity search (`capacity` entry key, checked at load): the highest open-loop

@@ -84,6 +84,15 @@ fn a_value_of_the_wrong_type_is_refused_naming_the_key() {
     silent.extend(check(&fx, "stability entry", |key, v| {
         tts_case("t", json!({"duration_sec": 60, key: v}))
     }));
+    // A soak takes the omni entry's keys too (the key table says so).
+    silent.extend(check(&fx, "entry (omni dialect)", |key, v| {
+        let mut e = json!({"duration_sec": 60, "max_concurrency": 1});
+        if key == "request_rate" {
+            e["max_concurrency"] = Value::Null; // tts_case drops it
+        }
+        e[key] = v;
+        tts_case("t", e)
+    }));
     assert!(
         silent.is_empty(),
         "accepted silently:\n{}",

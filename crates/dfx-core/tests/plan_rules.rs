@@ -522,11 +522,56 @@ fn runner_entries_percentile_soak_and_contract_keys() {
     let keys = &plan.trials[0].entry.percentiles;
     assert_eq!(keys.percentiles(), [50.0, 90.0]);
     assert_eq!(keys.metric_names(""), ["e2el", "audio_rtf"]);
-    // A value that is not a string is not read, as before (upstream passes it on).
+    // A value that is not a string is an error, as in a sweep entry (it used to be
+    // skipped, and the soak measured the default percentiles instead).
     let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
                       "duration_sec": 60, "metric-percentiles": 95});
+    let bad = fx.errors(&case(None, soak));
+    assert!(
+        bad.contains("key `metric-percentiles`: wrong type: got a number (accepted: a string)"),
+        "{bad}"
+    );
+    // The omni keys a soak reads are typed; those of sweep steps are refused; those
+    // upstream's stability runner drops load with a warning.
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "num_warmups": 3, "burstiness": 0.5, "seed": 7});
     let plan = fx.load(&case(None, soak)).unwrap();
-    assert_eq!(plan.trials[0].entry.percentiles.percentiles(), [99.0]);
+    let e = &plan.trials[0].entry;
+    assert_eq!(
+        (e.num_warmups, e.burstiness, e.seed),
+        (Some(3), Some(0.5), Some(7))
+    );
+    for (key, v) in [
+        ("num_warmups", json!("3")),
+        ("burstiness", json!(-1)),
+        ("seed", json!(1.5)),
+    ] {
+        let mut soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                              "duration_sec": 60});
+        soak[key] = v;
+        let bad = fx.errors(&case(None, soak));
+        assert!(bad.contains(&format!("key `{key}`")), "{key}: {bad}");
+    }
+    for key in ["burst", "repeats", "capacity", "ramp_start_rate"] {
+        let mut soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                              "duration_sec": 60});
+        soak[key] = json!(true);
+        let bad = fx.errors(&case(None, soak));
+        assert!(
+            bad.contains(&format!("key `{key}`: a stability entry does not read it")),
+            "{key}: {bad}"
+        );
+    }
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "num_prompts": [4], "baseline": {}});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    let warned = plan.warnings.join("\n");
+    for key in ["num_prompts", "baseline"] {
+        assert!(
+            warned.contains(&format!("key `{key}`: not read by a stability entry")),
+            "{key}: {warned}"
+        );
+    }
     // The soak keys: `duration_sec` and `random_input_len` parsed (defaults 300 s, 20 words).
     let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
                       "duration_sec": 60, "random_input_len": "30-10"});

@@ -63,6 +63,7 @@ pub fn entry(suffix: &str) -> BenchEntry {
         connection: None,
         load: Default::default(),
         runner: Default::default(),
+        gates: Default::default(),
     }
 }
 

@@ -229,6 +229,7 @@ pub(crate) fn chat_trial(raw: Value, kind: StepKind, num_prompts: u64) -> Trial 
         capacity: None,
         load: Default::default(),
         runner: Default::default(),
+        gates: Default::default(),
     };
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),

@@ -111,6 +111,7 @@ pub(crate) fn entry_from_raw(
         capacity: None,
         load: Default::default(),
         runner: Default::default(),
+        gates: Default::default(),
     }
 }
 

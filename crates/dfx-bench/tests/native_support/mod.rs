@@ -277,6 +277,7 @@ pub(crate) fn trial(s: TrialSpec<'_>) -> Trial {
         capacity: None,
         load: s.load,
         runner: Default::default(),
+        gates: Default::default(),
     };
     let label = match s.kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
@@ -432,6 +433,10 @@ pub(crate) fn realtime(mut t: Trial, backend: &str, endpoint: &str, raw: Value) 
     e.backend = Some(backend.into());
     e.endpoint = Some(endpoint.into());
     e.raw = raw.as_object().cloned().unwrap_or_default();
+    // As the loader types it (`ResultGates`).
+    e.gates.expected_duplex_turns = raw
+        .get("expected_duplex_audio_turns_per_session")
+        .and_then(Value::as_u64);
     t.entry = Arc::new(e);
     t
 }

@@ -5,16 +5,14 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::{Map, Value};
 
-use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
-use super::known_keys::entry::{
-    BURSTINESS, EXPECTED_DUPLEX_TURNS, MIN_IA_QTF1, NUM_WARMUPS, REPEATS, SEED,
-};
+use super::entry_parts::{EntryDraft, connection_key, percentile_keys, result_gates};
+use super::known_keys::entry::{BURSTINESS, NUM_WARMUPS, REPEATS, SEED};
 use super::known_keys::{EntryKind, check_entry_keys};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
-use super::runners;
 use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
 use super::value::{name_fits, opt_bool, opt_f64_in, opt_name, opt_object, opt_str, opt_uint};
+use super::{runners, stability};
 use crate::baseline::shape::parse_baseline;
 use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{BenchEntry, CaseKeys, Dialect, StepKind, SweepStep};
@@ -93,7 +91,7 @@ pub(crate) fn build_entry(
     } else if case.native_duplex {
         runners::native_duplex_entry(&ctx, raw_index, obj, errs)
     } else if runners::is_stability_entry(obj) {
-        runners::stability_entry(&ctx, raw_index, obj, errs)
+        stability::stability_entry(&ctx, raw_index, obj, errs, warnings)
     } else if is_diffusion_entry(obj, case.tags) {
         diffusion_entry(&ctx, raw_index, obj, &case.keys, errs, warnings)
     } else {
@@ -158,13 +156,6 @@ fn omni_entry(
         raw.seed_tts_wer_eval.as_ref(),
         errs,
     );
-    // Read again where they are checked (the realtime duplex turns, the OmniInteract
-    // gate); typed here so a mistyped value fails at load instead of skipping the check.
-    let (turns, ia_qtf1) = (EXPECTED_DUPLEX_TURNS.name, MIN_IA_QTF1.name);
-    let turns_max = const { EXPECTED_DUPLEX_TURNS.int_max() };
-    opt_uint(ctx, turns, obj.get(turns), turns_max, errs);
-    let ia_range = const { MIN_IA_QTF1.num_range() };
-    opt_f64_in(ctx, ia_qtf1, obj.get(ia_qtf1), ia_range, errs);
     let entry = BenchEntry {
         index: 0,
         suffix: String::new(),
@@ -210,6 +201,7 @@ fn omni_entry(
         capacity,
         load,
         runner: Default::default(),
+        gates: result_gates(ctx, obj, errs),
     };
     let baseline = raw
         .baseline
@@ -333,6 +325,7 @@ fn diffusion_entry(
         connection: None,
         load: Default::default(),
         runner: Default::default(),
+        gates: Default::default(),
     };
     Some(EntryDraft {
         raw_index,

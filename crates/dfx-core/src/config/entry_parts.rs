@@ -2,11 +2,13 @@
 //! shares: the draft an entry becomes, and the keys read the same way for all of them
 //! (`percentile-metrics` / `metric-percentiles`, `connection`).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use super::known_keys::entry::{EXPECTED_DUPLEX_TURNS, MIN_IA_QTF1};
+use super::value::{opt_f64_in, opt_uint};
 use crate::baseline::shape::BaselineSpec;
 use crate::diag::{Ctx, Errs, json_type};
-use crate::plan::{BenchEntry, ConnectionMode, PercentileKeys, SweepStep};
+use crate::plan::{BenchEntry, ConnectionMode, PercentileKeys, ResultGates, SweepStep};
 
 /// An enabled entry, validated, waiting for its index and suffix.
 #[derive(Debug, Clone)]
@@ -72,5 +74,21 @@ fn opt_str_or_refuse(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> Optio
             ));
             None
         }
+    }
+}
+
+/// The entry's [`ResultGates`] (upstream's checks of its results), typed here so that a
+/// mistyped value fails at load instead of skipping the check.
+pub(crate) fn result_gates(
+    ctx: &Ctx<'_>,
+    obj: &Map<String, Value>,
+    errs: &mut Errs,
+) -> ResultGates {
+    let (turns, ia_qtf1) = (EXPECTED_DUPLEX_TURNS.name, MIN_IA_QTF1.name);
+    let turns_max = const { EXPECTED_DUPLEX_TURNS.int_max() };
+    let ia_range = const { MIN_IA_QTF1.num_range() };
+    ResultGates {
+        expected_duplex_turns: opt_uint(ctx, turns, obj.get(turns), turns_max, errs),
+        min_ia_qtf1: opt_f64_in(ctx, ia_qtf1, obj.get(ia_qtf1), ia_range, errs),
     }
 }

@@ -28,6 +28,7 @@ pub(crate) mod raw;
 mod read;
 mod runners;
 mod server;
+mod stability;
 pub(crate) mod sweep;
 pub(crate) mod value;
 

@@ -1,7 +1,8 @@
 //! Entries of upstream's other runners (2026), which carry no sweep keys: the
 //! `native-duplex` runner (`"benchmark_runner": "native-duplex"` on the case: realtime
 //! duplex sessions, `sessions` × `turns`, repeated) and the stability runner (soak entries
-//! with `duration_sec`: batches of `num_prompts_per_batch` until the duration is over).
+//! with `duration_sec`: batches of `num_prompts_per_batch` until the duration is over;
+//! read in [`super::stability`]).
 //! Each entry becomes one trial whose step stands for its load (`c<sessions>` /
 //! `c<max_concurrency>` / `qps<rate>`). Both go to the benches: the native bench runs
 //! native-duplex entries (`dfx_bench::native::duplex`) and soaks `openai-audio-speech`
@@ -12,30 +13,24 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::{Map, Value};
 
-use super::entry_parts::{EntryDraft, connection_key, percentile_keys};
+use super::entry_parts::EntryDraft;
 use super::known_keys::KeySpec;
-use super::known_keys::entry::{SOAK_BATCH, SOAK_DURATION};
 use super::known_keys::runners::{
     CONTRACT_TIMEOUT, DUPLEX_REPEATS, DUPLEX_SESSIONS, DUPLEX_TIMEOUT, DUPLEX_TURNS, DUPLEX_WARMUPS,
 };
-use super::sweep;
 use super::value::{check_seconds, opt_bool, opt_count, opt_str, opt_str_list};
 use crate::baseline::shape::parse_baseline;
 use crate::bounds;
 use crate::diag::{Ctx, Errs, json_type};
 use crate::plan::{BenchEntry, Dialect, StepKind, SweepStep, python_float_str};
 use crate::runner_keys::{
-    ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_DUPLEX_TIMEOUT_S, DEFAULT_SOAK_DURATION_S,
-    DEFAULT_SOAK_WORDS, DuplexKeys, RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys, soak_words,
+    ContractKeys, DEFAULT_CONTRACT_TIMEOUT_S, DEFAULT_DUPLEX_TIMEOUT_S, DuplexKeys, RunnerKeys,
 };
 
 /// Why the external bench (`vllm bench serve --omni`) does not run native-duplex entries.
 pub const NATIVE_DUPLEX_EXTERNAL: &str = "native-duplex entries run upstream under \
 run_native_duplex_benchmark.py (realtime duplex sessions × turns, repeated), not under \
 `vllm bench serve --omni`; the native bench runs them (--bench native or auto)";
-
-/// `num_prompts_per_batch` of a stability entry without the key (upstream's default).
-const DEFAULT_SOAK_BATCH: NonZeroU64 = NonZeroU64::new(20).unwrap();
 
 /// Why the external bench does not run contract entries.
 pub const CONTRACT_EXTERNAL: &str = "contract entries are dfx-perf's own API contract \
@@ -92,7 +87,7 @@ pub(crate) fn is_stability_entry(obj: &Map<String, Value>) -> bool {
     obj.contains_key("duration_sec") || obj.contains_key("num_prompts_per_batch")
 }
 
-fn draft(
+pub(super) fn draft(
     raw_index: usize,
     obj: &Map<String, Value>,
     dialect: Dialect,
@@ -129,6 +124,7 @@ fn draft(
             connection: None,
             load: Default::default(),
             runner: RunnerKeys::None,
+            gates: Default::default(),
         },
         steps: vec![step],
         baseline: None,
@@ -136,7 +132,7 @@ fn draft(
     }
 }
 
-fn step(kind: StepKind, num_prompts: NonZeroU64) -> SweepStep {
+pub(super) fn step(kind: StepKind, num_prompts: NonZeroU64) -> SweepStep {
     let label = match kind {
         StepKind::Concurrency { max_concurrency } => format!("c{max_concurrency}"),
         StepKind::RequestRate { request_rate } => format!("qps{}", python_float_str(request_rate)),
@@ -211,131 +207,6 @@ pub(crate) fn native_duplex_entry(
         .and_then(|b| parse_baseline(ctx, b, errs));
     d.entry.runner = RunnerKeys::NativeDuplex(DuplexKeys::read(obj, timeout_s, profile_stages));
     (errs.len() == n).then_some(d)
-}
-
-/// A stability entry: exactly one of `max_concurrency` / `request_rate` (a single value;
-/// the kebab-case spellings of upstream's diffusion stability configs are read too),
-/// `num_prompts_per_batch` (default 20), `duration_sec` (default 300).
-pub(crate) fn stability_entry(
-    ctx: &Ctx<'_>,
-    raw_index: usize,
-    obj: &Map<String, Value>,
-    errs: &mut Errs,
-) -> Option<EntryDraft> {
-    let n = errs.len();
-    // 0 used to become 1 silently; it is refused like every other count.
-    let batch = opt_count(
-        ctx,
-        SOAK_BATCH.name,
-        obj.get(SOAK_BATCH.name),
-        const { SOAK_BATCH.int_max() },
-        errs,
-    )
-    .unwrap_or(DEFAULT_SOAK_BATCH);
-    let duration = obj.get(SOAK_DURATION.name);
-    let max = const { SOAK_DURATION.positive_max() };
-    let duration_s = super::value::check_seconds(ctx, SOAK_DURATION.name, duration, max, errs)
-        .unwrap_or(DEFAULT_SOAK_DURATION_S);
-    let words = soak_words_key(ctx, obj.get("random_input_len"), errs);
-    let (conc_key, conc) = either_spelling(ctx, obj, "max_concurrency", errs);
-    let (rate_key, rate) = either_spelling(ctx, obj, "request_rate", errs);
-    // The sweep's own checks and messages, for one value instead of a list.
-    let kind = match (conc, rate) {
-        (Some(c), None) => match sweep::concurrency(c) {
-            Ok(max_concurrency) => Some(StepKind::Concurrency { max_concurrency }),
-            Err(problem) => {
-                let accepted = sweep::concurrency_accepted(false);
-                errs.push(ctx.err(conc_key, problem.to_string(), &accepted));
-                None
-            }
-        },
-        (None, Some(r)) => match sweep::rate(r) {
-            Ok(request_rate) => Some(StepKind::RequestRate { request_rate }),
-            Err(problem) => {
-                errs.push(ctx.err(rate_key, problem.to_string(), &sweep::rate_accepted(false)));
-                None
-            }
-        },
-        _ => {
-            errs.push(ctx.err(
-                "max_concurrency/request_rate",
-                "a stability entry needs exactly one of `max_concurrency` and `request_rate`",
-                "one of them, a single value",
-            ));
-            None
-        }
-    };
-    let connection = connection_key(ctx, obj.get("connection"), errs);
-    let percentiles = stability_percentiles(ctx, obj, errs);
-    let goodput = crate::goodput::goodput_key(ctx, obj.get("goodput"), errs);
-    let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
-    d.entry.connection = connection;
-    d.entry.percentiles = percentiles;
-    d.entry.goodput = goodput;
-    d.entry.runner = RunnerKeys::Stability(SoakKeys { duration_s, words });
-    (errs.len() == n).then_some(d)
-}
-
-/// A stability sweep key under its snake-case name or the kebab-case one upstream's
-/// diffusion stability configs write (`max-concurrency`): the name used and the value
-/// (`null` is absent). Both spellings at once is an error at the kebab one.
-fn either_spelling<'a>(
-    ctx: &Ctx<'_>,
-    obj: &'a Map<String, Value>,
-    snake: &'static str,
-    errs: &mut Errs,
-) -> (&'static str, Option<&'a Value>) {
-    let kebab: &'static str = match snake {
-        "max_concurrency" => "max-concurrency",
-        _ => "request-rate",
-    };
-    let get = |k: &str| obj.get(k).filter(|v| !v.is_null());
-    match (get(snake), get(kebab)) {
-        (Some(_), Some(_)) => {
-            errs.push(ctx.err(
-                kebab,
-                format!("`{kebab}` and `{snake}` are the same key, given twice"),
-                "one spelling",
-            ));
-            (snake, None)
-        }
-        (None, Some(v)) => (kebab, Some(v)),
-        (v, None) => (snake, v),
-    }
-}
-
-/// `random_input_len` of a stability entry: the soak's text lengths in words.
-fn soak_words_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> (u64, u64) {
-    let fallback = (DEFAULT_SOAK_WORDS, DEFAULT_SOAK_WORDS);
-    match v {
-        None | Some(Value::Null) => fallback,
-        Some(v) => soak_words(v).unwrap_or_else(|| {
-            errs.push(ctx.err(
-                "random_input_len",
-                format!("invalid value {v}"),
-                SOAK_WORDS_ACCEPTED,
-            ));
-            fallback
-        }),
-    }
-}
-
-/// The percentile keys of a stability entry: string values only (as upstream's stability
-/// runner passes them on; any other value is not read), the dashed spelling first, a
-/// `metric-percentiles` that is not a list of percentiles refused.
-fn stability_percentiles(
-    ctx: &Ctx<'_>,
-    obj: &Map<String, Value>,
-    errs: &mut Errs,
-) -> crate::plan::PercentileKeys {
-    let text = |k: &'static str| {
-        obj.get(k)
-            .and_then(Value::as_str)
-            .map(|s| (k, s.to_string()))
-    };
-    let metrics = text("percentile-metrics").or_else(|| text("percentile_metrics"));
-    let percentiles = text("metric-percentiles").or_else(|| text("metric_percentiles"));
-    percentile_keys(ctx, metrics.map(|(_, m)| m), percentiles, errs)
 }
 
 /// A contract entry: `name`, `scenarios` (names of [`crate::contract::SCENARIOS`], no

@@ -404,10 +404,7 @@ pub fn expected_turns(
     doc: &dfx_core::result::ResultDoc,
     num_prompts: u64,
 ) -> Option<String> {
-    let want = entry
-        .raw
-        .get("expected_duplex_audio_turns_per_session")?
-        .as_u64()?;
+    let want = entry.gates.expected_duplex_turns?;
     let key = "expected_duplex_audio_turns_per_session";
     let Some(rows) = doc.get("duplex_session_metrics").and_then(|v| v.as_array()) else {
         return Some(format!(

@@ -116,7 +116,9 @@ pub fn tables() -> [KeyTable; 9] {
         table(
             "stability entry",
             "A soak entry (`duration_sec`): these, besides the omni entry's keys (a \
-             diffusion soak: the diffusion entry's)",
+             diffusion soak: the diffusion entry's) except those of sweep steps: the load \
+             shapes, `repeats` and `capacity` are errors, `baseline` and `num_prompts` \
+             warnings (not read)",
             &[entry::STABILITY],
             None,
         ),

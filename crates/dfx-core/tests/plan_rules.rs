@@ -562,6 +562,12 @@ fn runner_entries_percentile_soak_and_contract_keys() {
             "{key}: {bad}"
         );
     }
+    // `null` is absent, as in a sweep entry.
+    let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
+                      "duration_sec": 60, "extra_body": null, "num_warmups": null,
+                      "burst": null, "seed_tts_locale": null});
+    let plan = fx.load(&case(None, soak)).unwrap();
+    assert_eq!(plan.trials[0].entry.num_warmups, None);
     let soak = json!({"backend": "openai-audio-speech", "max_concurrency": 2,
                       "duration_sec": 60, "num_prompts": [4], "baseline": {}});
     let plan = fx.load(&case(None, soak)).unwrap();

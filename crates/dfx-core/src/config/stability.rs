@@ -168,7 +168,8 @@ fn not_read_by_a_soak(
     errs: &mut Errs,
     warnings: &mut Vec<String>,
 ) {
-    for key in obj.keys().map(String::as_str) {
+    let given = obj.iter().filter(|(_, v)| !v.is_null());
+    for (key, v) in given.map(|(k, v)| (k.as_str(), v)) {
         if SWEEP_ONLY.contains(&key) || LOAD_KEYS.contains(&key) {
             errs.push(ctx.err(
                 key,
@@ -179,7 +180,6 @@ fn not_read_by_a_soak(
             ));
         } else if UPSTREAM_IGNORES.contains(&key) {
             // Still of its sweep type: a typo is an error whether or not it is read.
-            let v = &obj[key];
             let count = |v: &Value| v.as_u64().is_some();
             let (typed, accepted) = match key {
                 "baseline" => (v.is_object(), "an object"),
@@ -201,8 +201,9 @@ fn not_read_by_a_soak(
 /// The omni entry's keys a soak reads, typed as [`super::entry`] types a sweep entry's
 /// (the draft read them leniently): names, request keys, warmups, arrivals and seed.
 fn omni_keys(ctx: &Ctx<'_>, obj: &Map<String, Value>, e: &mut BenchEntry, errs: &mut Errs) {
-    let text = |key: &str, errs: &mut Errs| opt_str(ctx, key, obj.get(key), errs);
-    let name = |key: &str, errs: &mut Errs| opt_name(ctx, key, obj.get(key), errs);
+    let get = |key: &str| present(obj, key);
+    let text = |key: &str, errs: &mut Errs| opt_str(ctx, key, get(key), errs);
+    let name = |key: &str, errs: &mut Errs| opt_name(ctx, key, get(key), errs);
     e.dataset_name = name("dataset_name", errs);
     e.task = name("task", errs);
     e.eval_phase = name("eval_phase", errs);
@@ -211,9 +212,9 @@ fn omni_keys(ctx: &Ctx<'_>, obj: &Map<String, Value>, e: &mut BenchEntry, errs: 
     e.endpoint = text("endpoint", errs);
     e.dataset_path = text("dataset_path", errs);
     e.seed_tts_locale = text("seed_tts_locale", errs);
-    e.extra_body = opt_object(ctx, "extra_body", obj.get("extra_body"), errs);
-    opt_bool(ctx, "seed_tts_wer_eval", obj.get("seed_tts_wer_eval"), errs);
-    let warmups = obj.get(NUM_WARMUPS.name);
+    e.extra_body = opt_object(ctx, "extra_body", get("extra_body"), errs);
+    opt_bool(ctx, "seed_tts_wer_eval", get("seed_tts_wer_eval"), errs);
+    let warmups = get(NUM_WARMUPS.name);
     e.num_warmups = opt_uint(
         ctx,
         NUM_WARMUPS.name,
@@ -222,7 +223,7 @@ fn omni_keys(ctx: &Ctx<'_>, obj: &Map<String, Value>, e: &mut BenchEntry, errs: 
         errs,
     )
     .and_then(|n| u32::try_from(n).ok());
-    let b = obj.get(BURSTINESS.name);
+    let b = get(BURSTINESS.name);
     e.burstiness = opt_f64_in(
         ctx,
         BURSTINESS.name,
@@ -233,8 +234,14 @@ fn omni_keys(ctx: &Ctx<'_>, obj: &Map<String, Value>, e: &mut BenchEntry, errs: 
     e.seed = opt_uint(
         ctx,
         SEED.name,
-        obj.get(SEED.name),
+        get(SEED.name),
         const { SEED.int_max() },
         errs,
     );
+}
+
+/// The value of `key`, a JSON `null` counting as absent (as in a sweep entry, whose keys
+/// serde reads into `Option`s).
+fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
 }

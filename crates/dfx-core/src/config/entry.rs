@@ -5,13 +5,13 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use serde_json::{Map, Value};
 
-use super::entry_parts::{EntryDraft, connection_key, percentile_keys, result_gates};
-use super::known_keys::entry::{BURSTINESS, NUM_WARMUPS, REPEATS, SEED};
+use super::entry_parts::{CommonKeys, EntryDraft, result_gates};
+use super::known_keys::entry::REPEATS;
 use super::known_keys::{EntryKind, check_entry_keys};
 use super::load_keys::load_spec;
 use super::raw::{RawDiffusionEntry, RawOmniEntry, from_object, is_diffusion_entry};
 use super::sweep::{SweepKeys, expand_entry, expand_unbounded};
-use super::value::{name_fits, opt_bool, opt_f64_in, opt_name, opt_object, opt_str, opt_uint};
+use super::value::{name_fits, opt_bool, opt_name};
 use super::{runners, stability};
 use crate::baseline::shape::parse_baseline;
 use crate::diag::{Ctx, Errs, json_type};
@@ -135,74 +135,38 @@ fn omni_entry(
              open_loop_max_concurrency or saturation",
         ));
     }
-    let s = |key: &str, v: &Option<Value>, errs: &mut Errs| opt_str(ctx, key, v.as_ref(), errs);
-    let n = |key: &str, v: &Option<Value>, errs: &mut Errs| opt_name(ctx, key, v.as_ref(), errs);
-    let dataset_name = n("dataset_name", &raw.dataset_name, errs);
-    let task = n("task", &raw.task, errs);
-    let eval_phase = n("eval_phase", &raw.eval_phase, errs);
-    let percentile_metrics = match raw.percentile_metrics_dashed {
-        Some(v) => s("percentile-metrics", &Some(v), errs),
-        None => s("percentile_metrics", &raw.percentile_metrics, errs),
-    };
-    let metric_percentiles = match raw.metric_percentiles_dashed {
-        Some(v) => s("metric-percentiles", &Some(v), errs).map(|p| ("metric-percentiles", p)),
-        None => s("metric_percentiles", &raw.metric_percentiles, errs)
-            .map(|p| ("metric_percentiles", p)),
-    };
-    let percentiles = percentile_keys(ctx, percentile_metrics, metric_percentiles, errs);
-    opt_bool(
-        ctx,
-        "seed_tts_wer_eval",
-        raw.seed_tts_wer_eval.as_ref(),
-        errs,
-    );
-    let entry = BenchEntry {
+    let common = CommonKeys::read(ctx, &raw, errs);
+    let (task, eval_phase) = (common.task.clone(), common.eval_phase.clone());
+    let dataset_name = common.dataset_name.clone();
+    let mut entry = BenchEntry {
         index: 0,
         suffix: String::new(),
         dialect: Dialect::Omni,
-        dataset_name: dataset_name.clone(),
-        backend: s("backend", &raw.backend, errs),
-        endpoint: s("endpoint", &raw.endpoint, errs),
-        dataset_path: s("dataset_path", &raw.dataset_path, errs),
-        seed_tts_locale: s("seed_tts_locale", &raw.seed_tts_locale, errs),
-        percentiles,
-        goodput: crate::goodput::goodput_key(ctx, raw.goodput.as_ref(), errs),
-        extra_body: opt_object(ctx, "extra_body", raw.extra_body.as_ref(), errs),
-        num_warmups: opt_uint(
-            ctx,
-            NUM_WARMUPS.name,
-            raw.num_warmups.as_ref(),
-            const { NUM_WARMUPS.int_max() },
-            errs,
-        )
-        .and_then(|n| u32::try_from(n).ok()),
+        dataset_name: None,
+        backend: None,
+        endpoint: None,
+        dataset_path: None,
+        seed_tts_locale: None,
+        percentiles: Default::default(),
+        goodput: None,
+        extra_body: None,
+        num_warmups: None,
         repeats: repeats_key(ctx, raw.repeats.as_ref(), errs),
-        burstiness: opt_f64_in(
-            ctx,
-            BURSTINESS.name,
-            raw.burstiness.as_ref(),
-            const { BURSTINESS.num_range() },
-            errs,
-        ),
-        seed: opt_uint(
-            ctx,
-            SEED.name,
-            raw.seed.as_ref(),
-            const { SEED.int_max() },
-            errs,
-        ),
-        task: task.clone(),
-        eval_phase: eval_phase.clone(),
-        name: n("name", &raw.name, errs),
+        burstiness: None,
+        seed: None,
+        task: None,
+        eval_phase: None,
+        name: None,
         trust_remote_code,
         raw: obj.clone(),
         case: case.keys.clone(),
-        connection: connection_key(ctx, raw.connection.as_ref(), errs),
+        connection: None,
         capacity,
         load,
         runner: Default::default(),
         gates: result_gates(ctx, obj, errs),
     };
+    common.apply(&mut entry);
     let baseline = raw
         .baseline
         .as_ref()

@@ -8,14 +8,15 @@ use std::num::NonZeroU64;
 
 use serde_json::{Map, Value};
 
-use super::entry_parts::{EntryDraft, connection_key, percentile_keys, result_gates};
+use super::entry_parts::{CommonKeys, EntryDraft, result_gates};
 use super::known_keys::LOAD_KEYS;
-use super::known_keys::entry::{BURSTINESS, NUM_WARMUPS, SEED, SOAK_BATCH, SOAK_DURATION};
+use super::known_keys::entry::{SOAK_BATCH, SOAK_DURATION};
+use super::raw::{RawOmniEntry, from_object};
 use super::runners::{draft, step};
 use super::sweep;
-use super::value::{opt_bool, opt_count, opt_f64_in, opt_name, opt_object, opt_str, opt_uint};
+use super::value::opt_count;
 use crate::diag::{Ctx, Errs, json_type};
-use crate::plan::{BenchEntry, Dialect, StepKind};
+use crate::plan::{Dialect, StepKind};
 use crate::runner_keys::{
     DEFAULT_SOAK_DURATION_S, DEFAULT_SOAK_WORDS, RunnerKeys, SOAK_WORDS_ACCEPTED, SoakKeys,
     soak_words,
@@ -86,16 +87,14 @@ pub(crate) fn stability_entry(
             None
         }
     };
-    let connection = connection_key(ctx, obj.get("connection"), errs);
-    let percentiles = stability_percentiles(ctx, obj, errs);
-    let goodput = crate::goodput::goodput_key(ctx, obj.get("goodput"), errs);
+    // The omni entry's keys a soak reads, as a sweep entry reads them.
+    let raw: RawOmniEntry = from_object(obj).unwrap_or_default();
+    let common = CommonKeys::read(ctx, &raw, errs);
+    let gates = result_gates(ctx, obj, errs);
     not_read_by_a_soak(ctx, obj, errs, warnings);
     let mut d = draft(raw_index, obj, Dialect::Stability, step(kind?, batch));
-    omni_keys(ctx, obj, &mut d.entry, errs);
-    d.entry.connection = connection;
-    d.entry.percentiles = percentiles;
-    d.entry.goodput = goodput;
-    d.entry.gates = result_gates(ctx, obj, errs);
+    common.apply(&mut d.entry);
+    d.entry.gates = gates;
     d.entry.runner = RunnerKeys::Stability(SoakKeys { duration_s, words });
     (errs.len() == n).then_some(d)
 }
@@ -144,22 +143,6 @@ fn soak_words_key(ctx: &Ctx<'_>, v: Option<&Value>, errs: &mut Errs) -> (u64, u6
     }
 }
 
-/// The percentile keys of a stability entry, the dashed spelling first: strings (any
-/// other value is an error naming the key), a `metric-percentiles` that is not a list of
-/// percentiles refused.
-fn stability_percentiles(
-    ctx: &Ctx<'_>,
-    obj: &Map<String, Value>,
-    errs: &mut Errs,
-) -> crate::plan::PercentileKeys {
-    let mut text = |k: &'static str| opt_str(ctx, k, obj.get(k), errs).map(|s| (k, s));
-    let dashed = text("percentile-metrics");
-    let metrics = dashed.or_else(|| text("percentile_metrics"));
-    let dashed = text("metric-percentiles");
-    let percentiles = dashed.or_else(|| text("metric_percentiles"));
-    percentile_keys(ctx, metrics.map(|(_, m)| m), percentiles, errs)
-}
-
 /// Refuses the sweep-only keys ([`SWEEP_ONLY`], the load-shape keys) and warns about
 /// those upstream ignores ([`UPSTREAM_IGNORES`]).
 fn not_read_by_a_soak(
@@ -196,52 +179,4 @@ fn not_read_by_a_soak(
             warnings.push(ctx.err(key, why, "").to_string());
         }
     }
-}
-
-/// The omni entry's keys a soak reads, typed as [`super::entry`] types a sweep entry's
-/// (the draft read them leniently): names, request keys, warmups, arrivals and seed.
-fn omni_keys(ctx: &Ctx<'_>, obj: &Map<String, Value>, e: &mut BenchEntry, errs: &mut Errs) {
-    let get = |key: &str| present(obj, key);
-    let text = |key: &str, errs: &mut Errs| opt_str(ctx, key, get(key), errs);
-    let name = |key: &str, errs: &mut Errs| opt_name(ctx, key, get(key), errs);
-    e.dataset_name = name("dataset_name", errs);
-    e.task = name("task", errs);
-    e.eval_phase = name("eval_phase", errs);
-    e.name = name("name", errs);
-    e.backend = text("backend", errs);
-    e.endpoint = text("endpoint", errs);
-    e.dataset_path = text("dataset_path", errs);
-    e.seed_tts_locale = text("seed_tts_locale", errs);
-    e.extra_body = opt_object(ctx, "extra_body", get("extra_body"), errs);
-    opt_bool(ctx, "seed_tts_wer_eval", get("seed_tts_wer_eval"), errs);
-    let warmups = get(NUM_WARMUPS.name);
-    e.num_warmups = opt_uint(
-        ctx,
-        NUM_WARMUPS.name,
-        warmups,
-        const { NUM_WARMUPS.int_max() },
-        errs,
-    )
-    .and_then(|n| u32::try_from(n).ok());
-    let b = get(BURSTINESS.name);
-    e.burstiness = opt_f64_in(
-        ctx,
-        BURSTINESS.name,
-        b,
-        const { BURSTINESS.num_range() },
-        errs,
-    );
-    e.seed = opt_uint(
-        ctx,
-        SEED.name,
-        get(SEED.name),
-        const { SEED.int_max() },
-        errs,
-    );
-}
-
-/// The value of `key`, a JSON `null` counting as absent (as in a sweep entry, whose keys
-/// serde reads into `Option`s).
-fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
 }

@@ -76,13 +76,9 @@ impl EventText {
     pub(crate) fn with_event_id(&self) -> String {
         match &self.0 {
             Head::Open(head) => {
-                let id = event_id(); // `evt_` and hex digits: nothing to escape
-                let mut s = String::with_capacity(head.len() + id.len() + 16);
+                let mut s = String::with_capacity(head.len() + 48);
                 s.push_str(head);
-                s.push_str(",\"event_id\":\"");
-                s.push_str(&id);
-                s.push_str("\"}");
-                s
+                close_with_event_id(s)
             }
             Head::Keyed(v) => with_event_id(v.clone()),
         }
@@ -133,14 +129,20 @@ pub(crate) fn append(n: u64) -> String {
         text.truncate(at);
         text
     });
-    let id = event_id();
-    let mut s = String::with_capacity(head.len() + id.len() + 64);
+    let mut s = String::with_capacity(head.len() + 80);
     s.push_str(head);
-    let _ = write!(s, "{}", n.saturating_mul(APPEND_MS));
-    s.push_str(",\"is_speech\":false,\"event_id\":\"");
-    s.push_str(&id);
-    s.push_str("\"}");
-    s
+    let _ = write!(s, "{},\"is_speech\":false", n.saturating_mul(APPEND_MS));
+    close_with_event_id(s)
+}
+
+/// `text` (an object's text without its closing brace) with a new `event_id` as its last
+/// key, closed: [`with_event_id`]'s text without a `Value` (an id is `evt_` and hex digits,
+/// nothing to escape).
+fn close_with_event_id(mut text: String) -> String {
+    text.push_str(",\"event_id\":\"");
+    text.push_str(&event_id());
+    text.push_str("\"}");
+    text
 }
 
 /// The `n`-th append without its event id, as a JSON object (keys in upstream order).

@@ -358,23 +358,17 @@ async fn stream_turn(
                     lim.wait_after, lim.max_appends * APPEND_MS));
                 return;
             }
-            ev = c.next() => match ev {
-                Ev::Ended(why) => { out.fail(TurnError::Transport, why); return; }
-                Ev::Json(v) => {
-                    let done = on_event(&v, lim, out);
-                    let now = Instant::now();
-                    if progress.advance(&lim.stall, audio_bytes(out), now) {
-                        progressed(now);
-                    }
-                    if done { return; }
+            ev = c.next() => {
+                let done = match ev {
+                    Ev::Ended(why) => { out.fail(TurnError::Transport, why); return; }
+                    Ev::Json(v) => on_event(&v, lim, out),
+                    Ev::Audio(a) => { on_audio(&a, &c.rd.pcm, lim, out); false }
+                };
+                let now = Instant::now();
+                if progress.advance(&lim.stall, audio_bytes(out), now) {
+                    progressed(now);
                 }
-                Ev::Audio(a) => {
-                    on_audio(&a, &c.rd.pcm, lim, out);
-                    let now = Instant::now();
-                    if progress.advance(&lim.stall, audio_bytes(out), now) {
-                        progressed(now);
-                    }
-                }
+                if done { return; }
             }
         }
     }

@@ -135,38 +135,36 @@ fn omni_entry(
              open_loop_max_concurrency or saturation",
         ));
     }
-    let common = CommonKeys::read(ctx, &raw, errs);
-    let (task, eval_phase) = (common.task.clone(), common.eval_phase.clone());
-    let dataset_name = common.dataset_name.clone();
-    let mut entry = BenchEntry {
+    let c = CommonKeys::read(ctx, &raw, errs);
+    let suffix_parts = [c.task.clone(), c.eval_phase.clone(), c.dataset_name.clone()];
+    let entry = BenchEntry {
         index: 0,
         suffix: String::new(),
         dialect: Dialect::Omni,
-        dataset_name: None,
-        backend: None,
-        endpoint: None,
-        dataset_path: None,
-        seed_tts_locale: None,
-        percentiles: Default::default(),
-        goodput: None,
-        extra_body: None,
-        num_warmups: None,
+        dataset_name: c.dataset_name,
+        backend: c.backend,
+        endpoint: c.endpoint,
+        dataset_path: c.dataset_path,
+        seed_tts_locale: c.seed_tts_locale,
+        percentiles: c.percentiles,
+        goodput: c.goodput,
+        extra_body: c.extra_body,
+        num_warmups: c.num_warmups,
         repeats: repeats_key(ctx, raw.repeats.as_ref(), errs),
-        burstiness: None,
-        seed: None,
-        task: None,
-        eval_phase: None,
-        name: None,
+        burstiness: c.burstiness,
+        seed: c.seed,
+        task: c.task,
+        eval_phase: c.eval_phase,
+        name: c.name,
         trust_remote_code,
         raw: obj.clone(),
         case: case.keys.clone(),
-        connection: None,
+        connection: c.connection,
         capacity,
         load,
         runner: Default::default(),
         gates: result_gates(ctx, obj, errs),
     };
-    common.apply(&mut entry);
     let baseline = raw
         .baseline
         .as_ref()
@@ -179,7 +177,7 @@ fn omni_entry(
         entry,
         steps,
         baseline,
-        suffix_parts: [task, eval_phase, dataset_name],
+        suffix_parts,
     })
 }
 

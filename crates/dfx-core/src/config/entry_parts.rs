@@ -177,7 +177,7 @@ impl CommonKeys {
         }
     }
 
-    /// Sets them on `e`.
+    /// Sets them on `e` (a stability entry's draft; a sweep entry is built from them).
     pub(crate) fn apply(self, e: &mut BenchEntry) {
         e.dataset_name = self.dataset_name;
         e.task = self.task;
